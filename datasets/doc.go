@@ -1,0 +1,25 @@
+// Package datasets defines Dataset, the contract between data and the trainer, and the
+// small tools every reader shares: an in-memory dataset of 8-bit images, subsets, and a
+// deterministic stratified split.
+//
+// The file formats live in subpackages, one per format:
+//
+//   - datasets/mnist reads the IDX files of MNIST and Fashion-MNIST (raw or gzipped),
+//     embeds a 10,000-digit MNIST sample so that everything runs without a download, and
+//     downloads the full MNIST from a list of mirrors with checked SHA-256 digests.
+//   - datasets/cifar reads the binary versions of CIFAR-10 and CIFAR-100, from the
+//     extracted directory or straight from the .tar.gz archive.
+//
+// Every reader returns an *Images, which satisfies Dataset. A typical use:
+//
+//	train, test, err := mnist.Embedded()       // 8,000 / 2,000 real digits, no files needed
+//	if err != nil { … }
+//	small, err := datasets.StratifiedSubset(train, 500) // quick end-to-end runs
+//	x := make([]float32, datasets.Size(small))
+//	label := small.Example(0, x)                // x holds 1×28×28 values in [0,1]
+//
+// Images keeps pixels as bytes and scales them by a table lookup in Example, so a
+// dataset costs one byte per pixel in memory and Example is a copy loop.
+//
+// This package has no dependency on Gorgonia; it is safe to import from anywhere.
+package datasets
