@@ -1,0 +1,185 @@
+package accountant
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+)
+
+// Segment is a run of consecutive steps with the same sampling rate Q and
+// noise multiplier Z, as recorded by Ledger.Record.
+type Segment struct {
+	Q, Z  float64
+	Steps int
+}
+
+// Ledger composes the Rényi DP of a sequence of Poisson-subsampled Gaussian
+// steps, which may differ in sampling rate and noise multiplier, and converts
+// the total into (ε, δ). RDP composes by adding per order, so the ledger
+// keeps one running total per order: Record costs one RDP evaluation (cached
+// for repeated (q, z)), Epsilon and Delta cost one pass over the orders.
+//
+// The zero Ledger is ready to use with DefaultOrders and the Balle
+// conversion. A Ledger is safe for concurrent use.
+type Ledger struct {
+	mu      sync.Mutex
+	cfg     config
+	ready   bool
+	total   []float64 // Σ steps·RDP per order, aligned with cfg.orders
+	steps   int
+	history []Segment
+
+	// per-step RDP of the most recent (q, z), so that a constant-noise
+	// training loop calling Record(q, z, 1) every step computes it once.
+	lastQ, lastZ float64
+	lastRDP      []float64
+}
+
+// NewLedger returns an empty ledger configured by opts.
+func NewLedger(opts ...Option) *Ledger {
+	l := &Ledger{cfg: newConfig(opts)}
+	l.ready = true
+	l.total = make([]float64, len(l.cfg.orders))
+	return l
+}
+
+// init makes the zero Ledger usable; callers hold l.mu.
+func (l *Ledger) init() {
+	if l.ready {
+		return
+	}
+	l.cfg = newConfig(nil)
+	l.total = make([]float64, len(l.cfg.orders))
+	l.ready = true
+}
+
+// Record adds steps steps of the subsampled Gaussian mechanism with sampling
+// rate q in (0, 1] and noise multiplier z > 0 (noise standard deviation over
+// L2 sensitivity). On error the ledger is unchanged.
+func (l *Ledger) Record(q, z float64, steps int) error {
+	if err := checkMechanism(q, z); err != nil {
+		return err
+	}
+	if steps < 1 {
+		return fmt.Errorf("accountant: steps = %d: must be ≥ 1: %w", steps, ErrInvalidParameter)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.cfg.err != nil {
+		return l.cfg.err
+	}
+	if l.steps > math.MaxInt-steps {
+		return fmt.Errorf("accountant: step count overflows int: %w", ErrInvalidParameter)
+	}
+	if l.lastRDP == nil || q != l.lastQ || z != l.lastZ {
+		if l.lastRDP == nil {
+			l.lastRDP = make([]float64, len(l.cfg.orders))
+		}
+		sampledGaussianRDP(q, z, l.cfg.orders, l.lastRDP)
+		l.lastQ, l.lastZ = q, z
+	}
+	fs := float64(steps)
+	for i, r := range l.lastRDP {
+		l.total[i] += fs * r
+	}
+	l.steps += steps
+	if n := len(l.history); n > 0 && l.history[n-1].Q == q && l.history[n-1].Z == z {
+		l.history[n-1].Steps += steps
+	} else {
+		l.history = append(l.history, Segment{Q: q, Z: z, Steps: steps})
+	}
+	return nil
+}
+
+// Epsilon returns the smallest ε over the ledger's orders such that
+// everything recorded so far is (ε, δ)-DP, with the order that attains it.
+// An empty ledger spends ε = 0. ε is +Inf if no order gives a finite bound.
+func (l *Ledger) Epsilon(delta float64) (Spent, error) {
+	if err := checkDelta(delta); err != nil {
+		return Spent{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.cfg.err != nil {
+		return Spent{}, l.cfg.err
+	}
+	if l.steps == 0 {
+		return Spent{Delta: delta}, nil
+	}
+	return epsilonFromRDP(l.cfg.orders, l.total, delta, l.cfg.conversion), nil
+}
+
+// Delta returns the smallest δ over the ledger's orders such that everything
+// recorded so far is (ε, δ)-DP, with the order that attains it. An empty
+// ledger spends δ = 0.
+func (l *Ledger) Delta(eps float64) (Spent, error) {
+	if err := checkEpsilon(eps); err != nil {
+		return Spent{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.cfg.err != nil {
+		return Spent{}, l.cfg.err
+	}
+	if l.steps == 0 {
+		return Spent{Epsilon: eps}, nil
+	}
+	return deltaFromRDP(l.cfg.orders, l.total, eps, l.cfg.conversion), nil
+}
+
+// Steps returns the number of steps recorded.
+func (l *Ledger) Steps() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.steps
+}
+
+// Orders returns a copy of the ledger's Rényi orders, ascending.
+func (l *Ledger) Orders() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	return slices.Clone(l.cfg.orders)
+}
+
+// Conversion returns the ledger's RDP → (ε, δ) conversion.
+func (l *Ledger) Conversion() Conversion {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	return l.cfg.conversion
+}
+
+// RDP returns a copy of the total Rényi DP per order, aligned with Orders.
+func (l *Ledger) RDP() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	return slices.Clone(l.total)
+}
+
+// History returns the recorded steps as segments, consecutive Record calls
+// with equal (q, z) merged.
+func (l *Ledger) History() []Segment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.history)
+}
+
+func checkDelta(delta float64) error {
+	if !(delta > 0 && delta < 1) {
+		return fmt.Errorf("accountant: δ = %v: must be in (0, 1): %w", delta, ErrInvalidParameter)
+	}
+	return nil
+}
+
+func checkEpsilon(eps float64) error {
+	if !(eps > 0) || math.IsInf(eps, 1) {
+		return fmt.Errorf("accountant: ε = %v: must be a finite number > 0: %w", eps, ErrInvalidParameter)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package accountant
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"strconv"
+)
+
+// ledgerFormatVersion is bumped whenever the JSON layout changes.
+const ledgerFormatVersion = 1
+
+// ledgerJSON is the serialised form of a Ledger. The running totals are
+// stored, not recomputed from the history on load, so that a loaded ledger
+// continues bit-for-bit like the original (recomputing could differ in the
+// last bits across platforms). The checksum covers every other field and
+// catches corruption that still parses.
+type ledgerJSON struct {
+	Version    int           `json:"version"`
+	Conversion string        `json:"conversion"`
+	Orders     []float64     `json:"orders"`
+	RDP        []jsonFloat   `json:"rdp"`
+	Steps      int           `json:"steps"`
+	History    []segmentJSON `json:"history"`
+	Checksum   string        `json:"checksum"`
+}
+
+type segmentJSON struct {
+	Q     float64 `json:"q"`
+	Z     float64 `json:"z"`
+	Steps int     `json:"steps"`
+}
+
+// jsonFloat is a float64 that may be +Inf (an order at which the RDP
+// overflowed), written as the string "+Inf". Finite values use Go's shortest
+// round-tripping decimal form, so they are restored exactly.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(f), 1) {
+		return []byte(`"+Inf"`), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == `"+Inf"` {
+		*f = jsonFloat(math.Inf(1))
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = jsonFloat(v)
+	return nil
+}
+
+// MarshalJSON writes the ledger's orders, conversion, RDP totals and history.
+func (l *Ledger) MarshalJSON() ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.cfg.err != nil {
+		return nil, l.cfg.err
+	}
+	out := ledgerJSON{
+		Version:    ledgerFormatVersion,
+		Conversion: l.cfg.conversion.String(),
+		Orders:     l.cfg.orders,
+		RDP:        make([]jsonFloat, len(l.total)),
+		Steps:      l.steps,
+		History:    make([]segmentJSON, len(l.history)),
+	}
+	for i, r := range l.total {
+		out.RDP[i] = jsonFloat(r)
+	}
+	for i, s := range l.history {
+		out.History[i] = segmentJSON(s)
+	}
+	out.Checksum = out.checksum()
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON restores a ledger written by MarshalJSON, replacing l's
+// contents. Malformed or corrupt input returns an error wrapping ErrFormat
+// and leaves l unchanged.
+func (l *Ledger) UnmarshalJSON(data []byte) error {
+	var in ledgerJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return fmt.Errorf("accountant: ledger JSON: %v: %w", err, ErrFormat)
+	}
+	if dec.More() {
+		return fmt.Errorf("accountant: ledger JSON: trailing data: %w", ErrFormat)
+	}
+	cfg, total, history, err := in.validate()
+	if err != nil {
+		return fmt.Errorf("accountant: ledger JSON: %v: %w", err, ErrFormat)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	l.total = total
+	l.steps = in.Steps
+	l.history = history
+	l.ready = true
+	l.lastRDP = nil
+	return nil
+}
+
+func (in *ledgerJSON) validate() (config, []float64, []Segment, error) {
+	if in.Version != ledgerFormatVersion {
+		return config{}, nil, nil, fmt.Errorf("unsupported version %d (want %d)", in.Version, ledgerFormatVersion)
+	}
+	if want := in.checksum(); in.Checksum != want {
+		return config{}, nil, nil, fmt.Errorf("checksum %q does not match the contents (%q)", in.Checksum, want)
+	}
+	conv, err := ParseConversion(in.Conversion)
+	if err != nil {
+		return config{}, nil, nil, err
+	}
+	orders, err := checkOrders(in.Orders)
+	if err != nil {
+		return config{}, nil, nil, err
+	}
+	if len(orders) != len(in.Orders) {
+		return config{}, nil, nil, fmt.Errorf("orders not strictly increasing")
+	}
+	for i := range orders {
+		if orders[i] != in.Orders[i] {
+			return config{}, nil, nil, fmt.Errorf("orders not strictly increasing")
+		}
+	}
+	if len(in.RDP) != len(orders) {
+		return config{}, nil, nil, fmt.Errorf("%d RDP values for %d orders", len(in.RDP), len(orders))
+	}
+	total := make([]float64, len(in.RDP))
+	for i, r := range in.RDP {
+		if !(r >= 0) {
+			return config{}, nil, nil, fmt.Errorf("RDP at order %v is %v, want ≥ 0", orders[i], float64(r))
+		}
+		total[i] = float64(r)
+	}
+	history := make([]Segment, len(in.History))
+	steps := 0
+	for i, s := range in.History {
+		if err := checkMechanism(s.Q, s.Z); err != nil {
+			return config{}, nil, nil, fmt.Errorf("history[%d]: %v", i, err)
+		}
+		if s.Steps < 1 || steps > math.MaxInt-s.Steps {
+			return config{}, nil, nil, fmt.Errorf("history[%d]: bad step count %d", i, s.Steps)
+		}
+		steps += s.Steps
+		history[i] = Segment(s)
+	}
+	if steps != in.Steps {
+		return config{}, nil, nil, fmt.Errorf("history holds %d steps, header says %d", steps, in.Steps)
+	}
+	if steps == 0 {
+		for _, r := range total {
+			if r != 0 {
+				return config{}, nil, nil, fmt.Errorf("non-zero RDP without recorded steps")
+			}
+		}
+	}
+	return config{orders: orders, conversion: conv}, total, history, nil
+}
+
+// checksum is the CRC-32C, in hex, of the binary encoding of every field
+// except the checksum itself.
+func (in *ledgerJSON) checksum() string {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	var buf [8]byte
+	putU := func(u uint64) {
+		binary.LittleEndian.PutUint64(buf[:], u)
+		h.Write(buf[:])
+	}
+	putF := func(f float64) { putU(math.Float64bits(f)) }
+	putU(uint64(in.Version))
+	putU(uint64(len(in.Conversion)))
+	h.Write([]byte(in.Conversion))
+	putU(uint64(len(in.Orders)))
+	for _, a := range in.Orders {
+		putF(a)
+	}
+	putU(uint64(len(in.RDP)))
+	for _, r := range in.RDP {
+		putF(float64(r))
+	}
+	putU(uint64(in.Steps))
+	putU(uint64(len(in.History)))
+	for _, s := range in.History {
+		putF(s.Q)
+		putF(s.Z)
+		putU(uint64(s.Steps))
+	}
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
