@@ -1,0 +1,201 @@
+package mnist
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/privtrain/privtrain/datasets"
+)
+
+// DebianFashionDir is where the Debian package dataset-fashion-mnist installs the
+// Fashion-MNIST files (apt install dataset-fashion-mnist).
+const DebianFashionDir = "/usr/share/datasets/fashion-mnist"
+
+// The standard file names of MNIST and Fashion-MNIST; each may also carry .gz.
+const (
+	TrainImages = "train-images-idx3-ubyte"
+	TrainLabels = "train-labels-idx1-ubyte"
+	TestImages  = "t10k-images-idx3-ubyte"
+	TestLabels  = "t10k-labels-idx1-ubyte"
+)
+
+const (
+	mnistHint   = "download them with mnist.Download, or from https://ossci-datasets.s3.amazonaws.com/mnist/"
+	fashionHint = "install the Debian package dataset-fashion-mnist (apt install dataset-fashion-mnist puts them in " +
+		DebianFashionDir + "), or download them from https://github.com/zalandoresearch/fashion-mnist"
+)
+
+// Load reads MNIST from dir, which holds the four standard files (train-images-idx3-ubyte,
+// train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), each raw or
+// gzipped with a .gz suffix. It returns the 60,000 training and 10,000 test images, each
+// of shape [1 rows cols] (1×28×28 for MNIST), with labels 0 to 9.
+func Load(dir string) (train, test *datasets.Images, err error) {
+	return loadFS(os.DirFS(dir), dir, mnistHint)
+}
+
+// LoadFashion reads Fashion-MNIST from dir, e.g. DebianFashionDir. The files have the
+// same names and format as MNIST's; only the advice in the error for missing files
+// differs from Load. The classes are listed in FashionClasses.
+func LoadFashion(dir string) (train, test *datasets.Images, err error) {
+	return loadFS(os.DirFS(dir), dir, fashionHint)
+}
+
+// FashionClasses names the labels 0 to 9 of Fashion-MNIST.
+var FashionClasses = [10]string{
+	"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+}
+
+// LoadFiles reads one pair of IDX files, images (idx3) and labels (idx1), raw or gzipped
+// (recognised by content, whatever the name).
+func LoadFiles(images, labels string) (*datasets.Images, error) {
+	img, err := openIDX(os.DirFS(filepath.Dir(images)), filepath.Base(images), images)
+	if err != nil {
+		return nil, err
+	}
+	lab, err := openIDX(os.DirFS(filepath.Dir(labels)), filepath.Base(labels), labels)
+	if err != nil {
+		return nil, err
+	}
+	return decodePair(img, lab)
+}
+
+// loadFS reads both splits from fsys; where names it in messages, hint says how to get
+// missing files.
+func loadFS(fsys fs.FS, where, hint string) (train, test *datasets.Images, err error) {
+	if st, err := fs.Stat(fsys, "."); err != nil || !st.IsDir() {
+		return nil, nil, fmt.Errorf("mnist: directory %s: %w; %s", where, fs.ErrNotExist, hint)
+	}
+	var files [4]idxFile
+	for i, base := range []string{TrainImages, TrainLabels, TestImages, TestLabels} {
+		if files[i], err = findIDX(fsys, where, base, hint); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The two splits decode in parallel; gzip decoding is the main cost.
+	var wg sync.WaitGroup
+	var testErr error
+	wg.Go(func() { test, testErr = decodePair(files[2], files[3]) })
+	train, err = decodePair(files[0], files[1])
+	wg.Wait()
+	if err = errors.Join(err, testErr); err != nil {
+		return nil, nil, err
+	}
+	if !equalShape(train.Shape(), test.Shape()) {
+		return nil, nil, fmt.Errorf("mnist: %s: %w: training images are %v, test images %v",
+			where, ErrDimensions, train.Shape(), test.Shape())
+	}
+	return train, test, nil
+}
+
+func equalShape(a, b []int) bool {
+	return len(a) == len(b) && a[0] == b[0] && a[1] == b[1] && a[2] == b[2]
+}
+
+// idxFile is a located file, not yet opened.
+type idxFile struct {
+	fsys fs.FS
+	name string // within fsys
+	path string // for messages
+}
+
+// findIDX locates base or base.gz in fsys.
+func findIDX(fsys fs.FS, where, base, hint string) (idxFile, error) {
+	for _, name := range []string{base, base + ".gz"} {
+		if _, err := fs.Stat(fsys, name); err == nil {
+			return idxFile{fsys, name, filepath.Join(where, name)}, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return idxFile{}, fmt.Errorf("mnist: %w", err)
+		}
+	}
+	return idxFile{}, fmt.Errorf("mnist: no %s or %s.gz in %s: %w; %s", base, base, where, fs.ErrNotExist, hint)
+}
+
+func openIDX(fsys fs.FS, name, path string) (idxFile, error) {
+	if _, err := fs.Stat(fsys, name); err != nil {
+		return idxFile{}, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	return idxFile{fsys, name, path}, nil
+}
+
+// decode opens the file, undoes gzip when the content starts with gzip's magic bytes
+// (IDX files start with two zero bytes, so the two cannot be confused) and runs dec on
+// the IDX bytes with a hint of the data size.
+func (f idxFile) decode(dec func(r io.Reader, hint int) error) error {
+	file, err := f.fsys.Open(f.name)
+	if err != nil {
+		return fmt.Errorf("mnist: %w", err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("mnist: %s: %w", f.path, err)
+	}
+	br := bufio.NewReaderSize(file, 1<<16)
+	var r io.Reader = br
+	hint := int(st.Size())
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("mnist: %s: gzip: %w", f.path, err)
+		}
+		defer zr.Close()
+		r = zr
+		hint = gzipSize(file, st.Size())
+	}
+	if err := dec(r, hint); err != nil {
+		if err == io.ErrUnexpectedEOF { // from gzip: the compressed stream is cut short
+			err = fmt.Errorf("%w: compressed stream incomplete", ErrTruncated)
+		}
+		return fmt.Errorf("mnist: %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// gzipSize returns the uncompressed size recorded in a gzip file's last four bytes
+// (modulo 2³², per RFC 1952), or 0 when it cannot be read. It is only a hint.
+func gzipSize(file fs.File, size int64) int {
+	ra, ok := file.(io.ReaderAt)
+	if !ok || size < 18 {
+		return 0
+	}
+	var b [4]byte
+	if _, err := ra.ReadAt(b[:], size-4); err != nil {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint32(b[:]))
+}
+
+// decodePair decodes an images file and its labels file into a dataset.
+func decodePair(images, labels idxFile) (*datasets.Images, error) {
+	var (
+		n, rows, cols int
+		pixels, lab   []byte
+	)
+	err := images.decode(func(r io.Reader, hint int) (err error) {
+		n, rows, cols, pixels, err = decodeImages(r, hint-16)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = labels.decode(func(r io.Reader, hint int) (err error) {
+		lab, err = decodeLabels(r, hint-8)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(lab) != n {
+		return nil, fmt.Errorf("mnist: %w: %d images in %s, %d labels in %s", ErrCountMismatch, n, images.path, len(lab), labels.path)
+	}
+	return datasets.NewImages([]int{1, rows, cols}, numClasses, pixels, lab)
+}
