@@ -1,0 +1,92 @@
+// Package checkpoint stores named tensors and string metadata in a compressed,
+// checksummed file that any safetensors reader can open after `zstd -d`. It is the
+// container under nn.Save and nn.Load: they decide which tensors and metadata make a
+// training checkpoint; this package writes them safely and reads them back verified.
+//
+// Write a checkpoint atomically and read it back:
+//
+//	f := &checkpoint.File{
+//		Tensors: map[string]checkpoint.Tensor{
+//			"dense0.w":   checkpoint.F64([]int{784, 10}, weights),
+//			"adam.step":  checkpoint.I64(nil, []int64{step}),
+//			"noise.rng":  checkpoint.U8([]int{len(rng)}, rng),
+//		},
+//		Metadata: map[string]string{"model": "logreg"},
+//	}
+//	err := checkpoint.WriteFile("run.ckpt", f)
+//	...
+//	g, err := checkpoint.ReadFile("run.ckpt")
+//	w, err := g.Tensors["dense0.w"].Float64s()
+//
+// Reading fails with an error matching ErrNotCheckpoint, ErrUnsupportedVersion,
+// ErrCorrupt (of which ErrTruncated and ErrChecksum are kinds) or ErrTooLarge; it never
+// panics on any input and never allocates much more than the configured maximum
+// size (WithMaxSize, DefaultMaxSize = 4 GiB) however the input lies about its sizes.
+//
+// # Format (privtrain-checkpoint/1)
+//
+// A checkpoint file is two zstd frames (RFC 8878) and nothing else: a data frame with
+// the content checksum flag set and the content size declared, then a 48-byte
+// skippable frame, the trailer, that zstd decompressors ignore:
+//
+//	data frame   zstd-compressed safetensors stream (below)
+//	trailer      5E 2A 4D 18 (magic 0x184D2A5E), 28 00 00 00 (payload size 40),
+//	             "ptsha256", SHA-256 of every byte of the data frame (32 bytes)
+//
+// The content of the data frame is a safetensors byte stream
+// (https://github.com/huggingface/safetensors):
+//
+//	8 bytes  N, the header length, a little-endian uint64; N ≤ 100,000,000
+//	N bytes  the header: UTF-8 JSON, padded with spaces to a multiple of 8 bytes
+//	rest     the data section: every tensor's elements, little-endian, row-major
+//
+// The header is one JSON object, written compactly: "__metadata__" first, a map of
+// strings to strings with its keys sorted, then one entry per tensor:
+//
+//	{"__metadata__":{"privtrain.format":"privtrain-checkpoint/1","privtrain.sha256":"…"},
+//	 "w":{"dtype":"F64","shape":[2,3],"data_offsets":[0,48]}}
+//
+// dtype is one of BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32,
+// F64, I64, U64; shape is outermost dimension first ([] for a scalar, a 0 for an empty
+// tensor); data_offsets are [begin, end) byte offsets into the data section. As
+// safetensors' own writer does, tensors are laid out by dtype from the end of that
+// list to its start (U64 first, BOOL last), then by name, contiguously from offset 0
+// to the end of the stream. The reader enforces the safetensors rules: header length
+// limit, a header starting with '{', only space padding after it, no duplicate keys
+// at any level, strings-only metadata, no unknown fields, dimensions and offsets below
+// 2^48, and offsets that tile the data section exactly (no gaps, no overlaps, sizes
+// equal to prod(shape)·sizeof(dtype), computed without overflow). It does not require
+// the writer's key order or padding.
+//
+// Two metadata keys are reserved; Encode sets them and Decode checks and removes them:
+//
+//   - "privtrain.format" is "privtrain-checkpoint/1". Without it the content is
+//     ErrNotCheckpoint; another "privtrain-checkpoint/…" is ErrUnsupportedVersion.
+//   - "privtrain.sha256" is the SHA-256 of the entire decompressed stream (length
+//     prefix, header with its padding, data section) computed with the 64 lowercase
+//     hex digits of this value replaced by 64 ASCII '0' characters. The writer hashes
+//     the stream with the placeholder in place and then fills in the digits.
+//
+// # Integrity
+//
+// Three checks cover every byte, each for a reason. The trailer's SHA-256 covers the
+// file as stored, so any change of any byte of the data frame is ErrChecksum, even a
+// change zstd cannot see because it leaves the decompressed output the same (zstd has
+// such redundant bits: the window size, unused entropy-table entries). The zstd content
+// checksum (XXH64) identifies damage inside the frame as it is decompressed. The
+// "privtrain.sha256" digest covers the decompressed stream, so it still protects the
+// tensors, shapes, names and metadata of a checkpoint that was decompressed with
+// `zstd -d` (which drops the trailer) or written by another program. Walking the frame's
+// block headers before decompressing tells a truncated file (ErrTruncated) from a
+// damaged one, bounds the memory a lying content size can claim, and rejects bytes
+// after the trailer.
+//
+// # Inspecting a checkpoint
+//
+//	zstd -d -o run.safetensors run.ckpt
+//	python3 -c 'from safetensors.numpy import load_file; print(load_file("run.safetensors"))'
+//
+// To write one from another language: write the stream above with 64 '0' digits as
+// the checksum, hash it, put the hex digest in place of the zeros, compress it as one
+// zstd frame with the content checksum on, and append the trailer.
+package checkpoint
