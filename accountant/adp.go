@@ -72,8 +72,8 @@ func ADPBDelta(steps, batch, n int, delta float64) (float64, error) {
 //
 //	σ² = (16G)²·B_δ/(n²ε²)·Σ_t 1/α_t².
 //
-// Step t then adds noise of standard deviation σ/α_t to the averaged clipped
-// gradient. The paper's experiments plug in eps = 16·ε̄ (their "scaled"
+// Step t then adds α_t·c_t with c_t ~ N(0, σ²I) to the averaged clipped
+// gradient (Algorithm 1, line 6). The paper's experiments plug in eps = 16·ε̄ (their "scaled"
 // budget).
 func ADPNoise(alphas []float64, n, batch int, lipschitz, eps, delta float64) (float64, error) {
 	sumInvSq, err := adpSumInvSq(alphas)

@@ -20,6 +20,12 @@ func logErfc(x float64) float64 {
 	if x < logErfcSwitch {
 		return math.Log(math.Erfc(x))
 	}
+	return logErfcAsymptotic(x)
+}
+
+// logErfcAsymptotic is the asymptotic expansion of log(erfc(x)), accurate
+// to better than 1e-15 relative for x ≥ 12.
+func logErfcAsymptotic(x float64) float64 {
 	if math.IsInf(x, 1) {
 		return math.Inf(-1)
 	}

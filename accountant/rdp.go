@@ -49,31 +49,115 @@ func sampledGaussianRDP(q, z float64, orders, out []float64) {
 		}
 		return
 	}
-	var logFact []float64 // log k!, built once for the largest integer order
+	var sum *binomialSum // built on the first integer order
 	for i, a := range orders {
 		var logA float64
-		if a == math.Trunc(a) && a < 1<<30 {
-			n := int(a)
-			if len(logFact) <= n {
-				logFact = logFactorials(n, logFact)
+		if n := int(a); float64(n) == a && a < 1<<24 {
+			if sum == nil {
+				sum = newBinomialSum(q, z, maxIntegerOrder(orders))
 			}
-			logA = logAInt(q, z, n, logFact)
+			logA = log1pExp(sum.logAMinus1(n))
 		} else {
 			logA = logAFrac(q, z, a)
 		}
 		// log A_α ≥ 0 in exact arithmetic (Rényi divergences are
-		// non-negative); clamp rounding noise at tiny q.
+		// non-negative); clamp rounding noise.
 		out[i] = max(logA, 0) / (a - 1)
 	}
 }
 
-// logFactorials extends table so that table[k] = log k! for k ≤ n.
-func logFactorials(n int, table []float64) []float64 {
-	for k := len(table); k <= n; k++ {
-		lg, _ := math.Lgamma(float64(k) + 1)
-		table = append(table, lg)
+func maxIntegerOrder(orders []float64) int {
+	m := 0
+	for _, a := range orders {
+		if n := int(a); float64(n) == a && a < 1<<24 {
+			m = max(m, n)
+		}
 	}
-	return table
+	return m
+}
+
+// binomialSum evaluates log(A_α − 1) at integer orders α (Mironov, Talwar,
+// Zhang 2019, Sec. 3.3), where
+//
+//	A_α = Σ_{i=0}^{α} C(α,i) qⁱ (1−q)^{α−i} exp((i² − i)/(2z²)).
+//
+// Since the binomial weights sum to one, A_α − 1 is the same sum with exp(·)
+// replaced by expm1(·), whose terms are all positive and vanish for i < 2:
+// summing those keeps full relative precision even when A_α − 1 is far below
+// the float64 resolution of 1, i.e. for tiny q. The parts of each log-term
+// that depend only on i are tabulated once per (q, z), leaving two additions
+// per term.
+type binomialSum struct {
+	logFact []float64 // log k!
+	perI    []float64 // −log i! + i·log(q/(1−q)) + log expm1((i² − i)/(2z²))
+	log1mQ  float64
+}
+
+func newBinomialSum(q, z float64, maxOrder int) *binomialSum {
+	s := &binomialSum{
+		logFact: make([]float64, maxOrder+1),
+		perI:    make([]float64, maxOrder+1),
+		log1mQ:  math.Log1p(-q),
+	}
+	logOdds := math.Log(q) - s.log1mQ
+	inv2z2 := 1 / (2 * z * z)
+	for k := range s.logFact {
+		s.logFact[k], _ = math.Lgamma(float64(k) + 1)
+		fk := float64(k)
+		s.perI[k] = -s.logFact[k] + fk*logOdds + logExpm1((fk*fk-fk)*inv2z2)
+	}
+	return s
+}
+
+// logAMinus1 returns log(A_α − 1) for integer α ≤ the table size.
+func (s *binomialSum) logAMinus1(alpha int) float64 {
+	if alpha < 2 {
+		return math.Inf(-1)
+	}
+	shift := s.logFact[alpha] + float64(alpha)*s.log1mQ
+	// Find the largest term first (additions only), then exponentiate only
+	// the terms that can matter (e^{−40} ≈ 4e-18).
+	maxT := math.Inf(-1)
+	for i := 2; i <= alpha; i++ {
+		maxT = max(maxT, s.perI[i]-s.logFact[alpha-i])
+	}
+	sum := 0.0
+	for i := 2; i <= alpha; i++ {
+		if t := s.perI[i] - s.logFact[alpha-i]; t > maxT-40 {
+			sum += math.Exp(t - maxT)
+		}
+	}
+	return shift + maxT + math.Log(sum)
+}
+
+// log1pExp returns log(1 + eˣ) without overflow or loss for tiny eˣ.
+func log1pExp(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// logExpm1 returns log(eˣ − 1) for x > 0.
+func logExpm1(x float64) float64 {
+	if x > 40 {
+		return x // log1p(−e^{−x}) < 5e-18
+	}
+	if x > 1 {
+		return x + math.Log1p(-math.Exp(-x))
+	}
+	return math.Log(math.Expm1(x))
+}
+
+// logDiffExp returns log|eᵃ − eᵇ| and whether eᵃ < eᵇ; −Inf when equal.
+func logDiffExp(a, b float64) (float64, bool) {
+	switch {
+	case a > b:
+		return a + math.Log(-math.Expm1(b-a)), false
+	case b > a:
+		return b + math.Log(-math.Expm1(a-b)), true
+	}
+	return math.Inf(-1), false
 }
 
 // logSum accumulates log Σ ±exp(tᵢ) in one pass, rescaling to the running
@@ -86,7 +170,7 @@ type logSum struct {
 func newLogSum() logSum { return logSum{max: math.Inf(-1)} }
 
 func (s *logSum) add(t float64, negative bool) {
-	if math.IsInf(t, -1) {
+	if math.IsInf(t, -1) || math.IsNaN(t) {
 		return
 	}
 	sign := 1.0
@@ -109,65 +193,162 @@ func (s *logSum) log() float64 {
 	return s.max + math.Log(s.sum)
 }
 
-// logAInt is log A_α for integer α (Mironov, Talwar, Zhang 2019, Sec. 3.3):
+// maxSeriesTerms bounds the fractional-order series; with the acceleration
+// below it converges in far fewer terms for any (q, z, α) of practical use.
+const maxSeriesTerms = 1 << 20
+
+// eulerLevels is the number of partial-sum averaging levels used to
+// accelerate the alternating tail of the fractional-order series.
+const eulerLevels = 8
+
+// seriesTolerance is the relative change of the accelerated sum below which
+// the series is considered converged.
+const seriesTolerance = 1e-15
+
+// logAFrac is log A_α for fractional α, from the two-sided series of
+// Mironov, Talwar and Zhang (2019, Sec. 3.3). It splits the defining
+// integral A_α = E_{x~N(0,z²)}[(1 − q + q·e^{(2x−1)/(2z²)})^α] at
+// z₀ = z² log(1/q − 1) + 1/2, where the base's two summands are equal, and
+// expands each side binomially in the ratio of the smaller to the larger:
 //
-//	A_α = Σ_{i=0}^{α} C(α,i) qⁱ (1−q)^{α−i} exp((i² − i)/(2z²)).
-func logAInt(q, z float64, alpha int, logFact []float64) float64 {
-	logQ, log1mQ := math.Log(q), math.Log1p(-q)
-	inv2z2 := 1 / (2 * z * z)
-	s := newLogSum()
-	for i := 0; i <= alpha; i++ {
-		fi := float64(i)
-		logBinom := logFact[alpha] - logFact[i] - logFact[alpha-i]
-		s.add(logBinom+fi*logQ+float64(alpha-i)*log1mQ+(fi*fi-fi)*inv2z2, false)
-	}
-	return s.log()
+//	left  = Σ_{i≥0} C(α,i) qⁱ(1−q)^{α−i} e^{cᵢ} Eᵢ,      cᵢ = (i²−i)/(2z²), Eᵢ = ½erfc((i−z₀)/(√2 z)),
+//	right = Σ_{i≥0} C(α,i) q^{j}(1−q)ⁱ e^{cⱼ} ½erfc((z₀−j)/(√2 z)),  j = α − i.
+//
+// For q < 1/2 it sums A_α − 1 instead, so that tiny q keep their relative
+// precision: with Σ_i C(α,i) qⁱ(1−q)^{α−i} = 1 (convergent for q < 1/2)
+// and E₀ = P(x < z₀),
+//
+//	left − E₀ = Σ_{i≥1} C(α,i) qⁱ(1−q)^{α−i} (e^{cᵢ}Eᵢ − E₀),   right − (1 − E₀),
+//
+// where e^{cᵢ}Eᵢ − E₀ = expm1(cᵢ)Eᵢ − P(z₀ − i ≤ x < z₀) is formed without
+// cancellation.
+//
+// Past i > α the binomial coefficients alternate in sign and the terms decay
+// only like i^{−α−2} when z₀/z is moderate (TF Privacy needs thousands of
+// terms near α = 1 there). The alternating tail is therefore summed with
+// repeated averaging of partial sums (the Euler transform), which converges
+// to 1e-15 within a few dozen terms in all but extreme cases.
+func logAFrac(q, z, alpha float64) float64 {
+	return logAFracSeries(q, z, alpha, true)
 }
 
-// maxSeriesTerms bounds the fractional-order series; it converges long
-// before for any (q, z, α) of practical interest.
-const maxSeriesTerms = 100000
-
-// logAFrac is log A_α for fractional α: the two-sided series of Mironov,
-// Talwar and Zhang (2019, Sec. 3.3) that splits the defining integral at
-// z₀ = z² log(1/q − 1) + 1/2 and expands each side binomially:
-//
-//	A_α = Σ_{i≥0} C(α,i) [ qⁱ(1−q)^{α−i} e^{(i²−i)/(2z²)} · ½erfc((i−z₀)/(√2 z))
-//	                      + q^{α−i}(1−q)ⁱ e^{(j²−j)/(2z²)} · ½erfc((z₀−j)/(√2 z)) ],  j = α − i.
-//
-// The series is summed until both terms fall below e^{−30} after passing
-// i > α (where the binomial coefficients start alternating), as TF Privacy does.
-func logAFrac(q, z, alpha float64) float64 {
+// logAFracSeries is logAFrac with the tail acceleration switchable, so that
+// tests can compare it with brute-force summation.
+func logAFracSeries(q, z, alpha float64, accelerate bool) float64 {
+	minus1 := q < 0.5
 	logQ, log1mQ := math.Log(q), math.Log1p(-q)
 	inv2z2 := 1 / (2 * z * z)
 	z0 := z*z*math.Log(1/q-1) + 0.5
 	sqrt2z := math.Sqrt2 * z
-	s0, s1 := newLogSum(), newLogSum()
-	logCoef, negative := 0.0, false // log|C(α,i)| and its sign, updated incrementally
-	for i := 0; i < maxSeriesTerms; i++ {
+	logHalfTailZ0 := -math.Ln2 + logErfc(z0/sqrt2z) // log(1 − E₀) = log P(x ≥ z₀)
+
+	// term returns the logs and signs of the left and right terms of index i,
+	// given log|C(α,i)| and its sign.
+	term := func(i int, logCoef float64, negative bool) (logS0 float64, neg0 bool, logS1 float64) {
 		fi := float64(i)
 		j := alpha - fi
+		logS1 = logCoef + j*logQ + fi*log1mQ + (j*j-j)*inv2z2 - math.Ln2 + logErfc((z0-j)/sqrt2z)
 		logT0 := logCoef + fi*logQ + j*log1mQ
-		logT1 := logCoef + j*logQ + fi*log1mQ
-		logE0 := -math.Ln2 + logErfc((fi-z0)/sqrt2z)
-		logE1 := -math.Ln2 + logErfc((z0-j)/sqrt2z)
-		logS0 := logT0 + (fi*fi-fi)*inv2z2 + logE0
-		logS1 := logT1 + (j*j-j)*inv2z2 + logE1
-		s0.add(logS0, negative)
-		s1.add(logS1, negative)
-		if fi > alpha && max(logS0, logS1) < -30 {
-			break
+		logE := -math.Ln2 + logErfc((fi-z0)/sqrt2z)
+		switch {
+		case !minus1:
+			return logT0 + (fi*fi-fi)*inv2z2 + logE, negative, logS1
+		case i == 0:
+			return math.Inf(-1), false, logS1 // e^{c₀}E₀ − E₀ = 0
 		}
-		// C(α,i+1) = C(α,i)·(α−i)/(i+1)
-		logCoef += math.Log(math.Abs(j)) - math.Log(fi+1)
+		// e^{cᵢ}Eᵢ − E₀ = expm1(cᵢ)Eᵢ − P(z₀ − i ≤ x < z₀)
+		pos := math.Inf(-1)
+		if c := (fi*fi - fi) * inv2z2; c > 0 {
+			pos = logExpm1(c) + logE
+		}
+		lowTail := -math.Ln2 + logErfc((z0-fi)/sqrt2z) // P(x ≥ z₀ − i)
+		band, _ := logDiffExp(lowTail, logHalfTailZ0)  // P(z₀ − i ≤ x < z₀)
+		f, fneg := logDiffExp(pos, band)
+		return logT0 + f, negative != fneg, logS1
+	}
+
+	head := newLogSum() // terms before the alternating tail
+	if minus1 {
+		head.add(logHalfTailZ0, true) // right − (1 − E₀)
+	}
+	tailStart := int(math.Ceil(alpha)) + 1 // coefficients alternate from here on
+	logCoef, negative := 0.0, false        // log|C(α,i)| and its sign
+	i := 0
+	next := func() { // C(α,i+1) = C(α,i)·(α−i)/(i+1)
+		j := alpha - float64(i)
+		logCoef += math.Log(math.Abs(j)) - math.Log(float64(i)+1)
 		if j < 0 {
 			negative = !negative
 		}
+		i++
 	}
-	a0, a1 := s0.log(), s1.log()
-	hi, lo := max(a0, a1), min(a0, a1)
-	if math.IsInf(hi, -1) {
-		return hi
+	for ; i < tailStart; next() {
+		logS0, neg0, logS1 := term(i, logCoef, negative)
+		head.add(logS0, neg0)
+		head.add(logS1, negative)
 	}
-	return hi + math.Log1p(math.Exp(lo-hi))
+	logHead := head.log()
+
+	var logTotal float64
+	if !accelerate {
+		for ; i < maxSeriesTerms; next() {
+			logS0, neg0, logS1 := term(i, logCoef, negative)
+			head.add(logS0, neg0)
+			head.add(logS1, negative)
+			if max(logS0, logS1) < logHead-40 {
+				break
+			}
+		}
+		logTotal = head.log()
+	} else {
+		// Tail terms are summed in linear scale relative to the head.
+		ref := logHead
+		if math.IsInf(ref, -1) {
+			logS0, _, logS1 := term(i, logCoef, negative)
+			ref = max(logS0, logS1)
+		}
+		headScaled := 0.0
+		if !math.IsInf(logHead, -1) {
+			headScaled = 1
+		}
+		// euler[k] is the k-th repeated average of neighbouring partial sums
+		// (euler[0] is the partial sum itself); its last level is the
+		// accelerated estimate of the tail.
+		var euler, prev [eulerLevels + 1]float64
+		est, prevEst, steady := 0.0, 0.0, 0
+		for n := 0; i < maxSeriesTerms; n++ {
+			logS0, neg0, logS1 := term(i, logCoef, negative)
+			prev = euler
+			euler[0] += signedExp(logS0-ref, neg0) + signedExp(logS1-ref, negative)
+			for k := 1; k <= min(n, eulerLevels); k++ {
+				euler[k] = (prev[k-1] + euler[k-1]) / 2
+			}
+			next()
+			if n < eulerLevels {
+				est = euler[0]
+				continue
+			}
+			prevEst, est = est, euler[eulerLevels]
+			if math.Abs(est-prevEst) <= seriesTolerance*math.Abs(headScaled+est) {
+				if steady++; steady == 2 {
+					break
+				}
+			} else {
+				steady = 0
+			}
+		}
+		logTotal = ref + math.Log(headScaled+est)
+	}
+	if minus1 {
+		return log1pExp(logTotal) // log A from log(A − 1)
+	}
+	return logTotal
+}
+
+// signedExp returns ±eˣ.
+func signedExp(x float64, negative bool) float64 {
+	if negative {
+		return -math.Exp(x)
+	}
+	return math.Exp(x)
 }
