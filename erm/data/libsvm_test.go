@@ -1,0 +1,115 @@
+package data
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestReadLIBSVM(t *testing.T) {
+	in := `# a comment line
++1 1:0.5 3:-2
+-1 2:1e-3   # trailing comment
+
+0 1:1 2:2 3:3
+2.5 3:4
+`
+	ds, err := ReadLIBSVM(strings.NewReader(in), LIBSVMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]float64{{0.5, 0, -2}, {0, 1e-3, 0}, {1, 2, 3}, {0, 0, 4}}
+	wantY := []float64{1, -1, 0, 2.5}
+	if ds.Len() != 4 || ds.Dim() != 3 {
+		t.Fatalf("shape %d×%d, want 4×3", ds.Len(), ds.Dim())
+	}
+	for i := range want {
+		if ds.Y[i] != wantY[i] {
+			t.Errorf("label %d = %v, want %v", i, ds.Y[i], wantY[i])
+		}
+		for j, v := range want[i] {
+			if got := ds.X.At(i, j); got != v {
+				t.Errorf("X[%d,%d] = %v, want %v", i, j, got, v)
+			}
+		}
+	}
+	if ds.L2Bound != 0 || ds.L1Bound != 0 {
+		t.Errorf("read data must not declare norm bounds, got %v %v", ds.L2Bound, ds.L1Bound)
+	}
+
+	ds, err = ReadLIBSVM(strings.NewReader("1 2:1\n"), LIBSVMOptions{Features: 5})
+	if err != nil || ds.Dim() != 5 {
+		t.Fatalf("Features = 5: dim %d, err %v", ds.Dim(), err)
+	}
+}
+
+func TestReadLIBSVMErrors(t *testing.T) {
+	cases := []struct {
+		name, in string
+		opts     LIBSVMOptions
+		want     string // substring of the error
+	}{
+		{"empty", "", LIBSVMOptions{}, "no examples"},
+		{"only comments", "# x\n\n", LIBSVMOptions{}, "no examples"},
+		{"bad label", "1 1:1\nabc 1:2\n", LIBSVMOptions{}, "line 2: label"},
+		{"nan label", "NaN 1:2\n", LIBSVMOptions{}, "line 1: label"},
+		{"zero index", "1 0:1\n", LIBSVMOptions{}, "line 1: feature index \"0\""},
+		{"negative index", "1 -3:1\n", LIBSVMOptions{}, "line 1: feature index"},
+		{"no colon", "1 1:1\n1 2\n", LIBSVMOptions{}, "line 2: \"2\" is not index:value"},
+		{"bad value", "1 1:x\n", LIBSVMOptions{}, "line 1: value \"x\""},
+		{"inf value", "1 1:Inf\n", LIBSVMOptions{}, "not a finite number"},
+		{"decreasing", "1 3:1 2:1\n", LIBSVMOptions{}, "line 1: feature index 2 after 3"},
+		{"duplicate", "1 2:1 2:1\n", LIBSVMOptions{}, "strictly increasing"},
+		{"above Features", "1 4:1\n", LIBSVMOptions{Features: 3}, "exceeds the 3 features"},
+		{"huge index", "1 999999999:1\n", LIBSVMOptions{MaxElements: 1000}, "implausibly large"},
+		{"too many elements", "1 10:1\n1 1:1\n1 1:1\n", LIBSVMOptions{MaxElements: 25}, "line 3"},
+		{"no features", "1\n-1\n", LIBSVMOptions{}, "no features"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadLIBSVM(strings.NewReader(c.in), c.opts)
+			if err == nil {
+				t.Fatalf("no error, want one containing %q", c.want)
+			}
+			if !errors.Is(err, ErrFormat) {
+				t.Errorf("error %v does not wrap ErrFormat", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// FuzzReadLIBSVM checks that arbitrary input never panics, that an error
+// wraps ErrFormat, and that a parsed data set is finite and consistent.
+func FuzzReadLIBSVM(f *testing.F) {
+	for _, s := range []string{
+		"+1 1:0.5 3:-2\n-1 2:1e-3\n",
+		"0 1:1 2:2 3:3 # c\n\n2.5 3:4",
+		"1 0:1", "1 2:1 1:1", "x", "1 1:NaN", "1 1:", "1 :1", "-1 100:1e308 101:-1e-308",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		ds, err := ReadLIBSVM(strings.NewReader(in), LIBSVMOptions{MaxElements: 1 << 16})
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v does not wrap ErrFormat", err)
+			}
+			return
+		}
+		if ds.Len() < 1 || ds.Dim() < 1 || len(ds.Y) != ds.Len() {
+			t.Fatalf("inconsistent data set %d×%d with %d labels", ds.Len(), ds.Dim(), len(ds.Y))
+		}
+		if err := ds.Validate(); err != nil {
+			t.Fatalf("parsed data fails validation: %v", err)
+		}
+		for _, y := range ds.Y {
+			if math.IsNaN(y) {
+				t.Fatal("NaN label")
+			}
+		}
+	})
+}
