@@ -1,0 +1,77 @@
+package layers
+
+import (
+	G "gorgonia.org/gorgonia"
+
+	"github.com/privtrain/privtrain/clipping"
+)
+
+// Layer is one stage of a network description. A Layer holds configuration only; Apply may
+// be called any number of times (one graph per batch size, per dtype, for training and for
+// evaluation), and each call adds fresh nodes to the graph of its input.
+//
+// Shapes passed to OutputShape and Params are per example (CHW for images, [n] for flat
+// vectors); graph nodes carry a leading batch axis.
+type Layer interface {
+	// Kind names the layer type ("dense", "conv", …). A model numbers the parametrised
+	// layers of each kind to name their parameters: "conv1.weight", "dense2.bias".
+	Kind() string
+	// OutputShape is the per-example output shape for per-example input shape in, or an
+	// error saying why in does not fit the layer.
+	OutputShape(in []int) ([]int, error)
+	// Params describes the layer's parameters for input shape in, in flat order (weight
+	// before bias); nil for a layer without parameters. It is only called with shapes
+	// OutputShape accepted.
+	Params(in []int) []ParamSpec
+	// Apply adds the layer to the graph of x, whose shape is [B, in...]. params holds one
+	// node per ParamSpec, of shape NodeShape. A layer with parameters returns the Tap its
+	// per-example gradients are formed from; a layer without returns a nil Tap.
+	Apply(x *G.Node, params []*G.Node) (out *G.Node, tap *Tap, err error)
+}
+
+// ParamSpec describes one parameter tensor of a layer.
+type ParamSpec struct {
+	// Name is the parameter's name within its layer: "weight" or "bias".
+	Name string
+	// Shape is the tensor's shape in the flat parameter vector (row-major), e.g. a conv
+	// weight [F, C, kh, kw] or a bias [F].
+	Shape []int
+	// NodeShape is the shape of the graph node bound to the same values, when the layer
+	// needs another view of them (a conv bias is a [1, F, 1, 1] node to broadcast over
+	// NCHW); nil means Shape.
+	NodeShape []int
+	// Init draws the initial values; FanIn and FanOut are what it scales by.
+	Init          Initializer
+	FanIn, FanOut int
+}
+
+// GraphShape is NodeShape, or Shape when NodeShape is nil.
+func (p ParamSpec) GraphShape() []int {
+	if p.NodeShape != nil {
+		return p.NodeShape
+	}
+	return p.Shape
+}
+
+// Tap names the graph nodes that per-example gradients of one parametrised layer are
+// formed from (see clipping.Tap for the arithmetic).
+type Tap struct {
+	Kind clipping.Kind
+	// In is the layer input: dense, A of shape [B, InDim]; conv, the im2col'd input U of
+	// shape [B, OH, OW, InDim], the very node Conv2d multiplies by the filter.
+	In *G.Node
+	// Z is the pre-activation output, whose gradient the model backpropagates to:
+	// dense [B, OutDim], conv [B, OutDim, OH, OW].
+	Z *G.Node
+	// InDim, OutDim, Positions and Bias are as in clipping.Tap.
+	InDim, OutDim, Positions int
+	Bias                     bool
+}
+
+func prod(s []int) int {
+	n := 1
+	for _, v := range s {
+		n *= v
+	}
+	return n
+}

@@ -1,0 +1,292 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/layers"
+)
+
+// DType is the element type a model computes in.
+type DType int
+
+const (
+	// Float32 is the default: half the memory and faster GEMMs.
+	Float32 DType = iota
+	// Float64 is for reference computations and tests.
+	Float64
+)
+
+func (d DType) String() string {
+	switch d {
+	case Float32:
+		return "float32"
+	case Float64:
+		return "float64"
+	}
+	return fmt.Sprintf("DType(%d)", int(d))
+}
+
+// Spec describes a network: per-example input shape, number of classes, and the layers
+// from input to logits (the last layer's output must be [NumClasses]). The models package
+// holds ready ones.
+type Spec struct {
+	Name       string
+	InputShape []int // per example, CHW for images
+	NumClasses int
+	Layers     []layers.Layer
+}
+
+// ParamInfo names one parameter tensor and its shape, in the flat parameter order.
+type ParamInfo struct {
+	Name  string // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
+	Shape []int
+}
+
+// Size is the number of values of the tensor.
+func (p ParamInfo) Size() int {
+	n := 1
+	for _, s := range p.Shape {
+		n *= s
+	}
+	return n
+}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	dtype   DType
+	seed    uint64
+	seedSet bool
+}
+
+// WithDType sets the element type (default Float32).
+func WithDType(d DType) Option { return func(c *config) { c.dtype = d } }
+
+// WithSeed makes the initial parameters reproducible. Without it they are drawn from a
+// randomly seeded generator.
+func WithSeed(seed uint64) Option { return func(c *config) { c.seed, c.seedSet = seed, true } }
+
+// Model is a network compiled for a fixed physical batch size: a training graph (forward
+// pass, summed softmax cross-entropy, one backward pass to every parametrised layer's
+// pre-activation) and a forward-only evaluation graph, sharing one flat parameter vector.
+//
+// Parameters are exchanged as flat []float64 in declaration order, each tensor row-major
+// (Layout); float32 models convert. Batches shorter than BatchSize are padded by the caller
+// and masked.
+//
+// A Model is not safe for concurrent use.
+type Model struct {
+	name       string
+	inputShape []int
+	numClasses int
+	batch      int
+	dtype      DType
+	layout     []ParamInfo
+	groups     []string // parametrised layers, the units of per-layer clipping
+	numParams  int
+	exampleLen int
+	net        network
+}
+
+// network is the dtype-specific part of a Model.
+type network interface {
+	params(dst []float64)
+	setParams(src []float64)
+	run(train bool, b Batch) (loss float64, correct int, err error)
+	clippedSum(mask []bool, rule clipping.Rule, dst []float64) (clipping.Stats, error)
+	sum(mask []bool, dst []float64) error
+	perExample(i int, dst []float64) error
+	predictions(dst []int)
+	stepped() bool
+}
+
+// plannedLayer is one layer with its shapes and parameters resolved.
+type plannedLayer struct {
+	layer     layers.Layer
+	name      string // "conv1"; empty for parameter-free layers
+	in, out   []int
+	params    []layers.ParamSpec
+	paramOffs []int // flat offset of each parameter
+}
+
+// New builds the model described by spec for physical batch size batch.
+func New(spec Spec, batch int, opts ...Option) (*Model, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !cfg.seedSet {
+		cfg.seed = rand.Uint64()
+	}
+	if cfg.dtype != Float32 && cfg.dtype != Float64 {
+		return nil, fmt.Errorf("%w: dtype %v", ErrSpec, cfg.dtype)
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("%w: batch size %d", ErrSpec, batch)
+	}
+	plan, m, err := planLayers(spec)
+	if err != nil {
+		return nil, err
+	}
+	m.batch, m.dtype = batch, cfg.dtype
+	init := make([]float64, m.numParams)
+	rng := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
+	for _, pl := range plan {
+		for j, p := range pl.params {
+			off := pl.paramOffs[j]
+			if err := p.Init.Fill(init[off:off+prodInts(p.Shape)], p.FanIn, p.FanOut, rng); err != nil {
+				return nil, fmt.Errorf("%w: %s.%s: %v", ErrSpec, pl.name, p.Name, err)
+			}
+		}
+	}
+	switch cfg.dtype {
+	case Float32:
+		m.net, err = newNet[float32](m, plan, init)
+	case Float64:
+		m.net, err = newNet[float64](m, plan, init)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// planLayers checks the shapes through the network and lays the parameters out.
+func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
+	if len(spec.InputShape) == 0 || prodInts(spec.InputShape) <= 0 || slices.ContainsFunc(spec.InputShape, func(s int) bool { return s <= 0 }) {
+		return nil, nil, fmt.Errorf("%w: input shape %v", ErrSpec, spec.InputShape)
+	}
+	if spec.NumClasses < 2 {
+		return nil, nil, fmt.Errorf("%w: %d classes", ErrSpec, spec.NumClasses)
+	}
+	if len(spec.Layers) == 0 {
+		return nil, nil, fmt.Errorf("%w: no layers", ErrSpec)
+	}
+	m := &Model{
+		name:       spec.Name,
+		inputShape: slices.Clone(spec.InputShape),
+		numClasses: spec.NumClasses,
+		exampleLen: prodInts(spec.InputShape),
+	}
+	plan := make([]plannedLayer, len(spec.Layers))
+	shape := slices.Clone(spec.InputShape)
+	counts := map[string]int{}
+	for i, l := range spec.Layers {
+		if l == nil {
+			return nil, nil, fmt.Errorf("%w: layer %d is nil", ErrSpec, i)
+		}
+		out, err := l.OutputShape(shape)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: layer %d: %v", ErrSpec, i, err)
+		}
+		pl := plannedLayer{layer: l, in: shape, out: slices.Clone(out), params: l.Params(shape)}
+		if len(pl.params) > 0 {
+			counts[l.Kind()]++
+			pl.name = fmt.Sprintf("%s%d", l.Kind(), counts[l.Kind()])
+			m.groups = append(m.groups, pl.name)
+			for _, p := range pl.params {
+				pl.paramOffs = append(pl.paramOffs, m.numParams)
+				m.layout = append(m.layout, ParamInfo{Name: pl.name + "." + p.Name, Shape: slices.Clone(p.Shape)})
+				m.numParams += prodInts(p.Shape)
+			}
+		}
+		plan[i] = pl
+		shape = pl.out
+	}
+	if len(shape) != 1 || shape[0] != spec.NumClasses {
+		return nil, nil, fmt.Errorf("%w: network output %v is not [%d] logits", ErrSpec, shape, spec.NumClasses)
+	}
+	if m.numParams == 0 {
+		return nil, nil, fmt.Errorf("%w: no parameters", ErrSpec)
+	}
+	return plan, m, nil
+}
+
+func prodInts(s []int) int {
+	n := 1
+	for _, v := range s {
+		n *= v
+	}
+	return n
+}
+
+// Name is the spec's name.
+func (m *Model) Name() string { return m.name }
+
+// BatchSize is the physical batch size the graphs were built for.
+func (m *Model) BatchSize() int { return m.batch }
+
+// DType is the element type.
+func (m *Model) DType() DType { return m.dtype }
+
+// InputShape is the per-example input shape (a copy).
+func (m *Model) InputShape() []int { return slices.Clone(m.inputShape) }
+
+// NumClasses is the number of logits.
+func (m *Model) NumClasses() int { return m.numClasses }
+
+// NumParams is d, the length of the flat parameter and gradient vectors.
+func (m *Model) NumParams() int { return m.numParams }
+
+// Layout lists the parameter tensors in flat order (a copy).
+func (m *Model) Layout() []ParamInfo {
+	out := make([]ParamInfo, len(m.layout))
+	for i, p := range m.layout {
+		out[i] = ParamInfo{Name: p.Name, Shape: slices.Clone(p.Shape)}
+	}
+	return out
+}
+
+// ParamLayers names the parametrised layers in order ("conv1", …, "dense2"): the units of
+// per-layer clipping, so clipping.PerLayer needs len(ParamLayers()) thresholds.
+func (m *Model) ParamLayers() []string { return slices.Clone(m.groups) }
+
+// Params writes the parameters into dst, which must have NumParams entries (it panics
+// otherwise, like copy into a slice of the wrong length would lose data silently).
+func (m *Model) Params(dst []float64) {
+	if len(dst) != m.numParams {
+		panic(fmt.Sprintf("nn: Params into %d entries, model has %d", len(dst), m.numParams))
+	}
+	m.net.params(dst)
+}
+
+// SetParams replaces the parameters by src (NumParams finite values).
+func (m *Model) SetParams(src []float64) error {
+	if len(src) != m.numParams {
+		return fmt.Errorf("%w: %d values, model has %d", ErrParams, len(src), m.numParams)
+	}
+	for j, v := range src {
+		if v != v || v > maxFinite || v < -maxFinite {
+			return fmt.Errorf("%w: value %d (%s) is %v", ErrParams, j, m.paramName(j), v)
+		}
+	}
+	if m.dtype == Float32 {
+		for j, v := range src {
+			if v > maxFloat32 || v < -maxFloat32 {
+				return fmt.Errorf("%w: value %d (%s) = %v overflows float32", ErrParams, j, m.paramName(j), v)
+			}
+		}
+	}
+	m.net.setParams(src)
+	return nil
+}
+
+const (
+	maxFinite  = 1.7976931348623157e308
+	maxFloat32 = 3.40282346638528859811704183484516925440e+38
+)
+
+// paramName names the tensor holding flat index j.
+func (m *Model) paramName(j int) string {
+	for _, p := range m.layout {
+		if j < p.Size() {
+			return p.Name
+		}
+		j -= p.Size()
+	}
+	return "?"
+}
