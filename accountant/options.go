@@ -12,8 +12,8 @@ type config struct {
 // Option configures a Ledger or a calibration.
 type Option func(*config)
 
-// WithOrders sets the Rényi orders over which ε is minimised. Orders must be
-// finite and greater than 1; they are sorted and deduplicated. An invalid list
+// WithOrders sets the Rényi orders over which ε is minimised. Orders must lie
+// in (1, MaxOrder]; they are sorted and deduplicated. An invalid list
 // makes the first Record, Epsilon or calibration return ErrInvalidParameter.
 func WithOrders(orders []float64) Option {
 	return func(c *config) {

@@ -2,7 +2,6 @@ package accountant
 
 import (
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -31,16 +30,28 @@ func OrdersUpTo(maxOrder int) []float64 {
 	return orders
 }
 
+// MaxOrder is the largest Rényi order accepted. Evaluating the RDP at order
+// α costs O(α) terms; useful orders stay far below this.
+const MaxOrder = 1 << 20
+
+// checkOrder reports an order outside (1, MaxOrder].
+func checkOrder(a float64) error {
+	if !(a > 1 && a <= MaxOrder) {
+		return fmt.Errorf("accountant: Rényi order %v: must be in (1, %d]: %w", a, MaxOrder, ErrInvalidParameter)
+	}
+	return nil
+}
+
 // checkOrders returns a sorted, duplicate-free copy of orders, or an error if
-// one is not a finite number greater than 1.
+// one is outside (1, MaxOrder].
 func checkOrders(orders []float64) ([]float64, error) {
 	if len(orders) == 0 {
 		return nil, fmt.Errorf("accountant: empty order list: %w", ErrInvalidParameter)
 	}
 	out := slices.Clone(orders)
 	for _, a := range out {
-		if !(a > 1) || math.IsInf(a, 1) {
-			return nil, fmt.Errorf("accountant: Rényi order %v: must be a finite number > 1: %w", a, ErrInvalidParameter)
+		if err := checkOrder(a); err != nil {
+			return nil, err
 		}
 	}
 	slices.Sort(out)

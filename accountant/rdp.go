@@ -15,14 +15,14 @@ import (
 // binomial sum for integer α and the two-sided erfc series otherwise.
 // q = 1 gives the plain Gaussian mechanism, α/(2z²).
 //
-// Orders need not be sorted but must be finite and greater than 1.
+// Orders need not be sorted but must lie in (1, MaxOrder].
 func SampledGaussianRDP(q, z float64, orders []float64) ([]float64, error) {
 	if err := checkMechanism(q, z); err != nil {
 		return nil, err
 	}
 	for _, a := range orders {
-		if !(a > 1) || math.IsInf(a, 1) {
-			return nil, fmt.Errorf("accountant: Rényi order %v: must be a finite number > 1: %w", a, ErrInvalidParameter)
+		if err := checkOrder(a); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]float64, len(orders))
@@ -52,7 +52,7 @@ func sampledGaussianRDP(q, z float64, orders, out []float64) {
 	var sum *binomialSum // built on the first integer order
 	for i, a := range orders {
 		var logA float64
-		if n := int(a); float64(n) == a && a < 1<<24 {
+		if n := int(a); float64(n) == a {
 			if sum == nil {
 				sum = newBinomialSum(q, z, maxIntegerOrder(orders))
 			}
@@ -69,7 +69,7 @@ func sampledGaussianRDP(q, z float64, orders, out []float64) {
 func maxIntegerOrder(orders []float64) int {
 	m := 0
 	for _, a := range orders {
-		if n := int(a); float64(n) == a && a < 1<<24 {
+		if n := int(a); float64(n) == a {
 			m = max(m, n)
 		}
 	}
