@@ -1,0 +1,394 @@
+package cifar
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/privtrain/privtrain/datasets"
+)
+
+// Errors of the readers, wrapped with the file's path and the details; test for them
+// with errors.Is.
+var (
+	ErrRecordSize    = errors.New("not a whole number of records")
+	ErrTruncated     = errors.New("file ends early")
+	ErrLabelRange    = errors.New("label out of range")
+	ErrLabelConflict = errors.New("fine class in more than one coarse class")
+)
+
+// Classes10 names the labels 0 to 9 of CIFAR-10 (batches.meta.txt of the archive).
+var Classes10 = [10]string{
+	"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+}
+
+const (
+	imageBytes = 3 * 32 * 32
+	// maxRecords bounds a file's records (the largest real file, CIFAR-100's train.bin,
+	// has 50,000) so that a corrupt archive header cannot ask for gigabytes.
+	maxRecords = 1 << 17
+)
+
+// format describes one of the two data sets.
+type format struct {
+	name       string
+	dir        string // directory inside the archive
+	archive    string
+	train      []string
+	test       []string
+	labelNames []string // one per label byte, in record order
+	classes    []int    // number of classes per label byte
+}
+
+var (
+	cifar10 = &format{
+		name:       "CIFAR-10",
+		dir:        "cifar-10-batches-bin",
+		archive:    "cifar-10-binary.tar.gz",
+		train:      []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
+		test:       []string{"test_batch.bin"},
+		labelNames: []string{"label"},
+		classes:    []int{10},
+	}
+	cifar100 = &format{
+		name:       "CIFAR-100",
+		dir:        "cifar-100-binary",
+		archive:    "cifar-100-binary.tar.gz",
+		train:      []string{"train.bin"},
+		test:       []string{"test.bin"},
+		labelNames: []string{"coarse label", "fine label"},
+		classes:    []int{20, 100},
+	}
+)
+
+func (f *format) recordBytes() int { return len(f.classes) + imageBytes }
+
+func (f *format) hint() string {
+	return fmt.Sprintf("get %s from https://www.cs.toronto.edu/~kriz/cifar.html (the binary version) and pass "+
+		"the archive, the directory it unpacks to (%s/), or the directory holding either", f.archive, f.dir)
+}
+
+// An Option changes what Load100 returns.
+type Option func(*config)
+
+type config struct{ coarse bool }
+
+// CoarseLabels makes Load100 label images with their 20 coarse classes (superclasses)
+// instead of the 100 fine classes.
+func CoarseLabels() Option { return func(c *config) { c.coarse = true } }
+
+// Load10 reads CIFAR-10 from path: the archive cifar-10-binary.tar.gz, the directory
+// cifar-10-batches-bin, or a directory holding either. It returns the five training
+// batches in order as one dataset, and the test batch.
+func Load10(path string) (train, test *datasets.Images, err error) {
+	s, err := load(path, cifar10)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.datasets(0)
+}
+
+// Load100 reads CIFAR-100 from path: the archive cifar-100-binary.tar.gz, the directory
+// cifar-100-binary, or a directory holding either. Images carry their fine labels (100
+// classes), or their coarse labels (20 classes) with CoarseLabels.
+func Load100(path string, opts ...Option) (train, test *datasets.Images, err error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	s, err := load(path, cifar100)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkHierarchy(); err != nil {
+		return nil, nil, err
+	}
+	if c.coarse {
+		return s.datasets(0)
+	}
+	return s.datasets(1)
+}
+
+// split is the decoded content of one split's files: pixels image after image, and one
+// label slice per label byte of the records.
+type split struct {
+	pixels []byte
+	labels [][]byte
+}
+
+type sets struct {
+	f           *format
+	where       string
+	train, test split
+	batchSizes  []int // records per training file, in f.train's order
+}
+
+func (s *sets) datasets(labelByte int) (train, test *datasets.Images, err error) {
+	shape, classes := []int{3, 32, 32}, s.f.classes[labelByte]
+	if train, err = datasets.NewImages(shape, classes, s.train.pixels, s.train.labels[labelByte]); err != nil {
+		return nil, nil, err
+	}
+	if test, err = datasets.NewImages(shape, classes, s.test.pixels, s.test.labels[labelByte]); err != nil {
+		return nil, nil, err
+	}
+	return train, test, nil
+}
+
+// checkHierarchy checks that CIFAR-100's fine classes nest in its coarse classes: every
+// fine label comes with one coarse label throughout both splits.
+func (s *sets) checkHierarchy() error {
+	var coarseOf [100]int
+	for i := range coarseOf {
+		coarseOf[i] = -1
+	}
+	for _, sp := range []split{s.train, s.test} {
+		for i, fine := range sp.labels[1] {
+			coarse := int(sp.labels[0][i])
+			if c := coarseOf[fine]; c >= 0 && c != coarse {
+				return fmt.Errorf("cifar: %s: %w: fine label %d with coarse labels %d and %d", s.where, ErrLabelConflict, fine, c, coarse)
+			}
+			coarseOf[fine] = coarse
+		}
+	}
+	return nil
+}
+
+// load finds the files of f at path and decodes them.
+func load(p string, f *format) (*sets, error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("cifar: %s: %w; %s", p, fs.ErrNotExist, f.hint())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cifar: %w", err)
+	}
+	if !st.IsDir() {
+		return loadArchive(p, f)
+	}
+	if _, err := os.Stat(filepath.Join(p, f.train[0])); err == nil {
+		return loadDir(p, f)
+	}
+	if st, err := os.Stat(filepath.Join(p, f.dir)); err == nil && st.IsDir() {
+		return loadDir(filepath.Join(p, f.dir), f)
+	}
+	if st, err := os.Stat(filepath.Join(p, f.archive)); err == nil && !st.IsDir() {
+		return loadArchive(filepath.Join(p, f.archive), f)
+	}
+	return nil, fmt.Errorf("cifar: %s: no %s files (%s, %s/ or %s): %w; %s",
+		p, f.name, f.train[0], f.dir, f.archive, fs.ErrNotExist, f.hint())
+}
+
+func loadDir(dir string, f *format) (*sets, error) {
+	s := &sets{f: f, where: dir}
+	for _, part := range []struct {
+		names []string
+		dst   *split
+	}{{f.train, &s.train}, {f.test, &s.test}} {
+		// Size the buffers for all the split's files at once to avoid regrowing them.
+		var records int
+		for _, name := range part.names {
+			p := filepath.Join(dir, name)
+			st, err := os.Stat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("cifar: %s: %w; %s", p, fs.ErrNotExist, f.hint())
+			}
+			if err != nil {
+				return nil, fmt.Errorf("cifar: %w", err)
+			}
+			n, err := f.records(st.Size())
+			if err != nil {
+				return nil, fmt.Errorf("cifar: %s: %w", p, err)
+			}
+			records += n
+		}
+		part.dst.init(f, records)
+		for _, name := range part.names {
+			before := len(part.dst.labels[0])
+			if err := decodeFile(filepath.Join(dir, name), f, part.dst); err != nil {
+				return nil, err
+			}
+			if part.dst == &s.train {
+				s.batchSizes = append(s.batchSizes, len(part.dst.labels[0])-before)
+			}
+		}
+	}
+	if err := s.checkBatches(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// init empties sp and makes room for n records of f.
+func (sp *split) init(f *format, n int) {
+	sp.pixels = make([]byte, 0, n*imageBytes)
+	sp.labels = make([][]byte, len(f.classes))
+	for k := range sp.labels {
+		sp.labels[k] = make([]byte, 0, n)
+	}
+}
+
+func decodeFile(name string, f *format, dst *split) error {
+	file, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("cifar: %w", err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("cifar: %w", err)
+	}
+	if err := decodeRecords(bufio.NewReaderSize(file, 1<<16), st.Size(), f, dst); err != nil {
+		return fmt.Errorf("cifar: %s: %w", name, err)
+	}
+	return nil
+}
+
+// loadArchive reads the .bin files of f from a .tar.gz archive in one pass.
+func loadArchive(name string, f *format) (*sets, error) {
+	file, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("cifar: %w", err)
+	}
+	defer file.Close()
+	return readArchive(bufio.NewReaderSize(file, 1<<16), name, f)
+}
+
+func readArchive(r io.Reader, name string, f *format) (*sets, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("cifar: %s: gzip: %w", name, err)
+	}
+	defer zr.Close()
+	members := make(map[string]*split) // base name → its records
+	wanted := append(slices.Clone(f.train), f.test...)
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cifar: %s: %w", name, archiveError(err))
+		}
+		base := path.Base(h.Name)
+		if h.Typeflag != tar.TypeReg || !slices.Contains(wanted, base) {
+			continue
+		}
+		if members[base] != nil {
+			return nil, fmt.Errorf("cifar: %s: %s appears twice", name, base)
+		}
+		sp := new(split)
+		sp.init(f, 0) // decodeRecords makes room once it has checked h.Size
+		if err := decodeRecords(tr, h.Size, f, sp); err != nil {
+			return nil, fmt.Errorf("cifar: %s: %s: %w", name, h.Name, archiveError(err))
+		}
+		members[base] = sp
+	}
+	s := &sets{f: f, where: name}
+	for _, part := range []struct {
+		names []string
+		dst   *split
+	}{{f.train, &s.train}, {f.test, &s.test}} {
+		var total int
+		for _, n := range part.names {
+			if members[n] == nil {
+				return nil, fmt.Errorf("cifar: %s: no %s/%s in the archive: %w; %s", name, f.dir, n, fs.ErrNotExist, f.hint())
+			}
+			total += len(members[n].labels[0])
+		}
+		part.dst.init(f, total)
+		for _, n := range part.names {
+			if part.dst == &s.train {
+				s.batchSizes = append(s.batchSizes, len(members[n].labels[0]))
+			}
+			part.dst.pixels = append(part.dst.pixels, members[n].pixels...)
+			for k := range part.dst.labels {
+				part.dst.labels[k] = append(part.dst.labels[k], members[n].labels[k]...)
+			}
+			members[n] = nil // let the copy's source go
+		}
+	}
+	if err := s.checkBatches(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// archiveError reports a stream cut short as ErrTruncated.
+func archiveError(err error) error {
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: archive incomplete", ErrTruncated)
+	}
+	return err
+}
+
+// checkBatches checks that CIFAR-10's training batches are equally large (10,000
+// records each in the real data), which catches a batch cut short at a record boundary.
+func (s *sets) checkBatches() error {
+	for i, n := range s.batchSizes {
+		if n != s.batchSizes[0] {
+			return fmt.Errorf("cifar: %s: %w: %s has %d records, %s has %d; the training batches must be equally large",
+				s.where, ErrRecordSize, s.f.train[0], s.batchSizes[0], s.f.train[i], n)
+		}
+	}
+	return nil
+}
+
+// records returns the number of records in a file of size bytes.
+func (f *format) records(size int64) (int, error) {
+	rb := int64(f.recordBytes())
+	if size <= 0 || size%rb != 0 {
+		return 0, fmt.Errorf("%w: %d bytes, want a positive multiple of %d (%s records)", ErrRecordSize, size, rb, f.name)
+	}
+	if n := size / rb; n > maxRecords {
+		return 0, fmt.Errorf("%w: %d records, more than the %d a %s file can hold", ErrRecordSize, n, maxRecords, f.name)
+	}
+	return int(size / rb), nil
+}
+
+// decodeRecords reads size bytes of records of f from r and appends their pixels and
+// labels to dst.
+func decodeRecords(r io.Reader, size int64, f *format, dst *split) error {
+	n, err := f.records(size)
+	if err != nil {
+		return err
+	}
+	dst.pixels = slices.Grow(dst.pixels, n*imageBytes)
+	for k := range dst.labels {
+		dst.labels[k] = slices.Grow(dst.labels[k], n)
+	}
+	var lab [2]byte
+	for i := range n {
+		if _, err := io.ReadFull(r, lab[:len(f.classes)]); err != nil {
+			return recordError(err, i, n)
+		}
+		for k, c := range f.classes {
+			if int(lab[k]) >= c {
+				return fmt.Errorf("%w: record %d has %s %d, want 0 to %d", ErrLabelRange, i, f.labelNames[k], lab[k], c-1)
+			}
+			dst.labels[k] = append(dst.labels[k], lab[k])
+		}
+		at := len(dst.pixels)
+		dst.pixels = slices.Grow(dst.pixels, imageBytes)[:at+imageBytes]
+		if _, err := io.ReadFull(r, dst.pixels[at:]); err != nil {
+			return recordError(err, i, n)
+		}
+	}
+	return nil
+}
+
+func recordError(err error, i, n int) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: in record %d of %d", ErrTruncated, i, n)
+	}
+	return err
+}
