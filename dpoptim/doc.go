@@ -1,0 +1,36 @@
+// Package dpoptim holds the update rules of private training and the private step that
+// turns a clipped gradient sum into a noisy gradient estimate for them.
+//
+// A [Rule] is an ordinary first-order optimizer (SGD with optional momentum, Adam, heavy
+// ball, Nesterov's accelerated gradient, the ADP-SGD step-size schedules): parameters and a
+// gradient estimate in, parameters updated in place, its state kept inside and exposed for
+// checkpoints. A [Private] step wraps a rule X into DP-X:
+//
+//	clipped sum s (sensitivity C, from package clipping)
+//	  → s + N(0, (z_t·C)²·I)        Gaussian mechanism; the only place privacy is spent
+//	  → ÷ q·n                        the EXPECTED batch size, never the realised one
+//	  → A_σ⁻¹ (optional)             Laplacian smoothing, post-processing (DP-LSSGD eq. (5))
+//	  → rule X                       post-processing
+//
+// and records every step's (q, z_t) with a [Recorder] (an *accountant.Ledger) before the
+// update is released. z_t = z for all rules except the ADP-SGD ones ([NoiseScaler]), whose
+// noise multiplier follows their step size.
+//
+// Typical use, DP-LSAdam on a model with a per-tensor layout:
+//
+//	lap, _ := smoothing.NewLaplacian[float64](1.0, layout)
+//	step, err := dpoptim.NewPrivate(dpoptim.NewAdam(dpoptim.Constant(1e-3)), dpoptim.PrivateConfig{
+//		NoiseMultiplier: 1.1, ClipNorm: 1, SampleRate: 256.0 / 60000, DatasetSize: 60000,
+//		Recorder: ledger, Smoother: lap,
+//	})
+//	for each logical batch: err = step.Step(params, clippedSum, batchSize)
+//
+// The noise comes from a ChaCha8 generator seeded from crypto/rand unless a seed is given
+// ([NewSeededNoise]); a seeded run is reproducible, says so ([Noise.String]) and resumes
+// bit for bit from [Private.State]. [NonPrivate] applies a rule to the plain mean gradient
+// for non-private baselines.
+//
+// Nothing in this package reads an unclipped or un-noised gradient: in particular the
+// AdaGrad-norm variant of ADP-SGD updates its step size from the noisy gradient estimate,
+// unlike the paper (see [ADPAdaGradNorm]).
+package dpoptim

@@ -1,0 +1,72 @@
+package dpoptim
+
+import (
+	"slices"
+)
+
+// HeavyBall is Polyak's heavy-ball method in the form of the DP accelerated-methods paper
+// (Kuru, Birbil, Gurbuzbalaban, Yildirim, eq. (9)):
+//
+//	x_{t+1} = x_t − α_t·g_t + β·(x_t − x_{t−1}),  x_{−1} = x_0.
+//
+// Wrapped in a [Private] step it is DP heavy ball with Gaussian noise (the paper adds
+// Laplace noise for pure DP). With a constant rate it matches [SGD] with momentum μ = β.
+type HeavyBall struct {
+	LearningRate Schedule
+	Momentum     float64 // β in [0, 1)
+
+	step  int
+	delta []float64 // x_t − x_{t−1}
+}
+
+// NewHeavyBall returns the heavy-ball method with momentum β.
+func NewHeavyBall(lr Schedule, beta float64) *HeavyBall {
+	return &HeavyBall{LearningRate: lr, Momentum: beta}
+}
+
+// Name returns "HeavyBall".
+func (h *HeavyBall) Name() string { return "HeavyBall" }
+
+// Step performs one heavy-ball update.
+func (h *HeavyBall) Step(params, grad []float64) error {
+	if err := checkLengths("HeavyBall", params, grad, len(h.delta)); err != nil {
+		return err
+	}
+	if err := checkMomentum("heavy-ball momentum β", h.Momentum); err != nil {
+		return err
+	}
+	alpha, err := rate(h.LearningRate, h.step)
+	if err != nil {
+		return err
+	}
+	if h.delta == nil {
+		h.delta = make([]float64, len(params))
+	}
+	beta := h.Momentum
+	delta := h.delta[:len(params)]
+	grad = grad[:len(params)]
+	for i := range params {
+		delta[i] = beta*delta[i] - alpha*grad[i]
+		params[i] += delta[i]
+	}
+	h.step++
+	return nil
+}
+
+// State returns "step" and "delta", the last displacement x_t − x_{t−1}.
+func (h *HeavyBall) State() map[string][]float64 {
+	return map[string][]float64{"step": scalarState(float64(h.step)), "delta": slices.Clone(h.delta)}
+}
+
+// SetState restores a state returned by State.
+func (h *HeavyBall) SetState(state map[string][]float64) error {
+	r := newStateReader("HeavyBall", state, "step", "delta")
+	step := r.count("step")
+	d := 0
+	delta := r.vector("delta", &d)
+	if r.err != nil {
+		return r.err
+	}
+	h.step, h.delta = step, delta
+	return nil
+}

@@ -1,0 +1,258 @@
+package dpoptim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// PrivateConfig configures a [Private] step.
+type PrivateConfig struct {
+	// NoiseMultiplier z ≥ 0: each coordinate of the clipped sum gets N(0, (z_t·C)²) noise,
+	// z_t = z (or z·NoiseScale(t) for an ADP-SGD rule). z = 0 adds no noise and gives no
+	// privacy; the Recorder is still told z = 0 (an accountant must report ε = ∞ or
+	// refuse it).
+	NoiseMultiplier float64
+	// ClipNorm C > 0 is the L2 sensitivity of the clipped sum: the clipping's total bound
+	// (flat: C; per-layer: √(Σ C_l²)).
+	ClipNorm float64
+	// SampleRate q in (0, 1] is the Poisson sampling probability of each example.
+	SampleRate float64
+	// DatasetSize n ≥ 1; the noisy sum is divided by the expected batch size q·n.
+	DatasetSize int
+	// Recorder receives (q, z_t, 1) for every step, before the update is applied.
+	// Required.
+	Recorder Recorder
+	// Smoother, if not nil, post-processes the noisy gradient before the rule: with a
+	// *smoothing.Laplacian it makes DP-LSSGD / DP-LSAdam.
+	Smoother Smoother
+	// Noise is the random source; nil means a fresh [NewSecureNoise].
+	Noise *Noise
+}
+
+// Private is one private training step around an update rule (DP-X for rule X): it adds
+// Gaussian noise to the clipped gradient sum, divides by the expected batch size, smooths
+// if asked, hands the result to the rule and records the step's privacy cost. See the
+// package documentation for the data path.
+//
+// A Private keeps a work buffer and is not safe for concurrent use.
+type Private struct {
+	rule     Rule
+	scaler   NoiseScaler // the rule, if it matches noise to step size
+	z, c, q  float64
+	invBatch float64 // 1/(q·n)
+	recorder Recorder
+	smoother Smoother
+	noise    *Noise
+
+	step int
+	buf  []float64
+}
+
+// NewPrivate returns the private step wrapping rule.
+func NewPrivate(rule Rule, cfg PrivateConfig) (*Private, error) {
+	if rule == nil {
+		return nil, fmt.Errorf("%w: nil rule", ErrConfig)
+	}
+	if !(cfg.NoiseMultiplier >= 0) || math.IsInf(cfg.NoiseMultiplier, 0) {
+		return nil, fmt.Errorf("%w: noise multiplier z = %v, want a finite z ≥ 0", ErrConfig, cfg.NoiseMultiplier)
+	}
+	if !(cfg.ClipNorm > 0) || math.IsInf(cfg.ClipNorm, 0) {
+		return nil, fmt.Errorf("%w: clip norm C = %v, want a finite C > 0", ErrConfig, cfg.ClipNorm)
+	}
+	if !(cfg.SampleRate > 0 && cfg.SampleRate <= 1) {
+		return nil, fmt.Errorf("%w: sampling rate q = %v, want q in (0, 1]", ErrConfig, cfg.SampleRate)
+	}
+	if cfg.DatasetSize < 1 {
+		return nil, fmt.Errorf("%w: dataset size n = %d, want n ≥ 1", ErrConfig, cfg.DatasetSize)
+	}
+	if cfg.Recorder == nil {
+		return nil, fmt.Errorf("%w: nil Recorder: every private step must be recorded", ErrConfig)
+	}
+	p := &Private{
+		rule:     rule,
+		z:        cfg.NoiseMultiplier,
+		c:        cfg.ClipNorm,
+		q:        cfg.SampleRate,
+		invBatch: 1 / (cfg.SampleRate * float64(cfg.DatasetSize)),
+		recorder: cfg.Recorder,
+		smoother: cfg.Smoother,
+		noise:    cfg.Noise,
+	}
+	if s, ok := rule.(NoiseScaler); ok {
+		p.scaler = s
+	}
+	if p.noise == nil {
+		var err error
+		if p.noise, err = NewSecureNoise(); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Name returns "DP-" + the rule's name, with "LS" for Laplacian smoothing ("DP-SGD",
+// "DP-LSAdam"); an ADP-SGD rule ("ADP-SGD (…)") keeps its "ADP-" prefix ("ADP-LSSGD (…)").
+func (p *Private) Name() string {
+	name, prefix := p.rule.Name(), "DP-"
+	if rest, ok := strings.CutPrefix(name, "ADP-"); ok {
+		name, prefix = rest, "ADP-"
+	}
+	if p.smoother != nil {
+		prefix += "LS"
+	}
+	return prefix + name
+}
+
+// Rule returns the wrapped rule.
+func (p *Private) Rule() Rule { return p.rule }
+
+// Noise returns the random source (its String says "secure" or "seeded(s)").
+func (p *Private) Noise() *Noise { return p.noise }
+
+// NoiseMultiplier returns z_t, the noise multiplier the next step will use and record.
+func (p *Private) NoiseMultiplier() float64 { return p.multiplier(p.step) }
+
+func (p *Private) multiplier(t int) float64 {
+	if p.scaler == nil {
+		return p.z
+	}
+	return p.z * p.scaler.NoiseScale(t)
+}
+
+// Step performs one private step: it records (q, z_t, 1), then sets
+//
+//	g = (clippedSum + N(0, (z_t·C)²·I)) / (q·n),  g ← Smoother(g) if set,
+//
+// and calls the rule with params and g. batchSize, the realised size of the logical batch,
+// is not used: normalising by it would make the step depend on data that the noise does
+// not protect. It is accepted so that Private satisfies [Optimizer].
+//
+// Inputs are checked before anything is recorded or drawn: mismatched lengths and NaN or
+// infinite entries of clippedSum give errors and change nothing. An error from the
+// Recorder also changes nothing. An error from the smoother or rule comes after the
+// step was recorded, and params are left unchanged.
+func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
+	d := len(params)
+	if len(clippedSum) != d {
+		return fmt.Errorf("%w: %s: %d parameters, clipped sum of length %d", ErrLength, p.Name(), d, len(clippedSum))
+	}
+	if p.buf != nil && len(p.buf) != d {
+		return fmt.Errorf("%w: %s: built for %d parameters, got %d", ErrLength, p.Name(), len(p.buf), d)
+	}
+	if l, ok := p.smoother.(interface{ Len() int }); ok && l.Len() != d {
+		return fmt.Errorf("%w: %s: smoother for %d parameters, got %d", ErrLength, p.Name(), l.Len(), d)
+	}
+	if i := firstNonFinite(clippedSum); i >= 0 {
+		return fmt.Errorf("%w: %s: clipped sum[%d] = %v", ErrNonFinite, p.Name(), i, clippedSum[i])
+	}
+	z := p.multiplier(p.step)
+	if !(z >= 0) || math.IsInf(z, 0) || (z == 0 && p.z > 0) {
+		return fmt.Errorf("%w: %s: noise multiplier %v at step %d", ErrConfig, p.Name(), z, p.step)
+	}
+	if err := p.recorder.Record(p.q, z, 1); err != nil {
+		return fmt.Errorf("dpoptim: %s: recording step %d (q = %v, z = %v): %w", p.Name(), p.step, p.q, z, err)
+	}
+	if p.buf == nil {
+		p.buf = make([]float64, d)
+	}
+	g := p.buf
+	std, inv := z*p.c, p.invBatch
+	if std == 0 {
+		for i, s := range clippedSum {
+			g[i] = s * inv
+		}
+	} else {
+		rng := p.noise.rng
+		for i, s := range clippedSum {
+			g[i] = (s + std*rng.NormFloat64()) * inv
+		}
+	}
+	if p.smoother != nil {
+		if err := p.smoother.Smooth(g); err != nil {
+			return fmt.Errorf("dpoptim: %s: smoothing: %w", p.Name(), err)
+		}
+	}
+	if err := p.rule.Step(params, g); err != nil {
+		return fmt.Errorf("dpoptim: %s: %w", p.Name(), err)
+	}
+	p.step++
+	return nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in v, or −1.
+func firstNonFinite(v []float64) int {
+	for i, x := range v {
+		if x-x != 0 { // NaN − NaN and Inf − Inf are NaN
+			return i
+		}
+	}
+	return -1
+}
+
+// State returns the step counter "step", the noise generator under "noise" (the bytes of
+// [Noise.MarshalBinary], one per element) and the rule's state under "rule/<key>". With a
+// seeded Noise, a Private restored from it continues bit for bit.
+func (p *Private) State() map[string][]float64 {
+	state := map[string][]float64{"step": scalarState(float64(p.step))}
+	for k, v := range p.rule.State() {
+		state["rule/"+k] = v
+	}
+	b, err := p.noise.MarshalBinary()
+	if err != nil { // not reachable: ChaCha8 encoding does not fail
+		panic(err)
+	}
+	noise := make([]float64, len(b))
+	for i, c := range b {
+		noise[i] = float64(c)
+	}
+	state["noise"] = noise
+	return state
+}
+
+// SetState restores a state returned by State. A secure generator is reseeded from
+// crypto/rand (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
+func (p *Private) SetState(state map[string][]float64) error {
+	ruleState := make(map[string][]float64)
+	var r stateReader
+	r.rule, r.state = p.Name(), state
+	for k, v := range state {
+		if rk, ok := strings.CutPrefix(k, "rule/"); ok {
+			ruleState[rk] = v
+		} else if k != "step" && k != "noise" {
+			r.fail("unknown key %q", k)
+		}
+	}
+	if _, ok := state["noise"]; !ok {
+		r.fail("missing key %q", "noise")
+	}
+	if _, ok := state["step"]; !ok {
+		r.fail("missing key %q", "step")
+	}
+	step := r.count("step")
+	var noiseBytes []byte
+	if r.err == nil {
+		for _, x := range state["noise"] {
+			if !(x >= 0 && x <= 255 && x == math.Trunc(x)) {
+				r.fail("\"noise\" holds %v, want bytes", x)
+				break
+			}
+			noiseBytes = append(noiseBytes, byte(x))
+		}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	var noise Noise
+	if err := noise.UnmarshalBinary(noiseBytes); err != nil {
+		return err
+	}
+	// The rule validates last and leaves itself unchanged on error, so a failure leaves
+	// p unchanged.
+	if err := p.rule.SetState(ruleState); err != nil {
+		return err
+	}
+	p.step = step
+	*p.noise = noise
+	return nil
+}

@@ -1,0 +1,93 @@
+package dpoptim
+
+import (
+	"fmt"
+	"slices"
+)
+
+// SGD is stochastic gradient descent, optionally with momentum in the form of PyTorch and
+// TensorFlow's MomentumOptimizer: v ← μ·v + g, w ← w − η_t·v. With μ = 0 it is
+// w ← w − η_t·g; wrapped in a [Private] step it is DP-SGD (and DP-LSSGD with smoothing).
+// For the paper form of momentum, which does not rescale past steps when η_t changes,
+// see [HeavyBall].
+type SGD struct {
+	LearningRate Schedule
+	Momentum     float64 // μ in [0, 1)
+
+	step     int
+	velocity []float64
+}
+
+// NewSGD returns plain SGD (no momentum) with the given learning-rate schedule.
+func NewSGD(lr Schedule) *SGD { return &SGD{LearningRate: lr} }
+
+// Name returns "SGD", or "SGD+momentum" when μ > 0.
+func (s *SGD) Name() string {
+	if s.Momentum != 0 {
+		return "SGD+momentum"
+	}
+	return "SGD"
+}
+
+// Step performs one SGD update.
+func (s *SGD) Step(params, grad []float64) error {
+	if err := checkLengths(s.Name(), params, grad, len(s.velocity)); err != nil {
+		return err
+	}
+	if err := checkMomentum("SGD momentum", s.Momentum); err != nil {
+		return err
+	}
+	eta, err := rate(s.LearningRate, s.step)
+	if err != nil {
+		return err
+	}
+	if s.Momentum == 0 && s.velocity == nil {
+		descend(params, grad, eta)
+	} else {
+		if s.velocity == nil {
+			s.velocity = make([]float64, len(params))
+		}
+		mu := s.Momentum
+		v := s.velocity[:len(params)]
+		grad = grad[:len(params)]
+		for i := range params {
+			v[i] = mu*v[i] + grad[i]
+			params[i] -= eta * v[i]
+		}
+	}
+	s.step++
+	return nil
+}
+
+// descend sets params −= eta·grad.
+func descend(params, grad []float64, eta float64) {
+	grad = grad[:len(params)]
+	for i := range params {
+		params[i] -= eta * grad[i]
+	}
+}
+
+// State returns "step" and "velocity" (empty until momentum has been used).
+func (s *SGD) State() map[string][]float64 {
+	return map[string][]float64{"step": scalarState(float64(s.step)), "velocity": slices.Clone(s.velocity)}
+}
+
+// SetState restores a state returned by State.
+func (s *SGD) SetState(state map[string][]float64) error {
+	r := newStateReader(s.Name(), state, "step", "velocity")
+	step := r.count("step")
+	d := 0
+	v := r.vector("velocity", &d)
+	if r.err != nil {
+		return r.err
+	}
+	s.step, s.velocity = step, v
+	return nil
+}
+
+func checkMomentum(name string, mu float64) error {
+	if !(mu >= 0 && mu < 1) {
+		return fmt.Errorf("%w: %s = %v, want a value in [0, 1)", ErrConfig, name, mu)
+	}
+	return nil
+}
