@@ -132,8 +132,8 @@ func TestCalibrateScheduleMeetsTarget(t *testing.T) {
 		intOrders = append(intOrders, float64(a))
 	}
 	cases := []struct {
-		name   string
-		rule   interface {
+		name string
+		rule interface {
 			Rule
 			NoiseScaler
 		}
