@@ -97,12 +97,3 @@ func (m *Images) Example(i int, dst []float32) int {
 	}
 	return int(m.labels[i])
 }
-
-// Pixel returns the stored byte of value j (row-major in Shape's order) of example i.
-// Example(i, dst) gives dst[j] == float32(Pixel(i, j))/255.
-func (m *Images) Pixel(i, j int) byte {
-	if j < 0 || j >= m.size {
-		panic(fmt.Sprintf("datasets: pixel index %d out of range [0, %d)", j, m.size))
-	}
-	return m.pixels[i*m.size+j]
-}
