@@ -544,3 +544,21 @@ func TestDecodeSizeLimits(t *testing.T) {
 }
 
 func maxBlock() uint32 { return 128 << 10 }
+
+// TestEncodeDeterministic: map iteration order and encoder concurrency must not leak
+// into the bytes, so that identical runs give identical checkpoint files.
+func TestEncodeDeterministic(t *testing.T) {
+	v := make([]float64, 100_000) // several zstd blocks
+	for i := range v {
+		v[i] = math.Sqrt(float64(i))
+	}
+	files := []*checkpoint.File{smallCheckpoint(), {Tensors: map[string]checkpoint.Tensor{"a": checkpoint.F64([]int{len(v)}, v), "b": checkpoint.F64([]int{len(v)}, v)}}}
+	for i, f := range files {
+		first := encode(t, f)
+		for range 5 {
+			if again := encode(t, f); !bytes.Equal(again, first) {
+				t.Fatalf("file %d: two encodings differ", i)
+			}
+		}
+	}
+}

@@ -44,7 +44,7 @@ func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) (err error)
 	if wrap != nil {
 		w = wrap(tmp)
 	}
-	if err = Encode(w, f); err != nil {
+	if err = encode(w, f); err != nil {
 		return err
 	}
 	if err = tmp.Sync(); err != nil {

@@ -1,0 +1,182 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func fuzzSeedFile() *File {
+	return &File{
+		Tensors: map[string]Tensor{
+			"w":     F32([]int{2, 2}, []float32{1, 2, 3, 4}),
+			"s":     I64(nil, []int64{7}),
+			"empty": F64([]int{0}, nil),
+			"rng":   U8([]int{3}, []byte{9, 8, 7}),
+		},
+		Metadata: map[string]string{"k": "v"},
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to Decode: it must never panic, and whatever it
+// accepts must survive a re-encode unchanged.
+func FuzzDecode(f *testing.F) {
+	var good bytes.Buffer
+	if err := Encode(&good, fuzzSeedFile()); err != nil {
+		f.Fatal(err)
+	}
+	var empty bytes.Buffer
+	if err := Encode(&empty, &File{}); err != nil {
+		f.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	f.Add(good.Bytes())
+	f.Add(empty.Bytes())
+	f.Add(good.Bytes()[:good.Len()/2])
+	f.Add(good.Bytes()[:good.Len()-trailerSize])
+	f.Add(append(slices.Clone(good.Bytes()), 0))
+	f.Add(refAttn)
+	f.Add(enc.EncodeAll(refAttn, nil))
+	f.Add(enc.EncodeAll([]byte("hello"), nil))
+	f.Add([]byte{})
+	f.Add([]byte(zstdMagic))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Decode(bytes.NewReader(in), WithMaxSize(1<<24))
+		if err != nil {
+			if !isKnownKind(err) {
+				t.Fatalf("error %v matches no sentinel", err)
+			}
+			return
+		}
+		var again bytes.Buffer
+		if err := Encode(&again, got); err != nil {
+			t.Fatalf("re-encoding an accepted checkpoint: %v", err)
+		}
+		back, err := Decode(&again)
+		if err != nil {
+			t.Fatalf("decoding the re-encoded checkpoint: %v", err)
+		}
+		sameFile(t, back, got)
+	})
+}
+
+// FuzzParseLayout fuzzes the safetensors parser directly, where the checksums do not
+// stand between the fuzzer and the JSON: it must never panic, and what it accepts must
+// describe the data section exactly and survive our writer unchanged.
+func FuzzParseLayout(f *testing.F) {
+	for _, s := range [][]byte{refAttn, refAttnPadded, refEmpty, refMetadata} {
+		f.Add(s)
+	}
+	var good bytes.Buffer
+	if err := Encode(&good, fuzzSeedFile()); err != nil {
+		f.Fatal(err)
+	}
+	dec, _ := zstd.NewReader(nil)
+	s, err := dec.DecodeAll(good.Bytes()[:good.Len()-trailerSize], nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(s)
+	f.Add(stream(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{}}`, 1))
+	f.Add(stream(`{"__metadata__":{"privtrain.sha256":"\u0030"}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// The checks after decompression must hold whatever the stream: no panic, a
+		// sentinel error, or a File that survives Encode and Decode.
+		if got, err := decodeStream(in); err != nil {
+			if !isKnownKind(err) {
+				t.Fatalf("decodeStream error %v matches no sentinel", err)
+			}
+		} else {
+			var again bytes.Buffer
+			if err := Encode(&again, got); err != nil {
+				t.Fatalf("re-encoding an accepted stream: %v", err)
+			}
+			back, err := Decode(&again)
+			if err != nil {
+				t.Fatalf("decoding the re-encoded stream: %v", err)
+			}
+			sameFile(t, back, got)
+		}
+
+		l, err := parseLayout(in)
+		if err != nil {
+			return
+		}
+		var total uint64
+		for _, e := range l.entries {
+			n := uint64(e.dtype.Size())
+			for _, d := range e.shape {
+				n *= uint64(d)
+			}
+			if e.begin != total || e.end-e.begin != n {
+				t.Fatalf("entry %+v does not follow offset %d with %d bytes", e, total, n)
+			}
+			total = e.end
+		}
+		if total != uint64(len(l.data)) || 8+len(l.header)+len(l.data) != len(in) {
+			t.Fatalf("entries cover %d of %d data bytes", total, len(l.data))
+		}
+		if l.checksumAt >= 0 && string(in[l.checksumAt:l.checksumAt+len(l.metadata[checksumKey])]) != l.metadata[checksumKey] {
+			t.Fatalf("checksum position %d does not hold the value", l.checksumAt)
+		}
+		// Rewrite in our canonical form and parse again: same tensors, same metadata.
+		entries := slices.Clone(l.entries)
+		slices.SortStableFunc(entries, writeOrder)
+		var off uint64
+		var data []byte
+		for i, e := range entries {
+			data = append(data, l.data[e.begin:e.end]...)
+			entries[i].begin, entries[i].end = off, off+e.end-e.begin
+			off = entries[i].end
+		}
+		header, _, err := encodeHeader(l.metadata, entries)
+		if err != nil {
+			return // a header that grew past the limit when rewritten compactly
+		}
+		re := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		re = append(append(re, header...), data...)
+		l2, err := parseLayout(re)
+		if err != nil {
+			t.Fatalf("rewritten stream rejected: %v\n%q", err, re)
+		}
+		if len(l2.entries) != len(l.entries) || len(l2.metadata) != len(l.metadata) {
+			t.Fatalf("rewrite changed the content: %+v vs %+v", l2, l)
+		}
+		for k, v := range l.metadata {
+			if l2.metadata[k] != v {
+				t.Fatalf("metadata %q: %q became %q", k, v, l2.metadata[k])
+			}
+		}
+	})
+}
+
+func isKnownKind(err error) bool {
+	for _, k := range []error{ErrCorrupt, ErrNotCheckpoint, ErrUnsupportedVersion, ErrTooLarge} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameFile(t *testing.T, got, want *File) {
+	t.Helper()
+	if len(got.Tensors) != len(want.Tensors) || len(got.Metadata) != len(want.Metadata) {
+		t.Fatalf("got %d tensors %d metadata, want %d and %d", len(got.Tensors), len(got.Metadata), len(want.Tensors), len(want.Metadata))
+	}
+	for name, w := range want.Tensors {
+		g := got.Tensors[name]
+		if g.DType != w.DType || !slices.Equal(g.Shape, w.Shape) || !bytes.Equal(g.Data, w.Data) {
+			t.Fatalf("tensor %q differs", name)
+		}
+	}
+	for k, v := range want.Metadata {
+		if got.Metadata[k] != v {
+			t.Fatalf("metadata %q differs", k)
+		}
+	}
+}
