@@ -210,3 +210,38 @@ func TestCalibrateScheduleErrors(t *testing.T) {
 		t.Errorf("δ = 2: %v", err)
 	}
 }
+
+// The schedule handed to the paper's Theorem 4.1 calibration: Σ 1/α_t² over the
+// experiments' blue schedule is the digest's 208.235 (T = 11760), and DP-SGD's is T.
+func TestNoiseScheduleForTheorem41(t *testing.T) {
+	alphas, err := NoiseSchedule(NewADPPolynomial(1, 19, 1), 11760)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := 0.0
+	for _, a := range alphas {
+		s += 1 / (a * a)
+	}
+	if math.Abs(s-208.235) > 5e-4 {
+		t.Errorf("Σ 1/α² = %v, digest 208.235", s)
+	}
+	// With α ≡ 1 the accountant's Theorem 4.1 noise is Theorem A.1's DP-SGD noise,
+	// σ = 0.03971 for T = 11700, n = 50000, m = 256, G = 1, ε = 16·0.8 (digest §7.8).
+	ones, err := NoiseSchedule(&ADPPolynomial{Eta: 1, A: 1, C: 1, ConstantNoise: true}, 11700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigma, err := accountant.ADPNoise(ones, 50000, 256, 1, 16*0.8, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := sigma * 256 / 1; math.Abs(sigma-0.03971) > 5e-6 || math.Abs(z-10.1668) > 5e-4 {
+		t.Errorf("σ = %v, z = σ·m/C = %v; digest 0.03971, 10.1668", sigma, z)
+	}
+	if _, err := NoiseSchedule(nil, 3); !errors.Is(err, ErrConfig) {
+		t.Errorf("nil: %v", err)
+	}
+	if _, err := NoiseSchedule(NewADPPolynomial(1, 1, 1), 0); !errors.Is(err, ErrConfig) {
+		t.Errorf("0 steps: %v", err)
+	}
+}
