@@ -25,6 +25,7 @@ type net[T clipping.Float] struct {
 // graph is one compiled Gorgonia graph with the buffers its inputs are bound to and its
 // outputs are read into. The buffers are allocated once; each run overwrites them.
 type graph[T clipping.Float] struct {
+	g      *G.ExprGraph
 	vm     G.VM
 	x, y   []T      // input batch [B × example] and masked one-hot targets [B × K]
 	logits []T      // [B × K]
@@ -80,7 +81,7 @@ func buildGraph[T clipping.Float](m *Model, plan []plannedLayer, flat []T, train
 	dt := dtypeOf[T]()
 	B, K := m.batch, m.numClasses
 	g := G.NewGraph()
-	gr := &graph[T]{x: make([]T, B*m.exampleLen), y: make([]T, B*K), logits: make([]T, B*K)}
+	gr := &graph[T]{g: g, x: make([]T, B*m.exampleLen), y: make([]T, B*K), logits: make([]T, B*K)}
 	xShape := append([]int{B}, m.inputShape...)
 	x := G.NewTensor(g, dt, len(xShape), G.WithShape(xShape...), G.WithName("input"),
 		G.WithValue(tensor.New(tensor.WithShape(xShape...), tensor.WithBacking(gr.x))))

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
+
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 // WriteFile writes f to path atomically: it encodes into a new temporary file in the
@@ -24,63 +24,17 @@ func WriteFile(path string, f *File) error {
 
 // writeFile is WriteFile with a hook for tests that wraps the temporary file's writer,
 // to simulate a disk failing in the middle of a write.
-func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) error {
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		if wrap != nil {
+			w = wrap(w)
+		}
+		return encode(w, f)
+	})
 	if err != nil {
 		return fmt.Errorf("checkpoint: %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("checkpoint: %s: %w", path, err)
-		}
-	}()
-	var w io.Writer = tmp
-	if wrap != nil {
-		w = wrap(tmp)
-	}
-	if err = encode(w, f); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if beforeRename != nil {
-		beforeRename(tmp.Name())
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// beforeRename, when set by a test, runs between the temporary file's close and its
-// rename, where a crash is simulated.
-var beforeRename func(tmpPath string)
-
-// syncDir makes a rename in dir durable. Windows cannot open directories for syncing
-// and orders renames itself.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
+	return nil
 }
 
 // ReadFile reads and verifies the checkpoint at path, as Decode does. Errors name the

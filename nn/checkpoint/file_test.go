@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 func version(n float64) *File {
@@ -133,7 +135,7 @@ func TestWriteFileInterrupted(t *testing.T) {
 // file is the documented ".run.ckpt.tmp-*".
 func TestWriteFileCrash(t *testing.T) {
 	if path := os.Getenv("CHECKPOINT_CRASH_PATH"); path != "" {
-		beforeRename = func(string) { os.Exit(7) } // as abrupt as SIGKILL: no deferred cleanup runs
+		atomicfile.BeforeRename = func(string) { os.Exit(7) } // as abrupt as SIGKILL: no deferred cleanup runs
 		WriteFile(path, version(2))
 		os.Exit(0) // not reached if the hook ran
 	}

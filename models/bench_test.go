@@ -1,0 +1,55 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/nn"
+)
+
+// BenchmarkStep times one float32 training step at batch 256 — forward, the backward pass
+// to every layer's pre-activation, and then either the plain summed gradient (nonprivate)
+// or flat-clipped per-example gradients summed (dp). Compare the two with benchstat:
+//
+//	go test -run '^$' -bench Step -count 10 ./models > step.txt
+//	grep nonprivate step.txt | sed 's|/nonprivate/|/|' > nonprivate.txt
+//	grep /dp/ step.txt | sed 's|/dp/|/|' > dp.txt
+//	go tool benchstat nonprivate.txt dp.txt
+func BenchmarkStep(b *testing.B) {
+	const B = 256
+	for _, mode := range []string{"nonprivate", "dp"} {
+		for _, tc := range []struct {
+			name string
+			spec nn.Spec
+		}{
+			{"logreg", LogisticRegression()},
+			{"mnistcnn", MNISTCNN(ReLU)},
+		} {
+			b.Run(fmt.Sprintf("%s/%s/B=%d", mode, tc.name, B), func(b *testing.B) {
+				m, err := nn.New(tc.spec, B, nn.WithSeed(1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				x, labels := randomBatch(rand.New(rand.NewPCG(1, 2)), tc.spec, B)
+				batch := nn.Batch{X: x, Labels: labels}
+				grad := make([]float64, m.NumParams())
+				rule := clipping.Flat{C: 1}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if mode == "dp" {
+						_, err = m.ClippedGradient(batch, rule, grad)
+					} else {
+						_, err = m.Gradient(batch, grad)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(B)*float64(b.N)/b.Elapsed().Seconds(), "examples/s")
+			})
+		}
+	}
+}
