@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/privtrain/privtrain/datasets/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 // ErrChecksum reports a file whose size or SHA-256 digest is not the expected one.
@@ -117,7 +117,7 @@ func (c *downloadConfig) fetch(ctx context.Context, dir string, f RemoteFile) er
 	var errs []error
 	for _, m := range c.mirrors {
 		url := strings.TrimSuffix(m, "/") + "/" + f.Name
-		err := atomicfile.Write(path, func(w io.Writer) error { return c.get(ctx, url, f, w) })
+		err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return c.get(ctx, url, f, w) })
 		if err == nil {
 			return nil
 		}

@@ -42,7 +42,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/datasets/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 const (
@@ -90,7 +90,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if err := atomicfile.Write(filepath.Join(*out, "LICENSE"), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(*out, "LICENSE"), 0o644, func(w io.Writer) error {
 		_, err := w.Write(files["LICENSE"])
 		return err
 	}); err != nil {
@@ -253,7 +253,7 @@ func encodeLabels(labels []byte) []byte {
 // writeGzip writes data gzipped, with an empty header (no name, no time) so that the
 // output depends on data only.
 func writeGzip(path string, data []byte) error {
-	return atomicfile.Write(path, func(w io.Writer) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
 		if err != nil {
 			return err

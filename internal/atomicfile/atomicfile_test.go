@@ -11,7 +11,7 @@ import (
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.bin")
-	if err := Write(path, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }); err != nil {
+	if err := Write(path, 0o644, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "new" {
@@ -20,7 +20,7 @@ func TestWrite(t *testing.T) {
 
 	// A failing writer leaves the old file and no temporary file behind.
 	boom := errors.New("boom")
-	err := Write(path, func(w io.Writer) error {
+	err := Write(path, 0o644, func(w io.Writer) error {
 		w.Write([]byte("partial"))
 		return boom
 	})
@@ -34,7 +34,7 @@ func TestWrite(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("directory holds %d entries, want only f.bin", len(entries))
 	}
-	if err := Write(filepath.Join(dir, "missing", "f"), func(io.Writer) error { return nil }); err == nil {
+	if err := Write(filepath.Join(dir, "missing", "f"), 0o644, func(io.Writer) error { return nil }); err == nil {
 		t.Error("write into a missing directory: no error")
 	}
 }
