@@ -1,3 +1,44 @@
-// Package nn holds the Model (a Gorgonia graph for a fixed physical batch, its named
-// parameters and dtype) and, later, the Trainer and checkpoints.
+// Package nn holds the Model: a network compiled into Gorgonia graphs for a fixed physical
+// batch size, its named parameters as one flat vector, the summed softmax cross-entropy
+// loss, and the private and non-private gradient steps. (The Trainer and checkpoints will
+// live here too.)
+//
+// Build a model from a Spec (package models has ready ones) and use it in physical batches:
+//
+//	m, err := nn.New(models.MNISTCNN(models.ReLU), 256, nn.WithSeed(1)) // float32
+//	grad := make([]float64, m.NumParams())
+//	rule := clipping.Flat{C: 1}
+//	for _, chunk := range logicalBatch { // padded to 256 rows, padding masked out
+//		st, err := m.ClippedGradient(nn.Batch{X: chunk.X, Labels: chunk.Y, Mask: chunk.Mask}, rule, grad)
+//		…                                 // grad += Σ_i c_i g_i; st.Loss, st.Correct, st.Norms
+//	}
+//	// dpoptim adds N(0, (z·rule.Bound())² I), divides by the expected batch size, updates:
+//	m.Params(theta); …; m.SetParams(theta)
+//
+// How a private step works. The training graph runs the forward pass, the loss summed over
+// the batch, and ONE backpropagation of that sum to every parametrised layer's
+// pre-activation Z (not to the weights: the graph never forms the batch weight gradient).
+// Example i's loss depends only on row i, so row i of ∂loss/∂Z is example i's own gradient
+// there; with the layer's input (or im2col'd input for a convolution) it gives example i's
+// parameter gradient in closed form, which package clipping clips and sums. Gradient
+// (non-private) sums the same taps without clipping.
+//
+// Contracts:
+//   - Parameters are exchanged as flat []float64 in Layout order (declaration order, weight
+//     before bias, each tensor row-major); float32 models convert. ParamLayers names the
+//     parametrised layers, the units of clipping.PerLayer.
+//   - ClippedGradient and Gradient ADD into the caller's buffer, so the chunks of one
+//     logical batch accumulate; on error the buffer is untouched.
+//   - Rows whose Mask entry is false contribute exactly nothing (loss, gradient, count);
+//     their input and label are not read.
+//   - Evaluate and Predict use a forward-only graph that shares the parameter memory.
+//   - A Model is not safe for concurrent use; returned norms alias its buffers until the
+//     next step.
+//
+// Gorgonia v0.9.18 pitfalls this package guards against (tests reproduce each in raw
+// Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph
+// differentiates once; SoftMax and LogSoftMax of one input merge, and LogSoftMax shifts
+// rows by the wrong maximum, so the loss is a custom numerically stable op; RunAll needs a
+// Reset before every run; intermediate values may be overwritten by later ops, so taps are
+// copied out by Read nodes inside the run.
 package nn

@@ -1,0 +1,20 @@
+// Package layers holds the building blocks of privtrain networks — Dense, Conv2D,
+// MaxPool2D, ReLU, Tanh, Flatten, CenterCrop — as Gorgonia graph fragments that expose
+// what per-example gradient clipping needs.
+//
+// A Layer is configuration only. nn.Model asks each layer for its output shape and
+// parameter specs, lays the parameters out in one flat vector (declaration order, weight
+// before bias, each tensor row-major) and calls Apply to add the layer to its graphs. A
+// parametrised layer returns a Tap: its input node (for Conv2D, the im2col node Gorgonia's
+// Conv2d multiplies by the filter) and its pre-activation output Z, to which the model
+// backpropagates the summed loss once. The clipping package turns the two into per-example
+// gradients.
+//
+// Conventions (Keras-compatible where it matters for reproducing the tutorials):
+//   - images are CHW per example, NCHW in the graph;
+//   - Dense weights are [in, out]; Conv2D weights [filters, channels, kh, kw];
+//   - weights start Glorot-uniform (the Keras default) unless Init says HeNormal; biases
+//     start at zero;
+//   - padding is symmetric only (Gorgonia's asymmetric max-pool padding computes wrong
+//     windows; its Conv2d has none), and padded cells never win a max-pool.
+package layers
