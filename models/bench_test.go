@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/nn"
@@ -51,5 +52,57 @@ func BenchmarkStep(b *testing.B) {
 				b.ReportMetric(float64(B)*float64(b.N)/b.Elapsed().Seconds(), "examples/s")
 			})
 		}
+	}
+}
+
+// BenchmarkStepRatio alternates a non-private and a private step (same model, same batch,
+// order swapped every iteration) and reports the ratio of their total times. On a shared
+// machine separate benchmarks drift apart; interleaving cancels most of that.
+//
+//	go test -run '^$' -bench StepRatio -count 10 ./models | go tool benchstat -
+func BenchmarkStepRatio(b *testing.B) {
+	const B = 256
+	for _, tc := range []struct {
+		name string
+		spec nn.Spec
+	}{
+		{"logreg", LogisticRegression()},
+		{"mnistcnn", MNISTCNN(ReLU)},
+	} {
+		b.Run(fmt.Sprintf("%s/B=%d", tc.name, B), func(b *testing.B) {
+			m, err := nn.New(tc.spec, B, nn.WithSeed(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, labels := randomBatch(rand.New(rand.NewPCG(1, 2)), tc.spec, B)
+			batch := nn.Batch{X: x, Labels: labels}
+			grad := make([]float64, m.NumParams())
+			rule := clipping.Flat{C: 1}
+			var nonprivate, dp time.Duration
+			step := func(private bool) {
+				t0 := time.Now()
+				var err error
+				if private {
+					_, err = m.ClippedGradient(batch, rule, grad)
+				} else {
+					_, err = m.Gradient(batch, grad)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if private {
+					dp += time.Since(t0)
+				} else {
+					nonprivate += time.Since(t0)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				step(i%2 == 0)
+				step(i%2 != 0)
+				i++
+			}
+			b.ReportMetric(dp.Seconds()/nonprivate.Seconds(), "dp/nonprivate")
+		})
 	}
 }
