@@ -1,0 +1,131 @@
+package erm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/privtrain/privtrain/accountant"
+)
+
+// Privacy calibrations of the DP-ERM-revisited paper (Wang, Ye, Xu; digest
+// §4.6). Its theorems state σ² = c G² T log(1/δ)/(n² ε²) with unspecified
+// constants, so the noise here comes from explicit accountants instead:
+//
+//   - full-batch methods (DP-GD, DP-AccMD): the gradient of the average of n
+//     G-Lipschitz losses moves by at most 2G/n when one example is replaced,
+//     and T Gaussian releases of std σ are ρ-zCDP with ρ = 2TG²/(n²σ²),
+//     hence (ρ + 2√(ρ log(1/δ)), δ)-DP; accountant.GaussianZCDPSigma inverts
+//     that (digest §4.6's recommended calibration).
+//   - the SVRG family: see svrgNoise.
+
+// zcdpNoise returns σ for T full-gradient releases, 0 for ε = +Inf.
+func zcdpNoise(eps, delta float64, T, n int, G float64) (sigma, achieved float64, err error) {
+	if math.IsInf(eps, 1) {
+		return 0, math.Inf(1), nil
+	}
+	sigma, err = accountant.GaussianZCDPSigma(eps, delta, T, n, G)
+	if err != nil {
+		return 0, 0, fmt.Errorf("erm: zCDP calibration: %w", err)
+	}
+	achieved, err = accountant.ZCDPEpsilon(sigma, delta, T, n, G)
+	if err != nil {
+		return 0, 0, fmt.Errorf("erm: zCDP calibration: %w", err)
+	}
+	return sigma, achieved, nil
+}
+
+// svrgSplits are the candidate fractions f of the noise variance credited
+// to the sampled part (the rest to the full-gradient part), see svrgNoise.
+var svrgSplits = []float64{0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999}
+
+// svrgNoise calibrates the per-coordinate std σ of the Gaussian noise u in
+// each of steps inner steps of the DP-SVRG family, whose released direction
+// is
+//
+//	(1/b) Σ_{i∈B} (∇f_i(x) − ∇f_i(x̃)) + ∇F(x̃) + u.
+//
+// As in the paper's proof of Theorem 4.1 the query splits into a sampled
+// part (b of n examples, rate q = b/n; one example moves it by at most 4G/b)
+// and the full-gradient part ∇F(x̃) (moved by at most 2G/n). Writing
+// u = u₁ + u₂ with Var u₁ = fσ², Var u₂ = (1−f)σ², releasing both parts
+// separately is at least as revealing as releasing their sum, so the step
+// costs the RDP of a subsampled Gaussian with noise multiplier √f σ/(4G/b)
+// plus that of a Gaussian with multiplier √(1−f) σ/(2G/n); the ledger
+// composes both over all steps and f is chosen to minimise ε. The sampled
+// part uses the accountant's Poisson-sampling RDP at q = b/n, as TF Privacy
+// and the digest (§4.6) do for uniformly drawn batches.
+func svrgNoise(eps, delta float64, steps, n, batch int, G float64, opts []accountant.Option) (sigma, achieved, split float64, err error) {
+	if math.IsInf(eps, 1) {
+		return 0, math.Inf(1), 0, nil
+	}
+	if !(delta > 0 && delta < 1) {
+		return 0, 0, 0, fmt.Errorf("erm: δ = %v: must be in (0, 1): %w", delta, ErrInvalid)
+	}
+	if opts == nil {
+		opts = []accountant.Option{accountant.WithOrders(accountant.OrdersUpTo(256))}
+	}
+	q := float64(batch) / float64(n)
+	sampledSens := 4 * G / float64(batch)
+	fullSens := 2 * G / float64(n)
+	epsAt := func(sigma, f float64) (float64, error) {
+		l := accountant.NewLedger(opts...)
+		if err := l.Record(q, math.Sqrt(f)*sigma/sampledSens, steps); err != nil {
+			return 0, err
+		}
+		if err := l.Record(1, math.Sqrt(1-f)*sigma/fullSens, steps); err != nil {
+			return 0, err
+		}
+		s, err := l.Epsilon(delta)
+		return s.Epsilon, err
+	}
+	bestSplit := func(sigma float64) (float64, float64, error) {
+		best, bestF := math.Inf(1), 0.0
+		for _, f := range svrgSplits {
+			e, err := epsAt(sigma, f)
+			if err != nil {
+				return 0, 0, err
+			}
+			if e < best {
+				best, bestF = e, f
+			}
+		}
+		return best, bestF, nil
+	}
+	// Calibrate the scale z = σ/G.
+	z, achieved, err := accountant.Calibrate(eps, func(z float64) (float64, error) {
+		e, _, err := bestSplit(z * G)
+		return e, err
+	})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("erm: calibrating DP-SVRG noise: %w", err)
+	}
+	_, split, err = bestSplit(z * G)
+	return z * G, achieved, split, err
+}
+
+// gaussianSettings validates what the Gaussian methods share and returns G.
+func gaussianSettings(p *Problem, eps, delta float64) (G float64, err error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if !(eps > 0) {
+		return 0, fmt.Errorf("erm: ε = %v: must be > 0 (+Inf for no noise): %w", eps, ErrInvalid)
+	}
+	if math.IsInf(eps, 1) {
+		return 0, nil
+	}
+	if !(delta > 0 && delta < 1) {
+		return 0, fmt.Errorf("erm: δ = %v: must be in (0, 1): %w", delta, ErrInvalid)
+	}
+	return p.Lipschitz()
+}
+
+// smoothLoss rejects non-smooth losses for the methods whose analysis needs
+// L-smoothness and returns the data-independent smoothness of the loss part,
+// β·R² (β·max‖x_i‖² without a declared bound, for noise-off runs).
+func smoothLoss(p *Problem, method string) (float64, error) {
+	if math.IsInf(p.Loss.Smoothness(), 1) {
+		return 0, fmt.Errorf("erm: %s needs a smooth loss, not %s: %w", method, p.Loss.Name(), ErrUnsupported)
+	}
+	return p.Smoothness() - p.Lambda, nil
+}
