@@ -60,6 +60,9 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes the ledger's orders, conversion, RDP totals and history.
+// The receiver is a pointer: encoding/json calls it for a *Ledger, or for a
+// Ledger field of a struct reached through a pointer; a Ledger field of a
+// struct passed by value would encode as {}.
 func (l *Ledger) MarshalJSON() ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -77,3 +77,47 @@ func TestLogErfcContinuedFraction(t *testing.T) {
 		}
 	}
 }
+
+func TestLogSpaceHelpers(t *testing.T) {
+	for _, x := range []float64{-800, -40, -1, 0, 1e-10, 0.5, 3, 40, 800} {
+		if got, want := log1pExp(x), math.Log1p(math.Exp(x)); !math.IsInf(want, 1) && !closeRel(got, want, 1e-15) {
+			t.Errorf("log1pExp(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if got := log1pExp(800); got != 800 {
+		t.Errorf("log1pExp(800) = %v", got)
+	}
+	for _, x := range []float64{1e-300, 1e-10, 0.5, 1, 2, 39, 41, 700} {
+		if got, want := logExpm1(x), math.Log(math.Expm1(x)); !closeRel(got, want, 1e-15) {
+			t.Errorf("logExpm1(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if d, neg := logDiffExp(math.Log(5), math.Log(3)); !closeRel(d, math.Log(2), 1e-15) || neg {
+		t.Errorf("logDiffExp(log 5, log 3) = %v, %v", d, neg)
+	}
+	if d, neg := logDiffExp(math.Log(3), math.Log(5)); !closeRel(d, math.Log(2), 1e-15) || !neg {
+		t.Errorf("logDiffExp(log 3, log 5) = %v, %v", d, neg)
+	}
+	s := newLogSum()
+	for _, v := range []float64{1e-300, 3, -1, 0.25, -0.125} {
+		s.add(math.Log(math.Abs(v)), v < 0)
+	}
+	if got := s.log(); !closeRel(got, math.Log(2.125), 1e-15) {
+		t.Errorf("logSum = %v, want log 2.125", got)
+	}
+	big := newLogSum()
+	big.add(1000, false)
+	big.add(1000+math.Log(3), false)
+	if got := big.log(); !closeRel(got, 1000+math.Log(4), 1e-15) {
+		t.Errorf("logSum of e^1000 + 3e^1000 = %v", got)
+	}
+	s.add(math.NaN(), false)
+	if !math.IsNaN(s.log()) {
+		t.Error("NaN term not propagated")
+	}
+	neg := newLogSum()
+	neg.add(0, true)
+	if !math.IsInf(neg.log(), -1) {
+		t.Error("negative sum should log to -Inf")
+	}
+}
