@@ -85,20 +85,35 @@ func svrgA(eta, L, mu float64, m int) float64 {
 
 // Solve runs DP-SVRG and releases x̃_T.
 func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
-	c, err := svrgSetup(p, "DP-SVRG", a.Epsilon, a.Delta, a.BatchSize, a.StepSize, a.Start)
+	c, m, T, err := a.plan(p)
 	if err != nil {
 		return nil, err
 	}
+	sigma, achieved, split, err := svrgNoise(a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{X: a.iterate(p, rng, c, m, T, sigma), Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
+		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), η = %.4g",
+			sigma, T, m, c.batch, c.n, split, c.eta)}, nil
+}
+
+// plan validates the settings and derives η (in c), m and T.
+func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
+	c, err = svrgSetup(p, "DP-SVRG", a.Epsilon, a.Delta, a.BatchSize, a.StepSize, a.Start)
+	if err != nil {
+		return c, 0, 0, err
+	}
 	if !(c.mu > 0) {
-		return nil, fmt.Errorf("erm: DP-SVRG needs a strongly convex objective (Lambda > 0); use DP-SVRG++: %w", ErrInvalid)
+		return c, 0, 0, fmt.Errorf("erm: DP-SVRG needs a strongly convex objective (Lambda > 0); use DP-SVRG++: %w", ErrInvalid)
 	}
 	if c.eta == 0 {
 		c.eta = 1 / (40 * c.L)
 	}
-	m := a.InnerSteps
+	m = a.InnerSteps
 	if m == 0 {
 		if 8*c.eta*c.L >= 1.0/3 {
-			return nil, fmt.Errorf("erm: StepSize = %v is too large for eq. (4) (need η < 1/(24L)); set InnerSteps: %w", c.eta, ErrInvalid)
+			return c, 0, 0, fmt.Errorf("erm: StepSize = %v is too large for eq. (4) (need η < 1/(24L)); set InnerSteps: %w", c.eta, ErrInvalid)
 		}
 		m = 1
 		for svrgA(c.eta, c.L, c.mu, m) > 0.5 {
@@ -115,23 +130,24 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		}
 	}
 	if m < 1 {
-		return nil, fmt.Errorf("erm: InnerSteps = %d: must be ≥ 1: %w", a.InnerSteps, ErrInvalid)
+		return c, 0, 0, fmt.Errorf("erm: InnerSteps = %d: must be ≥ 1: %w", a.InnerSteps, ErrInvalid)
 	}
-	T := a.Epochs
+	T = a.Epochs
 	if T == 0 {
 		if math.IsInf(a.Epsilon, 1) {
-			return nil, fmt.Errorf("erm: Epochs must be set when the noise is off: %w", ErrInvalid)
+			return c, 0, 0, fmt.Errorf("erm: Epochs must be set when the noise is off: %w", ErrInvalid)
 		}
 		r := float64(c.n) * float64(c.n) * a.Epsilon * a.Epsilon * c.mu / (float64(c.d) * c.G * c.G * math.Log(1/a.Delta))
 		T = max(1, int(math.Ceil(math.Log2(r))))
 	}
 	if T < 1 {
-		return nil, fmt.Errorf("erm: Epochs = %d: must be ≥ 1: %w", a.Epochs, ErrInvalid)
+		return c, 0, 0, fmt.Errorf("erm: Epochs = %d: must be ≥ 1: %w", a.Epochs, ErrInvalid)
 	}
-	sigma, achieved, split, err := svrgNoise(a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
-	if err != nil {
-		return nil, err
-	}
+	return c, m, T, nil
+}
+
+// iterate runs T epochs of m inner steps with noise std sigma.
+func (a *SVRG) iterate(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma float64) []float64 {
 	r := newSVRGRunner(p, c, sigma)
 	if a.Start != nil {
 		copy(r.snapshot, a.Start)
@@ -140,9 +156,7 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		copy(r.x, r.snapshot) // Algorithm 1 restarts each epoch from x̃
 		r.epoch(rng, m)
 	}
-	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), η = %.4g",
-			sigma, T, m, c.batch, c.n, split, c.eta)}, nil
+	return r.snapshot
 }
 
 // svrgRunner holds the buffers of the SVRG inner loop.
