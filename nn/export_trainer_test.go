@@ -1,0 +1,4 @@
+package nn
+
+// Decode exposes the checkpoint reader to the external tests' fuzz targets.
+var Decode = decode

@@ -1,0 +1,124 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/dpoptim"
+)
+
+// Plan is a training run's schedule and privacy budget, fixed by NewTrainer before the
+// first step: the ε the whole run will spend is known before it starts.
+type Plan struct {
+	DatasetSize   int      // n, the number of training examples
+	BatchSize     int      // b, the expected logical batch size
+	PhysicalBatch int      // rows per model call; logical batches run in chunks of this size
+	Sampling      Sampling // Poisson (default) or Shuffle
+	SampleRate    float64  // q = b/n, what the accountant records for every step
+	StepsPerEpoch int      // ⌈n/b⌉
+	Epochs        int
+	Steps         int // Epochs·StepsPerEpoch
+
+	// Private is false for non-private training (no clipping, no noise, ε = +Inf).
+	Private bool
+	// NoiseMultiplier z: every step adds N(0, (z·Clip)²) to each coordinate of the clipped
+	// sum. For an ADP-SGD rule it is the base multiplier and step t uses z·NoiseScale(t).
+	NoiseMultiplier float64
+	// Calibrated says that NoiseMultiplier was computed from TargetEpsilon.
+	Calibrated bool
+	// Clip is the L2 sensitivity of the clipped sum (the clipping rule's Bound) and
+	// ClipRule its description ("flat C=1", "per-layer C=[…]").
+	Clip     float64
+	ClipRule string
+	Delta    float64
+	// TargetEpsilon is the budget the plan must not exceed (0: none was given).
+	TargetEpsilon float64
+	// Spent is what the whole plan spends at Delta by the RDP accountant, with the optimal
+	// order; its Epsilon is +Inf for non-private training.
+	Spent accountant.Spent
+}
+
+// Warnings lists the caveats of the plan that a user should see before trusting its ε.
+func (p Plan) Warnings() []string {
+	var w []string
+	if p.Private && p.Sampling == Shuffle {
+		w = append(w, "shuffled fixed-size batches: the reported ε assumes Poisson sampling with q = batch/n, which shuffling does not provide; use Poisson sampling for a proven guarantee")
+	}
+	if p.Private && p.Delta >= 1/float64(p.DatasetSize) {
+		w = append(w, fmt.Sprintf("δ = %g is not below 1/n = %.3g: a mechanism that publishes one random example outright meets (0, 1/n)-DP; choose δ ≪ 1/n", p.Delta, 1/float64(p.DatasetSize)))
+	}
+	if p.Private && p.Spent.AtEdge {
+		w = append(w, fmt.Sprintf("the optimal Rényi order %g is at the edge of the accountant's orders; a wider list of orders may give a smaller ε", p.Spent.Order))
+	}
+	return w
+}
+
+// stepMultiplier is z_t, computed exactly as dpoptim.Private computes the multiplier it
+// records, so that a plan's ledger and the run's ledger agree bit for bit.
+func stepMultiplier(z float64, scaler dpoptim.NoiseScaler, t int) float64 {
+	if scaler == nil {
+		return z
+	}
+	return z * scaler.NoiseScale(t)
+}
+
+// cloneLedger copies a ledger through its JSON form (the only way into its state); nil
+// gives a fresh ledger with opts.
+func cloneLedger(l *accountant.Ledger, opts []accountant.Option) (*accountant.Ledger, error) {
+	c := accountant.NewLedger(opts...)
+	if l == nil {
+		return c, nil
+	}
+	b, err := l.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.UnmarshalJSON(b); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// planSpent returns what a ledger holding start (nil: empty) spends at delta after the
+// steps from…to−1 are recorded one at a time, as the private optimizer records them.
+func planSpent(start *accountant.Ledger, opts []accountant.Option, q, z float64, scaler dpoptim.NoiseScaler, from, to int, delta float64) (accountant.Spent, error) {
+	l, err := cloneLedger(start, opts)
+	if err != nil {
+		return accountant.Spent{}, err
+	}
+	for t := from; t < to; t++ {
+		if err := l.Record(q, stepMultiplier(z, scaler, t), 1); err != nil {
+			return accountant.Spent{}, err
+		}
+	}
+	return l.Epsilon(delta)
+}
+
+// calibrate returns the smallest noise multiplier for which a plan of steps steps spends at
+// most target at delta. The accountant's calibration composes runs of equal steps in one
+// Record call; the run records them one at a time, which can differ in the last bits, so z
+// is nudged up until the step-by-step ledger is within budget too.
+func calibrate(opts []accountant.Option, q float64, scaler dpoptim.NoiseScaler, steps int, target, delta float64) (float64, accountant.Spent, error) {
+	var z float64
+	var err error
+	if scaler != nil {
+		z, _, err = dpoptim.CalibrateSchedule(scaler, q, steps, target, delta, opts...)
+	} else {
+		z, _, err = accountant.CalibrateNoise(q, steps, target, delta, opts...)
+	}
+	if err != nil {
+		return 0, accountant.Spent{}, err
+	}
+	for range 64 {
+		spent, err := planSpent(nil, opts, q, z, scaler, 0, steps, delta)
+		if err != nil {
+			return 0, accountant.Spent{}, err
+		}
+		if spent.Epsilon <= target {
+			return z, spent, nil
+		}
+		z = math.Nextafter(z*(1+1e-12), math.Inf(1))
+	}
+	return 0, accountant.Spent{}, fmt.Errorf("%w: the noise calibrated for ε = %v exceeds it when the steps are recorded one by one", accountant.ErrUnreachable, target)
+}

@@ -1,0 +1,553 @@
+package nn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/dpoptim"
+)
+
+var (
+	// ErrTrainConfig reports a training configuration that cannot run: datasets that do
+	// not fit the model, a batch size outside [1, n], no epochs, a private plan without
+	// clipping, δ outside (0, 1), neither a noise multiplier nor a target ε.
+	ErrTrainConfig = errors.New("nn: invalid training configuration")
+	// ErrBudget reports a plan whose ε would exceed its target: a fixed noise multiplier too
+	// small for the target, or a resumed run extended beyond the budget its noise was
+	// calibrated for. Nothing is trained.
+	ErrBudget = errors.New("nn: privacy budget exceeded")
+)
+
+// Privacy makes a Trainer private: every logical batch's per-example gradients are clipped
+// by Clip, Gaussian noise N(0, (z·Clip.Bound())²) is added to their sum, the result is
+// divided by the expected batch size and handed to the rule (DP-X for rule X, package
+// dpoptim), and every step is recorded in the trainer's ledger.
+//
+// The noise multiplier z is either given (NoiseMultiplier > 0) or calibrated so that the
+// whole plan spends TargetEpsilon (NoiseMultiplier = 0). With both, the plan is refused
+// if it would spend more than TargetEpsilon. Either way the plan's ε is known before the
+// first step and never silently exceeds a given target.
+type Privacy struct {
+	// Clip bounds each example's gradient (clipping.Flat or clipping.PerLayer). Required.
+	Clip clipping.Rule
+	// NoiseMultiplier z > 0, or 0 to calibrate z for TargetEpsilon.
+	NoiseMultiplier float64
+	// TargetEpsilon is the budget at Delta (0: none; then NoiseMultiplier must be set).
+	TargetEpsilon float64
+	// Delta in (0, 1); choose it well below 1/n.
+	Delta float64
+	// Smoother, if not nil, post-processes the noisy gradient (Laplacian smoothing makes
+	// DP-LSSGD and DP-LSAdam); it costs no privacy.
+	Smoother dpoptim.Smoother
+	// Accountant configures the ledger and the calibration (orders, conversion).
+	Accountant []accountant.Option
+}
+
+// TrainerConfig describes a training run for NewTrainer.
+type TrainerConfig struct {
+	// Train is the training set; its examples must have the model's input shape and labels
+	// below the model's number of classes.
+	Train datasets.Dataset
+	// Test, if not nil, is evaluated once at the end of every epoch.
+	Test datasets.Dataset
+	// DatasetName names Train in checkpoints ("mnist-embedded", "cifar10"). With Train's
+	// size, shape, classes and a hash of its labels it forms the fingerprint that a
+	// resumed run must match.
+	DatasetName string
+	// Rule is the update rule: dpoptim.NewSGD, NewAdam, NewHeavyBall, NewNesterov,
+	// NewADPPolynomial, … With Privacy it runs as DP-Rule.
+	Rule dpoptim.Rule
+	// Privacy makes the run private; nil trains on plain mean gradients, without clipping
+	// or noise, and spends ε = +Inf.
+	Privacy *Privacy
+	// BatchSize is the expected logical batch size b, 1 ≤ b ≤ n: Poisson sampling includes
+	// each example with q = b/n. Logical batches larger than the model's physical batch
+	// run in chunks whose gradient sums add up before the noise is drawn.
+	BatchSize int
+	// Epochs ≥ 1: the plan has Epochs·⌈n/b⌉ steps.
+	Epochs int
+	// Sampling is Poisson (the default) or Shuffle.
+	Sampling Sampling
+	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
+	// a reproducible run that resumes bit for bit. It is not private against anyone who
+	// knows the seed. nil draws both from crypto/rand.
+	Seed *uint64
+	// Settings records whatever else defines the run (learning rate, schedule, model
+	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
+	Settings map[string]string
+	// OnStep, if set, is called after every step; OnEpoch after every epoch's
+	// evaluation. A callback may call Trainer.Checkpoint. An error stops Run and is
+	// returned.
+	OnStep  func(StepProgress) error
+	OnEpoch func(EpochMetrics) error
+}
+
+// StepProgress describes the step just completed, for progress displays.
+type StepProgress struct {
+	Epoch         int     // 1-based epoch the step belongs to
+	Step          int     // 1-based step within the epoch
+	StepsPerEpoch int     //
+	GlobalStep    int     // steps completed in total
+	TotalSteps    int     // steps of the plan
+	BatchSize     int     // examples in this step's logical batch
+	Loss          float64 // mean training loss over the epoch's examples so far (NaN before any)
+	Epsilon       float64 // ε spent so far at the plan's δ (+Inf for non-private training)
+}
+
+// EpochMetrics describes a finished epoch.
+type EpochMetrics struct {
+	Epoch int // 1-based
+	Step  int // steps completed in total
+	// TrainLoss and TrainAccuracy are over the examples the epoch's steps sampled, each
+	// measured by the step that trained on it (NaN if the epoch sampled none).
+	TrainLoss, TrainAccuracy float64
+	// TestLoss and TestAccuracy are over the test set after the epoch (NaN without one).
+	TestLoss, TestAccuracy float64
+	// Epsilon is the privacy spent so far at the plan's δ (+Inf for non-private training).
+	Epsilon float64
+	// Seconds is the wall time since Run started.
+	Seconds float64
+}
+
+// Result summarises a call of Run.
+type Result struct {
+	Steps  int // steps completed in total, including those before a resume
+	Epochs int // epochs completed in total
+	// Examples is the number of examples the steps of this Run trained on (the sum of the
+	// logical batch sizes); Elapsed is this Run's wall time, evaluations included.
+	Examples int
+	Elapsed  time.Duration
+	// TestLoss and TestAccuracy are from the last evaluation (NaN if none ran).
+	TestLoss, TestAccuracy float64
+	// Spent is the privacy spent so far at the plan's δ (Epsilon +Inf if not private).
+	Spent accountant.Spent
+}
+
+// Trainer runs a training plan on a Model: it samples logical batches, runs them through
+// the model in physical chunks, clips and sums per-example gradients (if private), takes
+// one optimizer step per logical batch, evaluates after every epoch, and can save and
+// restore its whole state (see Trainer.Checkpoint, Save, Load, Trainer.Restore).
+//
+// Training and evaluation use the model's physical batch size; padding rows are masked
+// and contribute nothing. A Trainer is not safe for concurrent use.
+type Trainer struct {
+	model   *Model
+	cfg     TrainerConfig
+	plan    Plan
+	private *dpoptim.Private // nil for non-private training
+	opt     dpoptim.Optimizer
+	scaler  dpoptim.NoiseScaler
+	ledger  *accountant.Ledger // nil for non-private training
+	sampler *sampler
+	dataset Fingerprint
+
+	step int // steps completed
+	// Running statistics of the epoch in progress.
+	epochLoss     float64
+	epochCorrect  int
+	epochExamples int
+	testLoss      float64
+	testAccuracy  float64
+
+	params, grad []float64
+	x            []float32
+	labels       []int
+	mask         []bool
+}
+
+// NewTrainer checks cfg against the model, works out the plan (sampling rate, steps,
+// calibrated or checked noise, the ε of the whole plan) and returns a trainer at step 0.
+func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil model", ErrTrainConfig)
+	}
+	if err := checkDatasets(m, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Rule == nil {
+		return nil, fmt.Errorf("%w: nil update rule", ErrTrainConfig)
+	}
+	n := cfg.Train.Len()
+	if cfg.BatchSize < 1 || cfg.BatchSize > n {
+		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", ErrTrainConfig, cfg.BatchSize, n, n)
+	}
+	if cfg.Epochs < 1 {
+		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrTrainConfig, cfg.Epochs)
+	}
+	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
+		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
+	}
+	cfg.Settings = cloneSettings(cfg.Settings)
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN()}
+	spe := stepsPerEpoch(n, cfg.BatchSize)
+	t.plan = Plan{
+		DatasetSize:   n,
+		BatchSize:     cfg.BatchSize,
+		PhysicalBatch: m.BatchSize(),
+		Sampling:      cfg.Sampling,
+		SampleRate:    float64(cfg.BatchSize) / float64(n),
+		StepsPerEpoch: spe,
+		Epochs:        cfg.Epochs,
+		Steps:         cfg.Epochs * spe,
+		Spent:         accountant.Spent{Epsilon: math.Inf(1)},
+	}
+	if cfg.Epochs > math.MaxInt32/spe {
+		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", ErrTrainConfig, cfg.Epochs, spe)
+	}
+	var err error
+	if t.sampler, err = newSampler(cfg.Sampling, n, cfg.BatchSize, cfg.Seed); err != nil {
+		return nil, err
+	}
+	if cfg.Privacy == nil {
+		if t.opt, err = dpoptim.NewNonPrivate(cfg.Rule); err != nil {
+			return nil, err
+		}
+	} else if err := t.setupPrivacy(); err != nil {
+		return nil, err
+	}
+	t.dataset = DatasetFingerprint(cfg.DatasetName, cfg.Train)
+	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
+	t.params, t.grad = make([]float64, d), make([]float64, d)
+	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
+	return t, nil
+}
+
+func checkDatasets(m *Model, cfg TrainerConfig) error {
+	if cfg.Train == nil {
+		return fmt.Errorf("%w: no training set", ErrTrainConfig)
+	}
+	if cfg.Train.Len() < 1 {
+		return fmt.Errorf("%w: empty training set", ErrTrainConfig)
+	}
+	for _, ds := range []struct {
+		name string
+		ds   datasets.Dataset
+	}{{"training", cfg.Train}, {"test", cfg.Test}} {
+		if ds.ds == nil {
+			continue
+		}
+		if !slices.Equal(ds.ds.Shape(), m.InputShape()) {
+			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", ErrTrainConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
+		}
+		if ds.ds.NumClasses() > m.NumClasses() {
+			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", ErrTrainConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
+		}
+	}
+	return nil
+}
+
+// setupPrivacy checks the privacy configuration, calibrates or checks the noise and
+// builds the private step.
+func (t *Trainer) setupPrivacy() error {
+	p := t.cfg.Privacy
+	if p.Clip == nil {
+		return fmt.Errorf("%w: private training needs a clipping rule", ErrTrainConfig)
+	}
+	if pl, ok := p.Clip.(clipping.PerLayer); ok && len(pl.C) != len(t.model.ParamLayers()) {
+		return fmt.Errorf("%w: per-layer clipping with %d thresholds, model %s has %d parametrised layers %v", ErrTrainConfig, len(pl.C), t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
+	}
+	bound := p.Clip.Bound()
+	if !(bound > 0) || math.IsInf(bound, 0) {
+		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", ErrTrainConfig, bound)
+	}
+	if !(p.Delta > 0 && p.Delta < 1) {
+		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrTrainConfig, p.Delta)
+	}
+	if !(p.NoiseMultiplier >= 0) || math.IsInf(p.NoiseMultiplier, 0) {
+		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", ErrTrainConfig, p.NoiseMultiplier)
+	}
+	if !(p.TargetEpsilon >= 0) || math.IsInf(p.TargetEpsilon, 0) {
+		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", ErrTrainConfig, p.TargetEpsilon)
+	}
+	if p.NoiseMultiplier == 0 && p.TargetEpsilon == 0 {
+		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", ErrTrainConfig)
+	}
+	t.scaler, _ = t.cfg.Rule.(dpoptim.NoiseScaler)
+	t.ledger = accountant.NewLedger(p.Accountant...)
+	t.plan.Private = true
+	t.plan.Clip, t.plan.ClipRule = bound, describeClip(p.Clip)
+	t.plan.Delta, t.plan.TargetEpsilon = p.Delta, p.TargetEpsilon
+	q, steps := t.plan.SampleRate, t.plan.Steps
+	z := p.NoiseMultiplier
+	var spent accountant.Spent
+	var err error
+	if z == 0 {
+		if z, spent, err = calibrate(p.Accountant, q, t.scaler, steps, p.TargetEpsilon, p.Delta); err != nil {
+			return fmt.Errorf("nn: calibrating the noise for ε = %v at δ = %v over %d steps at q = %.4g: %w", p.TargetEpsilon, p.Delta, steps, q, err)
+		}
+		t.plan.Calibrated = true
+	} else if spent, err = planSpent(nil, p.Accountant, q, z, t.scaler, 0, steps, p.Delta); err != nil {
+		return fmt.Errorf("nn: privacy of the plan: %w", err)
+	}
+	if p.TargetEpsilon > 0 && spent.Epsilon > p.TargetEpsilon {
+		return fmt.Errorf("%w: %d steps at q = %.4g with noise multiplier %v spend ε = %.4g at δ = %v, above the target ε = %v", ErrBudget, steps, q, z, spent.Epsilon, p.Delta, p.TargetEpsilon)
+	}
+	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
+	var noise *dpoptim.Noise
+	if t.cfg.Seed != nil {
+		noise = dpoptim.NewSeededNoise(*t.cfg.Seed)
+	}
+	return t.newPrivate(z, noise)
+}
+
+// newPrivate builds the private step with noise multiplier z and makes it the optimizer.
+func (t *Trainer) newPrivate(z float64, noise *dpoptim.Noise) error {
+	p, err := t.buildPrivate(z, noise)
+	if err != nil {
+		return err
+	}
+	t.private, t.opt = p, p
+	return nil
+}
+
+// buildPrivate returns a private step around the trainer's rule with noise multiplier z
+// and noise source noise (nil: secure).
+func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Private, error) {
+	p := t.cfg.Privacy
+	return dpoptim.NewPrivate(t.cfg.Rule, dpoptim.PrivateConfig{
+		NoiseMultiplier: z,
+		ClipNorm:        p.Clip.Bound(),
+		SampleRate:      t.plan.SampleRate,
+		DatasetSize:     t.plan.DatasetSize,
+		Recorder:        t.ledger,
+		Smoother:        p.Smoother,
+		Noise:           noise,
+	})
+}
+
+// describeClip names a clipping rule for plans and checkpoints.
+func describeClip(r clipping.Rule) string {
+	switch r := r.(type) {
+	case clipping.Flat:
+		return fmt.Sprintf("flat C=%v", r.C)
+	case clipping.PerLayer:
+		return fmt.Sprintf("per-layer C=%v", r.C)
+	}
+	return fmt.Sprintf("%T bound %v", r, r.Bound())
+}
+
+func cloneSettings(s map[string]string) map[string]string {
+	if len(s) == 0 {
+		return nil
+	}
+	c := make(map[string]string, len(s))
+	for k, v := range s {
+		c[k] = v
+	}
+	return c
+}
+
+// Plan returns the run's plan.
+func (t *Trainer) Plan() Plan { return t.plan }
+
+// Model returns the model being trained.
+func (t *Trainer) Model() *Model { return t.model }
+
+// Optimizer returns the optimizer: a *dpoptim.Private for private training (its Name is
+// "DP-SGD", "DP-LSAdam", …), a *dpoptim.NonPrivate otherwise.
+func (t *Trainer) Optimizer() dpoptim.Optimizer { return t.opt }
+
+// Ledger returns the privacy ledger every private step is recorded in (nil for non-private
+// training). Use it read-only.
+func (t *Trainer) Ledger() *accountant.Ledger { return t.ledger }
+
+// Noise describes the noise source: "secure", "seeded(<seed>)", or "none" for non-private
+// training.
+func (t *Trainer) Noise() string {
+	if t.private == nil {
+		return "none"
+	}
+	return t.private.Noise().String()
+}
+
+// Steps returns the number of steps completed, including those before a resume.
+func (t *Trainer) Steps() int { return t.step }
+
+// Spent returns the privacy spent so far at the plan's δ; Epsilon is +Inf for non-private
+// training.
+func (t *Trainer) Spent() (accountant.Spent, error) {
+	if t.ledger == nil {
+		return accountant.Spent{Epsilon: math.Inf(1)}, nil
+	}
+	return t.ledger.Epsilon(t.plan.Delta)
+}
+
+// Run trains from the current step to the end of the plan. Cancelling ctx stops it after
+// the step in progress; the error then wraps ctx.Err() and the trainer is at a step
+// boundary, ready for Checkpoint. Run may be called again to continue.
+func (t *Trainer) Run(ctx context.Context) (Result, error) {
+	start := time.Now()
+	res := Result{}
+	spe := t.plan.StepsPerEpoch
+	for t.step < t.plan.Steps {
+		if err := ctx.Err(); err != nil {
+			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
+		}
+		k := t.step % spe
+		size, err := t.trainStep(k)
+		if err != nil {
+			return t.result(res, start), fmt.Errorf("nn: step %d: %w", t.step+1, err)
+		}
+		res.Examples += size
+		t.step++
+		spent, err := t.Spent()
+		if err != nil {
+			return t.result(res, start), err
+		}
+		progress := StepProgress{
+			Epoch: (t.step-1)/spe + 1, Step: k + 1, StepsPerEpoch: spe,
+			GlobalStep: t.step, TotalSteps: t.plan.Steps, BatchSize: size,
+			Loss: ratio(t.epochLoss, t.epochExamples), Epsilon: spent.Epsilon,
+		}
+		var metrics *EpochMetrics
+		if k == spe-1 {
+			// Finish the epoch before any callback, so that a checkpoint taken in one sees
+			// a clean epoch boundary.
+			if metrics, err = t.endEpoch(spent.Epsilon, start); err != nil {
+				return t.result(res, start), err
+			}
+		}
+		if t.cfg.OnStep != nil {
+			if err := t.cfg.OnStep(progress); err != nil {
+				return t.result(res, start), err
+			}
+		}
+		if metrics != nil && t.cfg.OnEpoch != nil {
+			if err := t.cfg.OnEpoch(*metrics); err != nil {
+				return t.result(res, start), err
+			}
+		}
+	}
+	return t.result(res, start), nil
+}
+
+func (t *Trainer) result(res Result, start time.Time) Result {
+	res.Steps = t.step
+	res.Epochs = t.step / t.plan.StepsPerEpoch
+	res.Elapsed = time.Since(start)
+	res.TestLoss, res.TestAccuracy = t.testLoss, t.testAccuracy
+	res.Spent, _ = t.Spent()
+	return res
+}
+
+func ratio(a float64, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / float64(b)
+}
+
+// endEpoch evaluates the test set, resets the epoch's running statistics and returns the
+// epoch's metrics.
+func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) {
+	m := &EpochMetrics{
+		Epoch:         t.step / t.plan.StepsPerEpoch,
+		Step:          t.step,
+		TrainLoss:     ratio(t.epochLoss, t.epochExamples),
+		TrainAccuracy: ratio(float64(t.epochCorrect), t.epochExamples),
+		TestLoss:      math.NaN(),
+		TestAccuracy:  math.NaN(),
+		Epsilon:       eps,
+	}
+	if t.cfg.Test != nil {
+		loss, acc, err := t.Evaluate(t.cfg.Test)
+		if err != nil {
+			return nil, err
+		}
+		m.TestLoss, m.TestAccuracy = loss, acc
+		t.testLoss, t.testAccuracy = loss, acc
+	}
+	t.epochLoss, t.epochCorrect, t.epochExamples = 0, 0, 0
+	t.sampler.endEpoch()
+	m.Seconds = time.Since(start).Seconds()
+	return m, nil
+}
+
+// trainStep runs step k of the current epoch and returns its logical batch size.
+func (t *Trainer) trainStep(k int) (int, error) {
+	idx := t.sampler.next(k)
+	clear(t.grad)
+	b := t.model.BatchSize()
+	var loss float64
+	correct := 0
+	for lo := 0; lo < len(idx); lo += b {
+		chunk := idx[lo:min(lo+b, len(idx))]
+		batch := t.load(t.cfg.Train, chunk)
+		var st StepStats
+		var err error
+		if t.private != nil {
+			st, err = t.model.ClippedGradient(batch, t.cfg.Privacy.Clip, t.grad)
+		} else {
+			st, err = t.model.Gradient(batch, t.grad)
+		}
+		if err != nil {
+			return 0, err
+		}
+		loss += st.Loss
+		correct += st.Correct
+	}
+	// An empty Poisson batch still takes a private step: noise alone, recorded like any
+	// other, as the accountant's analysis of Poisson sampling assumes.
+	t.model.Params(t.params)
+	if err := t.opt.Step(t.params, t.grad, len(idx)); err != nil {
+		return 0, err
+	}
+	if err := t.model.SetParams(t.params); err != nil {
+		return 0, err
+	}
+	t.epochLoss += loss
+	t.epochCorrect += correct
+	t.epochExamples += len(idx)
+	return len(idx), nil
+}
+
+// load fills the physical batch with the examples idx (at most BatchSize of them) and
+// masks the rest.
+func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
+	size := len(t.x) / len(t.labels)
+	for r := range t.labels {
+		if r < len(idx) {
+			t.labels[r] = ds.Example(idx[r], t.x[r*size:(r+1)*size])
+			t.mask[r] = true
+		} else {
+			t.mask[r] = false
+		}
+	}
+	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
+}
+
+// Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
+// batches through the forward-only graph.
+func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err error) {
+	if ds == nil || ds.Len() == 0 {
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrTrainConfig)
+	}
+	if !slices.Equal(ds.Shape(), t.model.InputShape()) {
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrTrainConfig, ds.Shape(), t.model.InputShape())
+	}
+	b := t.model.BatchSize()
+	idx := make([]int, 0, b)
+	var sum float64
+	correct := 0
+	for lo := 0; lo < ds.Len(); lo += b {
+		idx = idx[:0]
+		for i := lo; i < min(lo+b, ds.Len()); i++ {
+			idx = append(idx, i)
+		}
+		l, c, err := t.model.Evaluate(t.load(ds, idx))
+		if err != nil {
+			return math.NaN(), math.NaN(), err
+		}
+		sum += l
+		correct += c
+	}
+	n := float64(ds.Len())
+	return sum / n, float64(correct) / n, nil
+}
