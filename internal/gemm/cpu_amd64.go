@@ -1,0 +1,7 @@
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// useAVX512 selects the assembly kernels; x/sys/cpu also checks that the OS saves the
+// ZMM and mask registers.
+var useAVX512 = cpu.X86.HasAVX512F

@@ -1,0 +1,13 @@
+// Package gemm is privtrain's matrix multiply: C = A·B (+ C, or + a bias row), optionally
+// clamped at zero, for the shapes a small network's training step makes — tall-and-narrow
+// products of im2col'd inputs with filters, and per-example weight gradients.
+//
+// B and C are row-major. A is row-major or column-major, so that a product with Aᵀ needs no
+// transposed copy: every GEMM of the private step maps onto this one form without packing.
+//
+// On amd64 CPUs with AVX-512 float32 products run on generated assembly micro-kernels
+// (gen_kernels.go): blocks of up to 12 rows × 64 columns of C held in ZMM registers, B's
+// rows loaded as vectors, A's entries broadcast, the last partial vector of a row masked, and
+// the bias and ReLU applied on the way out. Elsewhere, and for float64, it calls gonum's
+// BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
+package gemm

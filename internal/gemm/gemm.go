@@ -1,0 +1,163 @@
+package gemm
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// Float is the element type of a product.
+type Float interface{ float32 | float64 }
+
+// Flags modify a product.
+type Flags int
+
+const (
+	// Accumulate adds the product to C instead of overwriting it (any bias is ignored).
+	Accumulate Flags = 1 << iota
+	flagBias         // set by Gemm when a bias row is given; the kernels' bit 1
+	// ReLU replaces every result by max(result, 0).
+	ReLU
+)
+
+// Matrix describes the m × k operand A: element (r, kk) is Data[r·Stride + kk], or with
+// ColMajor Data[kk·Stride + r] (the row-major storage of Aᵀ).
+type Matrix[T Float] struct {
+	Data     []T
+	Stride   int
+	ColMajor bool
+}
+
+// Gemm computes the m × n matrix
+//
+//	C = A·B + init,   init = C (Accumulate), the row bias (len n, added to every row) or 0,
+//
+// then max(C, 0) with ReLU, for A m × k (see Matrix), B row-major k × n with row stride ldb,
+// and C row-major with row stride ldc. It panics when a slice is too short for its shape,
+// like an out-of-range index.
+func Gemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	check(m, n, k, a, b, ldb, c, ldc, bias, f)
+	if f&Accumulate != 0 {
+		bias = nil
+	}
+	if bias != nil {
+		f |= flagBias
+	}
+	switch c := any(c).(type) {
+	case []float32:
+		a32 := any(a).(Matrix[float32])
+		b32, bias32 := any(b).([]float32), any(bias).([]float32)
+		if useAVX512 {
+			sgemmKernels(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
+			return
+		}
+		blasGemm(m, n, k, a32, b32, ldb, c, ldc, bias32, f, blas32.Implementation().Sgemm)
+	case []float64:
+		blasGemm(m, n, k, any(a).(Matrix[float64]), any(b).([]float64), ldb, c, ldc, any(bias).([]float64), f,
+			blas64.Implementation().Dgemm)
+	}
+}
+
+func check[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags) {
+	need := func(what string, have, want int) {
+		if have < want {
+			panic(fmt.Sprintf("gemm: %s has %d elements, the %d×%d·%d×%d product needs %d", what, have, m, k, k, n, want))
+		}
+	}
+	if k > 0 {
+		if a.ColMajor {
+			need("A", len(a.Data), (k-1)*a.Stride+m)
+			need("A's stride", a.Stride, m)
+		} else {
+			need("A", len(a.Data), (m-1)*a.Stride+k)
+			need("A's stride", a.Stride, k)
+		}
+		need("B", len(b), (k-1)*ldb+n)
+		need("B's stride", ldb, n)
+	}
+	need("C", len(c), (m-1)*ldc+n)
+	need("C's stride", ldc, n)
+	if bias != nil && f&Accumulate == 0 {
+		need("bias", len(bias), n)
+	}
+}
+
+// blockCols is the widest block of C a kernel holds: four 16-lane vectors.
+const blockCols = 64
+
+// maxRows is the tallest block for blocks of nv vectors (24 accumulators).
+var maxRows = [5]int{0, 12, 12, 8, 6}
+
+func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32, ldc int, bias []float32, f Flags) {
+	ap, bp := unsafe.SliceData(a.Data), unsafe.SliceData(b)
+	if k == 0 {
+		ap, bp = nil, nil // never read
+	}
+	for j := 0; j < n; j += blockCols {
+		w := min(blockCols, n-j)
+		nv := (w + 15) / 16
+		flags := int(f) | (1<<(w-16*(nv-1))-1)<<16
+		mr := maxRows[nv]
+		var biasj *float32
+		if bias != nil {
+			biasj = &bias[j]
+		}
+		var bj *float32
+		if bp != nil {
+			bj = (*float32)(unsafe.Add(unsafe.Pointer(bp), 4*j))
+		}
+		for i := 0; i < m; i += mr {
+			h := min(mr, m-i)
+			var ai *float32
+			if ap != nil {
+				step := i * a.Stride
+				if a.ColMajor {
+					step = i
+				}
+				ai = (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
+			}
+			callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+		}
+	}
+}
+
+// blasGemm is the portable path: a BLAS gemm, with the bias and the ReLU as separate passes.
+func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags,
+	gemm func(tA, tB blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)) {
+	var beta T
+	switch {
+	case f&Accumulate != 0:
+		beta = 1
+	case bias != nil:
+		for i := range m {
+			copy(c[i*ldc:i*ldc+n], bias[:n])
+		}
+		beta = 1
+	}
+	if k > 0 {
+		tA := blas.NoTrans
+		if a.ColMajor {
+			tA = blas.Trans
+		}
+		gemm(tA, blas.NoTrans, m, n, k, 1, a.Data, a.Stride, b, ldb, beta, c, ldc)
+	} else if beta == 0 {
+		for i := range m {
+			clear(c[i*ldc : i*ldc+n])
+		}
+	}
+	if f&ReLU != 0 {
+		for i := range m {
+			for j, v := range c[i*ldc : i*ldc+n] {
+				if v < 0 {
+					c[i*ldc+j] = 0
+				}
+			}
+		}
+	}
+}

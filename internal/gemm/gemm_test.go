@@ -1,0 +1,176 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// naive is the product written out from the definition, in float64.
+func naive[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags) []float64 {
+	out := make([]float64, m*n)
+	for r := range m {
+		for j := range n {
+			var s float64
+			switch {
+			case f&Accumulate != 0:
+				s = float64(c[r*ldc+j])
+			case bias != nil:
+				s = float64(bias[j])
+			}
+			for kk := range k {
+				idx := r*a.Stride + kk
+				if a.ColMajor {
+					idx = kk*a.Stride + r
+				}
+				av := a.Data[idx]
+				s += float64(av) * float64(b[kk*ldb+j])
+			}
+			if f&ReLU != 0 {
+				s = math.Max(s, 0)
+			}
+			out[r*n+j] = s
+		}
+	}
+	return out
+}
+
+func randSlice[T Float](rng *rand.Rand, n int) []T {
+	x := make([]T, n)
+	for i := range x {
+		x[i] = T(rng.NormFloat64())
+	}
+	return x
+}
+
+// testProducts checks Gemm on every combination of edge sizes around the kernels' block
+// sizes (12 and 6 rows, 16-lane vectors, 64-column blocks), both layouts of A, strides
+// larger than the matrices, and all flags; and that C outside the block is untouched.
+func testProducts[T Float](t *testing.T, tol float64) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ms := []int{1, 2, 5, 6, 7, 11, 12, 13, 25, 37}
+	ns := []int{1, 3, 15, 16, 17, 31, 32, 33, 48, 50, 63, 64, 65, 100, 130}
+	ks := []int{0, 1, 3, 16, 25, 64}
+	const sentinel = 12345
+	for _, m := range ms {
+		for _, n := range ns {
+			for _, k := range ks {
+				for variant := range 8 {
+					colA := variant&1 != 0
+					f := Flags(0)
+					if variant&2 != 0 {
+						f |= ReLU
+					}
+					useBias, acc := variant&4 != 0, false
+					if (m+n+k)%3 == 0 && !useBias {
+						f |= Accumulate
+						acc = true
+					}
+					pad := rng.IntN(3)
+					a := Matrix[T]{ColMajor: colA}
+					if colA {
+						a.Stride = m + pad
+						a.Data = randSlice[T](rng, max(0, (k-1)*a.Stride+m))
+					} else {
+						a.Stride = k + pad
+						a.Data = randSlice[T](rng, max(0, (m-1)*a.Stride+k))
+					}
+					ldb, ldc := n+rng.IntN(3), n+1+rng.IntN(3)
+					b := randSlice[T](rng, max(0, (k-1)*ldb+n))
+					c := randSlice[T](rng, m*ldc)
+					for r := range m {
+						for j := n; j < ldc; j++ {
+							c[r*ldc+j] = sentinel
+						}
+					}
+					var bias []T
+					if useBias {
+						bias = randSlice[T](rng, n)
+					}
+					want := naive(m, n, k, a, b, ldb, c, ldc, bias, f)
+					Gemm(m, n, k, a, b, ldb, c, ldc, bias, f)
+					for r := range m {
+						for j := range ldc {
+							got := float64(c[r*ldc+j])
+							if j >= n {
+								if got != sentinel {
+									t.Fatalf("m=%d n=%d k=%d colA=%v acc=%v bias=%v flags=%d: C[%d,%d] outside the block changed to %v",
+										m, n, k, colA, acc, useBias, f, r, j, got)
+								}
+								continue
+							}
+							if d := math.Abs(got - want[r*n+j]); d > tol*(1+math.Sqrt(float64(k))) {
+								t.Fatalf("m=%d n=%d k=%d colA=%v acc=%v bias=%v flags=%d: C[%d,%d] = %v, want %v",
+									m, n, k, colA, acc, useBias, f, r, j, got, want[r*n+j])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestGemmFloat32(t *testing.T) {
+	if !useAVX512 {
+		t.Log("no AVX-512: testing the BLAS path only")
+	}
+	testProducts[float32](t, 1e-5)
+}
+
+func TestGemmFloat32Portable(t *testing.T) {
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	useAVX512 = false
+	testProducts[float32](t, 1e-5)
+}
+
+func TestGemmFloat64(t *testing.T) { testProducts[float64](t, 1e-13) }
+
+func TestGemmShortSlicePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a too short B")
+		}
+	}()
+	a := Matrix[float32]{Data: make([]float32, 4*3), Stride: 3}
+	Gemm(4, 5, 3, a, make([]float32, 14), 5, make([]float32, 20), 5, nil, 0)
+}
+
+// Shapes of the MNIST CNN's step at batch 256, per chunk of 8 examples.
+var benchShapes = []struct {
+	name    string
+	m, n, k int
+	colA    bool
+}{
+	{"conv1-forward", 8 * 196, 16, 64, false},
+	{"conv2-forward", 8 * 25, 32, 256, false},
+	{"conv2-input-grad", 8 * 25, 256, 32, false},
+	{"conv1-example-grad", 16, 64, 196, true},
+	{"conv2-example-grad", 32, 256, 25, true},
+	{"dense1-forward", 256, 32, 512, false},
+}
+
+func BenchmarkGemm(b *testing.B) {
+	for _, s := range benchShapes {
+		for _, impl := range []string{"kernels", "blas"} {
+			if impl == "kernels" && !useAVX512 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%s", s.name, impl), func(b *testing.B) {
+				defer func(v bool) { useAVX512 = v }(useAVX512)
+				useAVX512 = impl == "kernels"
+				rng := rand.New(rand.NewPCG(1, 2))
+				a := Matrix[float32]{Data: randSlice[float32](rng, s.m*s.k), Stride: s.k, ColMajor: s.colA}
+				if s.colA {
+					a.Stride = s.m
+				}
+				bm, c := randSlice[float32](rng, s.k*s.n), make([]float32, s.m*s.n)
+				for b.Loop() {
+					Gemm(s.m, s.n, s.k, a, bm, s.n, c, s.n, nil, 0)
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

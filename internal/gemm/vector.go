@@ -1,0 +1,20 @@
+package gemm
+
+// SumSquares is Σ x_j², accumulated in float64 whatever T is (per-example gradient norms
+// decide clipping, so they get the wider accumulator).
+func SumSquares[T Float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < len(x); i++ {
+		v := float64(x[i])
+		s0 += v * v
+	}
+	return (s0 + s1) + (s2 + s3)
+}
