@@ -51,6 +51,16 @@ type Tap[T Float] struct {
 	Positions int
 	// Bias says whether the layer has a bias of OutDim entries after its weight.
 	Bias bool
+	// PositionsMajor says a Conv tap's GradZ is [B × Positions × OutDim] (positions first,
+	// as an NHWC activation) instead of [B × OutDim × Positions].
+	PositionsMajor bool
+	// InOrder, when not nil, says which weight the columns of In feed: column j of In (the
+	// j-th of InDim values per example or position) is multiplied by weight column
+	// InOrder[j] of the flat layout (Conv: weight [OutDim × InDim], Dense: weight row
+	// InOrder[j] of [InDim × OutDim]). It must be a permutation of 0…InDim−1; nil means the
+	// identity. A network whose im2col orders a patch differently from its weights (NHWC
+	// patches, (kh, kw, channel)) uses it instead of permuting the patches.
+	InOrder []int
 }
 
 // NumParams is the number of parameters the tap covers: InDim·OutDim, plus OutDim with a bias.
@@ -83,6 +93,18 @@ func (t Tap[T]) check(batch int) error {
 	}
 	if want := batch * t.OutDim * p; len(t.GradZ) != want {
 		return fmt.Errorf("%w: %v tap gradient has %d values, want %d×%d×%d = %d", ErrShape, t.Kind, len(t.GradZ), batch, t.OutDim, p, want)
+	}
+	if t.InOrder != nil {
+		if len(t.InOrder) != t.InDim {
+			return fmt.Errorf("%w: %v tap input order has %d entries for %d inputs", ErrShape, t.Kind, len(t.InOrder), t.InDim)
+		}
+		seen := make([]bool, t.InDim)
+		for _, j := range t.InOrder {
+			if j < 0 || j >= t.InDim || seen[j] {
+				return fmt.Errorf("%w: %v tap input order is not a permutation of 0…%d", ErrShape, t.Kind, t.InDim-1)
+			}
+			seen[j] = true
+		}
 	}
 	return nil
 }

@@ -3,18 +3,30 @@ package clipping
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+
+	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 // Workspace turns the taps of one network at one physical batch size into per-example
-// norms and (clipped) gradient sums. It allocates every buffer once, in NewWorkspace, and
-// reuses them on every call, so a training step allocates nothing here.
+// norms and (clipped) gradient sums. It allocates its buffers once and reuses them on
+// every call, so a training step allocates nothing here.
 //
 // How each layer is handled (all exact, no approximation):
 //   - Dense: the norm of outer(A_i, dZ_i) is ‖A_i‖·‖dZ_i‖ (no per-example gradient is
 //     formed), and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
-//   - Conv: example i's gradient dZ_i·U_i is formed once into a reused [B × NumParams]
-//     buffer (one small GEMM per example), its norm taken from the row, and the clipped sum
-//     is the weighted row sum Σ_i c_i·G_i (a gemv).
+//   - Conv: example i's gradient dZ_i·U_i is formed (one small GEMM) into a buffer that
+//     holds one chunk of examples, its norm taken, and the chunk's clipped sum Σ c_i·G_i is
+//     one more GEMM. No [B × NumParams] matrix is ever held.
+//
+// The real rows are cut into chunks of ChunkRows, and the chunks into at most 16 groups of
+// consecutive chunks; the groups run on up to GOMAXPROCS goroutines, each summing into its
+// own partial sum, and the partial sums are added in group order. The partition depends only
+// on the number of real rows, so results are bit-for-bit reproducible whatever the number
+// of cores or the scheduling, and a batch with padding rows gives exactly the result of the
+// same real rows without them.
 //
 // Rows outside the mask are never read: they contribute exactly zero whatever the taps
 // hold there.
@@ -25,18 +37,32 @@ type Workspace[T Float] struct {
 	batch   int
 	offsets []int // first flat index of each tap's parameters
 	d       int
+	chunk   int // real rows per chunk
 
 	rows       []int       // real rows of the current call
 	sq         [][]float64 // [layer][example] squared norm of the example's gradient in that layer
 	layerNorms [][]float64 // [layer][example] sqrt(sq)
 	norms      []float64   // [example] total norm before clipping
 	factor     [][]float64 // [layer][example] clip factor
-	sqEx, fEx  []float64   // one example's per-layer squared norms and factors
 
-	perExample [][]T // conv layers: [B × NumParams] per-example gradients; nil for dense layers
-	packIn     []T   // dense layers: real rows of In when some rows are masked
-	packGZ     []T   // dense layers: real rows of GradZ, scaled by their clip factors
-	weight     []T   // one layer's summed weight gradient
+	partial [][]T // [group] partial sums, each tap's weight in tap order (see InOrder)
+	errs    []error
+
+	mu      sync.Mutex
+	scratch []*scratch[T] // per worker
+}
+
+// maxGroups bounds the partial sums (and the parallelism): 16 × NumParams values.
+const maxGroups = 16
+
+// scratch is one worker's buffers for one chunk.
+type scratch[T Float] struct {
+	grads     [][]T // conv taps: [chunk × NumParams] per-example gradients; nil for dense
+	packIn    []T   // dense: the chunk's real rows of In, when they are not consecutive
+	packGZ    []T   // dense: the chunk's real rows of GradZ, scaled by their factors
+	coef      []T   // the chunk's factors for one layer
+	ones      []T   // all ones, for bias sums
+	sqEx, fEx []float64
 }
 
 // Stats describes the examples of one ClippedSum call.
@@ -51,9 +77,15 @@ type Stats struct {
 	Clipped int
 }
 
+// Filler refreshes the taps' rows lo…hi−1 in place (a network's forward and backward pass
+// over those rows). Workspace calls it concurrently for disjoint ranges, and never twice
+// at once with the same worker, so worker can index the caller's per-worker scratch.
+type Filler func(worker, lo, hi int) error
+
 // NewWorkspace prepares buffers for taps of a batch of the given size. The taps' In and
 // GradZ arrays are kept (not copied): the caller refreshes their contents in place before
-// each call. The flat parameter order is the order of taps, each tap's weight then bias.
+// each call (or from a Filler). The flat parameter order is the order of taps, each tap's
+// weight then bias.
 func NewWorkspace[T Float](taps []Tap[T], batch int) (*Workspace[T], error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("%w: batch size %d", ErrShape, batch)
@@ -70,11 +102,9 @@ func NewWorkspace[T Float](taps []Tap[T], batch int) (*Workspace[T], error) {
 		layerNorms: make([][]float64, len(taps)),
 		factor:     make([][]float64, len(taps)),
 		norms:      make([]float64, batch),
-		sqEx:       make([]float64, len(taps)),
-		fEx:        make([]float64, len(taps)),
-		perExample: make([][]T, len(taps)),
+		errs:       make([]error, maxGroups),
 	}
-	var maxIn, maxGZ, maxWeight int
+	convParams := 0
 	for l, t := range taps {
 		if err := t.check(batch); err != nil {
 			return nil, fmt.Errorf("tap %d: %w", l, err)
@@ -84,19 +114,21 @@ func NewWorkspace[T Float](taps []Tap[T], batch int) (*Workspace[T], error) {
 		w.sq[l] = make([]float64, batch)
 		w.layerNorms[l] = make([]float64, batch)
 		w.factor[l] = make([]float64, batch)
-		maxWeight = max(maxWeight, t.InDim*t.OutDim)
-		switch t.Kind {
-		case Dense:
-			maxIn = max(maxIn, batch*t.InDim)
-			maxGZ = max(maxGZ, batch*t.OutDim)
-		case Conv:
-			w.perExample[l] = make([]T, batch*t.NumParams())
+		if t.Kind == Conv {
+			convParams += t.NumParams()
 		}
 	}
-	w.packIn = make([]T, maxIn)
-	w.packGZ = make([]T, maxGZ)
-	w.weight = make([]T, maxWeight)
+	// Default chunk: the per-example gradients of a chunk fill about 256 KiB.
+	w.chunk = max(1, min(batch, 256<<10/max(1, convParams*sizeOf[T]())))
 	return w, nil
+}
+
+func sizeOf[T Float]() int {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return 4
+	}
+	return 8
 }
 
 // NumParams is the length of the flat gradient: Σ over taps of Tap.NumParams.
@@ -105,6 +137,14 @@ func (w *Workspace[T]) NumParams() int { return w.d }
 // Batch is the physical batch size.
 func (w *Workspace[T]) Batch() int { return w.batch }
 
+// ChunkRows is the number of real rows clipped (and handed to a Filler) together.
+func (w *Workspace[T]) ChunkRows() int { return w.chunk }
+
+// SetChunkRows sets the number of real rows clipped together (at least 1). A network sets
+// it so that a chunk's activations stay in cache between its Filler call and clipping.
+// It changes how sums are grouped, so results are reproducible for a fixed setting.
+func (w *Workspace[T]) SetChunkRows(n int) { w.chunk = max(1, min(n, w.batch)) }
+
 // ClippedSum adds Σ_i c_i·g_i over the real rows i of mask (nil: every row) to dst, where
 // g_i is example i's gradient and c_i its clip factor under rule (per layer for PerLayer).
 // Adding, not overwriting, lets several physical chunks of one logical batch share dst.
@@ -112,39 +152,30 @@ func (w *Workspace[T]) Batch() int { return w.batch }
 // It returns the per-example norms. On error dst is untouched: a non-finite norm of a
 // real example is ErrNonFinite.
 func (w *Workspace[T]) ClippedSum(mask []bool, rule Rule, dst []float64) (Stats, error) {
+	return w.ClippedSumFill(mask, rule, dst, nil)
+}
+
+// ClippedSumFill is ClippedSum for taps that fill calls refresh chunk by chunk just before
+// they are clipped, so that a network's activations are still in cache. The calls cover
+// every row of the batch once (padding rows among them) unless there is no real row; a
+// fill error stops the work and is returned, with dst untouched.
+func (w *Workspace[T]) ClippedSumFill(mask []bool, rule Rule, dst []float64, fill Filler) (Stats, error) {
 	if rule == nil {
 		return Stats{}, fmt.Errorf("%w: nil rule", ErrRule)
 	}
 	if err := rule.check(len(w.taps)); err != nil {
 		return Stats{}, err
 	}
-	if err := w.prepare(mask, dst); err != nil {
-		return Stats{}, err
-	}
-	if err := w.computeNorms(); err != nil {
+	if err := w.run(mask, rule, dst, fill); err != nil {
 		return Stats{}, err
 	}
 	clipped := 0
 	for _, i := range w.rows {
 		for l := range w.taps {
-			w.sqEx[l] = w.sq[l][i]
-		}
-		rule.factors(w.sqEx, w.fEx)
-		scaled := false
-		for l, f := range w.fEx {
-			w.factor[l][i] = f
-			scaled = scaled || f < 1
-		}
-		if scaled {
-			clipped++
-		}
-	}
-	for l, t := range w.taps {
-		switch t.Kind {
-		case Dense:
-			w.denseSum(l, w.factor[l], dst)
-		case Conv:
-			w.convWeightedSum(l, w.factor[l], dst)
+			if w.factor[l][i] < 1 {
+				clipped++
+				break
+			}
 		}
 	}
 	return Stats{Norms: w.norms, LayerNorms: w.layerNorms, Clipped: clipped}, nil
@@ -153,18 +184,12 @@ func (w *Workspace[T]) ClippedSum(mask []bool, rule Rule, dst []float64) (Stats,
 // Sum adds the plain gradient Σ_i g_i over the real rows of mask (nil: every row) to dst,
 // for non-private baselines. It forms no per-example gradient.
 func (w *Workspace[T]) Sum(mask []bool, dst []float64) error {
-	if err := w.prepare(mask, dst); err != nil {
-		return err
-	}
-	for l, t := range w.taps {
-		switch t.Kind {
-		case Dense:
-			w.denseSum(l, nil, dst)
-		case Conv:
-			w.convSum(l, dst)
-		}
-	}
-	return nil
+	return w.run(mask, nil, dst, nil)
+}
+
+// SumFill is Sum with taps refreshed by fill, as in ClippedSumFill.
+func (w *Workspace[T]) SumFill(mask []bool, dst []float64, fill Filler) error {
+	return w.run(mask, nil, dst, fill)
 }
 
 // PerExample overwrites dst with example i's full gradient, as the taps hold it now. It is
@@ -177,40 +202,33 @@ func (w *Workspace[T]) PerExample(i int, dst []float64) error {
 		return fmt.Errorf("%w: gradient buffer has %d entries, want %d", ErrShape, len(dst), w.d)
 	}
 	for l, t := range w.taps {
-		g := dst[w.offsets[l] : w.offsets[l]+t.NumParams()]
-		F, k, P := t.OutDim, t.InDim, t.positions()
-		dz := t.GradZ[i*F*P : (i+1)*F*P]
+		g := make([]T, t.NumParams())
 		switch t.Kind {
 		case Dense:
-			a := t.In[i*k : (i+1)*k]
+			k, F := t.InDim, t.OutDim
+			a, dz := t.In[i*k:(i+1)*k], t.GradZ[i*F:(i+1)*F]
 			for r, av := range a {
 				for o, zv := range dz {
-					g[r*F+o] = float64(av) * float64(zv)
+					g[r*F+o] = av * zv
 				}
 			}
 			if t.Bias {
-				for o, zv := range dz {
-					g[k*F+o] = float64(zv)
-				}
+				copy(g[k*F:], dz)
 			}
 		case Conv:
-			wgt := w.weight[:F*k]
-			gemm(false, false, F, k, P, 1, dz, P, t.In[i*P*k:(i+1)*P*k], k, 0, wgt, k)
-			for j, v := range wgt {
-				g[j] = float64(v)
+			ones := make([]T, t.Positions)
+			for p := range ones {
+				ones[p] = 1
 			}
-			if t.Bias {
-				for f := range F {
-					g[F*k+f] = rowSum(dz[f*P : (f+1)*P])
-				}
-			}
+			w.convGradient(t, i, g, ones)
 		}
+		w.addTap(l, g, dst, true)
 	}
 	return nil
 }
 
-// prepare validates a call and records its real rows.
-func (w *Workspace[T]) prepare(mask []bool, dst []float64) error {
+// run is ClippedSumFill (rule != nil) and SumFill (rule == nil) up to the statistics.
+func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) error {
 	if len(dst) != w.d {
 		return fmt.Errorf("%w: gradient buffer has %d entries, want %d", ErrShape, len(dst), w.d)
 	}
@@ -223,169 +241,299 @@ func (w *Workspace[T]) prepare(mask []bool, dst []float64) error {
 			w.rows = append(w.rows, i)
 		}
 	}
-	return nil
-}
-
-// computeNorms fills sq, layerNorms and norms for the real rows (zero elsewhere) and forms
-// the conv layers' per-example gradients.
-func (w *Workspace[T]) computeNorms() error {
 	for l := range w.taps {
 		clear(w.sq[l])
 		clear(w.layerNorms[l])
 		clear(w.factor[l])
 	}
 	clear(w.norms)
-	for l, t := range w.taps {
-		switch t.Kind {
-		case Dense:
-			w.denseNorms(l)
-		case Conv:
-			w.convPerExample(l)
+	n := len(w.rows)
+	if n == 0 {
+		return nil
+	}
+	chunks := (n + w.chunk - 1) / w.chunk
+	groups := min(maxGroups, chunks)
+	for len(w.partial) < groups {
+		w.partial = append(w.partial, make([]T, w.d))
+	}
+	workers := runtime.GOMAXPROCS(0)
+	parallel.For(workers, groups, 1, func(worker, g, _ int) {
+		sc := w.scratchFor(worker)
+		acc := w.partial[g]
+		clear(acc)
+		w.errs[g] = nil
+		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
+			rows := w.rows[c*w.chunk : min((c+1)*w.chunk, n)]
+			if fill != nil {
+				// Physical rows from after the previous chunk's last real row up to this
+				// chunk's last (the whole batch's end for the last chunk): disjoint ranges
+				// that cover the batch.
+				lo, hi := 0, rows[len(rows)-1]+1
+				if c > 0 {
+					lo = w.rows[c*w.chunk-1] + 1
+				}
+				if c == chunks-1 {
+					hi = w.batch
+				}
+				if err := fill(worker, lo, hi); err != nil {
+					w.errs[g] = err
+					return
+				}
+			}
+			if rule != nil {
+				w.clipChunk(sc, rows, rule, acc)
+			} else {
+				w.sumChunk(sc, rows, acc)
+			}
+		}
+	})
+	for _, err := range w.errs[:groups] {
+		if err != nil {
+			return err
 		}
 	}
-	for _, i := range w.rows {
-		var s float64
-		for l := range w.taps {
-			s += w.sq[l][i]
-			w.layerNorms[l][i] = math.Sqrt(w.sq[l][i])
-		}
-		w.norms[i] = math.Sqrt(s)
-		if math.IsNaN(s) || math.IsInf(s, 0) {
-			return fmt.Errorf("%w: example %d has gradient norm %v", ErrNonFinite, i, w.norms[i])
+	if rule != nil {
+		for _, i := range w.rows {
+			if s := w.norms[i]; math.IsNaN(s) || math.IsInf(s, 0) {
+				return fmt.Errorf("%w: example %d has gradient norm %v", ErrNonFinite, i, s)
+			}
 		}
 	}
+	w.reduce(groups, dst)
 	return nil
 }
 
-// denseNorms uses ‖outer(a, dz)‖_F = ‖a‖·‖dz‖.
-func (w *Workspace[T]) denseNorms(l int) {
-	t := w.taps[l]
-	k, F := t.InDim, t.OutDim
-	for _, i := range w.rows {
-		za := sumSquares(t.GradZ[i*F : (i+1)*F])
-		s := sumSquares(t.In[i*k:(i+1)*k]) * za
-		if t.Bias {
-			s += za
-		}
-		w.sq[l][i] = s
+func (w *Workspace[T]) scratchFor(worker int) *scratch[T] {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.scratch) <= worker {
+		w.scratch = append(w.scratch, nil)
 	}
+	if sc := w.scratch[worker]; sc != nil && len(sc.coef) == w.chunk {
+		return sc
+	}
+	sc := &scratch[T]{
+		grads: make([][]T, len(w.taps)),
+		coef:  make([]T, w.chunk),
+		sqEx:  make([]float64, len(w.taps)),
+		fEx:   make([]float64, len(w.taps)),
+	}
+	var maxIn, maxGZ, maxOnes int
+	for l, t := range w.taps {
+		switch t.Kind {
+		case Conv:
+			sc.grads[l] = make([]T, w.chunk*t.NumParams())
+			maxOnes = max(maxOnes, t.Positions)
+		case Dense:
+			maxIn = max(maxIn, w.chunk*t.InDim)
+			maxGZ = max(maxGZ, w.chunk*t.OutDim)
+		}
+	}
+	sc.packIn, sc.packGZ = make([]T, maxIn), make([]T, maxGZ)
+	sc.ones = make([]T, max(maxOnes, w.chunk))
+	for j := range sc.ones {
+		sc.ones[j] = 1
+	}
+	w.scratch[worker] = sc
+	return sc
 }
 
-// convPerExample forms G_i = [dZ_i·U_i, Σ_p dZ_i] for every real row and its squared norm.
-func (w *Workspace[T]) convPerExample(l int) {
-	t := w.taps[l]
-	F, k, P, np := t.OutDim, t.InDim, t.Positions, t.NumParams()
-	buf := w.perExample[l]
-	for _, i := range w.rows {
-		g := buf[i*np : (i+1)*np]
-		dz := t.GradZ[i*F*P : (i+1)*F*P]
-		gemm(false, false, F, k, P, 1, dz, P, t.In[i*P*k:(i+1)*P*k], k, 0, g[:F*k], k)
-		if t.Bias {
-			for f := range F {
-				g[F*k+f] = T(rowSum(dz[f*P : (f+1)*P]))
-			}
-		}
-		w.sq[l][i] = sumSquares(g)
-	}
-}
-
-// denseSum adds Aᵀ·diag(c)·dZ (weight) and Σ_i c_i dZ_i (bias) over the real rows; c nil
-// means every factor is 1.
-func (w *Workspace[T]) denseSum(l int, c []float64, dst []float64) {
-	t := w.taps[l]
-	k, F := t.InDim, t.OutDim
-	n := len(w.rows)
-	if n == 0 {
-		return
-	}
-	a, s := t.In, t.GradZ
-	if n < w.batch {
-		a = w.packIn[:n*k]
-		for r, i := range w.rows {
-			copy(a[r*k:(r+1)*k], t.In[i*k:(i+1)*k])
-		}
-	}
-	if c != nil || n < w.batch {
-		s = w.packGZ[:n*F]
-		for r, i := range w.rows {
-			dz, row := t.GradZ[i*F:(i+1)*F], s[r*F:(r+1)*F]
-			if c == nil {
-				copy(row, dz)
-				continue
-			}
-			ci := T(c[i])
-			for o, v := range dz {
-				row[o] = ci * v
-			}
-		}
-	}
-	wgt := w.weight[:k*F]
-	gemm(true, false, k, F, n, 1, a, k, s, F, 0, wgt, F)
-	off := w.offsets[l]
-	addInto(dst[off:off+k*F], wgt)
-	if t.Bias {
-		b := dst[off+k*F : off+k*F+F]
-		for r := range n {
-			for o, v := range s[r*F : (r+1)*F] {
-				b[o] += float64(v)
-			}
-		}
-	}
-}
-
-// convWeightedSum adds Σ_i c_i·G_i over the real rows, a gemv on the per-example buffer,
-// walked in column blocks so that the slice of dst being summed into stays in cache.
-func (w *Workspace[T]) convWeightedSum(l int, c []float64, dst []float64) {
-	const block = 2048
-	t := w.taps[l]
-	np := t.NumParams()
-	buf := w.perExample[l]
-	out := dst[w.offsets[l] : w.offsets[l]+np]
-	for j0 := 0; j0 < np; j0 += block {
-		j1 := min(j0+block, np)
-		d := out[j0:j1]
-		for _, i := range w.rows {
-			ci := c[i]
-			for j, v := range buf[i*np+j0 : i*np+j1] {
-				d[j] += ci * float64(v)
-			}
-		}
-	}
-}
-
-// convSum adds Σ_i dZ_i·U_i (one accumulating GEMM per example) and Σ_i Σ_p dZ_i.
-func (w *Workspace[T]) convSum(l int, dst []float64) {
-	t := w.taps[l]
+// convGradient writes example i's gradient for conv tap t into g (weight [OutDim × InDim]
+// in tap order, then the bias); ones holds Positions ones.
+func (w *Workspace[T]) convGradient(t Tap[T], i int, g, ones []T) {
 	F, k, P := t.OutDim, t.InDim, t.Positions
-	if len(w.rows) == 0 {
+	dz, u := t.GradZ[i*F*P:(i+1)*F*P], t.In[i*P*k:(i+1)*P*k]
+	// Weight: dZ_i [F × P] · U_i [P × k], dZ_i stored [P × F] when PositionsMajor.
+	a := gemm.Matrix[T]{Data: dz, Stride: P}
+	if t.PositionsMajor {
+		a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
+	}
+	gemm.Gemm(F, k, P, a, u, k, g, k, nil, 0)
+	if !t.Bias {
 		return
 	}
-	wgt := w.weight[:F*k]
-	clear(wgt)
-	off := w.offsets[l]
-	for _, i := range w.rows {
-		dz := t.GradZ[i*F*P : (i+1)*F*P]
-		gemm(false, false, F, k, P, 1, dz, P, t.In[i*P*k:(i+1)*P*k], k, 1, wgt, k)
-		if t.Bias {
-			b := dst[off+F*k : off+F*k+F]
-			for f := range F {
-				b[f] += rowSum(dz[f*P : (f+1)*P])
+	b := g[F*k : F*k+F]
+	if t.PositionsMajor {
+		gemm.Gemm(1, F, P, gemm.Matrix[T]{Data: ones[:P], Stride: P}, dz, F, b, F, nil, 0)
+	} else {
+		gemm.Gemm(F, 1, P, gemm.Matrix[T]{Data: dz, Stride: P}, ones[:P], 1, b, 1, nil, 0)
+	}
+}
+
+// clipChunk forms the norms of the chunk's real rows, their clip factors, and adds the
+// chunk's clipped sum to acc.
+func (w *Workspace[T]) clipChunk(sc *scratch[T], rows []int, rule Rule, acc []T) {
+	for l, t := range w.taps {
+		switch t.Kind {
+		case Conv:
+			np := t.NumParams()
+			for q, i := range rows {
+				g := sc.grads[l][q*np : (q+1)*np]
+				w.convGradient(t, i, g, sc.ones)
+				w.sq[l][i] = gemm.SumSquares(g)
+			}
+		case Dense:
+			k, F := t.InDim, t.OutDim
+			for _, i := range rows {
+				za := gemm.SumSquares(t.GradZ[i*F : (i+1)*F])
+				s := gemm.SumSquares(t.In[i*k:(i+1)*k]) * za // ‖outer(a, dz)‖_F = ‖a‖·‖dz‖
+				if t.Bias {
+					s += za
+				}
+				w.sq[l][i] = s
 			}
 		}
 	}
-	addInto(dst[off:off+F*k], wgt)
-}
-
-func rowSum[T Float](x []T) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v)
+	for _, i := range rows {
+		var s float64
+		for l := range w.taps {
+			sc.sqEx[l] = w.sq[l][i]
+			s += sc.sqEx[l]
+			w.layerNorms[l][i] = math.Sqrt(sc.sqEx[l])
+		}
+		w.norms[i] = math.Sqrt(s)
+		rule.factors(sc.sqEx, sc.fEx)
+		for l, f := range sc.fEx {
+			w.factor[l][i] = f
+		}
 	}
-	return s
+	n := len(rows)
+	for l, t := range w.taps {
+		coef := sc.coef[:n]
+		for q, i := range rows {
+			coef[q] = T(w.factor[l][i])
+		}
+		off := w.offsets[l]
+		switch t.Kind {
+		case Conv:
+			// acc += coefᵀ · G, one GEMM with the chunk's examples as the inner dimension.
+			np := t.NumParams()
+			gemm.Gemm(1, np, n, gemm.Matrix[T]{Data: coef, Stride: 1, ColMajor: true}, sc.grads[l], np,
+				acc[off:off+np], np, nil, gemm.Accumulate)
+		case Dense:
+			F := t.OutDim
+			s := sc.packGZ[:n*F]
+			for q, i := range rows {
+				c := coef[q]
+				for o, v := range t.GradZ[i*F : (i+1)*F] {
+					s[q*F+o] = c * v
+				}
+			}
+			w.denseAdd(sc, t, rows, s, acc[off:off+t.NumParams()])
+		}
+	}
 }
 
-func addInto[T Float](dst []float64, src []T) {
-	for j, v := range src {
-		dst[j] += float64(v)
+// sumChunk adds the chunk's plain gradient sum to acc.
+func (w *Workspace[T]) sumChunk(sc *scratch[T], rows []int, acc []T) {
+	for l, t := range w.taps {
+		off := w.offsets[l]
+		switch t.Kind {
+		case Conv:
+			F, k, P := t.OutDim, t.InDim, t.Positions
+			g := acc[off : off+t.NumParams()]
+			for _, i := range rows {
+				dz, u := t.GradZ[i*F*P:(i+1)*F*P], t.In[i*P*k:(i+1)*P*k]
+				a := gemm.Matrix[T]{Data: dz, Stride: P}
+				if t.PositionsMajor {
+					a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
+				}
+				gemm.Gemm(F, k, P, a, u, k, g, k, nil, gemm.Accumulate)
+				if t.Bias {
+					if t.PositionsMajor {
+						gemm.Gemm(1, F, P, gemm.Matrix[T]{Data: sc.ones[:P], Stride: P}, dz, F, g[F*k:], F, nil, gemm.Accumulate)
+					} else {
+						gemm.Gemm(F, 1, P, gemm.Matrix[T]{Data: dz, Stride: P}, sc.ones[:P], 1, g[F*k:], 1, nil, gemm.Accumulate)
+					}
+				}
+			}
+		case Dense:
+			F := t.OutDim
+			var s []T
+			if consecutive(rows) {
+				s = t.GradZ[rows[0]*F : (rows[len(rows)-1]+1)*F]
+			} else {
+				s = sc.packGZ[:len(rows)*F]
+				for q, i := range rows {
+					copy(s[q*F:(q+1)*F], t.GradZ[i*F:(i+1)*F])
+				}
+			}
+			w.denseAdd(sc, t, rows, s, acc[off:off+t.NumParams()])
+		}
+	}
+}
+
+// denseAdd adds Aᵀ·S (weight) and Σ_q S_q (bias) to acc for the chunk's rows of A and the
+// rows S that go with them.
+func (w *Workspace[T]) denseAdd(sc *scratch[T], t Tap[T], rows []int, s, acc []T) {
+	k, F, n := t.InDim, t.OutDim, len(rows)
+	var a []T
+	if consecutive(rows) {
+		a = t.In[rows[0]*k : (rows[n-1]+1)*k]
+	} else {
+		a = sc.packIn[:n*k]
+		for q, i := range rows {
+			copy(a[q*k:(q+1)*k], t.In[i*k:(i+1)*k])
+		}
+	}
+	gemm.Gemm(k, F, n, gemm.Matrix[T]{Data: a, Stride: k, ColMajor: true}, s, F, acc[:k*F], F, nil, gemm.Accumulate)
+	if t.Bias {
+		gemm.Gemm(1, F, n, gemm.Matrix[T]{Data: sc.ones[:n], Stride: n}, s, F, acc[k*F:k*F+F], F, nil, gemm.Accumulate)
+	}
+}
+
+func consecutive(rows []int) bool { return rows[len(rows)-1]-rows[0] == len(rows)-1 }
+
+// reduce adds the groups' partial sums, in group order, to dst in the flat layout.
+func (w *Workspace[T]) reduce(groups int, dst []float64) {
+	const block = 4096
+	tmp := w.partial[0]
+	// Sum into partial[0] block by block (in parallel over blocks), then scatter.
+	parallel.For(runtime.GOMAXPROCS(0), w.d, block, func(_, lo, hi int) {
+		for g := 1; g < groups; g++ {
+			p := w.partial[g][lo:hi]
+			for j, v := range p {
+				tmp[lo+j] += v
+			}
+		}
+	})
+	for l := range w.taps {
+		w.addTap(l, tmp[w.offsets[l]:w.offsets[l]+w.taps[l].NumParams()], dst, false)
+	}
+}
+
+// addTap writes (overwrite) or adds tap l's gradient g, in tap order, into the flat dst.
+func (w *Workspace[T]) addTap(l int, g []T, dst []float64, overwrite bool) {
+	t := w.taps[l]
+	out := dst[w.offsets[l] : w.offsets[l]+t.NumParams()]
+	put := func(j int, v T) {
+		if overwrite {
+			out[j] = float64(v)
+		} else {
+			out[j] += float64(v)
+		}
+	}
+	k, F := t.InDim, t.OutDim
+	switch {
+	case t.InOrder == nil:
+		for j, v := range g {
+			put(j, v)
+		}
+		return
+	case t.Kind == Conv:
+		for f := range F {
+			for j, v := range g[f*k : (f+1)*k] {
+				put(f*k+t.InOrder[j], v)
+			}
+		}
+	case t.Kind == Dense:
+		for j := range k {
+			for o, v := range g[j*F : (j+1)*F] {
+				put(t.InOrder[j]*F+o, v)
+			}
+		}
+	}
+	for j := k * F; j < len(g); j++ {
+		put(j, g[j])
 	}
 }
