@@ -1,0 +1,269 @@
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/privtrain/privtrain/clipping"
+)
+
+// stackReference runs layers as a Gorgonia graph on x (batch b): the logits, and after ONE
+// backpropagation of Σ logits ⊙ r the gradient at every tap's Z and every tap's In, in
+// Gorgonia's layouts (conv Z NCHW, im2col [B, OH, OW, k] with k ordered (c, kh, kw)).
+func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) (logits []float64, gradZ, tapIn [][]float64) {
+	t.Helper()
+	g := G.NewGraph()
+	shape := append([]int{b}, in...)
+	h := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), x...)))))
+	cur := in
+	var taps []*Tap
+	for li, l := range ls {
+		var nodes []*G.Node
+		for j, p := range l.Params(cur) {
+			gs := p.GraphShape()
+			nodes = append(nodes, G.NewTensor(g, tensor.Float64, len(gs), G.WithShape(gs...), G.WithName(fmt.Sprintf("p%d_%d", li, j)),
+				G.WithValue(tensor.New(tensor.WithShape(gs...), tensor.WithBacking(append([]float64(nil), params[li][j]...))))))
+		}
+		var tap *Tap
+		var err error
+		if h, tap, err = l.Apply(h, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if tap != nil {
+			taps = append(taps, tap)
+		}
+		if cur, err = l.OutputShape(cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := h.Shape().Clone()
+	rn := G.NewTensor(g, tensor.Float64, len(rs), G.WithShape(rs...), G.WithName("r"),
+		G.WithValue(tensor.New(tensor.WithShape(rs...), tensor.WithBacking(append([]float64(nil), r...)))))
+	loss := G.Must(G.Sum(G.Must(G.HadamardProd(h, rn))))
+	zs := make(G.Nodes, len(taps))
+	for l, tp := range taps {
+		zs[l] = tp.Z
+	}
+	one := g.AddNode(G.NewConstant(1.0))
+	grads, err := G.Backpropagate(G.Nodes{loss}, G.Nodes{one}, zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read into preallocated values: the tape machine may reuse a register after its last
+	// reader, and a Read into a nil Value would only alias it.
+	read := func(n *G.Node) *G.Value {
+		v := new(G.Value)
+		*v = tensor.New(tensor.WithShape(n.Shape().Clone()...), tensor.Of(tensor.Float64))
+		G.Read(n, v)
+		return v
+	}
+	gv := make([]*G.Value, len(taps))
+	iv := make([]*G.Value, len(taps))
+	for l, tp := range taps {
+		gv[l] = read(grads[l])
+		iv[l] = read(tp.In)
+	}
+	lv := read(h)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	for l := range taps {
+		gradZ = append(gradZ, append([]float64(nil), (*gv[l]).Data().([]float64)...))
+		tapIn = append(tapIn, append([]float64(nil), (*iv[l]).Data().([]float64)...))
+	}
+	// A dense tap's In read in the same run can be clobbered: after Tanh → Flatten the
+	// Reshape's value shares Tanh's output, which Tanh's derivative then overwrites. Take
+	// it from a forward-only graph of the layers before the dense layer instead.
+	ti := 0
+	for li, l := range ls {
+		switch deref(l).(type) {
+		case Conv2D:
+			ti++
+		case Dense:
+			if li > 0 {
+				tapIn[ti] = stackForward(t, ls[:li], in, b, params, x)
+			}
+			ti++
+		}
+	}
+	return append([]float64(nil), (*lv).Data().([]float64)...), gradZ, tapIn
+}
+
+// stackForward is the output of a forward-only Gorgonia graph of ls.
+func stackForward(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x []float64) []float64 {
+	t.Helper()
+	g := G.NewGraph()
+	shape := append([]int{b}, in...)
+	h := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), x...)))))
+	cur := in
+	for li, l := range ls {
+		var nodes []*G.Node
+		for j, p := range l.Params(cur) {
+			gs := p.GraphShape()
+			nodes = append(nodes, G.NewTensor(g, tensor.Float64, len(gs), G.WithShape(gs...), G.WithName(fmt.Sprintf("p%d_%d", li, j)),
+				G.WithValue(tensor.New(tensor.WithShape(gs...), tensor.WithBacking(append([]float64(nil), params[li][j]...))))))
+		}
+		var err error
+		if h, _, err = l.Apply(h, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if cur, err = l.OutputShape(cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	return append([]float64(nil), h.Value().Data().([]float64)...)
+}
+
+var nativeStacks = []struct {
+	name string
+	in   []int
+	ls   []Layer
+}{
+	{"conv-relu", []int{2, 5, 6}, []Layer{Conv2D{Filters: 3, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, ReLU{}, Flatten{}}},
+	{"mnist-like", []int{1, 28, 28}, []Layer{
+		Conv2D{Filters: 4, Kernel: [2]int{8, 8}, Stride: [2]int{2, 2}, Padding: [2]int{3, 3}}, ReLU{},
+		MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}},
+		Conv2D{Filters: 5, Kernel: [2]int{4, 4}, Stride: [2]int{2, 2}}, Tanh{},
+		MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}},
+		Flatten{}, Dense{Units: 7}, ReLU{}, Dense{Units: 3}}},
+	{"cifar-like", []int{3, 14, 13}, []Layer{
+		CenterCrop{Height: 11, Width: 12},
+		Conv2D{Filters: 4, Kernel: [2]int{5, 5}, Padding: [2]int{2, 2}}, ReLU{},
+		MaxPool2D{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}},
+		Conv2D{Filters: 3, Kernel: [2]int{5, 5}, Padding: [2]int{2, 2}}, Tanh{},
+		MaxPool2D{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}},
+		Flatten{}, Dense{Units: 6}, Tanh{}, Dense{Units: 5}, ReLU{}, Dense{Units: 4}}},
+	{"logreg", []int{1, 4, 5}, []Layer{Flatten{}, Dense{Units: 3}}},
+	{"odd-shapes", []int{2, 9, 7}, []Layer{
+		&Conv2D{Filters: 3, Kernel: [2]int{3, 2}, Stride: [2]int{2, 1}, Padding: [2]int{1, 0}, NoBias: true},
+		MaxPool2D{Kernel: [2]int{2, 3}, Stride: [2]int{1, 2}, Padding: [2]int{1, 1}}, ReLU{}, Tanh{},
+		Flatten{}, Dense{Units: 4, NoBias: true}, ReLU{}, ReLU{}, Dense{Units: 2}}},
+	{"dense-act-last", []int{6}, []Layer{Dense{Units: 5}, Tanh{}, Dense{Units: 3}, ReLU{}}},
+}
+
+// TestNativeMatchesGorgonia runs each stack natively (several workers at once, in chunks)
+// and as a Gorgonia graph, float64, and compares logits, taps' In and taps' GradZ.
+func TestNativeMatchesGorgonia(t *testing.T) {
+	const b = 7
+	for si, st := range nativeStacks {
+		t.Run(st.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(si), 3))
+			params := make([][][]float64, len(st.ls))
+			cur := st.in
+			for li, l := range st.ls {
+				for _, p := range l.Params(cur) {
+					params[li] = append(params[li], randomValues(rng, prod(p.Shape)))
+				}
+				var err error
+				if cur, err = l.OutputShape(cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x := randomValues(rng, b*prod(st.in))
+			r := randomValues(rng, b*prod(cur))
+			wantLogits, wantGZ, wantIn := stackReference(t, st.ls, st.in, b, params, x, r)
+
+			nv, err := NewNative[float64](st.ls, st.in, b, params, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(nv.Input(), x)
+			nv.Prepare()
+			k := prod(cur)
+			// Chunks of 1–3 rows on three workers at once.
+			var wg sync.WaitGroup
+			ranges := [][2]int{{0, 1}, {1, 3}, {3, 4}, {4, 7}}
+			for w, rg := range ranges {
+				lo, hi := rg[0], rg[1]
+				if hi-lo > nv.Chunk() {
+					t.Skipf("chunk %d too small for this test", nv.Chunk())
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					nv.Forward(w%3, lo, hi)
+					nv.Backward(w%3, lo, hi, r[lo*k:hi*k])
+				}()
+				if w%3 == 2 {
+					wg.Wait()
+				}
+			}
+			wg.Wait()
+			assertNear(t, "logits", nv.Logits(), wantLogits, 1e-12)
+			taps := nv.Taps()
+			if len(taps) != len(wantGZ) {
+				t.Fatalf("%d taps, want %d", len(taps), len(wantGZ))
+			}
+			for l, tp := range taps {
+				gz, in := tp.GradZ, tp.In
+				if tp.Kind == clipping.Conv {
+					gz = fromPositionsMajor(gz, b, tp.Positions, tp.OutDim)
+					in = unorder(in, tp.InOrder)
+				}
+				assertNear(t, fmt.Sprintf("tap %d GradZ", l), gz, wantGZ[l], 1e-12)
+				assertNear(t, fmt.Sprintf("tap %d In", l), in, wantIn[l], 1e-12)
+			}
+
+			// A forward-only Native gives the same logits.
+			ev, err := NewNative[float64](st.ls, st.in, b, params, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(ev.Input(), x)
+			ev.Prepare()
+			for lo := 0; lo < b; lo += ev.Chunk() {
+				ev.Forward(0, lo, min(lo+ev.Chunk(), b))
+			}
+			assertNear(t, "forward-only logits", ev.Logits(), wantLogits, 1e-12)
+		})
+	}
+}
+
+// fromPositionsMajor turns [B × P × F] into [B × F × P].
+func fromPositionsMajor(v []float64, b, p, f int) []float64 {
+	out := make([]float64, len(v))
+	for i := range b {
+		for q := range p {
+			for c := range f {
+				out[(i*f+c)*p+q] = v[(i*p+q)*f+c]
+			}
+		}
+	}
+	return out
+}
+
+// unorder puts each row's column j at InOrder[j].
+func unorder(v []float64, order []int) []float64 {
+	k := len(order)
+	out := make([]float64, len(v))
+	for r := 0; r < len(v); r += k {
+		for j, o := range order {
+			out[r+o] = v[r+j]
+		}
+	}
+	return out
+}
+
+type foreign struct{ ReLU }
+
+func TestNativeRejectsForeignLayers(t *testing.T) {
+	_, err := NewNative[float32]([]Layer{Flatten{}, foreign{}, Dense{Units: 2}}, []int{4}, 2, make([][][]float32, 3), true)
+	if !errors.Is(err, ErrNotNative) {
+		t.Fatalf("error %v, want ErrNotNative", err)
+	}
+}
