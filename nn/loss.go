@@ -247,3 +247,20 @@ func crossEntropyGrad[T float32 | float64](dz, z, t []T, k int, g float64) {
 		}
 	}
 }
+
+// labelCrossEntropy is the loss lse(z) − z_label of one row of logits, and with dz != nil
+// its gradient softmax(z) − e_label: the same arithmetic as softmaxCrossEntropy for a
+// one-hot target.
+func labelCrossEntropy[T float32 | float64](z []T, label int, dz []T) float64 {
+	lse, _ := logSumExp(z)
+	if dz != nil {
+		for j, v := range z {
+			p := math.Exp(float64(v) - lse)
+			if j == label {
+				p--
+			}
+			dz[j] = T(p)
+		}
+	}
+	return lse - float64(z[label])
+}

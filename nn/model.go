@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -61,7 +62,39 @@ type config struct {
 	dtype   DType
 	seed    uint64
 	seedSet bool
+	engine  Engine
 }
+
+// Engine is how a Model computes its steps.
+type Engine int
+
+const (
+	// EngineAuto, the default, is EngineNative when every layer of the spec has a native
+	// kernel (all of package layers' do) and EngineGorgonia otherwise.
+	EngineAuto Engine = iota
+	// EngineNative runs the layers' own kernels on preallocated buffers
+	// (layers.Native): parallel over examples, one fused pass per chunk of rows from input
+	// to clipped sum, nothing allocated per step. New fails if a layer has no native kernel.
+	EngineNative
+	// EngineGorgonia runs Gorgonia graphs (tape machine): the reference the native engine
+	// is tested against, and the engine of layers from other packages.
+	EngineGorgonia
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineAuto:
+		return "auto"
+	case EngineNative:
+		return "native"
+	case EngineGorgonia:
+		return "gorgonia"
+	}
+	return fmt.Sprintf("Engine(%d)", int(e))
+}
+
+// WithEngine picks the engine (default EngineAuto).
+func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 
 // WithDType sets the element type (default Float32).
 func WithDType(d DType) Option { return func(c *config) { c.dtype = d } }
@@ -89,16 +122,20 @@ type Model struct {
 	groups     []string // parametrised layers, the units of per-layer clipping
 	numParams  int
 	exampleLen int
+	engine     Engine
 	net        network
 }
 
-// network is the dtype-specific part of a Model.
+// network is the engine- and dtype-specific part of a Model.
 type network interface {
 	params(dst []float64)
 	setParams(src []float64)
-	run(train bool, b Batch) (loss float64, correct int, err error)
-	clippedSum(mask []bool, rule clipping.Rule, dst []float64) (clipping.Stats, error)
-	sum(mask []bool, dst []float64) error
+	// clippedStep runs the training pass on b and adds the clipped sum to dst.
+	clippedStep(b Batch, rule clipping.Rule, dst []float64) (loss float64, correct int, st clipping.Stats, err error)
+	// sumStep runs the training pass on b and adds the plain gradient sum to dst.
+	sumStep(b Batch, dst []float64) (loss float64, correct int, err error)
+	// evaluate runs the forward pass on b; predictions reads its logits.
+	evaluate(b Batch) (loss float64, correct int, err error)
 	perExample(i int, dst []float64) error
 	predictions(dst []int)
 	stepped() bool
@@ -143,6 +180,26 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 			}
 		}
 	}
+	if cfg.engine < EngineAuto || cfg.engine > EngineGorgonia {
+		return nil, fmt.Errorf("%w: engine %v", ErrSpec, cfg.engine)
+	}
+	m.engine = cfg.engine
+	if m.engine != EngineGorgonia {
+		switch cfg.dtype {
+		case Float32:
+			m.net, err = newNativeNet[float32](m, plan, init)
+		case Float64:
+			m.net, err = newNativeNet[float64](m, plan, init)
+		}
+		switch {
+		case err == nil:
+			m.engine = EngineNative
+			return m, nil
+		case m.engine == EngineNative || !errors.Is(err, layers.ErrNotNative):
+			return nil, err
+		}
+	}
+	m.engine = EngineGorgonia
 	switch cfg.dtype {
 	case Float32:
 		m.net, err = newNet[float32](m, plan, init)
@@ -154,6 +211,9 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	}
 	return m, nil
 }
+
+// Engine is the engine the model runs on: EngineNative or EngineGorgonia.
+func (m *Model) Engine() Engine { return m.engine }
 
 // planLayers checks the shapes through the network and lays the parameters out.
 func planLayers(spec Spec) ([]plannedLayer, *Model, error) {

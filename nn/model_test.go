@@ -42,10 +42,10 @@ func randomInputs(rng *rand.Rand, spec Spec, batch int) ([]float32, []int) {
 }
 
 // newSoftmaxRegression is 5 inputs → 3 classes in float64, with random biases.
-func newSoftmaxRegression(t *testing.T, batch int) (*Model, Spec) {
+func newSoftmaxRegression(t *testing.T, batch int, opts ...Option) (*Model, Spec) {
 	t.Helper()
 	spec := Spec{Name: "softmax", InputShape: []int{5}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
-	m, err := New(spec, batch, WithDType(Float64), WithSeed(1))
+	m, err := New(spec, batch, append([]Option{WithDType(Float64), WithSeed(1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

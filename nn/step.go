@@ -47,13 +47,9 @@ func (m *Model) ClippedGradient(b Batch, rule clipping.Rule, dst []float64) (Ste
 	if err := m.checkLabels(b); err != nil {
 		return StepStats{}, err
 	}
-	loss, correct, err := m.net.run(true, b)
+	loss, correct, st, err := m.net.clippedStep(b, rule, dst)
 	if err != nil {
 		return StepStats{}, err
-	}
-	st, err := m.net.clippedSum(b.Mask, rule, dst)
-	if err != nil {
-		return StepStats{}, fmt.Errorf("nn: %w", err)
 	}
 	return StepStats{Loss: loss, Correct: correct, Examples: m.realRows(b.Mask), Stats: st}, nil
 }
@@ -67,12 +63,9 @@ func (m *Model) Gradient(b Batch, dst []float64) (StepStats, error) {
 	if err := m.checkLabels(b); err != nil {
 		return StepStats{}, err
 	}
-	loss, correct, err := m.net.run(true, b)
+	loss, correct, err := m.net.sumStep(b, dst)
 	if err != nil {
 		return StepStats{}, err
-	}
-	if err := m.net.sum(b.Mask, dst); err != nil {
-		return StepStats{}, fmt.Errorf("nn: %w", err)
 	}
 	return StepStats{Loss: loss, Correct: correct, Examples: m.realRows(b.Mask)}, nil
 }
@@ -96,7 +89,7 @@ func (m *Model) Evaluate(b Batch) (lossSum float64, correct int, err error) {
 	if err := m.checkLabels(b); err != nil {
 		return 0, 0, err
 	}
-	return m.net.run(false, b)
+	return m.net.evaluate(b)
 }
 
 // Predict writes the predicted class of each of the BatchSize examples in x into dst.
@@ -104,7 +97,7 @@ func (m *Model) Predict(x []float32, dst []int) error {
 	if len(dst) != m.batch {
 		return fmt.Errorf("%w: %d prediction slots for batch size %d", ErrBatch, len(dst), m.batch)
 	}
-	if _, _, err := m.net.run(false, Batch{X: x}); err != nil {
+	if _, _, err := m.net.evaluate(Batch{X: x}); err != nil {
 		return err
 	}
 	m.net.predictions(dst)

@@ -97,29 +97,34 @@ func TestTrapSoftMaxLogSoftMaxMerge(t *testing.T) {
 		t.Fatalf("LogSoftMax of (1000, 0) is %v; the row-shift trap may be fixed (want (0, −1000))", row)
 	}
 
-	// Model: no softmax node in either graph, and the loss of logits far apart is exact.
-	m, _ := newSoftmaxRegression(t, 2)
-	for _, gr := range []*graph[float64]{m.net.(*net[float64]).train, m.net.(*net[float64]).eval} {
-		for _, n := range gr.g.AllNodes() {
-			if n.Op() != nil && strings.Contains(strings.ToLower(n.Op().String()), "softmax{") {
-				t.Fatalf("graph holds Gorgonia softmax node %v", n)
+	// Model: no softmax node in either Gorgonia graph, and on both engines the loss of
+	// logits far apart is exact.
+	for _, engine := range []Engine{EngineGorgonia, EngineNative} {
+		m, _ := newSoftmaxRegression(t, 2, WithEngine(engine))
+		if engine == EngineGorgonia {
+			for _, gr := range []*graph[float64]{m.net.(*net[float64]).train, m.net.(*net[float64]).eval} {
+				for _, n := range gr.g.AllNodes() {
+					if n.Op() != nil && strings.Contains(strings.ToLower(n.Op().String()), "softmax{") {
+						t.Fatalf("graph holds Gorgonia softmax node %v", n)
+					}
+				}
 			}
 		}
-	}
-	// Weights that put logits (1000, 0, −1000) for input e₀ = (1, 0, 0, 0, 0).
-	p := make([]float64, m.NumParams())
-	p[0], p[2] = 1000, -1000
-	if err := m.SetParams(p); err != nil {
-		t.Fatal(err)
-	}
-	x := make([]float32, 10)
-	x[0], x[5] = 1, 1
-	loss, correct, err := m.Evaluate(Batch{X: x, Labels: []int{0, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if loss != 1000 || correct != 1 {
-		t.Fatalf("loss %v correct %d, want 0 + 1000 and 1", loss, correct)
+		// Weights that put logits (1000, 0, −1000) for input e₀ = (1, 0, 0, 0, 0).
+		p := make([]float64, m.NumParams())
+		p[0], p[2] = 1000, -1000
+		if err := m.SetParams(p); err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, 10)
+		x[0], x[5] = 1, 1
+		loss, correct, err := m.Evaluate(Batch{X: x, Labels: []int{0, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loss != 1000 || correct != 1 {
+			t.Fatalf("%v: loss %v correct %d, want 0 + 1000 and 1", engine, loss, correct)
+		}
 	}
 }
 
