@@ -297,8 +297,8 @@ func Load(path string) (*Checkpoint, error) {
 }
 
 // decode reads a checkpoint from r (for tests and fuzzing).
-func decode(r io.Reader) (*Checkpoint, error) {
-	f, err := checkpoint.Decode(r)
+func decode(r io.Reader, opts ...checkpoint.ReadOption) (*Checkpoint, error) {
+	f, err := checkpoint.Decode(r, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/privtrain/privtrain/nn"
+)
+
+// metricRecord is one line of the -metrics file. Values that do not exist are null: ε of
+// non-private training (∞), test metrics without a test evaluation.
+type metricRecord struct {
+	Epoch         int      `json:"epoch"`
+	Step          int      `json:"step"`
+	Loss          *float64 `json:"loss"`
+	TrainAccuracy *float64 `json:"train_accuracy"`
+	TestLoss      *float64 `json:"test_loss"`
+	TestAccuracy  *float64 `json:"test_accuracy"`
+	Epsilon       *float64 `json:"epsilon"`
+	Seconds       float64  `json:"seconds"`
+}
+
+// metricsLog writes the -metrics file and keeps the records for -plot.
+type metricsLog struct {
+	f       *os.File
+	records []metricRecord
+}
+
+// openMetrics creates the metrics file (path "" keeps the records in memory only). A
+// resumed run appends to an existing file and reads its earlier records back, so that
+// the file and the plot cover the whole run.
+func openMetrics(path string, resumed bool) (*metricsLog, error) {
+	l := &metricsLog{}
+	if path == "" {
+		return l, nil
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if resumed {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		old, err := os.Open(path)
+		switch {
+		case err == nil:
+			sc := bufio.NewScanner(old)
+			for line := 1; sc.Scan(); line++ {
+				var r metricRecord
+				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+					old.Close()
+					return nil, fmt.Errorf("-metrics %s: line %d: %v", path, line, err)
+				}
+				l.records = append(l.records, r)
+			}
+			old.Close()
+			if err := sc.Err(); err != nil {
+				return nil, fmt.Errorf("-metrics %s: %w", path, err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("-metrics %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, usagef("-metrics %s: %v", path, err)
+	}
+	l.f = f
+	return l, nil
+}
+
+func (l *metricsLog) write(m nn.EpochMetrics) error {
+	r := metricRecord{
+		Epoch: m.Epoch, Step: m.Step, Loss: finiteOrNil(m.TrainLoss),
+		TrainAccuracy: finiteOrNil(m.TrainAccuracy), TestLoss: finiteOrNil(m.TestLoss),
+		TestAccuracy: finiteOrNil(m.TestAccuracy), Epsilon: finiteOrNil(m.Epsilon), Seconds: m.Seconds,
+	}
+	l.records = append(l.records, r)
+	if l.f == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = l.f.Write(append(b, '\n'))
+	return err
+}
+
+func (l *metricsLog) close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

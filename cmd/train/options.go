@@ -1,0 +1,288 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
+)
+
+// The defaults of a run with no flags: DP-SGD on the MNIST CNN on the embedded sample at
+// ε = 3, δ = 1e-5. They were tuned for test accuracy within a few minutes on two cores
+// (see the README's tuning table); defaultEpochs is the knob that sets the run time.
+const (
+	defaultEpochs        = 30
+	defaultBatch         = 256
+	defaultPhysicalBatch = 64
+	defaultClip          = 1.0
+	defaultActivation    = "tanh"
+	defaultEpsilon       = 3.0
+	defaultDelta         = 1e-5
+	defaultLSSigma       = 1.0
+	defaultHeavyMomentum = 0.9 // dp-hb and dp-nag when -momentum is not given
+)
+
+// defaultLR is the learning rate of each optimizer when -lr is not given.
+var defaultLR = map[string]float64{
+	"sgd":       0.5,
+	"adam":      1e-3,
+	"dp-sgd":    2,
+	"dp-adam":   2e-3,
+	"dp-lssgd":  2,
+	"dp-lsadam": 2e-3,
+	"adp-sgd":   8,
+	"dp-hb":     0.2,
+	"dp-nag":    0.2,
+}
+
+var (
+	modelNames     = []string{"logreg", "cnn", "cifar-cnn"}
+	optimizerNames = []string{"sgd", "adam", "dp-sgd", "dp-adam", "dp-lssgd", "dp-lsadam", "adp-sgd", "dp-hb", "dp-nag"}
+	datasetNames   = []string{"mnist", "fashion-mnist", "cifar10"}
+)
+
+// options are the parsed flags.
+type options struct {
+	model, activation      string
+	dataset, data          string
+	optimizer              string
+	lr                     float64
+	lrSchedule             string
+	momentum               float64
+	batch, physicalBatch   int
+	epochs                 int
+	clip                   float64
+	clipping               string
+	noise, epsilon, delta  float64
+	lsSigma                float64
+	sampling               string
+	seed                   uint64
+	float64                bool
+	checkpoint, resume     string
+	checkpointEvery        int
+	metrics, plot          string
+	json                   bool
+	set                    map[string]bool // flags given on the command line
+	fromCheckpoint         []string        // flags taken from the resumed checkpoint
+	seedFromCheckpoint     bool
+	privacyFromCheckpoint  bool
+	physicalBatchDefaulted bool
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
+	fs.StringVar(&o.model, "model", "cnn", "network: logreg | cnn (the MNIST CNN) | cifar-cnn (chosen when -dataset cifar10 comes without -model)")
+	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs: relu | tanh")
+	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10")
+	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10: required)")
+	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", "optimizer: "+strings.Join(optimizerNames, " | ")+" (sgd and adam are not private)")
+	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
+	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
+	fs.Float64Var(&o.momentum, "momentum", 0, fmt.Sprintf("momentum in [0, 1): sgd, dp-sgd, dp-lssgd: heavy-ball momentum (default 0); dp-hb, dp-nag: β (default %g)", defaultHeavyMomentum))
+	fs.IntVar(&o.batch, "batch", defaultBatch, "expected logical batch size b; Poisson sampling includes each example with q = b/n")
+	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call, at most -batch unless given; larger logical batches run in chunks, padding rows are masked")
+	fs.IntVar(&o.epochs, "epochs", defaultEpochs, "epochs of ⌈n/b⌉ steps each")
+	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound)")
+	fs.StringVar(&o.clipping, "clipping", "flat", "clipping: flat (whole gradient) | per-layer (each layer to C/√layers)")
+	fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z (noise std z·C); the ε of the plan is reported (default: calibrated for -epsilon)")
+	fs.Float64Var(&o.epsilon, "epsilon", defaultEpsilon, "target ε: the noise multiplier is calibrated so that the whole plan spends at most ε")
+	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
+	fs.Float64Var(&o.lsSigma, "ls-sigma", defaultLSSigma, "Laplacian smoothing σ of dp-lssgd and dp-lsadam")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: crypto/rand)")
+	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
+	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it")
+	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds)")
+	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
+	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	return fs
+}
+
+func lrDefaults() string {
+	var parts []string
+	for _, name := range optimizerNames {
+		parts = append(parts, fmt.Sprintf("%s %g", name, defaultLR[name]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// usageError is bad command-line input; its one-line message names the flag.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+func oneOf(flagName, v string, allowed []string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return usagef("-%s %q: unknown (want %s)", flagName, v, strings.Join(allowed, ", "))
+}
+
+func private(optimizer string) bool { return optimizer != "sgd" && optimizer != "adam" }
+
+// validate checks the flags that need no data; resolve has filled the defaults that depend
+// on other flags.
+func (o *options) validate() error {
+	if err := oneOf("model", o.model, modelNames); err != nil {
+		return err
+	}
+	if err := oneOf("activation", o.activation, []string{"relu", "tanh"}); err != nil {
+		return err
+	}
+	if err := oneOf("dataset", o.dataset, datasetNames); err != nil {
+		return err
+	}
+	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {
+		return err
+	}
+	if err := oneOf("clipping", o.clipping, []string{"flat", "per-layer"}); err != nil {
+		return err
+	}
+	if err := oneOf("sampling", o.sampling, []string{"poisson", "shuffle"}); err != nil {
+		return err
+	}
+	want := []int{1, 28, 28}
+	if o.dataset == "cifar10" {
+		want = []int{3, 32, 32}
+	}
+	if (o.model == "cifar-cnn") != (o.dataset == "cifar10") {
+		m := map[string]string{"logreg": "1×28×28", "cnn": "1×28×28", "cifar-cnn": "3×32×32"}[o.model]
+		hint := "-model cifar-cnn"
+		if o.dataset != "cifar10" {
+			hint = "-model cnn or logreg"
+		}
+		return usagef("-model %s expects %s images, but -dataset %s has %d×%d×%d (use %s)", o.model, m, o.dataset, want[0], want[1], want[2], hint)
+	}
+	if !(o.lr > 0) || math.IsInf(o.lr, 0) {
+		return usagef("-lr %v: want a finite learning rate > 0", o.lr)
+	}
+	if !(o.momentum >= 0 && o.momentum < 1) {
+		return usagef("-momentum %v: want a value in [0, 1)", o.momentum)
+	}
+	if o.set["momentum"] && (o.optimizer == "adam" || o.optimizer == "dp-adam" || o.optimizer == "dp-lsadam" || o.optimizer == "adp-sgd") {
+		return usagef("-momentum applies to sgd, dp-sgd, dp-lssgd, dp-hb and dp-nag, not %s", o.optimizer)
+	}
+	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
+		return err
+	}
+	if o.optimizer == "adp-sgd" && o.lrSchedule != "constant" {
+		return usagef("-lr-schedule %s: adp-sgd has its own step size lr/√(20+t); leave -lr-schedule at constant", o.lrSchedule)
+	}
+	if o.batch < 1 {
+		return usagef("-batch %d: want ≥ 1", o.batch)
+	}
+	if o.physicalBatch < 1 {
+		return usagef("-physical-batch %d: want ≥ 1", o.physicalBatch)
+	}
+	if o.epochs < 1 {
+		return usagef("-epochs %d: want ≥ 1", o.epochs)
+	}
+	if o.checkpointEvery < 0 {
+		return usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)
+	}
+	if o.checkpointEvery > 0 && o.checkpoint == "" {
+		return usagef("-checkpoint-every needs -checkpoint FILE")
+	}
+	if o.set["ls-sigma"] && o.optimizer != "dp-lssgd" && o.optimizer != "dp-lsadam" {
+		return usagef("-ls-sigma applies to dp-lssgd and dp-lsadam, not %s", o.optimizer)
+	}
+	if !(o.lsSigma >= 0) || math.IsInf(o.lsSigma, 0) {
+		return usagef("-ls-sigma %v: want a finite σ ≥ 0", o.lsSigma)
+	}
+	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
+		return usagef("-plot %s: want a .png file name", o.plot)
+	}
+	if !private(o.optimizer) {
+		for _, f := range []string{"epsilon", "noise", "clip", "clipping", "delta"} {
+			if o.set[f] {
+				return usagef("-%s: optimizer %s is not private (no clipping, no noise, ε = ∞); use dp-%s for private training", f, o.optimizer, o.optimizer)
+			}
+		}
+		return nil
+	}
+	if o.set["noise"] && o.set["epsilon"] {
+		return usagef("-noise and -epsilon: give one (-noise z reports the ε it spends; -epsilon ε calibrates z)")
+	}
+	if !(o.clip > 0) || math.IsInf(o.clip, 0) {
+		return usagef("-clip %v: want a finite clipping norm > 0", o.clip)
+	}
+	if !(o.delta > 0 && o.delta < 1) {
+		return usagef("-delta %v: want δ in (0, 1)", o.delta)
+	}
+	if o.set["noise"] && (!(o.noise > 0) || math.IsInf(o.noise, 0)) {
+		return usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
+	}
+	if !o.set["noise"] && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
+		return usagef("-epsilon %v: want a finite ε > 0", o.epsilon)
+	}
+	return nil
+}
+
+// parseSchedule turns -lr-schedule into a dpoptim schedule with initial rate lr.
+func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
+	name, args, _ := strings.Cut(s, ":")
+	bad := func(why string) error {
+		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time or inverse-sqrt[:A:C])", s, why)
+	}
+	nums := func(want int) ([]float64, error) {
+		parts := strings.Split(args, ":")
+		if args == "" || len(parts) != want {
+			return nil, bad(fmt.Sprintf("%s takes %d numbers", name, want))
+		}
+		v := make([]float64, want)
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(p, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, bad(fmt.Sprintf("%q is not a number", p))
+			}
+			v[i] = x
+		}
+		return v, nil
+	}
+	switch name {
+	case "constant":
+		if args != "" {
+			return nil, bad("constant takes no numbers")
+		}
+		return dpoptim.Constant(lr), nil
+	case "step":
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if v[0] < 0 || v[0] != math.Trunc(v[0]) || v[0] > math.MaxInt32 || !(v[1] >= 0) {
+			return nil, bad("AT must be a step number ≥ 0 and FACTOR ≥ 0")
+		}
+		return dpoptim.StepDecay{Initial: lr, At: int(v[0]), Factor: v[1]}, nil
+	case "inverse-time":
+		if args != "" {
+			return nil, bad("inverse-time takes no numbers")
+		}
+		return dpoptim.InverseTime{A: lr}, nil
+	case "inverse-sqrt":
+		if args == "" {
+			return dpoptim.InverseSqrt{Eta: lr, A: 1, C: 1}, nil
+		}
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] > 0) || !(v[1] >= 0) {
+			return nil, bad("A must be > 0 and C ≥ 0")
+		}
+		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
+	}
+	return nil, bad("unknown schedule")
+}

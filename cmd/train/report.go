@@ -1,0 +1,297 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/nn"
+)
+
+// plainEvery is how often a long epoch prints a progress line when stderr is not a
+// terminal.
+const plainEvery = 30 * time.Second
+
+// reporter writes the plan and the progress to stderr: a progress bar per epoch on a
+// terminal, plain lines otherwise.
+type reporter struct {
+	w         io.Writer
+	tty       bool
+	bar       *progressbar.ProgressBar
+	lastPlain time.Time
+}
+
+func newReporter(w io.Writer) *reporter {
+	r := &reporter{w: w, lastPlain: time.Now()}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		r.tty = true
+	}
+	return r
+}
+
+// header prints what is about to happen, before the first step.
+func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Dataset, dataName string) {
+	m, p := t.Model(), t.Plan()
+	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
+		t.Optimizer().Name(), m.Name(), thousands(m.NumParams()), m.DType(), dataName,
+		thousands(train.Len()), thousands(test.Len()), shapeString(train.Shape()))
+	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
+		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
+	if p.Private {
+		how := fmt.Sprintf("noise multiplier z = %.5g (given)", p.NoiseMultiplier)
+		if p.Calibrated {
+			how = fmt.Sprintf("target ε = %g → noise multiplier z = %.5g (calibrated)", p.TargetEpsilon, p.NoiseMultiplier)
+		}
+		fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (RDP, optimal order %g)\n",
+			how, p.ClipRule, p.Spent.Epsilon, p.Delta, p.Spent.Order)
+		fmt.Fprintf(r.w, "noise: %s\n", noiseDescription(t.Noise()))
+	} else {
+		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
+	}
+	if s := t.Steps(); s > 0 {
+		spent, _ := t.Spent()
+		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (epoch %d), ε spent so far %s\n", o.resume, s, p.Steps, s/p.StepsPerEpoch, epsString(spent.Epsilon))
+	}
+	if len(o.fromCheckpoint) > 0 {
+		fmt.Fprintf(r.w, "resumed: settings from the checkpoint: %s\n", strings.Join(o.fromCheckpoint, ", "))
+	}
+	for _, w := range p.Warnings() {
+		fmt.Fprintf(r.w, "warning: %s\n", w)
+	}
+}
+
+func (r *reporter) step(p nn.StepProgress) {
+	desc := fmt.Sprintf("epoch %d/%d  loss %.3f  ε %s", p.Epoch, (p.TotalSteps+p.StepsPerEpoch-1)/p.StepsPerEpoch, p.Loss, epsString(p.Epsilon))
+	if !r.tty {
+		if time.Since(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
+			fmt.Fprintf(r.w, "%s  step %d/%d\n", desc, p.Step, p.StepsPerEpoch)
+			r.lastPlain = time.Now()
+		}
+		return
+	}
+	if r.bar == nil {
+		r.bar = progressbar.NewOptions(p.StepsPerEpoch,
+			progressbar.OptionSetWriter(r.w),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionClearOnFinish(), // the epoch's summary line replaces it
+		)
+		_ = r.bar.Set(p.Step - 1) // a resumed epoch starts part-way
+	}
+	r.bar.Describe(desc)
+	_ = r.bar.Add(1)
+}
+
+// finishBar leaves an unfinished epoch's bar (an interrupted run) on its own line.
+func (r *reporter) finishBar() {
+	if r.bar != nil {
+		_ = r.bar.Exit()
+		fmt.Fprintln(r.w)
+		r.bar = nil
+	}
+}
+
+func (r *reporter) epoch(m nn.EpochMetrics, p nn.Plan) {
+	if r.bar != nil {
+		_ = r.bar.Finish()
+		r.bar = nil
+	}
+	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s\n",
+		len(fmt.Sprint(p.Epochs)), m.Epoch, p.Epochs, len(fmt.Sprint(p.Steps)), m.Step,
+		m.TrainLoss, percent(m.TrainAccuracy), percent(m.TestAccuracy), epsString(m.Epsilon),
+		(time.Duration(m.Seconds*10) * time.Second / 10).String())
+	r.lastPlain = time.Now()
+}
+
+func percent(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f%%", 100*v)
+}
+
+func epsString(eps float64) string {
+	if math.IsInf(eps, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.3f", eps)
+}
+
+func samplingName(s nn.Sampling) string {
+	if s == nn.Poisson {
+		return "Poisson"
+	}
+	return "shuffled fixed-size"
+}
+
+func noiseDescription(noise string) string {
+	switch {
+	case noise == "secure":
+		return "secure (ChaCha8 seeded from crypto/rand)"
+	case strings.HasPrefix(noise, "seeded"):
+		return noise + ": reproducible, NOT private against anyone who knows the seed"
+	}
+	return noise
+}
+
+func lrString(o *options) string {
+	if o.optimizer == "adp-sgd" {
+		return fmt.Sprintf("step size %g/√(20+t)", o.lr)
+	}
+	s := fmt.Sprintf("lr %g (%s)", o.lr, o.lrSchedule)
+	if o.momentum > 0 {
+		s += fmt.Sprintf(", momentum %g", o.momentum)
+	}
+	return s
+}
+
+func shapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, s := range shape {
+		parts[i] = fmt.Sprint(s)
+	}
+	return strings.Join(parts, "×")
+}
+
+// thousands formats n with commas: 26,010.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// summary is the final report; its JSON form is what -json prints.
+type summary struct {
+	TestAccuracy      *float64 `json:"test_accuracy"`
+	TestLoss          *float64 `json:"test_loss"`
+	Private           bool     `json:"private"`
+	Epsilon           *float64 `json:"epsilon"` // null: not private (ε = ∞)
+	Delta             float64  `json:"delta"`
+	RDPOrder          float64  `json:"rdp_order,omitempty"`
+	Accountant        string   `json:"accountant"`
+	TargetEpsilon     float64  `json:"target_epsilon,omitempty"`
+	NoiseMultiplier   float64  `json:"noise_multiplier"`
+	Calibrated        bool     `json:"noise_calibrated"`
+	Clip              float64  `json:"clip,omitempty"`
+	Clipping          string   `json:"clipping,omitempty"`
+	Noise             string   `json:"noise"`
+	Sampling          string   `json:"sampling"`
+	SampleRate        float64  `json:"sample_rate"`
+	Batch             int      `json:"batch"`
+	PhysicalBatch     int      `json:"physical_batch"`
+	Steps             int      `json:"steps"`
+	Epochs            int      `json:"epochs"`
+	Model             string   `json:"model"`
+	Parameters        int      `json:"parameters"`
+	Optimizer         string   `json:"optimizer"`
+	LearningRate      float64  `json:"learning_rate"`
+	Dataset           string   `json:"dataset"`
+	TrainExamples     int      `json:"train_examples"`
+	TestExamples      int      `json:"test_examples"`
+	WallSeconds       float64  `json:"wall_seconds"`
+	TrainSeconds      float64  `json:"train_seconds"`
+	ExamplesPerSecond float64  `json:"examples_per_second"`
+}
+
+func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
+	p := t.Plan()
+	s := &summary{
+		TestAccuracy:    finiteOrNil(res.TestAccuracy),
+		TestLoss:        finiteOrNil(res.TestLoss),
+		Private:         p.Private,
+		Epsilon:         finiteOrNil(res.Spent.Epsilon),
+		Delta:           p.Delta,
+		TargetEpsilon:   p.TargetEpsilon,
+		NoiseMultiplier: p.NoiseMultiplier,
+		Calibrated:      p.Calibrated,
+		Clip:            p.Clip,
+		Clipping:        p.ClipRule,
+		Noise:           t.Noise(),
+		Sampling:        p.Sampling.String(),
+		SampleRate:      p.SampleRate,
+		Batch:           p.BatchSize,
+		PhysicalBatch:   p.PhysicalBatch,
+		Steps:           res.Steps,
+		Epochs:          res.Epochs,
+		Model:           t.Model().Name(),
+		Parameters:      t.Model().NumParams(),
+		Optimizer:       t.Optimizer().Name(),
+		LearningRate:    o.lr,
+		Dataset:         dataName,
+		TrainExamples:   train.Len(),
+		TestExamples:    test.Len(),
+		WallSeconds:     wall.Seconds(),
+		TrainSeconds:    res.Elapsed.Seconds(),
+	}
+	if p.Private {
+		s.RDPOrder = res.Spent.Order
+		s.Accountant = "rdp/" + t.Ledger().Conversion().String()
+	} else {
+		s.Accountant = "none"
+	}
+	if res.Elapsed > 0 {
+		s.ExamplesPerSecond = float64(res.Examples) / res.Elapsed.Seconds()
+	}
+	return s
+}
+
+func finiteOrNil(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func (s *summary) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(s)
+}
+
+func (s *summary) writeText(w io.Writer) {
+	acc := "– (no evaluation ran)"
+	if s.TestAccuracy != nil {
+		acc = fmt.Sprintf("%.2f%% on %s test examples (loss %.4f)", 100**s.TestAccuracy, thousands(s.TestExamples), *s.TestLoss)
+	}
+	fmt.Fprintf(w, "test accuracy   %s\n", acc)
+	if s.Private {
+		conv := map[string]string{"rdp/balle": "Balle et al. 2020 conversion", "rdp/classic": "classic conversion"}[s.Accountant]
+		fmt.Fprintf(w, "privacy         (ε = %.4f, δ = %g) by the RDP accountant (%s), optimal order %g\n", *s.Epsilon, s.Delta, conv, s.RDPOrder)
+		how := "given"
+		if s.Calibrated {
+			how = fmt.Sprintf("calibrated for ε = %g", s.TargetEpsilon)
+		}
+		fmt.Fprintf(w, "noise           multiplier z = %.5g (%s), clip %s\n", s.NoiseMultiplier, how, s.Clipping)
+		fmt.Fprintf(w, "noise source    %s\n", noiseDescription(s.Noise))
+	} else {
+		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)
+	}
+	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, thousands(s.TrainExamples), s.Steps, s.Epochs)
+	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, thousands(s.Parameters), s.Optimizer)
+	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), thousands(int(math.Round(s.ExamplesPerSecond))))
+}
+
+func mustSampling(s string) nn.Sampling {
+	v, _ := nn.ParseSampling(s)
+	return v
+}
+
+func roundDuration(sec float64) string {
+	return (time.Duration(sec*10) * time.Second / 10).String()
+}

@@ -1,0 +1,471 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/cifar"
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/models"
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/smoothing"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // training or writing an output failed
+	exitUsage       = 2   // bad command line
+	exitInterrupted = 130 // stopped by Ctrl-C (128 + SIGINT, as shells report it)
+)
+
+const usageHeader = `usage: train [flags]
+
+Trains a network with differential privacy and reports test accuracy and (ε, δ).
+With no flags: DP-SGD on the MNIST CNN, on the MNIST sample built into the binary
+(8,000 train / 2,000 test digits), ε = 3, δ = 1e-5.
+
+Flags:
+`
+
+// run executes the command line args and returns the exit status. Progress and the plan go
+// to stderr, the final summary to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
+	o := &options{}
+	flags := newFlagSet(o)
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, flags)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "train: %s (see train -help)\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "train: unexpected argument %q (flags only; see train -help)\n", flags.Arg(0))
+		return exitUsage
+	}
+	o.set = map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+
+	code, err := train(ctx, o, flags, start, stdout, stderr)
+	if err != nil {
+		var ue *usageError
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "train: %s\n", oneLine(ue.msg))
+			return exitUsage
+		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable):
+			fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
+		return exitFailure
+	}
+	return code
+}
+
+func printUsage(w io.Writer, flags *flag.FlagSet) {
+	fmt.Fprint(w, usageHeader)
+	flags.SetOutput(w)
+	flags.PrintDefaults()
+	flags.SetOutput(io.Discard)
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// run state shared by the callbacks.
+type session struct {
+	o       *options
+	trainer *nn.Trainer
+	out     *reporter
+	metrics *metricsLog
+	// savedStep is the step of the last checkpoint written (−1: none).
+	savedStep int
+}
+
+func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
+	var ck *nn.Checkpoint
+	if o.resume != "" {
+		var err error
+		if ck, err = nn.Load(o.resume); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return 0, usagef("-resume %s: no such file", o.resume)
+			}
+			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+		}
+		if err := o.applyCheckpoint(ck, flags); err != nil {
+			return 0, err
+		}
+	}
+	o.resolve()
+	if err := o.validate(); err != nil {
+		return 0, err
+	}
+	trainSet, testSet, dataName, err := loadData(o)
+	if err != nil {
+		return 0, err
+	}
+	if o.batch > trainSet.Len() {
+		return 0, usagef("-batch %d is larger than the training set (%d examples)", o.batch, trainSet.Len())
+	}
+	if o.physicalBatchDefaulted {
+		o.physicalBatch = min(o.physicalBatch, o.batch)
+	}
+	m, err := buildModel(o)
+	if err != nil {
+		return 0, err
+	}
+	rule, err := buildRule(o)
+	if err != nil {
+		return 0, err
+	}
+	cfg := nn.TrainerConfig{
+		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
+		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(),
+	}
+	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
+	if o.set["seed"] || o.seedFromCheckpoint {
+		seed := o.seed
+		cfg.Seed = &seed
+	}
+	if private(o.optimizer) {
+		if cfg.Privacy, err = buildPrivacy(o, m); err != nil {
+			return 0, err
+		}
+	}
+	s := &session{o: o, out: newReporter(stderr), savedStep: -1}
+	cfg.OnStep = s.onStep
+	cfg.OnEpoch = s.onEpoch
+	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
+		if errors.Is(err, nn.ErrTrainConfig) {
+			return 0, usagef("%v", err)
+		}
+		return 0, err
+	}
+	if ck != nil {
+		if err := s.trainer.Restore(ck); err != nil {
+			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+		}
+	}
+	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
+		return 0, err
+	}
+	defer s.metrics.close()
+	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+
+	res, runErr := s.trainer.Run(ctx)
+	s.out.finishBar()
+	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	if runErr != nil && !interrupted {
+		return 0, runErr
+	}
+	if o.checkpoint != "" && s.savedStep != res.Steps {
+		// onEpoch saved every epoch end; save the state they did not cover (an interrupted
+		// epoch, or a resumed run with nothing left to do).
+		if err := s.save(); err != nil {
+			return 0, err
+		}
+	}
+	if o.plot != "" {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan()); err != nil {
+			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
+		}
+	}
+	if err := s.metrics.close(); err != nil {
+		return 0, fmt.Errorf("-metrics %s: %w", o.metrics, err)
+	}
+	if interrupted {
+		where := fmt.Sprintf("interrupted after step %d of %d (epoch %d of %d)", res.Steps, s.trainer.Plan().Steps, res.Steps/s.trainer.Plan().StepsPerEpoch, s.trainer.Plan().Epochs)
+		if o.checkpoint != "" {
+			fmt.Fprintf(stderr, "train: %s; checkpoint written to %s; continue with: train -resume %s -checkpoint %s\n", where, o.checkpoint, o.checkpoint, o.checkpoint)
+		} else {
+			fmt.Fprintf(stderr, "train: %s; no checkpoint written (use -checkpoint FILE to be able to resume)\n", where)
+		}
+		return exitInterrupted, nil
+	}
+	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
+	if o.json {
+		if err := sum.writeJSON(stdout); err != nil {
+			return 0, err
+		}
+	} else {
+		sum.writeText(stdout)
+	}
+	return exitOK, nil
+}
+
+func (s *session) save() error {
+	c, err := s.trainer.Checkpoint()
+	if err != nil {
+		return err
+	}
+	if err := nn.Save(s.o.checkpoint, c); err != nil {
+		return fmt.Errorf("-checkpoint %s: %w", s.o.checkpoint, err)
+	}
+	s.savedStep = c.Step
+	return nil
+}
+
+// stepHook, when set by a test, runs after every step (to interrupt a run at a chosen
+// step). It must be nil outside tests.
+var stepHook func(nn.StepProgress)
+
+func (s *session) onStep(p nn.StepProgress) error {
+	s.out.step(p)
+	if stepHook != nil {
+		stepHook(p)
+	}
+	if s.o.checkpointEvery > 0 && p.GlobalStep%s.o.checkpointEvery == 0 && p.Step != p.StepsPerEpoch {
+		return s.save()
+	}
+	return nil
+}
+
+func (s *session) onEpoch(m nn.EpochMetrics) error {
+	s.out.epoch(m, s.trainer.Plan())
+	if err := s.metrics.write(m); err != nil {
+		return fmt.Errorf("-metrics %s: %w", s.o.metrics, err)
+	}
+	if s.o.checkpoint != "" {
+		return s.save()
+	}
+	return nil
+}
+
+// resolve fills the defaults that depend on other flags.
+func (o *options) resolve() {
+	if o.dataset == "cifar10" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		o.model = "cifar-cnn"
+	}
+	if !o.set["lr"] && !contains(o.fromCheckpoint, "lr") {
+		o.lr = defaultLR[o.optimizer]
+	}
+	if !o.set["momentum"] && !contains(o.fromCheckpoint, "momentum") && (o.optimizer == "dp-hb" || o.optimizer == "dp-nag") {
+		o.momentum = defaultHeavyMomentum
+	}
+	o.physicalBatchDefaulted = !o.set["physical-batch"] && !contains(o.fromCheckpoint, "physical-batch")
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// settings are the flags that define a run: a resumed run must have the same.
+func (o *options) settings() map[string]string {
+	s := map[string]string{
+		"model":       o.model,
+		"dataset":     o.dataset,
+		"optimizer":   o.optimizer,
+		"lr":          strconv.FormatFloat(o.lr, 'g', -1, 64),
+		"lr-schedule": o.lrSchedule,
+		"batch":       strconv.Itoa(o.batch),
+		"sampling":    o.sampling,
+		"float64":     strconv.FormatBool(o.float64),
+	}
+	if o.model != "logreg" {
+		s["activation"] = o.activation
+	}
+	switch o.optimizer {
+	case "sgd", "dp-sgd", "dp-lssgd", "dp-hb", "dp-nag":
+		s["momentum"] = strconv.FormatFloat(o.momentum, 'g', -1, 64)
+	}
+	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
+		s["ls-sigma"] = strconv.FormatFloat(o.lsSigma, 'g', -1, 64)
+	}
+	if private(o.optimizer) {
+		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
+		s["clipping"] = o.clipping
+		s["delta"] = strconv.FormatFloat(o.delta, 'g', -1, 64)
+	}
+	return s
+}
+
+// applyCheckpoint takes the flags not given on the command line from the checkpoint of
+// the run being resumed, so that "train -resume FILE" alone continues it.
+func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
+	for name, value := range c.Settings {
+		if o.set[name] || flags.Lookup(name) == nil {
+			continue
+		}
+		if err := flags.Set(name, value); err != nil {
+			return fmt.Errorf("-resume %s: setting %s=%q: %w", o.resume, name, value, err)
+		}
+		o.fromCheckpoint = append(o.fromCheckpoint, name)
+	}
+	if !o.set["epochs"] {
+		o.epochs = c.Plan.Epochs
+		o.fromCheckpoint = append(o.fromCheckpoint, "epochs")
+	}
+	if !o.set["physical-batch"] {
+		o.physicalBatch = c.Plan.PhysicalBatch
+		o.fromCheckpoint = append(o.fromCheckpoint, "physical-batch")
+	}
+	if !o.set["seed"] && c.Seeded {
+		o.seed, o.seedFromCheckpoint = c.Seed, true
+	}
+	if c.Plan.Private && !o.set["noise"] && !o.set["epsilon"] {
+		o.privacyFromCheckpoint = true
+		if c.Plan.Calibrated {
+			o.epsilon = c.Plan.TargetEpsilon
+		} else {
+			o.noise = c.Plan.NoiseMultiplier
+			o.set["noise"] = true
+		}
+	}
+	return nil
+}
+
+// loadData reads the training and test sets named by -dataset and -data.
+func loadData(o *options) (train, test datasets.Dataset, name string, err error) {
+	missing := func(dir, how string) error {
+		if _, err := os.Stat(dir); err != nil {
+			return usagef("-data %s: %s; %s", dir, statReason(err), how)
+		}
+		return nil
+	}
+	var tr, te *datasets.Images
+	switch o.dataset {
+	case "mnist":
+		if o.data == "" {
+			tr, te, err = mnist.Embedded()
+			return tr, te, "mnist-embedded", err
+		}
+		if err := missing(o.data, "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = mnist.Load(o.data)
+		name = "mnist"
+	case "fashion-mnist":
+		dir := o.data
+		if dir == "" {
+			dir = mnist.DebianFashionDir
+		}
+		if err := missing(dir, "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = mnist.LoadFashion(dir)
+		name = "fashion-mnist"
+	case "cifar10":
+		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
+		if o.data == "" {
+			return nil, nil, "", usagef("-dataset cifar10 needs -data PATH: %s", how)
+		}
+		if err := missing(o.data, how); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = cifar.Load10(o.data)
+		name = "cifar10"
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, "", usagef("-data %s: %v", o.data, err)
+		}
+		return nil, nil, "", fmt.Errorf("-data %s: %w", o.data, err)
+	}
+	return tr, te, name, nil
+}
+
+func statReason(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file or directory"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func buildModel(o *options) (*nn.Model, error) {
+	act := models.ReLU
+	if o.activation == "tanh" {
+		act = models.Tanh
+	}
+	var spec nn.Spec
+	switch o.model {
+	case "logreg":
+		spec = models.LogisticRegression()
+	case "cnn":
+		spec = models.MNISTCNN(act)
+	case "cifar-cnn":
+		spec = models.CIFAR10CNN(act)
+	}
+	var opts []nn.Option
+	if o.float64 {
+		opts = append(opts, nn.WithDType(nn.Float64))
+	}
+	if o.set["seed"] || o.seedFromCheckpoint {
+		opts = append(opts, nn.WithSeed(o.seed))
+	}
+	return nn.New(spec, o.physicalBatch, opts...)
+}
+
+func buildRule(o *options) (dpoptim.Rule, error) {
+	sched, err := parseSchedule(o.lrSchedule, o.lr)
+	if err != nil {
+		return nil, err
+	}
+	switch o.optimizer {
+	case "sgd", "dp-sgd", "dp-lssgd":
+		r := dpoptim.NewSGD(sched)
+		r.Momentum = o.momentum
+		return r, nil
+	case "adam", "dp-adam", "dp-lsadam":
+		return dpoptim.NewAdam(sched), nil
+	case "adp-sgd":
+		// The ADP-SGD paper's experiments: η_t = lr/√(20 + t), noise matched to it.
+		return dpoptim.NewADPPolynomial(o.lr, 19, 1), nil
+	case "dp-hb":
+		return dpoptim.NewHeavyBall(sched, o.momentum), nil
+	case "dp-nag":
+		return dpoptim.NewNesterov(sched, o.momentum), nil
+	}
+	return nil, usagef("-optimizer %q: unknown", o.optimizer)
+}
+
+func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
+	p := &nn.Privacy{Delta: o.delta}
+	switch o.clipping {
+	case "flat":
+		p.Clip = clipping.Flat{C: o.clip}
+	case "per-layer":
+		p.Clip = clipping.PerLayerEqual(o.clip, len(m.ParamLayers()))
+	}
+	if o.set["noise"] {
+		p.NoiseMultiplier = o.noise
+	} else {
+		p.TargetEpsilon = o.epsilon
+	}
+	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
+		var layout []smoothing.Tensor
+		for _, t := range m.Layout() {
+			layout = append(layout, smoothing.Tensor{Name: t.Name, Shape: t.Shape})
+		}
+		lap, err := smoothing.NewLaplacian[float64](o.lsSigma, layout)
+		if err != nil {
+			return nil, usagef("-ls-sigma %v: %v", o.lsSigma, err)
+		}
+		p.Smoother = lap
+	}
+	return p, nil
+}
