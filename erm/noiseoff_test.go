@@ -39,15 +39,19 @@ func TestNoiseOffReachesOptimum(t *testing.T) {
 		{"DP-GD (PL)", logit, &GDPL{Epsilon: inf, Iterations: 400}},
 		{"DP-SVRG", logit, &SVRG{Epsilon: inf, Epochs: 30}},
 		{"DP-SVRG prox", lasso, &SVRG{Epsilon: inf, Epochs: 30}},
+		{"DP-SVRG prox shuffled", lasso, &SVRG{Epsilon: inf, Epochs: 30, Sampling: Shuffled}},
 		{"DP-SVRG++ prox", weak, &SVRGPlusPlus{Epsilon: inf, Epochs: 14}},
 		{"DP-AccMD", ball, &AccMD{Epsilon: inf, Iterations: 3000}},
 		{"DP-SCD logistic", logit, &SCD{Epsilon: inf, Epochs: 40, BatchSize: 10}},
 		{"DP-SCD ridge", ridge, &SCD{Epsilon: inf, Epochs: 40, BatchSize: 10}},
 		// On the hinge dual the σ' = L steps converge only sublinearly for
-		// L > 1 (6e-7 after 800 epochs at L = 10); L = 1 is SDCA, linear.
-		{"DP-SCD hinge", svm, &SCD{Epsilon: inf, Epochs: 100, BatchSize: 1}},
+		// L > 1 (6e-7 after 800 epochs at L = 10); L = 1 is SDCA, linear
+		// (a little slower with Poisson batches, whose size varies).
+		{"DP-SCD hinge", svm, &SCD{Epsilon: inf, Epochs: 300, BatchSize: 1}},
+		{"DP-SCD hinge shuffled", svm, &SCD{Epsilon: inf, Epochs: 100, BatchSize: 1, Sampling: Shuffled}},
+		{"DP-SCD logistic shuffled", logit, &SCD{Epsilon: inf, Epochs: 40, BatchSize: 10, Sampling: Shuffled}},
 		{"seqDP-SCD logistic", logit, &SequentialSCD{Epsilon: inf, Epochs: 40, BatchSize: 10}},
-		{"seqDP-SCD hinge", svm, &SequentialSCD{Epsilon: inf, Epochs: 100, BatchSize: 10}},
+		{"seqDP-SCD hinge", svm, &SequentialSCD{Epsilon: inf, Epochs: 300, BatchSize: 10}},
 		{"primalDP-SCD logistic", logit, &PrimalSCD{Epsilon: inf, Epochs: 60, BatchSize: 1}},
 		{"primalDP-SCD ridge", ridge, &PrimalSCD{Epsilon: inf, Epochs: 60, BatchSize: 2}},
 	}

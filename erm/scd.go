@@ -105,10 +105,11 @@ func (st *dualState) gap() (primal, gap float64) {
 // descent of Damaskinos et al. (Algorithm 1; digest §5.2), for ridge,
 // logistic and hinge losses with Lambda > 0 on data with ‖x_i‖ ≤ 1.
 //
-// Each of T = Epochs·N/L rounds takes the next L examples of a per-epoch
-// permutation (as the authors' code does) and computes every coordinate
-// step ζ_j independently from the same (α, v) by minimising subproblem (8)
-// with σ' = L, scales it to |ζ_j| ≤ C, and adds N(0, 2C²σ²) noise to each of
+// Each of T = Epochs·N/L rounds draws a batch (by default Poisson
+// sampling at q = L/N, what the accountant analyses; Sampling: Shuffled takes
+// the next L examples of a per-epoch permutation as the authors' code does)
+// and computes every coordinate step ζ_j independently from the same (α, v)
+// by minimising subproblem (8) with σ' = the batch's size, scales it to |ζ_j| ≤ C, and adds N(0, 2C²σ²) noise to each of
 // the L touched α_j and to each coordinate of v. One example changes
 // [Δα; Δv] by at most √2·C (Lemma 1: |ζ| ≤ C and ‖x‖ ≤ 1, the example added
 // or removed), so σ is the noise multiplier of T subsampled Gaussian steps
@@ -132,6 +133,8 @@ type SCD struct {
 	// Box keeps y_jα_j in [Box, 1−Box] for the logistic loss so its
 	// conjugate stays finite; 0 means 1e-4, the authors' value.
 	Box float64
+	// Sampling is Poisson (the default) or Shuffled.
+	Sampling Sampling
 	// AccountantOptions configure the calibration; nil means orders up to
 	// 1024 (small ε needs large orders, digest §5.6) with the accountant's
 	// default conversion.
@@ -309,7 +312,7 @@ func (a *SCD) run(p *Problem, rng *rand.Rand) (*dualState, *Result, error) {
 		Epsilon:     achieved,
 		Delta:       delta,
 		Iterations:  c.rounds,
-		Calibration: fmt.Sprintf("Gaussian std √2·C·σ = %.4g (σ = %.4g, C = %g) on α_B and v, q = L/N = %d/%d, T = %d rounds", math.Sqrt2*c.clip*sigma, sigma, c.clip, c.batch, n, c.rounds),
+		Calibration: fmt.Sprintf("Gaussian std √2·C·σ = %.4g (σ = %.4g, C = %g) on α_B and v, q = L/N = %d/%d, T = %d rounds, %s", math.Sqrt2*c.clip*sigma, sigma, c.clip, c.batch, n, c.rounds, samplingNote(a.Sampling)),
 	}, nil
 }
 
@@ -321,11 +324,50 @@ func (a *SCD) iterate(p *Problem, rng *rand.Rand, c scdConfig, sigma float64) *d
 	}
 	std := math.Sqrt2 * c.clip * sigma // sensitivity √2·C (Lemma 1)
 	st := newDualState(p)
-	bt := newBatcher(p.Len())
-	zetas := make([]float64, c.batch)
+	draw := newBatchDrawer(a.Sampling, p.Len(), c.batch)
+	var zetas []float64
 	dv := make([]float64, p.Dim())
 	for range c.rounds {
-		st.scdRound(rng, bt.next(rng, c.batch), float64(c.batch), c.clip, std, box, a.NewtonSteps, zetas, dv)
+		batch := draw.next(rng)
+		if cap(zetas) < len(batch) {
+			zetas = make([]float64, 2*len(batch))
+		}
+		// σ' = |B| makes the independent steps safe together (it depends on
+		// the sampling coins only, not on the data).
+		st.scdRound(rng, batch, float64(max(1, len(batch))), c.clip, std, box, a.NewtonSteps, zetas[:len(batch)], dv)
 	}
 	return st
+}
+
+// batchDrawer yields the batches of the DP-SCD variants.
+type batchDrawer struct {
+	sampling Sampling
+	n, size  int
+	shuffled *batcher
+	buf      []int
+}
+
+func newBatchDrawer(s Sampling, n, size int) *batchDrawer {
+	d := &batchDrawer{sampling: s, n: n, size: size}
+	if s == Shuffled {
+		d.shuffled = newBatcher(n)
+	}
+	return d
+}
+
+// next returns the next batch, valid until the following call.
+func (d *batchDrawer) next(rng *rand.Rand) []int {
+	if d.shuffled != nil {
+		return d.shuffled.next(rng, d.size)
+	}
+	d.buf = poissonSample(rng, d.n, float64(d.size)/float64(d.n), d.buf)
+	return d.buf
+}
+
+// samplingNote says in the calibration line how batches were drawn.
+func samplingNote(s Sampling) string {
+	if s == Shuffled {
+		return "shuffled fixed-size batches (ε computed as for Poisson sampling)"
+	}
+	return "Poisson sampling"
 }

@@ -115,7 +115,7 @@ func roundDelta(st *dualState, batch []int, clip float64) (map[int]float64, []fl
 // w += Δα_i x_i/(λn)) visiting the same examples, and its duality gap → 0.
 func TestSCDIsSDCA(t *testing.T) {
 	p := normalizedProblem(t, Squared{}, 200, 6, 0.02, 9)
-	a := &SCD{Epsilon: math.Inf(1), Epochs: 30, BatchSize: 1, Clip: math.Inf(1)}
+	a := &SCD{Epsilon: math.Inf(1), Epochs: 30, BatchSize: 1, Clip: math.Inf(1), Sampling: Shuffled}
 	st, _, err := a.run(p, NewNoise(4))
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ type SequentialSCD struct {
 	Clip              float64
 	NewtonSteps       int
 	Box               float64
+	Sampling          Sampling
 	AccountantOptions []accountant.Option
 }
 
@@ -48,9 +49,9 @@ func (a *SequentialSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	L := float64(c.batch)
 	std := 2 * c.clip * math.Sqrt(L*(L+1)) * sigma // Lemma 5
 	st := newDualState(p)
-	bt := newBatcher(n)
+	draw := newBatchDrawer(a.Sampling, n, c.batch)
 	for range c.rounds {
-		batch := bt.next(rng, c.batch)
+		batch := draw.next(rng)
 		for _, i := range batch {
 			z := clipStep(st.zeta(i, 1, box, a.NewtonSteps), c.clip)
 			st.alpha[i] += z
@@ -72,7 +73,7 @@ func (a *SequentialSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		Epsilon:    achieved,
 		Delta:      delta,
 		Iterations: c.rounds,
-		Calibration: fmt.Sprintf("Gaussian std 2C√(L(L+1))·σ = %.4g (σ = %.4g, C = %g, L = %d) on α_B and v, q = %d/%d, T = %d rounds",
-			std, sigma, c.clip, c.batch, c.batch, n, c.rounds),
+		Calibration: fmt.Sprintf("Gaussian std 2C√(L(L+1))·σ = %.4g (σ = %.4g, C = %g, L = %d) on α_B and v, q = %d/%d, T = %d rounds, %s",
+			std, sigma, c.clip, c.batch, c.batch, n, c.rounds, samplingNote(a.Sampling)),
 	}, nil
 }

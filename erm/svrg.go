@@ -37,6 +37,10 @@ type SVRG struct {
 	// needed for its second term to stay below 1/2).
 	StepSize float64
 	Start    []float64
+	// Sampling is Poisson (the default: each example in an inner step's
+	// batch with probability b/n, the sum divided by b) or Shuffled (b
+	// distinct examples drawn uniformly, as the paper's Algorithm 1).
+	Sampling Sampling
 	// AccountantOptions configure the ledger; nil means orders up to 256.
 	AccountantOptions []accountant.Option
 }
@@ -94,8 +98,8 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		return nil, err
 	}
 	return &Result{X: a.iterate(p, rng, c, m, T, sigma), Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), η = %.4g",
-			sigma, T, m, c.batch, c.n, split, c.eta)}, nil
+		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), η = %.4g, %s",
+			sigma, T, m, c.batch, c.n, split, c.eta, samplingNote(a.Sampling))}, nil
 }
 
 // plan validates the settings and derives η (in c), m and T.
@@ -148,7 +152,7 @@ func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
 
 // iterate runs T epochs of m inner steps with noise std sigma.
 func (a *SVRG) iterate(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma float64) []float64 {
-	r := newSVRGRunner(p, c, sigma)
+	r := newSVRGRunner(p, c, sigma, a.Sampling)
 	if a.Start != nil {
 		copy(r.snapshot, a.Start)
 	}
@@ -167,12 +171,14 @@ type svrgRunner struct {
 	snapshot        []float64 // x̃
 	x, full, v, avg []float64
 	snapDeriv       []float64 // l'(x_iᵀx̃) for every i, from the full-gradient pass
+	sampling        Sampling
 	smp             *sampler
+	buf             []int
 }
 
-func newSVRGRunner(p *Problem, c svrgConfig, sigma float64) *svrgRunner {
+func newSVRGRunner(p *Problem, c svrgConfig, sigma float64, s Sampling) *svrgRunner {
 	return &svrgRunner{
-		p: p, c: c, sigma: sigma,
+		p: p, c: c, sigma: sigma, sampling: s,
 		snapshot: make([]float64, c.d), x: make([]float64, c.d), full: make([]float64, c.d),
 		v: make([]float64, c.d), avg: make([]float64, c.d),
 		snapDeriv: make([]float64, c.n), smp: newSampler(c.n),
@@ -200,10 +206,18 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 	eta := r.c.eta
 	shrink := 1 / (1 + eta*p.Lambda)
 	thresh := eta * p.L1
-	inv := 1 / float64(r.c.batch)
+	inv := 1 / float64(r.c.batch) // the batch size, or its expectation under Poisson sampling
+	q := float64(r.c.batch) / float64(r.c.n)
 	for range m {
 		copy(r.v, r.full)
-		for _, i := range r.smp.sample(rng, r.c.batch) {
+		var batch []int
+		if r.sampling == Shuffled {
+			batch = r.smp.sample(rng, r.c.batch)
+		} else {
+			r.buf = poissonSample(rng, r.c.n, q, r.buf)
+			batch = r.buf
+		}
+		for _, i := range batch {
 			if g := p.lossDeriv(i, r.x) - r.snapDeriv[i]; g != 0 {
 				floats.AddScaled(r.v, g*inv, p.Data.X.RawRowView(i))
 			}

@@ -26,6 +26,7 @@ type SVRGPlusPlus struct {
 	// StepSize is η; 0 means 1/(13L) (Theorem 4.4).
 	StepSize          float64
 	Start             []float64
+	Sampling          Sampling
 	AccountantOptions []accountant.Option
 }
 
@@ -61,7 +62,7 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := newSVRGRunner(p, c, sigma)
+	r := newSVRGRunner(p, c, sigma, a.Sampling)
 	if a.Start != nil {
 		copy(r.snapshot, a.Start)
 		copy(r.x, a.Start)
@@ -70,6 +71,6 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		r.epoch(rng, m<<s) // r.x carries over: x_0^{s+1} = x_{m_s}^s
 	}
 	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: steps,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of %d inner steps (epochs of 2^s·%d, s ≤ %d; RDP sampled q = %d/%d plus full-gradient part, variance split %.3g), η = %.4g",
-			sigma, steps, m, T, c.batch, c.n, split, c.eta)}, nil
+		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of %d inner steps (epochs of 2^s·%d, s ≤ %d; RDP sampled q = %d/%d plus full-gradient part, variance split %.3g), η = %.4g, %s",
+			sigma, steps, m, T, c.batch, c.n, split, c.eta, samplingNote(a.Sampling))}, nil
 }

@@ -45,6 +45,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-data", corrupt}, "line 2"},
 		{[]string{"-data", multi}, "-data"},
 		{[]string{"-synthetic", "-format", "arff"}, "-format"},
+		{[]string{"-synthetic", "-sampling", "random"}, "-sampling"},
 		{[]string{"-synthetic", "-solver", "dp-accmd"}, "-radius"},
 		{[]string{"-synthetic", "-iters", "-3"}, "-iters"},
 		{[]string{"-synthetic", "-lambda", "-1"}, "-lambda"},

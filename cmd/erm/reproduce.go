@@ -198,6 +198,7 @@ func (o *reproduceOptions) allSolvers(title, setup string, ds *data.Dataset, scd
 		"one example moves a b = 1 step by 4G, so the sampled part needs a noise multiplier near 1 (σ ≈ 2 at ε = 1 on the synthetic data) whatever the tiny q; b examples divide that by b. "+
 		"DP-AccMD: T = %d on the ball ‖w‖ ≤ %g (its excess risk is against that constrained problem's optimum). "+
 		"DP-SCD and seqDP-SCD: 10 epochs, L = %d, C = %g, exact logistic steps. "+
+		"The SCD and SVRG methods draw Poisson batches (what the accountant analyses). "+
 		"primalDP-SCD is omitted: it needs unit-norm feature columns, a different normalisation.", tP1, scdBatch, tAcc, radius, scdBatch, clip)
 	return table{
 		title: title,

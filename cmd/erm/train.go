@@ -50,6 +50,7 @@ type trainOptions struct {
 	clip, step, eta, x0            float64
 	newtonSteps                    int
 	spectralL                      bool
+	sampling                       string
 	seed                           int64
 }
 
@@ -116,6 +117,7 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.Float64Var(&o.step, "step", 1, "step multiplier c of the accelerated methods (α = c/L)")
 	fs.Float64Var(&o.eta, "eta", 0, "step size η of dp-gd-pl/dp-svrg/dp-svrg++ (0: the paper's)")
 	fs.Float64Var(&o.x0, "x0", 0, "start every coordinate at this value (the accelerated paper uses 10)")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "batches of the SCD and SVRG methods: poisson (what the accountant analyses) or shuffled (the papers' fixed-size batches)")
 	fs.IntVar(&o.newtonSteps, "newton-steps", 0, "Newton steps of DP-SCD's logistic update (0: exact, 1: the authors' code)")
 	fs.BoolVar(&o.spectralL, "spectral-l", false, "use the accelerated paper's data-dependent L = λ_max(XᵀX/n) + λ (not private) for the step size")
 	fs.Int64Var(&o.seed, "seed", -1, "noise seed for a reproducible run (default: crypto/rand)")
@@ -179,6 +181,9 @@ func (o *trainOptions) validate() error {
 			return usagef("erm: %s %d: must be ≥ 0", f.name, f.v)
 		}
 	}
+	if o.sampling != "poisson" && o.sampling != "shuffled" {
+		return usagef("erm: -sampling %q: want poisson or shuffled", o.sampling)
+	}
 	if o.solver == "dp-accmd" && o.radius == 0 {
 		return usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
 	}
@@ -210,6 +215,10 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 	if o.spectralL {
 		ls.Smoothness = p.SpectralSmoothness()
 	}
+	sampling := erm.Poisson
+	if o.sampling == "shuffled" {
+		sampling = erm.Shuffled
+	}
 	switch o.solver {
 	case "dp-gd":
 		return &erm.GD{LaplaceSettings: ls}
@@ -226,15 +235,15 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 	case "dp-gd-pl":
 		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start}
 	case "dp-svrg":
-		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start}
+		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
 	case "dp-svrg++":
-		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start}
+		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
 	case "dp-accmd":
 		return &erm.AccMD{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters}
 	case "dp-scd":
-		return &erm.SCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps}
+		return &erm.SCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps, Sampling: sampling}
 	case "seq-dp-scd":
-		return &erm.SequentialSCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps}
+		return &erm.SequentialSCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps, Sampling: sampling}
 	case "primal-dp-scd":
 		return &erm.PrimalSCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip}
 	}
