@@ -81,6 +81,80 @@ func TestNativeLayoutMatchesReference(t *testing.T) {
 	}
 }
 
+// TestPatchesStandInForIn gives the conv taps no In but a Patches function, answering from
+// the original In for a worker ≥ 0 (a cache) and by copying into buf for −1, and checks
+// the results are bit-for-bit those of the taps with In.
+func TestPatchesStandInForIn(t *testing.T) {
+	const batch = 8
+	rng := rand.New(rand.NewPCG(29, 30))
+	taps := relayout(rng, randomTaps[float32](rng, testSpecs, batch), batch)
+	lazy := make([]Tap[float32], len(taps))
+	calls := 0
+	var mu sync.Mutex
+	for l, tp := range taps {
+		lazy[l] = tp
+		if tp.Kind != Conv {
+			continue
+		}
+		n := tp.Positions * tp.InDim
+		in := tp.In
+		lazy[l].In = nil
+		lazy[l].Patches = func(worker, i int, buf []float32) []float32 {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			if worker >= 0 {
+				return in[i*n : (i+1)*n]
+			}
+			copy(buf, in[i*n:(i+1)*n])
+			return buf[:n]
+		}
+	}
+	a, b := newWorkspace(t, taps, batch), newWorkspace(t, lazy, batch)
+	a.SetChunkRows(3)
+	b.SetChunkRows(3)
+	mask := []bool{true, false, true, true, true, true, false, true}
+	noop := func(int, int, int) error { return nil }
+	for _, fill := range []Filler{nil, noop} {
+		want, got := make([]float64, a.NumParams()), make([]float64, a.NumParams())
+		if _, err := a.ClippedSum(mask, Flat{C: 0.3}, want); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ClippedSumFill(mask, Flat{C: 0.3}, got, fill); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatal("clipped sums differ")
+		}
+		clear(want)
+		clear(got)
+		if err := a.Sum(mask, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SumFill(mask, got, fill); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatal("sums differ")
+		}
+	}
+	ga, gb := make([]float64, a.NumParams()), make([]float64, a.NumParams())
+	for i := range batch {
+		if err := a.PerExample(i, ga); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PerExample(i, gb); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ga, gb) {
+			t.Fatalf("example %d differs", i)
+		}
+	}
+	if calls == 0 {
+		t.Fatal("Patches never called")
+	}
+}
+
 func TestBadInOrder(t *testing.T) {
 	tap := Tap[float64]{Kind: Dense, InDim: 3, OutDim: 1, In: make([]float64, 3), GradZ: make([]float64, 1)}
 	for _, order := range [][]int{{0, 1}, {0, 1, 1}, {0, 1, 3}, {-1, 0, 1}} {

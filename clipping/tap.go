@@ -61,6 +61,14 @@ type Tap[T Float] struct {
 	// identity. A network whose im2col orders a patch differently from its weights (NHWC
 	// patches, (kh, kw, channel)) uses it instead of permuting the patches.
 	InOrder []int
+	// Patches, when not nil, stands in for a Conv tap's In: it returns example i's
+	// im2col'd input, [Positions × InDim] in In's order, either from a cache of its own or
+	// built into buf (which has room for it). A network that can rebuild the patches from
+	// its (much smaller) input activation uses it instead of keeping In for the whole
+	// batch, which is then nil. worker is the Filler's worker whose fill the call follows
+	// (the patches may still be in that worker's cache), or −1. It is called concurrently
+	// for different workers.
+	Patches func(worker, i int, buf []T) []T
 }
 
 // NumParams is the number of parameters the tap covers: InDim·OutDim, plus OutDim with a bias.
@@ -88,7 +96,10 @@ func (t Tap[T]) check(batch int) error {
 		return fmt.Errorf("%w: %v tap with InDim %d, OutDim %d, Positions %d", ErrShape, t.Kind, t.InDim, t.OutDim, t.Positions)
 	}
 	p := t.positions()
-	if want := batch * p * t.InDim; len(t.In) != want {
+	if t.Patches != nil && t.Kind != Conv {
+		return fmt.Errorf("%w: %v tap with Patches", ErrShape, t.Kind)
+	}
+	if want := batch * p * t.InDim; len(t.In) != want && (t.Patches == nil || t.In != nil) {
 		return fmt.Errorf("%w: %v tap input has %d values, want %d×%d×%d = %d", ErrShape, t.Kind, len(t.In), batch, p, t.InDim, want)
 	}
 	if want := batch * t.OutDim * p; len(t.GradZ) != want {

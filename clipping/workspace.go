@@ -62,6 +62,8 @@ type scratch[T Float] struct {
 	packGZ    []T   // dense: the chunk's real rows of GradZ, scaled by their factors
 	coef      []T   // the chunk's factors for one layer
 	ones      []T   // all ones, for bias sums
+	patches   []T   // one example's im2col'd input, for taps with Patches
+	worker    int   // whose scratch this is: the Filler's worker, or −1 without a Filler
 	sqEx, fEx []float64
 }
 
@@ -220,7 +222,7 @@ func (w *Workspace[T]) PerExample(i int, dst []float64) error {
 			for p := range ones {
 				ones[p] = 1
 			}
-			w.convGradient(t, i, g, ones)
+			w.convGradient(t, -1, i, g, ones, make([]T, t.Positions*t.InDim))
 		}
 		w.addTap(l, g, dst, true)
 	}
@@ -259,6 +261,10 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 	workers := runtime.GOMAXPROCS(0)
 	parallel.For(workers, groups, 1, func(worker, g, _ int) {
 		sc := w.scratchFor(worker)
+		sc.worker = -1
+		if fill != nil {
+			sc.worker = worker
+		}
 		acc := w.partial[g]
 		clear(acc)
 		w.errs[g] = nil
@@ -318,18 +324,22 @@ func (w *Workspace[T]) scratchFor(worker int) *scratch[T] {
 		sqEx:  make([]float64, len(w.taps)),
 		fEx:   make([]float64, len(w.taps)),
 	}
-	var maxIn, maxGZ, maxOnes int
+	var maxIn, maxGZ, maxOnes, maxPatches int
 	for l, t := range w.taps {
 		switch t.Kind {
 		case Conv:
 			sc.grads[l] = make([]T, w.chunk*t.NumParams())
 			maxOnes = max(maxOnes, t.Positions)
+			if t.Patches != nil {
+				maxPatches = max(maxPatches, t.Positions*t.InDim)
+			}
 		case Dense:
 			maxIn = max(maxIn, w.chunk*t.InDim)
 			maxGZ = max(maxGZ, w.chunk*t.OutDim)
 		}
 	}
 	sc.packIn, sc.packGZ = make([]T, maxIn), make([]T, maxGZ)
+	sc.patches = make([]T, maxPatches)
 	sc.ones = make([]T, max(maxOnes, w.chunk))
 	for j := range sc.ones {
 		sc.ones[j] = 1
@@ -338,11 +348,25 @@ func (w *Workspace[T]) scratchFor(worker int) *scratch[T] {
 	return sc
 }
 
+// patchesOf is example i's im2col'd input for conv tap t: a slice of In, or from Patches
+// (worker's cache, or built into buf).
+func patchesOf[T Float](t Tap[T], worker, i int, buf []T) []T {
+	n := t.Positions * t.InDim
+	if t.Patches != nil {
+		u := t.Patches(worker, i, buf[:n])
+		if len(u) != n {
+			panic(fmt.Sprintf("clipping: Patches returned %d values, want %d", len(u), n))
+		}
+		return u
+	}
+	return t.In[i*n : (i+1)*n]
+}
+
 // convGradient writes example i's gradient for conv tap t into g (weight [OutDim × InDim]
-// in tap order, then the bias); ones holds Positions ones.
-func (w *Workspace[T]) convGradient(t Tap[T], i int, g, ones []T) {
+// in tap order, then the bias); ones holds Positions ones, buf room for Patches.
+func (w *Workspace[T]) convGradient(t Tap[T], worker, i int, g, ones, buf []T) {
 	F, k, P := t.OutDim, t.InDim, t.Positions
-	dz, u := t.GradZ[i*F*P:(i+1)*F*P], t.In[i*P*k:(i+1)*P*k]
+	dz, u := t.GradZ[i*F*P:(i+1)*F*P], patchesOf(t, worker, i, buf)
 	// Weight: dZ_i [F × P] · U_i [P × k], dZ_i stored [P × F] when PositionsMajor.
 	a := gemm.Matrix[T]{Data: dz, Stride: P}
 	if t.PositionsMajor {
@@ -369,7 +393,7 @@ func (w *Workspace[T]) clipChunk(sc *scratch[T], rows []int, rule Rule, acc []T)
 			np := t.NumParams()
 			for q, i := range rows {
 				g := sc.grads[l][q*np : (q+1)*np]
-				w.convGradient(t, i, g, sc.ones)
+				w.convGradient(t, sc.worker, i, g, sc.ones, sc.patches)
 				w.sq[l][i] = gemm.SumSquares(g)
 			}
 		case Dense:
@@ -433,7 +457,7 @@ func (w *Workspace[T]) sumChunk(sc *scratch[T], rows []int, acc []T) {
 			F, k, P := t.OutDim, t.InDim, t.Positions
 			g := acc[off : off+t.NumParams()]
 			for _, i := range rows {
-				dz, u := t.GradZ[i*F*P:(i+1)*F*P], t.In[i*P*k:(i+1)*P*k]
+				dz, u := t.GradZ[i*F*P:(i+1)*F*P], patchesOf(t, sc.worker, i, sc.patches)
 				a := gemm.Matrix[T]{Data: dz, Stride: P}
 				if t.PositionsMajor {
 					a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}

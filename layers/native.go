@@ -68,6 +68,7 @@ type actBuf[T clipping.Float] struct {
 
 // nativeScratch is one worker's memory for one chunk of rows.
 type nativeScratch[T clipping.Float] struct {
+	lo, hi  int       // rows of the last Forward (their conv patches are in floats)
 	acts    [][]T     // activation slots
 	grads   [2][]T    // gradient ping-pong buffers
 	floats  [][]T     // per op
@@ -126,6 +127,7 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 		needBatch[len(needBatch)-1] = needBatch[len(needBatch)-1] || inBatch
 		needBatch = append(needBatch, false)
 	}
+	var pendingOrder []int // a Flatten left NHWC order for the Dense that follows it
 	toNHWC := func() {
 		if cur.image && !cur.nhwc {
 			next := cur
@@ -162,7 +164,8 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 			if nv.first < 0 {
 				nv.first = len(nv.ops)
 			}
-			add(op, out, false)
+			add(op, out, train) // the tap rebuilds patches from the input
+			op.in = len(shapes) - 2
 			nv.taps = append(nv.taps, op.tap())
 			if act != actNone {
 				i++
@@ -171,7 +174,8 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 			if cur.image {
 				return nil, fmt.Errorf("layers: dense on a %v; put a Flatten before it", cur)
 			}
-			op := newDenseOp(l, cur.n, batch, ps, act, train)
+			op := newDenseOp(l, cur.n, batch, ps, act, train, pendingOrder)
+			pendingOrder = nil
 			if nv.first < 0 {
 				nv.first = len(nv.ops)
 			}
@@ -210,10 +214,22 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 			add(&activationOp[T]{f: actTanh}, cur, false)
 		case Flatten:
 			out := activation{n: cur.n}
-			if cur.image && cur.nhwc && !cur.toNHWCFree() {
-				add(&transposeOp[T]{h: cur.h, w: cur.w, c: cur.c}, out, false)
-			} else {
+			switch {
+			case !cur.image || !cur.nhwc || cur.toNHWCFree():
 				add(aliasOp[T]{}, out, false)
+			case i+1 < len(layers) && isDense(layers[i+1]):
+				// Leave the NHWC order; the Dense permutes its weight rows instead
+				// (flat input j' = p·C + c is weight row c·HW + p).
+				hw := cur.h * cur.w
+				pendingOrder = make([]int, cur.n)
+				for p := range hw {
+					for c := range cur.c {
+						pendingOrder[p*cur.c+c] = c*hw + p
+					}
+				}
+				add(aliasOp[T]{}, out, false)
+			default:
+				add(&transposeOp[T]{h: cur.h, w: cur.w, c: cur.c}, out, false)
 			}
 		default:
 			return nil, fmt.Errorf("%w: %T", ErrNotNative, l)
@@ -229,6 +245,11 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 	needBatch[len(needBatch)-1] = true // logits
 	nv.layout(shapes, needBatch)
 	return nv, nil
+}
+
+func isDense(l Layer) bool {
+	_, ok := deref(l).(Dense)
+	return ok
 }
 
 // deref lets pointer layers (&Conv2D{…}) through the type switch.
@@ -295,16 +316,43 @@ func (nv *Native[T]) layout(shapes []activation, needBatch []bool) {
 	}
 	// A chunk's working set of about 1 MiB stays in a core's L2.
 	nv.chunk = max(1, min(nv.batch, (1<<20)/(perRow*sizeOf[T]())))
-	// Dense taps read their input activations: point them at the batch buffers.
+	// Taps read their layers' input activations: dense taps directly, conv taps by
+	// rebuilding patches from them.
 	ti := 0
-	for _, op := range nv.ops {
+	for k, op := range nv.ops {
 		switch o := op.(type) {
 		case *convOp[T]:
+			if nv.train {
+				nv.taps[ti].Patches = nv.patches(o, k)
+			}
 			ti++
 		case *denseOp[T]:
 			nv.taps[ti].In = nv.acts[o.in].batch
 			ti++
 		}
+	}
+}
+
+// patches is the Patches function of conv op o (the k-th op): the patches of example i
+// are still in worker's scratch if its last Forward covered i, else rebuilt from the
+// batch-sized input.
+func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) []T {
+	src, size, n := nv.acts[o.in].batch, nv.acts[o.in].size, o.p*o.k
+	return func(worker, i int, buf []T) []T {
+		if worker >= 0 {
+			nv.mu.Lock()
+			var sc *nativeScratch[T]
+			if worker < len(nv.scratch) {
+				sc = nv.scratch[worker]
+			}
+			nv.mu.Unlock()
+			// The worker's scratch is only written by the goroutine now asking.
+			if sc != nil && sc.lo <= i && i < sc.hi {
+				return sc.floats[k][(i-sc.lo)*n : (i-sc.lo+1)*n]
+			}
+		}
+		o.im2col(src[i*size:(i+1)*size], buf[:n])
+		return buf[:n]
 	}
 }
 
@@ -384,6 +432,7 @@ func (nv *Native[T]) checkRows(lo, hi int) {
 func (nv *Native[T]) Forward(worker, lo, hi int) {
 	nv.checkRows(lo, hi)
 	sc := nv.scratchFor(worker)
+	sc.lo, sc.hi = lo, hi
 	for k, op := range nv.ops {
 		if !op.alias() {
 			op.forward(sc, k, nv.rows(sc, k, lo, hi), nv.rows(sc, k+1, lo, hi), hi-lo, lo)

@@ -24,15 +24,16 @@ type convOp[T clipping.Float] struct {
 	weight, bias           []T // views of the flat parameters: [F, C, kh, kw] and [F]
 	wt, wp                 []T // packed: [k × F] for the forward product, [F × k] for dU
 	order                  []int
-	u, gradZ               []T // batch-sized taps (train), else nil
-	needIn                 bool
-	runs                   []patchRun // per position, the contiguous pieces of its patch
-	runStart               []int      // runs of position p: runs[runStart[p]:runStart[p+1]]
-	padded                 []bool     // position p's patch has zero padding
+	in                     int // index of the input activation (batch-sized in training)
+	gradZ                  []T // batch-sized tap (train), else nil
+	train, needIn          bool
+	// The patch of position p is made of runs[3·runStart[p]…3·runStart[p+1]−1]: triples
+	// (src, dst, n) that copy n input values from offset src to patch offset dst; the rest
+	// of the patch is zero padding, and padded[p] says there is some.
+	runs     []int32
+	runStart []int32
+	padded   []uint8
 }
-
-// patchRun copies n values from input offset src to patch offset dst.
-type patchRun struct{ src, dst, n int }
 
 func newConvOp[T clipping.Float](l Conv2D, in activation, batch int, ps [][]T, act actFunc, train, needIn bool) (*convOp[T], activation, error) {
 	outShape, err := l.OutputShape(shapeOf(in))
@@ -43,7 +44,7 @@ func newConvOp[T clipping.Float](l Conv2D, in activation, batch int, ps [][]T, a
 	o := &convOp[T]{
 		h: in.h, w: in.w, c: in.c, f: l.Filters,
 		kh: l.Kernel[0], kw: l.Kernel[1], sh: s[0], sw: s[1], ph: l.Padding[0], pw: l.Padding[1],
-		oh: outShape[1], ow: outShape[2], act: act, weight: ps[0], needIn: needIn && train,
+		oh: outShape[1], ow: outShape[2], act: act, weight: ps[0], train: train, needIn: needIn && train,
 	}
 	o.k, o.p = o.kh*o.kw*o.c, o.oh*o.ow
 	if len(o.weight) != o.f*o.k {
@@ -62,47 +63,53 @@ func newConvOp[T clipping.Float](l Conv2D, in activation, batch int, ps [][]T, a
 		}
 	}
 	if train {
-		o.u = make([]T, batch*o.p*o.k)
 		o.gradZ = make([]T, batch*o.p*o.f)
 	}
-	o.runStart = make([]int, o.p+1)
-	o.padded = make([]bool, o.p)
+	if int64(batch)*int64(o.p)*int64(o.k) >= 1<<31 || o.h*o.w*o.c >= 1<<31 {
+		return nil, activation{}, fmt.Errorf("layers: conv of %d×%d×%d too large", o.c, o.h, o.w)
+	}
+	o.runStart = make([]int32, o.p+1)
+	o.padded = make([]uint8, o.p)
 	for y := range o.oh {
 		for x := range o.ow {
 			p := y*o.ow + x
-			o.runStart[p] = len(o.runs)
+			o.runStart[p] = int32(len(o.runs) / 3)
 			x0 := x*o.sw - o.pw
 			j0, j1 := max(0, -x0), min(o.kw, o.w-x0) // kernel columns inside the image
 			for ki := range o.kh {
 				iy := y*o.sh - o.ph + ki
 				if iy < 0 || iy >= o.h || j0 >= j1 {
-					o.padded[p] = true
+					o.padded[p] = 1
 					continue
 				}
 				if j0 > 0 || j1 < o.kw {
-					o.padded[p] = true
+					o.padded[p] = 1
 				}
-				o.runs = append(o.runs, patchRun{src: (iy*o.w + x0 + j0) * o.c, dst: (ki*o.kw + j0) * o.c, n: (j1 - j0) * o.c})
+				o.runs = append(o.runs, int32((iy*o.w+x0+j0)*o.c), int32((ki*o.kw+j0)*o.c), int32((j1-j0)*o.c))
 			}
 		}
 	}
-	o.runStart[o.p] = len(o.runs)
+	o.runStart[o.p] = int32(len(o.runs) / 3)
 	out := activation{image: true, nhwc: true, h: o.oh, w: o.ow, c: o.f, n: o.p * o.f}
 	return o, out, nil
 }
 
+// tap is the layer's tap; Native sets its Patches once the input's storage is known. The
+// patches are rebuilt from the input (P·k values per example from H·W·C) rather than kept:
+// writing them for the whole batch would cost more memory traffic than rebuilding them in
+// cache.
 func (o *convOp[T]) tap() clipping.Tap[T] {
-	return clipping.Tap[T]{Kind: clipping.Conv, In: o.u, GradZ: o.gradZ, InDim: o.k, OutDim: o.f,
+	return clipping.Tap[T]{Kind: clipping.Conv, GradZ: o.gradZ, InDim: o.k, OutDim: o.f,
 		Positions: o.p, Bias: o.bias != nil, PositionsMajor: true, InOrder: o.order}
 }
 
 func (o *convOp[T]) alias() bool { return false }
 
 func (o *convOp[T]) scratchSize() (int, int) {
-	if o.u == nil || o.needIn { // U (forward only) or dU
-		return o.p * o.k, 0
+	if o.needIn { // U, and dU
+		return 2 * o.p * o.k, 0
 	}
-	return 0, 0
+	return o.p * o.k, 0
 }
 
 func (o *convOp[T]) prepare() {
@@ -117,24 +124,36 @@ func (o *convOp[T]) prepare() {
 
 // im2col writes the patches of one NHWC image x into u, [positions × k].
 func (o *convOp[T]) im2col(x, u []T) {
+	x, u = x[:o.h*o.w*o.c], u[:o.p*o.k]
+	if x32, ok := any(x).([]float32); ok && useAsm {
+		patchCopy32(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
+		return
+	}
 	for p := range o.p {
 		row := u[p*o.k : (p+1)*o.k]
-		if o.padded[p] {
+		if o.padded[p] != 0 {
 			clear(row)
 		}
-		for _, r := range o.runs[o.runStart[p]:o.runStart[p+1]] {
-			copy(row[r.dst:r.dst+r.n], x[r.src:r.src+r.n])
+		for r := o.runStart[p]; r < o.runStart[p+1]; r++ {
+			src, dst, n := o.runs[3*r], o.runs[3*r+1], o.runs[3*r+2]
+			copy(row[dst:dst+n], x[src:src+n])
 		}
 	}
 }
 
 // col2im adds the patch gradients du back onto the image gradient dx (which it overwrites).
 func (o *convOp[T]) col2im(du, dx []T) {
+	du, dx = du[:o.p*o.k], dx[:o.h*o.w*o.c]
 	clear(dx)
+	if dx32, ok := any(dx).([]float32); ok && useAsm {
+		patchAdd32(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
+		return
+	}
 	for p := range o.p {
 		row := du[p*o.k : (p+1)*o.k]
-		for _, r := range o.runs[o.runStart[p]:o.runStart[p+1]] {
-			d, s := dx[r.src:r.src+r.n], row[r.dst:r.dst+r.n]
+		for r := o.runStart[p]; r < o.runStart[p+1]; r++ {
+			src, dst, n := o.runs[3*r], o.runs[3*r+1], o.runs[3*r+2]
+			d, s := dx[src:src+n], row[dst:dst+n]
 			for j, v := range s {
 				d[j] += v
 			}
@@ -143,12 +162,7 @@ func (o *convOp[T]) col2im(du, dx []T) {
 }
 
 func (o *convOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, lo int) {
-	var u []T
-	if o.u != nil {
-		u = o.u[lo*o.p*o.k : (lo+n)*o.p*o.k]
-	} else {
-		u = sc.floats[k][:n*o.p*o.k]
-	}
+	u := sc.floats[k][:n*o.p*o.k]
 	inN := o.h * o.w * o.c
 	for e := range n {
 		o.im2col(in[e*inN:(e+1)*inN], u[e*o.p*o.k:(e+1)*o.p*o.k])
@@ -169,7 +183,7 @@ func (o *convOp[T]) backward(sc *nativeScratch[T], k int, _, out, gOut, gIn []T,
 	if gIn == nil {
 		return
 	}
-	du := sc.floats[k][:n*o.p*o.k]
+	du := sc.floats[k][n*o.p*o.k : 2*n*o.p*o.k]
 	gemm.Gemm(n*o.p, o.k, o.f, gemm.Matrix[T]{Data: dz, Stride: o.f}, o.wp, o.k, du, o.k, nil, 0)
 	inN := o.h * o.w * o.c
 	for e := range n {

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/privtrain/privtrain/clipping"
@@ -9,17 +10,25 @@ import (
 
 // denseOp is Dense (with the activation that follows it): y = act(x·W + b); backward
 // dZ = dy ⊙ act'(y) (the tap's GradZ) and dx = dZ·Wᵀ.
+//
+// With order (after a Flatten of an NHWC image), input j is weight row order[j]: the op
+// multiplies by a copy of the weight with its rows permuted, and the tap says so (InOrder).
 type denseOp[T clipping.Float] struct {
 	nIn, nOut    int
 	in           int // index of the input activation (the tap's In)
 	act          actFunc
-	weight, bias []T // views: [nIn × nOut], [nOut]
-	wt           []T // packed Wᵀ [nOut × nIn]
-	gradZ        []T // batch-sized tap (train)
+	weight, bias []T   // views: [nIn × nOut], [nOut]
+	order        []int // nil: identity
+	wperm        []T   // with order: the weight, rows permuted
+	wt           []T   // packed (permuted) Wᵀ [nOut × nIn]
+	gradZ        []T   // batch-sized tap (train)
 }
 
-func newDenseOp[T clipping.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, train bool) *denseOp[T] {
-	o := &denseOp[T]{nIn: nIn, nOut: l.Units, act: act, weight: ps[0], wt: make([]T, nIn*l.Units)}
+func newDenseOp[T clipping.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, train bool, order []int) *denseOp[T] {
+	o := &denseOp[T]{nIn: nIn, nOut: l.Units, act: act, weight: ps[0], wt: make([]T, nIn*l.Units), order: order}
+	if order != nil {
+		o.wperm = make([]T, nIn*l.Units)
+	}
 	if !l.NoBias {
 		o.bias = ps[1]
 	}
@@ -30,16 +39,29 @@ func newDenseOp[T clipping.Float](l Dense, nIn, batch int, ps [][]T, act actFunc
 }
 
 func (o *denseOp[T]) tap() clipping.Tap[T] {
-	return clipping.Tap[T]{Kind: clipping.Dense, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut, Positions: 1, Bias: o.bias != nil}
+	return clipping.Tap[T]{Kind: clipping.Dense, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut, Positions: 1,
+		Bias: o.bias != nil, InOrder: o.order}
+}
+
+// w is the weight as the op multiplies by it.
+func (o *denseOp[T]) w() []T {
+	if o.order != nil {
+		return o.wperm
+	}
+	return o.weight
 }
 
 func (o *denseOp[T]) alias() bool             { return false }
 func (o *denseOp[T]) scratchSize() (int, int) { return 0, 0 }
 
 func (o *denseOp[T]) prepare() {
+	for i, src := range o.order {
+		copy(o.wperm[i*o.nOut:(i+1)*o.nOut], o.weight[src*o.nOut:(src+1)*o.nOut])
+	}
+	w := o.w()
 	for i := range o.nIn {
 		for j := range o.nOut {
-			o.wt[j*o.nIn+i] = o.weight[i*o.nOut+j]
+			o.wt[j*o.nIn+i] = w[i*o.nOut+j]
 		}
 	}
 }
@@ -49,7 +71,7 @@ func (o *denseOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) 
 	if o.act == actReLU {
 		flags = gemm.ReLU
 	}
-	gemm.Gemm(n, o.nOut, o.nIn, gemm.Matrix[T]{Data: in, Stride: o.nIn}, o.weight, o.nOut, out, o.nOut, o.bias, flags)
+	gemm.Gemm(n, o.nOut, o.nIn, gemm.Matrix[T]{Data: in, Stride: o.nIn}, o.w(), o.nOut, out, o.nOut, o.bias, flags)
 	if o.act == actTanh {
 		tanhInPlace(out)
 	}
@@ -77,8 +99,10 @@ func activationGrad[T clipping.Float](f actFunc, dz, g, y []T) {
 	case actNone:
 		copy(dz, g)
 	case actReLU:
-		if y32, ok := any(y).([]float32); ok {
-			reluGrad32(any(dz).([]float32), any(g).([]float32), y32)
+		if y32, ok := any(y).([]float32); ok && useAsm && len(y32) > 0 {
+			dz32, g32 := any(dz).([]float32), any(g).([]float32)
+			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
+			reluGrad32AVX(&dz32[0], &g32[0], &y32[0], len(y32))
 			return
 		}
 		for j, v := range y {
@@ -92,17 +116,6 @@ func activationGrad[T clipping.Float](f actFunc, dz, g, y []T) {
 		for j, v := range y {
 			dz[j] = g[j] * (1 - v*v)
 		}
-	}
-}
-
-// reluGrad32 is dz = g where y > 0, else 0, for ReLU outputs y ≥ +0, without branches:
-// y's bit pattern is zero exactly when y is +0.
-func reluGrad32(dz, g, y []float32) {
-	g, dz = g[:len(y)], dz[:len(y)]
-	for j, v := range y {
-		m := math.Float32bits(v)
-		mask := uint32(int32(m|-m) >> 31) // all ones when m != 0
-		dz[j] = math.Float32frombits(math.Float32bits(g[j]) & mask)
 	}
 }
 
@@ -132,10 +145,13 @@ func (o *activationOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn
 	}
 }
 
-// maxPoolOp is MaxPool2D on NHWC images; forward keeps each output's winning input index
-// (first maximum in window order) for backward. Padded cells are skipped, never won.
+// maxPoolOp is MaxPool2D on NHWC images; forward keeps each output's winning input offset
+// for backward. The window of output pixel p is cells[start[p]…start[p+1]−1], the input
+// offsets of its cells in row-major window order, padded cells left out (never won); the
+// first maximum in that order wins.
 type maxPoolOp[T clipping.Float] struct {
-	h, w, c, kh, kw, sh, sw, ph, pw, oh, ow int
+	h, w, c, oh, ow int
+	cells, start    []int32
 }
 
 func newMaxPoolOp[T clipping.Float](l MaxPool2D, in activation) (*maxPoolOp[T], activation, error) {
@@ -144,8 +160,24 @@ func newMaxPoolOp[T clipping.Float](l MaxPool2D, in activation) (*maxPoolOp[T], 
 		return nil, activation{}, err
 	}
 	s := l.stride()
-	o := &maxPoolOp[T]{h: in.h, w: in.w, c: in.c, kh: l.Kernel[0], kw: l.Kernel[1], sh: s[0], sw: s[1],
-		ph: l.Padding[0], pw: l.Padding[1], oh: outShape[1], ow: outShape[2]}
+	o := &maxPoolOp[T]{h: in.h, w: in.w, c: in.c, oh: outShape[1], ow: outShape[2]}
+	if o.h*o.w*o.c >= 1<<31 {
+		return nil, activation{}, fmt.Errorf("layers: maxpool of %d×%d×%d too large", o.c, o.h, o.w)
+	}
+	o.start = make([]int32, 0, o.oh*o.ow+1)
+	for oy := range o.oh {
+		y0 := oy*s[0] - l.Padding[0]
+		for ox := range o.ow {
+			x0 := ox*s[1] - l.Padding[1]
+			o.start = append(o.start, int32(len(o.cells)))
+			for r := max(y0, 0); r < min(y0+l.Kernel[0], o.h); r++ {
+				for q := max(x0, 0); q < min(x0+l.Kernel[1], o.w); q++ {
+					o.cells = append(o.cells, int32((r*o.w+q)*o.c))
+				}
+			}
+		}
+	}
+	o.start = append(o.start, int32(len(o.cells)))
 	return o, activation{image: true, nhwc: true, h: o.oh, w: o.ow, c: o.c, n: o.oh * o.ow * o.c}, nil
 }
 
@@ -158,44 +190,34 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 	idx := sc.indices[k][:n*outN]
 	for e := range n {
 		x, y, ix := in[e*inN:(e+1)*inN], out[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		for oy := range o.oh {
-			y0 := oy*o.sh - o.ph
-			r0, r1 := max(y0, 0), min(y0+o.kh, o.h)
-			for ox := range o.ow {
-				x0 := ox*o.sw - o.pw
-				c0, c1 := max(x0, 0), min(x0+o.kw, o.w)
-				d, best := y[(oy*o.ow+ox)*c:][:c], ix[(oy*o.ow+ox)*c:][:c]
-				first := (r0*o.w + c0) * c
-				copy(d, x[first:first+c])
-				for ch := range best {
-					best[ch] = int32(first + ch)
-				}
-				for r := r0; r < r1; r++ {
-					for q := c0; q < c1; q++ {
-						s := (r*o.w + q) * c
-						if s != first {
-							maxInto(d, best, x[s:s+c], int32(s))
-						}
-					}
-				}
+		if x32, ok := any(x).([]float32); ok && useAsm {
+			maxPoolForward32(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
+			continue
+		}
+		for p := range o.oh * o.ow {
+			d, best := y[p*c:(p+1)*c], ix[p*c:(p+1)*c]
+			first := int(o.cells[o.start[p]])
+			copy(d, x[first:first+c])
+			for ch := range best {
+				best[ch] = int32(first + ch)
+			}
+			for _, s := range o.cells[o.start[p]+1 : o.start[p+1]] {
+				maxInto(d, best, x[s:int(s)+c], s)
 			}
 		}
 	}
 }
 
 // maxInto sets d[ch] = max(d[ch], src[ch]) and, where src wins (strictly greater, so the
-// first maximum in window order stays), best[ch] = at + ch. Written without branches on the
-// data, which is random enough to defeat branch prediction.
+// first maximum in window order stays), best[ch] = at + ch.
 func maxInto[T clipping.Float](d []T, best []int32, src []T, at int32) {
 	best = best[:len(d)]
 	src = src[:len(d)]
 	for ch, v := range src {
-		b := best[ch]
 		if v > d[ch] {
-			b = at + int32(ch)
+			d[ch] = v
+			best[ch] = at + int32(ch)
 		}
-		best[ch] = b
-		d[ch] = max(d[ch], v)
 	}
 }
 
@@ -208,6 +230,10 @@ func (o *maxPoolOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T
 	clear(gIn)
 	for e := range n {
 		dx, g, ix := gIn[e*inN:(e+1)*inN], gOut[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
+		if dx32, ok := any(dx).([]float32); ok && useAsm {
+			maxPoolBackward32(&dx32[0], &any(g).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, o.c)
+			continue
+		}
 		for j, v := range g {
 			dx[ix[j]] += v
 		}

@@ -3,7 +3,9 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -154,6 +156,12 @@ var nativeStacks = []struct {
 		MaxPool2D{Kernel: [2]int{2, 3}, Stride: [2]int{1, 2}, Padding: [2]int{1, 1}}, ReLU{}, Tanh{},
 		Flatten{}, Dense{Units: 4, NoBias: true}, ReLU{}, ReLU{}, Dense{Units: 2}}},
 	{"dense-act-last", []int{6}, []Layer{Dense{Units: 5}, Tanh{}, Dense{Units: 3}, ReLU{}}},
+	{"wide-channels", []int{3, 9, 9}, []Layer{ // full 16-lane vectors plus tails
+		Conv2D{Filters: 20, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, ReLU{},
+		MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}},
+		Conv2D{Filters: 33, Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}}, ReLU{},
+		MaxPool2D{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}},
+		Flatten{}, Dense{Units: 5}}},
 }
 
 // TestNativeMatchesGorgonia runs each stack natively (several workers at once, in chunks)
@@ -204,19 +212,39 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 				}
 			}
 			wg.Wait()
-			assertNear(t, "logits", nv.Logits(), wantLogits, 1e-12)
+			assertRel(t, "logits", nv.Logits(), wantLogits, 1e-12)
 			taps := nv.Taps()
 			if len(taps) != len(wantGZ) {
 				t.Fatalf("%d taps, want %d", len(taps), len(wantGZ))
 			}
 			for l, tp := range taps {
-				gz, in := tp.GradZ, tp.In
+				gz, in := tp.GradZ, tapInput(tp, b)
 				if tp.Kind == clipping.Conv {
 					gz = fromPositionsMajor(gz, b, tp.Positions, tp.OutDim)
-					in = unorder(in, tp.InOrder)
 				}
-				assertNear(t, fmt.Sprintf("tap %d GradZ", l), gz, wantGZ[l], 1e-12)
-				assertNear(t, fmt.Sprintf("tap %d In", l), in, wantIn[l], 1e-12)
+				assertRel(t, fmt.Sprintf("tap %d GradZ", l), gz, wantGZ[l], 1e-12)
+				assertRel(t, fmt.Sprintf("tap %d In", l), in, wantIn[l], 1e-12)
+			}
+
+			// Patches of the rows of a worker's last Forward come from its scratch, equal
+			// to rebuilt ones.
+			nv.Forward(1, 4, 7)
+			for _, tp := range taps {
+				if tp.Patches == nil {
+					continue
+				}
+				n := tp.Positions * tp.InDim
+				buf := make([]float64, n)
+				for i := 4; i < 7; i++ {
+					cached := tp.Patches(1, i, buf)
+					if &cached[0] == &buf[0] {
+						t.Fatalf("row %d of the last Forward was rebuilt, not taken from scratch", i)
+					}
+					assertNear(t, "cached patches", cached, tp.Patches(-1, i, buf), 0)
+				}
+				if u := tp.Patches(1, 3, buf); &u[0] != &buf[0] {
+					t.Fatal("row outside the last Forward taken from scratch")
+				}
 			}
 
 			// A forward-only Native gives the same logits.
@@ -229,9 +257,19 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 			for lo := 0; lo < b; lo += ev.Chunk() {
 				ev.Forward(0, lo, min(lo+ev.Chunk(), b))
 			}
-			assertNear(t, "forward-only logits", ev.Logits(), wantLogits, 1e-12)
+			assertRel(t, "forward-only logits", ev.Logits(), wantLogits, 1e-12)
 		})
 	}
+}
+
+// assertRel checks |got − want| ≤ rel·max|want| elementwise.
+func assertRel(t *testing.T, what string, got, want []float64, rel float64) {
+	t.Helper()
+	var scale float64
+	for _, v := range want {
+		scale = max(scale, math.Abs(v))
+	}
+	assertNear(t, what, got, want, rel*scale)
 }
 
 // fromPositionsMajor turns [B × P × F] into [B × F × P].
@@ -247,10 +285,27 @@ func fromPositionsMajor(v []float64, b, p, f int) []float64 {
 	return out
 }
 
+// tapInput is a tap's input for the whole batch in the weight layout's column order: In,
+// or the patches rebuilt example by example, with InOrder undone.
+func tapInput[T clipping.Float](tp clipping.Tap[T], b int) []T {
+	in := tp.In
+	if tp.Patches != nil {
+		n := tp.Positions * tp.InDim
+		in = make([]T, b*n)
+		for i := range b {
+			copy(in[i*n:(i+1)*n], tp.Patches(-1, i, make([]T, n)))
+		}
+	}
+	if tp.InOrder == nil {
+		return in
+	}
+	return unorder(in, tp.InOrder)
+}
+
 // unorder puts each row's column j at InOrder[j].
-func unorder(v []float64, order []int) []float64 {
+func unorder[T clipping.Float](v []T, order []int) []T {
 	k := len(order)
-	out := make([]float64, len(v))
+	out := make([]T, len(v))
 	for r := 0; r < len(v); r += k {
 		for j, o := range order {
 			out[r+o] = v[r+j]
@@ -266,4 +321,68 @@ func TestNativeRejectsForeignLayers(t *testing.T) {
 	if !errors.Is(err, ErrNotNative) {
 		t.Fatalf("error %v, want ErrNotNative", err)
 	}
+}
+
+// TestNativeAssemblyMatchesGo runs every stack in float32 with the AVX-512 kernels of
+// native_amd64.s (max-pool, im2col, col2im, ReLU gradient) and with their Go versions: the
+// same arithmetic in the same order, so the results must agree bit for bit.
+func TestNativeAssemblyMatchesGo(t *testing.T) {
+	if !useAsm {
+		t.Skip("no AVX-512")
+	}
+	const b = 6
+	for si, st := range nativeStacks {
+		t.Run(st.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(si), 5))
+			params := make([][][]float32, len(st.ls))
+			cur := st.in
+			for li, l := range st.ls {
+				for _, p := range l.Params(cur) {
+					params[li] = append(params[li], toFloat32(randomValues(rng, prod(p.Shape))))
+				}
+				cur, _ = l.OutputShape(cur)
+			}
+			x := toFloat32(randomValues(rng, b*prod(st.in)))
+			r := toFloat32(randomValues(rng, b*prod(cur)))
+			run := func(asm bool) ([]float32, [][]float32) {
+				defer func(v bool) { useAsm = v }(useAsm)
+				useAsm = asm
+				nv, err := NewNative[float32](st.ls, st.in, b, params, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(nv.Input(), x)
+				nv.Prepare()
+				k := prod(cur)
+				for lo := 0; lo < b; lo += nv.Chunk() {
+					hi := min(lo+nv.Chunk(), b)
+					nv.Forward(0, lo, hi)
+					nv.Backward(0, lo, hi, r[lo*k:hi*k])
+				}
+				var out [][]float32
+				for _, tp := range nv.Taps() {
+					out = append(out, append([]float32(nil), tp.GradZ...), tapInput(tp, b))
+				}
+				return append([]float32(nil), nv.Logits()...), out
+			}
+			la, ta := run(true)
+			lg, tg := run(false)
+			if !slices.Equal(la, lg) {
+				t.Fatalf("logits differ:\n%v\n%v", la, lg)
+			}
+			for j := range ta {
+				if !slices.Equal(ta[j], tg[j]) {
+					t.Fatalf("tap array %d differs", j)
+				}
+			}
+		})
+	}
+}
+
+func toFloat32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
 }

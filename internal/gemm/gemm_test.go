@@ -174,3 +174,30 @@ func BenchmarkGemm(b *testing.B) {
 		}
 	}
 }
+
+func TestSumSquares(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 5, 31, 32, 33, 64, 100, 1000, 8224} {
+		x := randSlice[float32](rng, n)
+		var want float64
+		for _, v := range x {
+			want += float64(v) * float64(v)
+		}
+		for _, asm := range []bool{true, false} {
+			func() {
+				defer func(v bool) { useAVX512 = v }(useAVX512)
+				useAVX512 = useAVX512 && asm
+				if got := SumSquares(x); math.Abs(got-want) > 1e-13*want {
+					t.Fatalf("n=%d asm=%v: %v, want %v", n, asm, got, want)
+				}
+			}()
+		}
+		x64 := make([]float64, n)
+		for i, v := range x {
+			x64[i] = float64(v)
+		}
+		if got := SumSquares(x64); math.Abs(got-want) > 1e-13*want {
+			t.Fatalf("float64 n=%d: %v, want %v", n, got, want)
+		}
+	}
+}

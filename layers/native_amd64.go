@@ -1,0 +1,22 @@
+package layers
+
+import "golang.org/x/sys/cpu"
+
+// useAsm selects the AVX-512 kernels of native_amd64.s for float32 (x/sys/cpu also checks
+// that the OS saves the ZMM and mask registers).
+var useAsm = cpu.X86.HasAVX512F
+
+//go:noescape
+func maxPoolForward32(x, y *float32, idx *int32, cells, start *int32, npix, c int)
+
+//go:noescape
+func maxPoolBackward32(dx, grad *float32, idx *int32, cells, start *int32, npix, c int)
+
+//go:noescape
+func patchCopy32(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
+
+//go:noescape
+func patchAdd32(dx, du *float32, runs *int32, start *int32, npos, k int)
+
+//go:noescape
+func reluGrad32AVX(dz, grad, y *float32, n int)

@@ -1,0 +1,326 @@
+#include "textflag.h"
+
+// AVX-512 kernels of layers.Native's float32 ops (see native_amd64.go). Channel vectors of
+// 16 lanes; the last vector of a row of c values is masked with K1.
+
+DATA iota<>+0(SB)/4, $0
+DATA iota<>+4(SB)/4, $1
+DATA iota<>+8(SB)/4, $2
+DATA iota<>+12(SB)/4, $3
+DATA iota<>+16(SB)/4, $4
+DATA iota<>+20(SB)/4, $5
+DATA iota<>+24(SB)/4, $6
+DATA iota<>+28(SB)/4, $7
+DATA iota<>+32(SB)/4, $8
+DATA iota<>+36(SB)/4, $9
+DATA iota<>+40(SB)/4, $10
+DATA iota<>+44(SB)/4, $11
+DATA iota<>+48(SB)/4, $12
+DATA iota<>+52(SB)/4, $13
+DATA iota<>+56(SB)/4, $14
+DATA iota<>+60(SB)/4, $15
+GLOBL iota<>(SB), RODATA|NOPTR, $64
+
+// func maxPoolForward32(x, y *float32, idx *int32, cells, start *int32, npix, c int)
+// For each output pixel p: y[p·c + ch] = max over its window cells j (input offsets
+// cells[start[p]…start[p+1]−1]) of x[cells[j] + ch], idx the winning input offset; the
+// first maximum in window order wins (strictly greater replaces).
+TEXT ·maxPoolForward32(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ idx+16(FP), DX
+	MOVQ cells+24(FP), R8
+	MOVQ start+32(FP), R9
+	MOVQ npix+40(FP), R10
+	MOVQ c+48(FP), R11
+	VMOVDQU32 iota<>(SB), Z7
+	XORQ R12, R12 // p
+mpf_pixel:
+	CMPQ R12, R10
+	JGE mpf_done
+	MOVLQSX (R9)(R12*4), R13   // a = start[p]
+	MOVLQSX 4(R9)(R12*4), R14  // e = start[p+1]
+	XORQ BX, BX                // channel offset v
+mpf_vec:
+	CMPQ BX, R11
+	JGE mpf_nextpixel
+	// K1 = lanes left in this row: min(16, c − v)
+	MOVQ R11, CX
+	SUBQ BX, CX
+	MOVQ $16, AX
+	CMPQ CX, AX
+	CMOVQGT AX, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	// First cell.
+	MOVLQSX (R8)(R13*4), AX
+	ADDQ BX, AX
+	VMOVUPS.Z (SI)(AX*4), K1, Z0   // best
+	VPBROADCASTD AX, Z1
+	VPADDD Z7, Z1, Z1              // best index
+	MOVQ R13, R15
+	INCQ R15
+mpf_cell:
+	CMPQ R15, R14
+	JGE mpf_store
+	MOVLQSX (R8)(R15*4), AX
+	ADDQ BX, AX
+	VMOVUPS.Z (SI)(AX*4), K1, Z2
+	VCMPPS $0x1e, Z0, Z2, K1, K2   // K2 = Z2 > Z0
+	VMOVAPS Z2, K2, Z0
+	VPBROADCASTD AX, Z3
+	VPADDD Z7, Z3, Z3
+	VMOVDQA32 Z3, K2, Z1
+	INCQ R15
+	JMP mpf_cell
+mpf_store:
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS Z0, K1, (DI)(AX*4)
+	VMOVDQU32 Z1, K1, (DX)(AX*4)
+	ADDQ $16, BX
+	JMP mpf_vec
+mpf_nextpixel:
+	INCQ R12
+	JMP mpf_pixel
+mpf_done:
+	VZEROUPPER
+	RET
+
+// func maxPoolBackward32(dx, grad *float32, idx *int32, cells, start *int32, npix, c int)
+// dx[idx[p·c+ch]] += g[p·c+ch], walking each window so that no lane scatters: for each cell
+// j of pixel p, the lanes whose winner is cells[j]+ch add g there. dx must start at zero.
+TEXT ·maxPoolBackward32(SB), NOSPLIT, $0-56
+	MOVQ dx+0(FP), SI
+	MOVQ grad+8(FP), DI
+	MOVQ idx+16(FP), DX
+	MOVQ cells+24(FP), R8
+	MOVQ start+32(FP), R9
+	MOVQ npix+40(FP), R10
+	MOVQ c+48(FP), R11
+	VMOVDQU32 iota<>(SB), Z7
+	XORQ R12, R12
+mpb_pixel:
+	CMPQ R12, R10
+	JGE mpb_done
+	MOVLQSX (R9)(R12*4), R13
+	MOVLQSX 4(R9)(R12*4), R14
+	XORQ BX, BX
+mpb_vec:
+	CMPQ BX, R11
+	JGE mpb_nextpixel
+	MOVQ R11, CX
+	SUBQ BX, CX
+	MOVQ $16, AX
+	CMPQ CX, AX
+	CMOVQGT AX, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS.Z (DI)(AX*4), K1, Z0   // gradient
+	VMOVDQU32.Z (DX)(AX*4), K1, Z1 // winners
+	MOVQ R13, R15
+mpb_cell:
+	CMPQ R15, R14
+	JGE mpb_nextvec
+	MOVLQSX (R8)(R15*4), AX
+	ADDQ BX, AX
+	VPBROADCASTD AX, Z3
+	VPADDD Z7, Z3, Z3
+	VPCMPEQD Z3, Z1, K1, K2
+	VMOVUPS.Z (SI)(AX*4), K2, Z4
+	VADDPS Z0, Z4, Z4
+	VMOVUPS Z4, K2, (SI)(AX*4)
+	INCQ R15
+	JMP mpb_cell
+mpb_nextvec:
+	ADDQ $16, BX
+	JMP mpb_vec
+mpb_nextpixel:
+	INCQ R12
+	JMP mpb_pixel
+mpb_done:
+	VZEROUPPER
+	RET
+
+// func patchCopy32(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
+// im2col of one image: for position p, zero row p of u ([npos × k]) when padded[p], then
+// copy each run (src, dst, n) of runs[3·start[p]…]: u[p·k+dst…+n] = x[src…+n].
+TEXT ·patchCopy32(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ u+8(FP), DX           // row p of u
+	MOVQ runs+16(FP), R8
+	MOVQ start+24(FP), R9
+	MOVQ padded+32(FP), R10
+	MOVQ npos+40(FP), R11
+	MOVQ k+48(FP), R12
+	SHLQ $2, R12               // row bytes
+	VPXORD Z0, Z0, Z0
+	XORQ R13, R13              // p
+pc_pos:
+	CMPQ R13, R11
+	JGE pc_done
+	MOVBQZX (R10)(R13*1), AX
+	TESTQ AX, AX
+	JZ pc_runs
+	XORQ R14, R14              // zero the row, 64 bytes at a time
+pc_zero:
+	MOVQ R12, AX
+	SUBQ R14, AX
+	CMPQ AX, $64
+	JL pc_zerotail
+	VMOVUPS Z0, (DX)(R14*1)
+	ADDQ $64, R14
+	JMP pc_zero
+pc_zerotail:
+	TESTQ AX, AX
+	JZ pc_runs
+	MOVQ AX, CX
+	SHRQ $2, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS Z0, K1, (DX)(R14*1)
+pc_runs:
+	MOVLQSX (R9)(R13*4), R14   // first run
+	MOVLQSX 4(R9)(R13*4), R15  // end
+pc_run:
+	CMPQ R14, R15
+	JGE pc_nextpos
+	LEAQ (R14)(R14*2), AX
+	MOVLQSX (R8)(AX*4), BX     // src
+	MOVLQSX 4(R8)(AX*4), DI    // dst
+	MOVLQSX 8(R8)(AX*4), AX    // n
+	LEAQ (SI)(BX*4), BX
+	LEAQ (DX)(DI*4), DI
+pc_copy:
+	CMPQ AX, $16
+	JL pc_copytail
+	VMOVUPS (BX), Z1
+	VMOVUPS Z1, (DI)
+	ADDQ $64, BX
+	ADDQ $64, DI
+	SUBQ $16, AX
+	JMP pc_copy
+pc_copytail:
+	TESTQ AX, AX
+	JZ pc_nextrun
+	MOVQ AX, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (BX), K1, Z1
+	VMOVUPS Z1, K1, (DI)
+pc_nextrun:
+	INCQ R14
+	JMP pc_run
+pc_nextpos:
+	ADDQ R12, DX
+	INCQ R13
+	JMP pc_pos
+pc_done:
+	VZEROUPPER
+	RET
+
+// func patchAdd32(dx, du *float32, runs *int32, start *int32, npos, k int)
+// col2im of one image: dx[src…+n] += du[p·k+dst…+n] for every run of every position, in
+// position and run order. dx must start at zero.
+TEXT ·patchAdd32(SB), NOSPLIT, $0-48
+	MOVQ dx+0(FP), SI
+	MOVQ du+8(FP), DX          // row p of du
+	MOVQ runs+16(FP), R8
+	MOVQ start+24(FP), R9
+	MOVQ npos+32(FP), R11
+	MOVQ k+40(FP), R12
+	SHLQ $2, R12
+	XORQ R13, R13
+pa_pos:
+	CMPQ R13, R11
+	JGE pa_done
+	MOVLQSX (R9)(R13*4), R14
+	MOVLQSX 4(R9)(R13*4), R15
+pa_run:
+	CMPQ R14, R15
+	JGE pa_nextpos
+	LEAQ (R14)(R14*2), AX
+	MOVLQSX (R8)(AX*4), BX
+	MOVLQSX 4(R8)(AX*4), DI
+	MOVLQSX 8(R8)(AX*4), AX
+	LEAQ (SI)(BX*4), BX        // into dx
+	LEAQ (DX)(DI*4), DI        // from du
+pa_add:
+	CMPQ AX, $16
+	JL pa_addtail
+	VMOVUPS (DI), Z1
+	VADDPS (BX), Z1, Z1
+	VMOVUPS Z1, (BX)
+	ADDQ $64, BX
+	ADDQ $64, DI
+	SUBQ $16, AX
+	JMP pa_add
+pa_addtail:
+	TESTQ AX, AX
+	JZ pa_nextrun
+	MOVQ AX, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (DI), K1, Z1
+	VMOVUPS.Z (BX), K1, Z2
+	VADDPS Z1, Z2, Z2
+	VMOVUPS Z2, K1, (BX)
+pa_nextrun:
+	INCQ R14
+	JMP pa_run
+pa_nextpos:
+	ADDQ R12, DX
+	INCQ R13
+	JMP pa_pos
+pa_done:
+	VZEROUPPER
+	RET
+
+// func reluGrad32AVX(dz, grad, y *float32, n int)
+// dz = g where y ≠ 0, else 0 (y are ReLU outputs, ≥ +0).
+TEXT ·reluGrad32AVX(SB), NOSPLIT, $0-32
+	MOVQ dz+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	VPXORD Z0, Z0, Z0
+rg_loop:
+	CMPQ CX, $16
+	JL rg_tail
+	VMOVUPS (DX), Z1
+	VCMPPS $0x0c, Z0, Z1, K2   // y ≠ 0 (ordered)
+	VMOVUPS.Z (SI), K2, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP rg_loop
+rg_tail:
+	TESTQ CX, CX
+	JZ rg_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (DX), K1, Z1
+	VCMPPS $0x0c, Z0, Z1, K1, K2
+	VMOVUPS.Z (SI), K2, Z2
+	VMOVUPS Z2, K1, (DI)
+rg_done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,23 @@
+//go:build !amd64
+
+package layers
+
+const useAsm = false
+
+func maxPoolForward32(x, y *float32, idx *int32, cells, start *int32, npix, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func maxPoolBackward32(dx, grad *float32, idx *int32, cells, start *int32, npix, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func patchCopy32(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int) {
+	panic("layers: no assembly kernels")
+}
+
+func patchAdd32(dx, du *float32, runs *int32, start *int32, npos, k int) {
+	panic("layers: no assembly kernels")
+}
+
+func reluGrad32AVX(dz, grad, y *float32, n int) { panic("layers: no assembly kernels") }
