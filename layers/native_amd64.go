@@ -3,8 +3,20 @@ package layers
 import "golang.org/x/sys/cpu"
 
 // useAsm selects the AVX-512 kernels of native_amd64.s for float32 (x/sys/cpu also checks
-// that the OS saves the ZMM and mask registers).
-var useAsm = cpu.X86.HasAVX512F
+// that the OS saves the ZMM and mask registers); useAVX2 the AVX2 versions of some of them.
+var (
+	useAsm  = cpu.X86.HasAVX512F
+	useAVX2 = cpu.X86.HasAVX2
+)
+
+//go:noescape
+func maxPoolForward32AVX2(x, y *float32, idx *int32, cells, start *int32, npix, c int)
+
+//go:noescape
+func maxPoolBackward32AVX2(dx, grad *float32, idx *int32, cells, start *int32, npix, c int)
+
+//go:noescape
+func reluGrad32AVX2(dz, grad, y *float32, n int)
 
 //go:noescape
 func maxPoolForward32(x, y *float32, idx *int32, cells, start *int32, npix, c int)

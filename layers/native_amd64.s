@@ -324,3 +324,173 @@ rg_tail:
 rg_done:
 	VZEROUPPER
 	RET
+
+// AVX2 versions (8 lanes; Y15 holds the lane mask of the current vector, from masktab2).
+
+DATA masktab2<>+0(SB)/8, $-1
+DATA masktab2<>+8(SB)/8, $-1
+DATA masktab2<>+16(SB)/8, $-1
+DATA masktab2<>+24(SB)/8, $-1
+DATA masktab2<>+32(SB)/8, $0
+DATA masktab2<>+40(SB)/8, $0
+DATA masktab2<>+48(SB)/8, $0
+DATA masktab2<>+56(SB)/8, $0
+GLOBL masktab2<>(SB), RODATA|NOPTR, $64
+
+// func maxPoolForward32AVX2(x, y *float32, idx *int32, cells, start *int32, npix, c int)
+TEXT ·maxPoolForward32AVX2(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ idx+16(FP), DX
+	MOVQ cells+24(FP), R8
+	MOVQ start+32(FP), R9
+	MOVQ npix+40(FP), R10
+	MOVQ c+48(FP), R11
+	VMOVDQU iota<>(SB), Y7
+	LEAQ masktab2<>+32(SB), R14
+	XORQ R12, R12
+m2f_pixel:
+	CMPQ R12, R10
+	JGE m2f_done
+	MOVLQSX (R9)(R12*4), R13
+	MOVLQSX 4(R9)(R12*4), R15
+	XORQ BX, BX
+m2f_vec:
+	CMPQ BX, R11
+	JGE m2f_nextpixel
+	MOVQ R11, CX                   // lanes = min(8, c − v)
+	SUBQ BX, CX
+	MOVQ $8, AX
+	CMPQ CX, AX
+	CMOVQGT AX, CX
+	NEGQ CX
+	VMOVDQU (R14)(CX*4), Y15
+	MOVLQSX (R8)(R13*4), AX
+	ADDQ BX, AX
+	VMASKMOVPS (SI)(AX*4), Y15, Y0 // best
+	MOVQ AX, X1
+	VPBROADCASTD X1, Y1
+	VPADDD Y7, Y1, Y1              // best index
+	MOVQ R13, CX
+	INCQ CX
+m2f_cell:
+	CMPQ CX, R15
+	JGE m2f_store
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	VMASKMOVPS (SI)(AX*4), Y15, Y2
+	VCMPPS $0x1e, Y0, Y2, Y4       // Y2 > Y0
+	VBLENDVPS Y4, Y2, Y0, Y0
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VBLENDVPS Y4, Y3, Y1, Y1
+	INCQ CX
+	JMP m2f_cell
+m2f_store:
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMASKMOVPS Y0, Y15, (DI)(AX*4)
+	VPMASKMOVD Y1, Y15, (DX)(AX*4)
+	ADDQ $8, BX
+	JMP m2f_vec
+m2f_nextpixel:
+	INCQ R12
+	JMP m2f_pixel
+m2f_done:
+	VZEROUPPER
+	RET
+
+// func maxPoolBackward32AVX2(dx, grad *float32, idx *int32, cells, start *int32, npix, c int)
+TEXT ·maxPoolBackward32AVX2(SB), NOSPLIT, $0-56
+	MOVQ dx+0(FP), SI
+	MOVQ grad+8(FP), DI
+	MOVQ idx+16(FP), DX
+	MOVQ cells+24(FP), R8
+	MOVQ start+32(FP), R9
+	MOVQ npix+40(FP), R10
+	MOVQ c+48(FP), R11
+	VMOVDQU iota<>(SB), Y7
+	LEAQ masktab2<>+32(SB), R14
+	XORQ R12, R12
+m2b_pixel:
+	CMPQ R12, R10
+	JGE m2b_done
+	MOVLQSX (R9)(R12*4), R13
+	MOVLQSX 4(R9)(R12*4), R15
+	XORQ BX, BX
+m2b_vec:
+	CMPQ BX, R11
+	JGE m2b_nextpixel
+	MOVQ R11, CX
+	SUBQ BX, CX
+	MOVQ $8, AX
+	CMPQ CX, AX
+	CMOVQGT AX, CX
+	NEGQ CX
+	VMOVDQU (R14)(CX*4), Y15
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMASKMOVPS (DI)(AX*4), Y15, Y0  // gradient
+	VPMASKMOVD (DX)(AX*4), Y15, Y1  // winners
+	MOVQ R13, CX
+m2b_cell:
+	CMPQ CX, R15
+	JGE m2b_nextvec
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VPCMPEQD Y3, Y1, Y4
+	VPAND Y15, Y4, Y4
+	VMASKMOVPS (SI)(AX*4), Y4, Y5
+	VADDPS Y0, Y5, Y5
+	VMASKMOVPS Y5, Y4, (SI)(AX*4)
+	INCQ CX
+	JMP m2b_cell
+m2b_nextvec:
+	ADDQ $8, BX
+	JMP m2b_vec
+m2b_nextpixel:
+	INCQ R12
+	JMP m2b_pixel
+m2b_done:
+	VZEROUPPER
+	RET
+
+// func reluGrad32AVX2(dz, grad, y *float32, n int)
+TEXT ·reluGrad32AVX2(SB), NOSPLIT, $0-32
+	MOVQ dz+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	VXORPS Y0, Y0, Y0
+r2_loop:
+	CMPQ CX, $8
+	JL r2_tail
+	VMOVUPS (DX), Y1
+	VCMPPS $0x0c, Y0, Y1, Y2   // y ≠ 0 (ordered)
+	VANDPS (SI), Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP r2_loop
+r2_tail:
+	TESTQ CX, CX
+	JZ r2_done
+	NEGQ CX
+	LEAQ masktab2<>+32(SB), AX
+	VMOVDQU (AX)(CX*4), Y15
+	VMASKMOVPS (DX), Y15, Y1
+	VCMPPS $0x0c, Y0, Y1, Y2
+	VMASKMOVPS (SI), Y15, Y3
+	VANDPS Y3, Y2, Y2
+	VMASKMOVPS Y2, Y15, (DI)
+r2_done:
+	VZEROUPPER
+	RET

@@ -99,10 +99,14 @@ func activationGrad[T clipping.Float](f actFunc, dz, g, y []T) {
 	case actNone:
 		copy(dz, g)
 	case actReLU:
-		if y32, ok := any(y).([]float32); ok && useAsm && len(y32) > 0 {
+		if y32, ok := any(y).([]float32); ok && (useAsm || useAVX2) && len(y32) > 0 {
 			dz32, g32 := any(dz).([]float32), any(g).([]float32)
 			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
-			reluGrad32AVX(&dz32[0], &g32[0], &y32[0], len(y32))
+			f := reluGrad32AVX
+			if !useAsm {
+				f = reluGrad32AVX2
+			}
+			f(&dz32[0], &g32[0], &y32[0], len(y32))
 			return
 		}
 		for j, v := range y {
@@ -190,8 +194,12 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 	idx := sc.indices[k][:n*outN]
 	for e := range n {
 		x, y, ix := in[e*inN:(e+1)*inN], out[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if x32, ok := any(x).([]float32); ok && useAsm {
-			maxPoolForward32(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
+		if x32, ok := any(x).([]float32); ok && (useAsm || useAVX2) {
+			f := maxPoolForward32
+			if !useAsm {
+				f = maxPoolForward32AVX2
+			}
+			f(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
 			continue
 		}
 		for p := range o.oh * o.ow {
@@ -230,8 +238,12 @@ func (o *maxPoolOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T
 	clear(gIn)
 	for e := range n {
 		dx, g, ix := gIn[e*inN:(e+1)*inN], gOut[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if dx32, ok := any(dx).([]float32); ok && useAsm {
-			maxPoolBackward32(&dx32[0], &any(g).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, o.c)
+		if dx32, ok := any(dx).([]float32); ok && (useAsm || useAVX2) {
+			f := maxPoolBackward32
+			if !useAsm {
+				f = maxPoolBackward32AVX2
+			}
+			f(&dx32[0], &any(g).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, o.c)
 			continue
 		}
 		for j, v := range g {

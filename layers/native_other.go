@@ -2,7 +2,20 @@
 
 package layers
 
-const useAsm = false
+const (
+	useAsm  = false
+	useAVX2 = false
+)
+
+func maxPoolForward32AVX2(x, y *float32, idx *int32, cells, start *int32, npix, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func maxPoolBackward32AVX2(dx, grad *float32, idx *int32, cells, start *int32, npix, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func reluGrad32AVX2(dz, grad, y *float32, n int) { panic("layers: no assembly kernels") }
 
 func maxPoolForward32(x, y *float32, idx *int32, cells, start *int32, npix, c int) {
 	panic("layers: no assembly kernels")

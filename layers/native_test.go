@@ -327,12 +327,27 @@ func TestNativeRejectsForeignLayers(t *testing.T) {
 // native_amd64.s (max-pool, im2col, col2im, ReLU gradient) and with their Go versions: the
 // same arithmetic in the same order, so the results must agree bit for bit.
 func TestNativeAssemblyMatchesGo(t *testing.T) {
-	if !useAsm {
-		t.Skip("no AVX-512")
+	if !useAsm && !useAVX2 {
+		t.Skip("no AVX-512 or AVX2")
 	}
 	const b = 6
 	for si, st := range nativeStacks {
-		t.Run(st.name, func(t *testing.T) {
+		for _, isa := range []string{"avx512", "avx2"} {
+			if isa == "avx512" && !useAsm || isa == "avx2" && !useAVX2 {
+				continue
+			}
+			testAssemblyMatchesGo(t, si, st.name+"/"+isa, st.in, st.ls, b, isa == "avx512")
+		}
+	}
+}
+
+func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Layer, b int, avx512 bool) {
+	st := struct {
+		in []int
+		ls []Layer
+	}{in, ls}
+	{
+		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(si), 5))
 			params := make([][][]float32, len(st.ls))
 			cur := st.in
@@ -345,8 +360,8 @@ func TestNativeAssemblyMatchesGo(t *testing.T) {
 			x := toFloat32(randomValues(rng, b*prod(st.in)))
 			r := toFloat32(randomValues(rng, b*prod(cur)))
 			run := func(asm bool) ([]float32, [][]float32) {
-				defer func(v bool) { useAsm = v }(useAsm)
-				useAsm = asm
+				defer func(v, w bool) { useAsm, useAVX2 = v, w }(useAsm, useAVX2)
+				useAsm, useAVX2 = asm && avx512, asm && !avx512
 				nv, err := NewNative[float32](st.ls, st.in, b, params, true)
 				if err != nil {
 					t.Fatal(err)

@@ -2,7 +2,14 @@
 
 package gemm
 
-const useAVX512 = false
+const (
+	useAVX512 = false
+	useAVX2   = false
+)
+
+func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {
+	panic("gemm: no assembly kernels on this architecture")
+}
 
 func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {
 	panic("gemm: no assembly kernels on this architecture")

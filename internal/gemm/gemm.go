@@ -53,14 +53,13 @@ func Gemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bia
 	case []float32:
 		a32 := any(a).(Matrix[float32])
 		b32, bias32 := any(b).([]float32), any(bias).([]float32)
-		if useAVX512 {
+		if useAVX512 || useAVX2 {
 			sgemmKernels(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 			return
 		}
-		blasGemm(m, n, k, a32, b32, ldb, c, ldc, bias32, f, blas32.Implementation().Sgemm)
+		blasGemm(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 	case []float64:
-		blasGemm(m, n, k, any(a).(Matrix[float64]), any(b).([]float64), ldb, c, ldc, any(bias).([]float64), f,
-			blas64.Implementation().Dgemm)
+		blasGemm(m, n, k, any(a).(Matrix[float64]), any(b).([]float64), ldb, c, ldc, any(bias).([]float64), f)
 	}
 }
 
@@ -88,22 +87,34 @@ func check[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bi
 	}
 }
 
-// blockCols is the widest block of C a kernel holds: four 16-lane vectors.
-const blockCols = 64
+// The tallest block for blocks of nv vectors: 24 accumulators of 16 lanes (AVX-512), 12 of
+// 8 lanes (AVX2).
+var (
+	maxRows  = [5]int{0, 12, 12, 8, 6}
+	maxRows2 = [3]int{0, 12, 6}
+)
 
-// maxRows is the tallest block for blocks of nv vectors (24 accumulators).
-var maxRows = [5]int{0, 12, 12, 8, 6}
-
+// sgemmKernels runs the product on the AVX-512 kernels (blocks up to 64 columns wide) or
+// the AVX2 ones (16 columns).
 func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32, ldc int, bias []float32, f Flags) {
 	ap, bp := unsafe.SliceData(a.Data), unsafe.SliceData(b)
 	if k == 0 {
 		ap, bp = nil, nil // never read
 	}
+	lanes, rows := 16, maxRows[:]
+	if !useAVX512 {
+		lanes, rows = 8, maxRows2[:]
+	}
+	blockCols := lanes * (len(rows) - 1)
 	for j := 0; j < n; j += blockCols {
 		w := min(blockCols, n-j)
-		nv := (w + 15) / 16
-		flags := int(f) | (1<<(w-16*(nv-1))-1)<<16
-		mr := maxRows[nv]
+		nv := (w + lanes - 1) / lanes
+		last := w - lanes*(nv-1)   // lanes of the last vector
+		flags := int(f) | last<<16 // AVX2: the lane count
+		if useAVX512 {
+			flags = int(f) | (1<<last-1)<<16 // AVX-512: the lane mask
+		}
+		mr := rows[nv]
 		var biasj *float32
 		if bias != nil {
 			biasj = &bias[j]
@@ -122,14 +133,17 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 				}
 				ai = (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
 			}
-			callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+			if useAVX512 {
+				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+			} else {
+				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+			}
 		}
 	}
 }
 
 // blasGemm is the portable path: a BLAS gemm, with the bias and the ReLU as separate passes.
-func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags,
-	gemm func(tA, tB blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)) {
+func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bias []T, f Flags) {
 	var beta T
 	switch {
 	case f&Accumulate != 0:
@@ -145,7 +159,14 @@ func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int,
 		if a.ColMajor {
 			tA = blas.Trans
 		}
-		gemm(tA, blas.NoTrans, m, n, k, 1, a.Data, a.Stride, b, ldb, beta, c, ldc)
+		switch c := any(c).(type) {
+		case []float32:
+			blas32.Implementation().Sgemm(tA, blas.NoTrans, m, n, k, 1, any(a.Data).([]float32), a.Stride,
+				any(b).([]float32), ldb, float32(beta), c, ldc)
+		case []float64:
+			blas64.Implementation().Dgemm(tA, blas.NoTrans, m, n, k, 1, any(a.Data).([]float64), a.Stride,
+				any(b).([]float64), ldb, float64(beta), c, ldc)
+		}
 	} else if beta == 0 {
 		for i := range m {
 			clear(c[i*ldc : i*ldc+n])

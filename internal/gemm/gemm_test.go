@@ -119,9 +119,18 @@ func TestGemmFloat32(t *testing.T) {
 	testProducts[float32](t, 1e-5)
 }
 
-func TestGemmFloat32Portable(t *testing.T) {
+func TestGemmFloat32AVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
 	defer func(v bool) { useAVX512 = v }(useAVX512)
 	useAVX512 = false
+	testProducts[float32](t, 1e-5)
+}
+
+func TestGemmFloat32Portable(t *testing.T) {
+	defer func(v, w bool) { useAVX512, useAVX2 = v, w }(useAVX512, useAVX2)
+	useAVX512, useAVX2 = false, false
 	testProducts[float32](t, 1e-5)
 }
 
@@ -153,13 +162,13 @@ var benchShapes = []struct {
 
 func BenchmarkGemm(b *testing.B) {
 	for _, s := range benchShapes {
-		for _, impl := range []string{"kernels", "blas"} {
-			if impl == "kernels" && !useAVX512 {
+		for _, impl := range []string{"avx512", "avx2", "blas"} {
+			if impl == "avx512" && !useAVX512 || impl == "avx2" && !useAVX2 {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/%s", s.name, impl), func(b *testing.B) {
-				defer func(v bool) { useAVX512 = v }(useAVX512)
-				useAVX512 = impl == "kernels"
+				defer func(v, w bool) { useAVX512, useAVX2 = v, w }(useAVX512, useAVX2)
+				useAVX512, useAVX2 = impl == "avx512", impl == "avx2"
 				rng := rand.New(rand.NewPCG(1, 2))
 				a := Matrix[float32]{Data: randSlice[float32](rng, s.m*s.k), Stride: s.k, ColMajor: s.colA}
 				if s.colA {

@@ -1,7 +1,7 @@
 //go:build ignore
 
-// gen_kernels writes kernels_amd64.s and kernels_amd64.go: the AVX-512 single-precision
-// GEMM micro-kernels of package gemm and the switch that picks one.
+// gen_kernels writes kernels_amd64.s and kernels_amd64.go: the AVX-512 and AVX2
+// single-precision GEMM micro-kernels of package gemm and the switches that pick one.
 //
 //	go run gen_kernels.go
 //
@@ -13,7 +13,8 @@
 // row stride ldb, and A is either row-major (A(r, kk) = a[r·lda + kk], "R" kernels) or
 // column-major (A(r, kk) = a[kk·lda + r], "C" kernels). Each step kk loads nv vectors of B
 // and broadcasts mr values of A: an outer product into mr·nv accumulators (≤ 24 of the 32
-// ZMM registers).
+// ZMM registers with AVX-512, 16 lanes a vector; ≤ 12 of the 16 YMM registers with AVX2,
+// 8 lanes a vector, the "2" kernels).
 package main
 
 import (
@@ -24,6 +25,23 @@ import (
 
 // maxRows is the tallest block for each number of vectors (index nv): 24 accumulators.
 var maxRows = [5]int{0, 12, 12, 8, 6}
+
+// maxRows2 is the same for the AVX2 kernels: 12 accumulators.
+var maxRows2 = [3]int{0, 12, 6}
+
+// maskTable holds eight all-ones lanes then eight zero lanes: the 8-lane mask of the first
+// n lanes starts n lanes before the zeros.
+const maskTable = `
+DATA masktab<>+0(SB)/8, $-1
+DATA masktab<>+8(SB)/8, $-1
+DATA masktab<>+16(SB)/8, $-1
+DATA masktab<>+24(SB)/8, $-1
+DATA masktab<>+32(SB)/8, $0
+DATA masktab<>+40(SB)/8, $0
+DATA masktab<>+48(SB)/8, $0
+DATA masktab<>+56(SB)/8, $0
+GLOBL masktab<>(SB), RODATA|NOPTR, $64
+`
 
 func main() {
 	var s, g bytes.Buffer
@@ -40,6 +58,23 @@ func main() {
 			}
 		}
 	}
+	var cases2 bytes.Buffer
+	for _, col := range []bool{false, true} {
+		for nv := 1; nv <= 2; nv++ {
+			for mr := 1; mr <= maxRows2[nv]; mr++ {
+				name := "kernel2" + kernelName(col, mr, nv)[6:]
+				kernel2(&s, name, col, mr, nv)
+				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
+				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags)\n", key(col, mr, nv), name)
+			}
+		}
+	}
+	s.WriteString(maskTable)
+	g.WriteString("// callKernel2 runs the AVX2 kernel for a block of mr rows and nv vectors.\n")
+	g.WriteString("func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {\n")
+	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
+	g.Write(cases2.Bytes())
+	g.WriteString("\tdefault:\n\t\tpanic(\"gemm: no kernel for this block\")\n\t}\n}\n\n")
 	g.WriteString("// callKernel runs the kernel for a block of mr rows and nv vectors (see gen_kernels.go).\n")
 	g.WriteString("func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {\n")
 	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
@@ -191,6 +226,108 @@ func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 		}
 		for v := range nv {
 			store(w, v, nv, acc(r, v, nv), off("DX", v))
+		}
+	}
+	w.WriteString("\tVZEROUPPER\n\tRET\n")
+}
+
+// AVX2 kernels. Registers: Y0–Y1 B vectors, Y2 broadcasts, Y3… accumulators, Y15 the
+// last vector's lane mask (VMASKMOVPS); flags bits 16… hold its number of lanes (1–8).
+func acc2(r, v, nv int) string { return fmt.Sprintf("Y%d", 3+r*nv+v) }
+
+func load2(w *bytes.Buffer, v, nv int, mem, reg string) {
+	if v == nv-1 {
+		fmt.Fprintf(w, "\tVMASKMOVPS %s, Y15, %s\n", mem, reg)
+	} else {
+		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", mem, reg)
+	}
+}
+
+func store2(w *bytes.Buffer, v, nv int, reg, mem string) {
+	if v == nv-1 {
+		fmt.Fprintf(w, "\tVMASKMOVPS %s, Y15, %s\n", reg, mem)
+	} else {
+		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", reg, mem)
+	}
+}
+
+func off2(base string, v int) string {
+	if v == 0 {
+		return "(" + base + ")"
+	}
+	return fmt.Sprintf("%d(%s)", 32*v, base)
+}
+
+func kernel2(w *bytes.Buffer, name string, col bool, mr, nv int) {
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	w.WriteString("\tMOVQ k+0(FP), CX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $2, R8\n")
+	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
+	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
+	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
+	// Y15 = mask of the first n lanes, n = flags>>16: load 8 lanes starting n lanes before
+	// the zeros of masktab.
+	w.WriteString("\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tNEGQ R12\n\tLEAQ masktab<>+32(SB), R11\n\tVMOVDQU (R11)(R12*4), Y15\n")
+	if !col {
+		for j := 1; j*3 < mr; j++ {
+			fmt.Fprintf(w, "\tLEAQ (%s)(R8*2), %s\n\tADDQ R8, %s\n", rowPtr[j-1], rowPtr[j], rowPtr[j])
+		}
+	}
+	fmt.Fprintf(w, "\tTESTQ $1, AX\n\tJNZ %s_fromc\n\tTESTQ $2, AX\n\tJNZ %s_frombias\n", name, name)
+	for r := range mr {
+		for v := range nv {
+			fmt.Fprintf(w, "\tVXORPS %s, %s, %s\n", acc2(r, v, nv), acc2(r, v, nv), acc2(r, v, nv))
+		}
+	}
+	fmt.Fprintf(w, "\tJMP %s_loop\n%s_fromc:\n\tMOVQ DX, BX\n", name, name)
+	for r := range mr {
+		if r > 0 {
+			w.WriteString("\tADDQ R10, BX\n")
+		}
+		for v := range nv {
+			load2(w, v, nv, off2("BX", v), acc2(r, v, nv))
+		}
+	}
+	fmt.Fprintf(w, "\tJMP %s_loop\n%s_frombias:\n", name, name)
+	for v := range nv {
+		load2(w, v, nv, off2("BX", v), fmt.Sprintf("Y%d", v))
+	}
+	for r := range mr {
+		for v := range nv {
+			fmt.Fprintf(w, "\tVMOVAPS Y%d, %s\n", v, acc2(r, v, nv))
+		}
+	}
+	fmt.Fprintf(w, "%s_loop:\n\tTESTQ CX, CX\n\tJZ %s_store\n%s_k:\n", name, name, name)
+	for v := range nv {
+		load2(w, v, nv, off2("DI", v), fmt.Sprintf("Y%d", v))
+	}
+	for r := range mr {
+		fmt.Fprintf(w, "\tVBROADCASTSS %s, Y2\n", aOperand(col, r))
+		for v := range nv {
+			fmt.Fprintf(w, "\tVFMADD231PS Y%d, Y2, %s\n", v, acc2(r, v, nv))
+		}
+	}
+	if col {
+		w.WriteString("\tADDQ R8, SI\n")
+	} else {
+		for j := 0; j*3 < mr; j++ {
+			fmt.Fprintf(w, "\tADDQ $4, %s\n", rowPtr[j])
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ R9, DI\n\tDECQ CX\n\tJNZ %s_k\n%s_store:\n", name, name)
+	fmt.Fprintf(w, "\tTESTQ $4, AX\n\tJZ %s_nomax\n\tVXORPS Y2, Y2, Y2\n", name)
+	for r := range mr {
+		for v := range nv {
+			fmt.Fprintf(w, "\tVMAXPS Y2, %s, %s\n", acc2(r, v, nv), acc2(r, v, nv))
+		}
+	}
+	fmt.Fprintf(w, "%s_nomax:\n", name)
+	for r := range mr {
+		if r > 0 {
+			w.WriteString("\tADDQ R10, DX\n")
+		}
+		for v := range nv {
+			store2(w, v, nv, acc2(r, v, nv), off2("DX", v))
 		}
 	}
 	w.WriteString("\tVZEROUPPER\n\tRET\n")

@@ -230,6 +230,198 @@ func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc
 //go:noescape
 func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
 
+//go:noescape
+func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+// callKernel2 runs the AVX2 kernel for a block of mr rows and nv vectors.
+func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {
+	key := mr<<3 | nv
+	if colA {
+		key |= 1 << 8
+	}
+	switch key {
+	case 9:
+		kernel2R1x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 17:
+		kernel2R2x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 25:
+		kernel2R3x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 33:
+		kernel2R4x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 41:
+		kernel2R5x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 49:
+		kernel2R6x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 57:
+		kernel2R7x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 65:
+		kernel2R8x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 73:
+		kernel2R9x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 81:
+		kernel2R10x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 89:
+		kernel2R11x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 97:
+		kernel2R12x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 10:
+		kernel2R1x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 18:
+		kernel2R2x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 26:
+		kernel2R3x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 34:
+		kernel2R4x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 42:
+		kernel2R5x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 50:
+		kernel2R6x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 265:
+		kernel2C1x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 273:
+		kernel2C2x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 281:
+		kernel2C3x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 289:
+		kernel2C4x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 297:
+		kernel2C5x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 305:
+		kernel2C6x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 313:
+		kernel2C7x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 321:
+		kernel2C8x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 329:
+		kernel2C9x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 337:
+		kernel2C10x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 345:
+		kernel2C11x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 353:
+		kernel2C12x1(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 266:
+		kernel2C1x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 274:
+		kernel2C2x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 282:
+		kernel2C3x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 290:
+		kernel2C4x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 298:
+		kernel2C5x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	case 306:
+		kernel2C6x2(k, a, lda, b, ldb, c, ldc, bias, flags)
+	default:
+		panic("gemm: no kernel for this block")
+	}
+}
+
 // callKernel runs the kernel for a block of mr rows and nv vectors (see gen_kernels.go).
 func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {
 	key := mr<<3 | nv
