@@ -13,8 +13,22 @@
 //
 // A Workspace turns the taps into norms and sums with buffers allocated once. Dense layers
 // never form per-example gradients: ‖outer(a, dz)‖ = ‖a‖·‖dz‖ and Σ_i c_i·outer(A_i, dZ_i)
-// = Aᵀ·diag(c)·dZ is one GEMM. Convolution gradients are formed once per example into a
-// reused [B × params] buffer and summed with their factors (a gemv).
+// = Aᵀ·diag(c)·dZ is one GEMM. Convolution gradients are formed one chunk of examples at a
+// time into per-worker scratch and summed with their factors (one more GEMM per chunk); no
+// [B × params] matrix is ever held.
+//
+// The work runs on all cores: real rows are cut into chunks (ChunkRows) and the chunks into
+// at most 16 groups, each group summed into its own partial sum, the partial sums added in
+// group order. The partition depends only on the rows, so a sum is bit-for-bit the same
+// whatever the number of cores or the schedule (a resumed seeded run equals an
+// uninterrupted one). ClippedSumFill and SumFill take a Filler that refreshes the taps chunk
+// by chunk just before they are clipped, so that a network's activations are still in
+// cache; nn's native engine runs its whole forward and backward pass that way.
+//
+// Taps come in two layouts: Gorgonia's (conv GradZ channels first, im2col columns in the
+// weight's order) and the native engine's NHWC one (Tap.PositionsMajor, with Tap.InOrder
+// mapping im2col columns to weight columns). A conv tap may rebuild its patches on demand
+// (Tap.Patches) instead of holding In for the whole batch.
 //
 // Two rules:
 //   - Flat{C}: g_i ← g_i·min(1, C/‖g_i‖) over all parameters together; Bound() = C.

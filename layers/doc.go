@@ -17,4 +17,13 @@
 //     start at zero;
 //   - padding is symmetric only (Gorgonia's asymmetric max-pool padding computes wrong
 //     windows; its Conv2d has none), and padded cells never win a max-pool.
+//
+// The same layers also run without Gorgonia: Native compiles a stack of them onto
+// preallocated buffers (NHWC inside, im2col patches of contiguous runs, conv or dense fused
+// with the activation that follows, per-worker scratch for one chunk of rows) and runs the
+// forward pass and the backward pass to the taps row range by row range. The float32 hot
+// loops — GEMM (package internal/gemm), max-pool, im2col/col2im, the ReLU gradient — are
+// AVX-512 or AVX2 assembly where the CPU has it, with Go versions elsewhere (tested to agree
+// bit for bit). nn uses Native whenever every layer of a network is one of these; tests
+// hold it to the Gorgonia graphs to 1e-12 in float64.
 package layers

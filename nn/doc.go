@@ -1,7 +1,6 @@
-// Package nn holds the Model: a network compiled into Gorgonia graphs for a fixed physical
-// batch size, its named parameters as one flat vector, the summed softmax cross-entropy
-// loss, and the private and non-private gradient steps. (The Trainer and checkpoints will
-// live here too.)
+// Package nn holds the Model: a network compiled for a fixed physical batch size, its named
+// parameters as one flat vector, the summed softmax cross-entropy loss, and the private and
+// non-private gradient steps; and the Trainer and checkpoints.
 //
 // Build a model from a Spec (package models has ready ones) and use it in physical batches:
 //
@@ -15,9 +14,9 @@
 //	// dpoptim adds N(0, (z·rule.Bound())² I), divides by the expected batch size, updates:
 //	m.Params(theta); …; m.SetParams(theta)
 //
-// How a private step works. The training graph runs the forward pass, the loss summed over
+// How a private step works. The training pass runs the forward pass, the loss summed over
 // the batch, and ONE backpropagation of that sum to every parametrised layer's
-// pre-activation Z (not to the weights: the graph never forms the batch weight gradient).
+// pre-activation Z (not to the weights: it never forms the batch weight gradient).
 // Example i's loss depends only on row i, so row i of ∂loss/∂Z is example i's own gradient
 // there; with the layer's input (or im2col'd input for a convolution) it gives example i's
 // parameter gradient in closed form, which package clipping clips and sums. Gradient
@@ -31,14 +30,25 @@
 //     logical batch accumulate; on error the buffer is untouched.
 //   - Rows whose Mask entry is false contribute exactly nothing (loss, gradient, count);
 //     their input and label are not read.
-//   - Evaluate and Predict use a forward-only graph that shares the parameter memory.
+//   - Evaluate and Predict use a forward-only pass that shares the parameter memory.
 //   - A Model is not safe for concurrent use; returned norms alias its buffers until the
 //     next step.
 //
-// Gorgonia v0.9.18 pitfalls this package guards against (tests reproduce each in raw
+// Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
+// the default whenever every layer is one of package layers' own, runs layers.Native: each
+// chunk of rows is loaded, run forward, scored and run backward to the taps, and clipped
+// while still in cache, chunks spread over all cores (GOMAXPROCS), nothing allocated per
+// step, results independent of the core count. The Gorgonia engine runs Gorgonia graphs on
+// its tape machine; it is the reference the native engine is tested against (to 1e-10 in
+// float64, per-example gradients included) and the engine of layers from other packages.
+// See docs/performance.md for what each costs.
+//
+// Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph
 // differentiates once; SoftMax and LogSoftMax of one input merge, and LogSoftMax shifts
 // rows by the wrong maximum, so the loss is a custom numerically stable op; RunAll needs a
 // Reset before every run; intermediate values may be overwritten by later ops, so taps are
-// copied out by Read nodes inside the run.
+// copied out by Read nodes inside the run; and a Read of a view (Reshape after Tanh) sees
+// the view's memory overwritten by the backward pass, so dense inputs come from the
+// forward-only graph.
 package nn

@@ -175,3 +175,43 @@ func TestTrapAccumulatingDualValues(t *testing.T) {
 		}
 	}
 }
+
+// TestTrapReadOfViewOverwritten: after Tanh → Reshape (Flatten), the Reshape's value is a
+// view of Tanh's output, and the backward pass computes Tanh's derivative in place in that
+// memory, so a Read of the Reshape node sees the clobbered values, not tanh(x). The
+// Gorgonia engine therefore takes dense inputs from its forward-only graph; models'
+// TestEnginesAgree checks both engines on such a network.
+func TestTrapReadOfViewOverwritten(t *testing.T) {
+	g := G.NewGraph()
+	xv := []float64{0.5, -1, 2, 0.25, -0.75, 1.5}
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(append([]float64(nil), xv...)))))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(6, 1), G.WithName("w"),
+		G.WithValue(tensor.New(tensor.WithShape(6, 1), tensor.WithBacking([]float64{1, 2, 3, 4, 5, 6}))))
+	th := G.Must(G.Tanh(x))
+	flat := G.Must(G.Reshape(th, tensor.Shape{1, 6}))
+	z := G.Must(G.Mul(flat, w))
+	loss := G.Must(G.Sum(z))
+	one := g.AddNode(G.NewConstant(1.0))
+	if _, err := G.Backpropagate(G.Nodes{loss}, G.Nodes{one}, G.Nodes{x}); err != nil {
+		t.Fatal(err)
+	}
+	read := new(G.Value)
+	*read = tensor.New(tensor.WithShape(1, 6), tensor.Of(tensor.Float64))
+	G.Read(flat, read)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := (*read).Data().([]float64)
+	clobbered := false
+	for j, v := range xv {
+		if math.Abs(got[j]-math.Tanh(v)) > 1e-12 {
+			clobbered = true
+		}
+	}
+	if !clobbered {
+		t.Fatalf("Read after Tanh → Reshape returned tanh(x) = %v; the trap may be fixed", got)
+	}
+}
