@@ -21,7 +21,9 @@
 //     SequentialSCD (seqDP-SCD) and PrimalSCD (primalDP-SCD), calibrated by
 //     the accountant's subsampled-Gaussian RDP.
 //
-// An ε of +Inf turns a solver's noise off, giving its non-private
+// The mini-batch (ε, δ) methods draw Poisson batches by default, the
+// sampling the accountant analyses; Sampling: Shuffled gives the papers'
+// fixed-size batches. An ε of +Inf turns a solver's noise off, giving its non-private
 // counterpart. Noise and sampling come from the *rand.Rand passed to Solve:
 // NewSecureNoise for releases, NewNoise(seed) for reproducible experiments.
 //
