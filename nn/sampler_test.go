@@ -208,3 +208,15 @@ func TestParseSampling(t *testing.T) {
 		t.Error("ParseSampling accepted an unknown name")
 	}
 }
+
+// BenchmarkSampler times one logical batch of Poisson sampling from 60,000 examples at
+// q = 256/60000 (one ChaCha8 draw per example), the sampler's whole cost per step.
+func BenchmarkSampler(b *testing.B) {
+	s, err := newSampler(Poisson, 60000, 256, ptr(uint64(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s.next(0)
+	}
+}

@@ -772,6 +772,11 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 	if c.Optimizer == "" {
 		return errors.New("no optimizer name")
 	}
+	// A private optimizer counts its steps, and its noise schedule (ADP-SGD) depends on
+	// the count, which must be the ledger's and the plan's.
+	if step, ok := c.OptimizerState["step"]; c.Plan.Private && (!ok || len(step) != 1 || step[0] != float64(c.Step)) {
+		return fmt.Errorf("optimizer at step %v, checkpoint at step %d", step, c.Step)
+	}
 	switch c.sampler {
 	case samplerSeeded:
 		if !c.Seeded || c.samplerState == nil {

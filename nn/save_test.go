@@ -489,6 +489,7 @@ func TestLoadInconsistent(t *testing.T) {
 		{"NaN optimizer state", func(f *checkpoint.File) {
 			f.Tensors["optimizer/rule/m"] = checkpoint.F64([]int{1}, []float64{math.NaN()})
 		}},
+		{"optimizer step", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{3}) }},
 		{"optimizer state dtype", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.I64([]int{1}, []int64{4}) }},
 		{"sampler kind", func(f *checkpoint.File) { f.Metadata["nn.sampler"] = "secure" }},
 		{"dataset size", func(f *checkpoint.File) {

@@ -121,7 +121,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
-		return 0, usagef("-batch %d is larger than the training set (%d examples)", o.batch, trainSet.Len())
+		return 0, usagef("-batch %d is larger than the training set (%s examples)", o.batch, thousands(trainSet.Len()))
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)

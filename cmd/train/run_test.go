@@ -410,6 +410,36 @@ func TestDataDir(t *testing.T) {
 	}
 }
 
+// TestCIFAR trains the CIFAR-10 CNN (chosen by -dataset cifar10 without -model) on a few
+// synthetic records in CIFAR-10's binary layout.
+func TestCIFAR(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 1M-parameter CIFAR network")
+	}
+	dir := t.TempDir()
+	record := func(i int) []byte {
+		r := make([]byte, 3073)
+		r[0] = byte(i % 10)
+		for j := 1; j < len(r); j++ {
+			r[j] = byte(i * j)
+		}
+		return r
+	}
+	for _, name := range []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"} {
+		var b []byte
+		for i := range 8 {
+			b = append(b, record(i)...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := decodeSummary(t, mustRun(t, "-dataset", "cifar10", "-data", dir, "-batch", "20", "-physical-batch", "10", "-epochs", "1", "-json"))
+	if s["model"] != "cifar10-cnn-tanh" || s["train_examples"].(float64) != 40 || s["epsilon"].(float64) > 3 {
+		t.Errorf("cifar10 run: %v", s)
+	}
+}
+
 // TestOptimizers runs every private optimizer briefly: each must train and stay within ε.
 func TestOptimizers(t *testing.T) {
 	for _, o := range optimizerNames {
