@@ -1,12 +1,15 @@
 package erm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
 )
 
 // Optimum is a non-private minimiser of a Problem with a certificate of its
@@ -33,13 +36,19 @@ const optimumTolerance = 1e-11
 
 // FindOptimum minimises p to a certified relative accuracy of about 1e-11:
 //
-//   - smooth loss, no L1 term, no constraint: damped Newton (FISTA above
-//     2000 features), certified by ‖∇F‖²/(2 Lambda);
+//   - smooth loss, no L1 term, no constraint: gonum/optimize's Newton method
+//     with the analytic Hessian, started by L-BFGS above 50 features (L-BFGS
+//     alone where a Hessian would cost over 5e9 multiply-adds), certified by
+//     ‖∇F‖²/(2 Lambda);
 //   - hinge loss: dual coordinate ascent (SDCA with exact steps), certified
 //     by the duality gap;
 //   - L1 term: FISTA with adaptive restart, certified by the minimum-norm
 //     subgradient;
 //   - L2-ball constraint: projected FISTA, certified by the Frank–Wolfe gap.
+//
+// The last three are not gonum/optimize's: it minimises smooth functions
+// without constraints, and has no proximal or projected step; its line
+// searches stall at the kinks of a hinge or L1 objective.
 //
 // All cases but the constrained one need Lambda > 0. It fails if the
 // certificate does not reach the tolerance.
@@ -71,7 +80,9 @@ func FindOptimum(p *Problem) (*Optimum, error) {
 		}
 		o = dualOptimum(p)
 	default:
-		if o, err = newtonOptimum(p); err != nil {
+		d := p.Dim()
+		newton := float64(p.Len())*float64(d)*float64(d)/2 <= newtonMaxWork
+		if o, err = smoothOptimum(p, d > lbfgsMinDim || !newton, newton); err != nil {
 			return nil, err
 		}
 	}
@@ -81,66 +92,88 @@ func FindOptimum(p *Problem) (*Optimum, error) {
 	return o, nil
 }
 
-// newtonOptimum runs damped Newton from the origin: Cholesky solves of the
-// Hessian (gonum/mat) and Armijo backtracking, which converges quadratically
-// on these strongly convex objectives. Above 2000 features it runs FISTA
-// instead, with the same certificate.
+// Sizes that choose FindOptimum's methods for a smooth problem. Newton's
+// Hessian costs n·d²/2 multiply-adds per iteration against n·d for a
+// gradient. Measured on normalised logistic problems, Newton from the origin
+// takes 5 to 9 iterations and reaches the tightest certificates (1e-18 to
+// 1e-30) in about the time L-BFGS needs up to d = 50; at d = 100 to 400 it
+// is 2.5 to 4 times slower than L-BFGS followed by one or two Newton steps
+// (certificates 1e-17 to 1e-27). Above newtonMaxWork a Hessian takes
+// seconds, and L-BFGS finishes alone.
+const (
+	lbfgsMinDim   = 50
+	newtonMaxWork = 5e9
+)
+
+// smoothOptimum minimises a smooth, Lambda-strongly convex F with
+// gonum/optimize from the origin, by L-BFGS, Newton's method with the
+// analytic Hessian (Cholesky solves, line search), or the first then the
+// second, stopping each once the certificate ‖∇F‖²/(2μ) is below
+// tol·max(1, |F|): tol = ε_mach for the last method, √ε_mach for L-BFGS
+// when Newton follows (one or two Newton steps then suffice).
 //
-// The brief asked for gonum/optimize here; that package imports
-// gonum/stat/distmv, which needs golang.org/x/tools, whose module hash is
-// not in this repository's go.sum, so it cannot be built without a go.mod
-// change. The certificate, not the method, is what the tests rely on.
-func newtonOptimum(p *Problem) (*Optimum, error) {
+// Below ε_mach·max(1, |F|) no iterate can lower F by more than its
+// rounding; Newton's quadratic convergence usually lands far below it.
+// Neither method can go on to the gradient's own floating-point floor:
+// their line searches compare values of F, which there differ only by
+// rounding, and fail (no error here: FindOptimum judges x by its
+// certificate).
+func smoothOptimum(p *Problem, lbfgs, newton bool) (*Optimum, error) {
 	d := p.Dim()
-	if d > 2000 {
-		cert := func(_, g []float64) float64 {
-			gn := floats.Norm(g, 2)
-			return gn * gn / (2 * p.Lambda)
-		}
-		x, gap := fista(p, make([]float64, d), 1/p.Smoothness(), func([]float64) {}, cert)
-		return &Optimum{X: x, Value: p.Value(x), Gap: gap, Method: "FISTA with restart, certified by ‖∇F‖²/(2μ)"}, nil
+	lbfgsTol := 0x1p-52
+	if newton {
+		lbfgsTol = 0x1p-26
 	}
+	prob := optimize.Problem{Func: p.Value, Grad: p.Gradient, Hess: p.hessian}
+	// GradStopThreshold NaN switches off the methods' own absolute ‖∇F‖∞
+	// test, which knows nothing of μ or F, leaving certifiedConverger to
+	// stop them; MajorIterations is only a safety net.
 	x := make([]float64, d)
-	g := make([]float64, d)
-	step := make([]float64, d)
-	trial := make([]float64, d)
-	h := mat.NewSymDense(d, nil)
-	var chol mat.Cholesky
-	p.Gradient(g, x)
-	f := p.Value(x)
-	gap := math.Inf(1)
-	for range 200 {
-		gn := floats.Norm(g, 2)
-		if gap = gn * gn / (2 * p.Lambda); gap <= 0.01*optimumTolerance*max(1, math.Abs(f)) {
-			break
+	var names []string
+	for _, s := range []struct {
+		use    bool
+		name   string
+		method optimize.Method
+		tol    float64
+	}{
+		{lbfgs, "L-BFGS", &optimize.LBFGS{GradStopThreshold: math.NaN()}, lbfgsTol},
+		{newton, "Newton's method with the analytic Hessian", &optimize.Newton{GradStopThreshold: math.NaN()}, 0x1p-52},
+	} {
+		if !s.use {
+			continue
 		}
-		p.hessian(h, x)
-		if !chol.Factorize(h) {
-			return nil, fmt.Errorf("erm: Newton: Hessian not positive definite")
+		settings := &optimize.Settings{Converger: certifiedConverger{mu: p.Lambda, tol: s.tol}, MajorIterations: 10000}
+		res, err := optimize.Minimize(prob, x, settings, s.method)
+		if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) && !errors.Is(err, optimize.ErrNoProgress) && !errors.Is(err, optimize.ErrNonDescentDirection) {
+			return nil, fmt.Errorf("erm: %s (gonum/optimize) failed on this data: %w: %w", s.name, err, ErrInvalid)
 		}
-		if err := chol.SolveVecTo(mat.NewVecDense(d, step), mat.NewVecDense(d, g)); err != nil {
-			return nil, fmt.Errorf("erm: Newton: %w", err)
-		}
-		floats.Scale(-1, step)
-		slope := floats.Dot(g, step)
-		t := 1.0
-		var ft float64
-		for range 60 {
-			floats.AddScaledTo(trial, x, t, step)
-			if ft = p.Value(trial); ft <= f+1e-4*t*slope {
-				break
-			}
-			t /= 2
-		}
-		copy(x, trial)
-		if ft >= f && t < 1e-12 {
-			break // no further decrease representable
-		}
-		p.Gradient(g, x)
-		f = ft
+		x, names = res.X, append(names, s.name)
 	}
+	// The certificate is recomputed from x alone, trusting nothing the
+	// optimiser reports.
+	g := make([]float64, d)
+	p.Gradient(g, x)
+	return &Optimum{X: x, Value: p.Value(x), Gap: gradientGap(g, p.Lambda),
+		Method: strings.Join(names, " then ") + " (gonum/optimize), certified by ‖∇F‖²/(2μ)"}, nil
+}
+
+// gradientGap returns ‖g‖²/(2μ), which bounds F(x) − min F when g = ∇F(x)
+// and F is μ-strongly convex.
+func gradientGap(g []float64, mu float64) float64 {
 	gn := floats.Norm(g, 2)
-	return &Optimum{X: x, Value: p.Value(x), Gap: gn * gn / (2 * p.Lambda), Method: "damped Newton (gonum/mat Cholesky), certified by ‖∇F‖²/(2μ)"}, nil
+	return gn * gn / (2 * mu)
+}
+
+// certifiedConverger stops gonum/optimize once ‖∇F‖²/(2μ) ≤ tol·max(1, |F|).
+type certifiedConverger struct{ mu, tol float64 }
+
+func (certifiedConverger) Init(int) {}
+
+func (c certifiedConverger) Converged(loc *optimize.Location) optimize.Status {
+	if gradientGap(loc.Gradient, c.mu) <= c.tol*max(1, math.Abs(loc.F)) {
+		return optimize.GradientThreshold
+	}
+	return optimize.NotTerminated
 }
 
 // hessian stores (1/n) Σ l”(x_iᵀw) x_i x_iᵀ + Lambda·I in h.

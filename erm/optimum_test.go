@@ -1,7 +1,9 @@
 package erm
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -10,19 +12,41 @@ import (
 	"github.com/privtrain/privtrain/erm/data"
 )
 
-// TestOptimumRidgeClosedForm compares the Newton optimum of ridge regression
-// with the normal equations (XᵀX/n + λI) w = Xᵀy/n.
+// TestOptimumRidgeClosedForm compares the ridge optimum of each method
+// sequence smoothOptimum runs with the normal equations
+// (XᵀX/n + λI) w = Xᵀy/n. Newton ends exact to rounding; L-BFGS alone stops
+// with a certificate g that bounds ‖w − w*‖ by √(2g/λ) (strong convexity),
+// the tolerance it gets.
 func TestOptimumRidgeClosedForm(t *testing.T) {
-	p := normalizedProblem(t, Squared{}, 500, 8, 0.01, 1)
-	o := mustOptimum(t, p)
-	w := ridgeSolve(p, 0)
-	for j := range w {
-		if math.Abs(o.X[j]-w[j]) > 1e-9*(1+math.Abs(w[j])) {
-			t.Fatalf("w[%d] = %v, closed form %v", j, o.X[j], w[j])
-		}
-	}
-	if o.Gap > 1e-11 {
-		t.Errorf("certificate %v", o.Gap)
+	for _, c := range []struct {
+		name          string
+		d             int
+		lbfgs, newton bool
+	}{
+		{"Newton", 8, false, true},
+		{"L-BFGS then Newton", 80, true, true},
+		{"L-BFGS", 80, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := normalizedProblem(t, Squared{}, 500, c.d, 0.01, 1)
+			o, err := smoothOptimum(p, c.lbfgs, c.newton)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Gap > 1e-11 {
+				t.Errorf("certificate %v", o.Gap)
+			}
+			tol := 1e-9
+			if !c.newton {
+				tol = math.Sqrt(2*o.Gap/p.Lambda) + 1e-12
+			}
+			w := ridgeSolve(p, 0)
+			for j := range w {
+				if math.Abs(o.X[j]-w[j]) > tol*(1+math.Abs(w[j])) {
+					t.Fatalf("w[%d] = %v, closed form %v", j, o.X[j], w[j])
+				}
+			}
+		})
 	}
 }
 
@@ -45,17 +69,26 @@ func ridgeSolve(p *Problem, extra float64) []float64 {
 	return w.RawVector().Data
 }
 
-// TestOptimumLogisticTwoWays solves the same logistic problem by Newton and,
+// TestOptimumLogisticTwoWays solves the same logistic problem with
+// FindOptimum's choice of gonum/optimize methods for 6 and 60 features and,
 // with an inactive ball constraint, by projected FISTA certified by the
 // Frank–Wolfe gap.
 func TestOptimumLogisticTwoWays(t *testing.T) {
-	p := normalizedProblem(t, Logistic{}, 800, 6, 0.02, 2)
-	o := mustOptimum(t, p)
-	q := *p
-	q.Radius = 100 * floats.Norm(o.X, 2)
-	o2 := mustOptimum(t, &q)
-	if math.Abs(o.Value-o2.Value) > 1e-11 {
-		t.Errorf("Newton F* = %.15g, projected FISTA %.15g", o.Value, o2.Value)
+	for _, c := range []struct {
+		d      int
+		method string
+	}{{6, "Newton"}, {60, "L-BFGS then Newton"}} {
+		p := normalizedProblem(t, Logistic{}, 800, c.d, 0.02, 2)
+		o := mustOptimum(t, p)
+		if !strings.HasPrefix(o.Method, c.method) {
+			t.Errorf("d = %d: method %q, want %s", c.d, o.Method, c.method)
+		}
+		q := *p
+		q.Radius = 100 * floats.Norm(o.X, 2)
+		o2 := mustOptimum(t, &q)
+		if math.Abs(o.Value-o2.Value) > 1e-11 {
+			t.Errorf("d = %d: %s F* = %.15g, projected FISTA %.15g", c.d, o.Method, o.Value, o2.Value)
+		}
 	}
 }
 
@@ -143,5 +176,12 @@ func TestOptimumErrors(t *testing.T) {
 	p.L1 = 0.1
 	if _, err := FindOptimum(p); err == nil {
 		t.Error("hinge + L1 accepted")
+	}
+	// Labels this large overflow F at the origin: gonum/optimize rejects the
+	// start, which must come back as an error, not a panic.
+	p = normalizedProblem(t, Squared{}, 50, 3, 0.1, 1)
+	p.Data.Y[0] = 1e300
+	if _, err := FindOptimum(p); !errors.Is(err, ErrInvalid) {
+		t.Errorf("overflowing F: error %v, want ErrInvalid", err)
 	}
 }
