@@ -90,6 +90,10 @@ type TrainerConfig struct {
 }
 
 // StepProgress describes the step just completed, for progress displays.
+//
+// Its loss, like EpochMetrics' training loss and accuracy, is computed from the raw
+// training examples, without clipping or noise: it is for the operator watching the run
+// and is not covered by the run's ε. Publish only the test metrics and the model.
 type StepProgress struct {
 	Epoch         int     // 1-based epoch the step belongs to
 	Step          int     // 1-based step within the epoch
@@ -106,7 +110,8 @@ type EpochMetrics struct {
 	Epoch int // 1-based
 	Step  int // steps completed in total
 	// TrainLoss and TrainAccuracy are over the examples the epoch's steps sampled, each
-	// measured by the step that trained on it (NaN if the epoch sampled none).
+	// measured by the step that trained on it (NaN if the epoch sampled none). They are
+	// not private (see StepProgress).
 	TrainLoss, TrainAccuracy float64
 	// TestLoss and TestAccuracy are over the test set after the epoch (NaN without one).
 	TestLoss, TestAccuracy float64
@@ -185,6 +190,12 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
 	}
 	cfg.Settings = cloneSettings(cfg.Settings)
+	if cfg.Privacy != nil {
+		// A copy, so that changing the caller's value later cannot change a running plan.
+		p := *cfg.Privacy
+		p.Accountant = slices.Clone(p.Accountant)
+		cfg.Privacy = &p
+	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN()}
 	spe := stepsPerEpoch(n, cfg.BatchSize)
 	t.plan = Plan{

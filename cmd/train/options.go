@@ -17,8 +17,8 @@ import (
 // (see the README's tuning table); defaultEpochs is the knob that sets the run time.
 const (
 	defaultEpochs        = 30
-	defaultBatch         = 256
-	defaultPhysicalBatch = 64
+	defaultBatch         = 2048
+	defaultPhysicalBatch = 128
 	defaultClip          = 1.0
 	defaultActivation    = "tanh"
 	defaultEpsilon       = 3.0
@@ -31,13 +31,13 @@ const (
 var defaultLR = map[string]float64{
 	"sgd":       0.5,
 	"adam":      1e-3,
-	"dp-sgd":    2,
-	"dp-adam":   2e-3,
-	"dp-lssgd":  2,
-	"dp-lsadam": 2e-3,
-	"adp-sgd":   8,
-	"dp-hb":     0.2,
-	"dp-nag":    0.2,
+	"dp-sgd":    4,
+	"dp-adam":   1e-2,
+	"dp-lssgd":  4,
+	"dp-lsadam": 1e-2,
+	"adp-sgd":   16,
+	"dp-hb":     0.4,
+	"dp-nag":    0.4,
 }
 
 var (
@@ -86,7 +86,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
 	fs.Float64Var(&o.momentum, "momentum", 0, fmt.Sprintf("momentum in [0, 1): sgd, dp-sgd, dp-lssgd: heavy-ball momentum (default 0); dp-hb, dp-nag: β (default %g)", defaultHeavyMomentum))
 	fs.IntVar(&o.batch, "batch", defaultBatch, "expected logical batch size b; Poisson sampling includes each example with q = b/n")
-	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call, at most -batch unless given; larger logical batches run in chunks, padding rows are masked")
+	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, "epochs of ⌈n/b⌉ steps each")
 	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound)")
 	fs.StringVar(&o.clipping, "clipping", "flat", "clipping: flat (whole gradient) | per-layer (each layer to C/√layers)")
@@ -100,7 +100,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it")
-	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds)")
+	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	return fs
