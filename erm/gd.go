@@ -15,21 +15,13 @@ type GD struct {
 
 // Solve runs DP-GD.
 func (a *GD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
-	n, m, s1, err := laplaceSettings(p, a.Epsilon, a.Iterations, a.BatchSize, a.Sensitivity)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.checkStart(p.Dim()); err != nil {
-		return nil, err
-	}
-	L, _, err := stepConstants(p, a.Smoothness, a.StrongConvexity)
+	r, err := a.setup(p)
 	if err != nil {
 		return nil, err
 	}
 	T := a.Iterations
-	alpha := a.stepMult() / L
-	b, _ := UniformLaplaceScale(s1, a.Epsilon, T, n, m)
-	sched := nagSchedule{alpha: constant(alpha, T), beta: make([]float64, T), b: constant(b, T), reset: make([]bool, T)}
-	x := runNAG(p, rng, a.Start, m, sched)
-	return laplaceResult(x, s1, sched.b, n, m, fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g", b, T, alpha)), nil
+	b, _ := UniformLaplaceScale(r.s1, a.Epsilon, T, r.n, r.m)
+	sched := momentumSchedule{alpha: constant(r.alpha, T), beta: make([]float64, T), b: constant(b, T), reset: make([]bool, T)}
+	x := runMomentum(p, rng, a.Start, r.m, sched)
+	return laplaceResult(x, r.s1, sched.b, r.n, r.m, fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g", b, T, r.alpha)), nil
 }

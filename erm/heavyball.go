@@ -22,52 +22,23 @@ type HeavyBall struct {
 
 // Solve runs DP-SHB.
 func (a *HeavyBall) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
-	n, m, s1, err := laplaceSettings(p, a.Epsilon, a.Iterations, a.BatchSize, a.Sensitivity)
+	r, err := a.setup(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkStart(p.Dim()); err != nil {
-		return nil, err
-	}
-	L, mu, err := stepConstants(p, a.Smoothness, a.StrongConvexity)
-	if err != nil {
-		return nil, err
-	}
-	alpha := a.stepMult() / L
 	beta := a.Momentum
 	if beta == 0 {
-		beta = (1 - math.Sqrt(alpha*mu)) / (1 + math.Sqrt(alpha*mu))
+		beta = nesterovMomentum(r.alpha, r.mu)
 	}
 	if !(beta > 0 && beta < 1) {
 		return nil, fmt.Errorf("erm: Momentum = %v: must be in (0, 1): %w", a.Momentum, ErrInvalid)
 	}
 	T := a.Iterations
-	b, _ := UniformLaplaceScale(s1, a.Epsilon, T, n, m)
-
-	d := p.Dim()
-	x := make([]float64, d)
-	if a.Start != nil {
-		copy(x, a.Start)
-	}
-	prev := append([]float64(nil), x...)
-	g := make([]float64, d)
-	var smp *sampler
-	if m < n {
-		smp = newSampler(n)
-	}
-	for range T {
-		if smp == nil {
-			p.Gradient(g, x)
-		} else {
-			p.batchGradient(g, x, smp.sample(rng, m))
-		}
-		addLaplace(rng, g, b)
-		for j := range x {
-			x[j], prev[j] = x[j]-alpha*g[j]+beta*(x[j]-prev[j]), x[j]
-		}
-	}
-	return laplaceResult(x, s1, constant(b, T), n, m,
-		fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g, β = %.4g", b, T, alpha, beta)), nil
+	b, _ := UniformLaplaceScale(r.s1, a.Epsilon, T, r.n, r.m)
+	sched := momentumSchedule{alpha: constant(r.alpha, T), beta: constant(beta, T), b: constant(b, T), reset: make([]bool, T), heavyBall: true}
+	x := runMomentum(p, rng, a.Start, r.m, sched)
+	return laplaceResult(x, r.s1, sched.b, r.n, r.m,
+		fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g, β = %.4g", b, T, r.alpha, beta)), nil
 }
 
 // HeavyBallOptimal returns Polyak's classical parameters for a quadratic

@@ -49,14 +49,7 @@ func MASGStages(mu, L, c float64, p, T int) (lengths []int, alphas []float64) {
 
 // Solve runs DP-MASG or DP-MASG-opt.
 func (a *MASG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
-	n, m, s1, err := laplaceSettings(p, a.Epsilon, a.Iterations, a.BatchSize, a.Sensitivity)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.checkStart(p.Dim()); err != nil {
-		return nil, err
-	}
-	L, mu, err := stepConstants(p, a.Smoothness, a.StrongConvexity)
+	r, err := a.setup(p)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +60,7 @@ func (a *MASG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if pp < 1 {
 		return nil, fmt.Errorf("erm: P = %d: must be ≥ 1: %w", a.P, ErrInvalid)
 	}
-	lengths, stageAlpha := MASGStages(mu, L, a.stepMult(), pp, a.Iterations)
+	lengths, stageAlpha := MASGStages(r.mu, r.L, a.stepMult(), pp, a.Iterations)
 	var (
 		alphas, betas []float64
 		stage         []int
@@ -75,7 +68,7 @@ func (a *MASG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	)
 	for k, nk := range lengths {
 		al := stageAlpha[k]
-		be := (1 - math.Sqrt(mu*al)) / (1 + math.Sqrt(mu*al))
+		be := nesterovMomentum(al, r.mu)
 		for i := range nk {
 			alphas = append(alphas, al)
 			betas = append(betas, be)
@@ -85,26 +78,19 @@ func (a *MASG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	}
 	T := a.Iterations
 	if a.Optimal && !a.KeepIterations && !math.IsInf(a.Epsilon, 1) {
-		T = selectIterations(mu, L, alphas, stage, a.initialGap(), p.Dim(), s1, n, a.Epsilon)
+		T = selectIterations(r.mu, r.L, alphas, stage, initialGap(a.InitialGap), p.Dim(), r.s1, r.n, a.Epsilon)
 	}
-	sched := nagSchedule{alpha: alphas[:T], beta: betas[:T], reset: reset[:T]}
+	sched := momentumSchedule{alpha: alphas[:T], beta: betas[:T], reset: reset[:T]}
 	var what string
 	if a.Optimal {
-		_, w := StageWeights(mu, L, alphas[:T], stage[:T])
-		sched.b = splitScales(w, a.Epsilon, s1, n, m)
+		_, w := StageWeights(r.mu, r.L, alphas[:T], stage[:T])
+		sched.b = splitScales(w, a.Epsilon, r.s1, r.n, r.m)
 		what = fmt.Sprintf("Laplace b_t from %.4g to %.4g (Prop. 4.2 split, Thm 4.3 weights), T = %d of %d in %d stages", sched.b[0], sched.b[T-1], T, a.Iterations, stage[T-1])
 	} else {
-		b, _ := UniformLaplaceScale(s1, a.Epsilon, T, n, m)
+		b, _ := UniformLaplaceScale(r.s1, a.Epsilon, T, r.n, r.m)
 		sched.b = constant(b, T)
 		what = fmt.Sprintf("Laplace b = %.4g uniform over T = %d in %d stages", b, T, stage[T-1])
 	}
-	x := runNAG(p, rng, a.Start, m, sched)
-	return laplaceResult(x, s1, sched.b, n, m, what), nil
-}
-
-func (a *MASG) initialGap() float64 {
-	if a.InitialGap > 0 {
-		return a.InitialGap
-	}
-	return 10
+	x := runMomentum(p, rng, a.Start, r.m, sched)
+	return laplaceResult(x, r.s1, sched.b, r.n, r.m, what), nil
 }
