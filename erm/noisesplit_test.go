@@ -123,15 +123,7 @@ func TestStageWeights(t *testing.T) {
 	if w0, _ := NAGWeights(mu, L, 0.05, 30); math.Abs(a0-w0) > 1e-15 {
 		t.Errorf("single stage a0 = %v, want %v", a0, w0)
 	}
-	lengths, stAlpha := MASGStages(mu, L, 1, 1, 70)
-	var alphas []float64
-	var stage []int
-	for k, nk := range lengths {
-		for range nk {
-			alphas = append(alphas, stAlpha[k])
-			stage = append(stage, k+1)
-		}
-	}
+	alphas, stage := masgIterations(mu, L, 70)
 	T := len(alphas)
 	a0, a := StageWeights(mu, L, alphas, stage)
 	for t1 := 1; t1 <= T; t1++ {
@@ -174,15 +166,7 @@ func TestSelectIterations(t *testing.T) {
 		}
 	}
 	// Multi-stage weights.
-	lengths, stAlpha := MASGStages(mu, L, 1, 1, 600)
-	var alphas []float64
-	var stage []int
-	for k, nk := range lengths {
-		for range nk {
-			alphas = append(alphas, stAlpha[k])
-			stage = append(stage, k+1)
-		}
-	}
+	alphas, stage := masgIterations(mu, L, 600)
 	best, bestT := math.Inf(1), 0
 	for T := 1; T <= len(alphas); T++ {
 		a0, a := StageWeights(mu, L, alphas[:T], stage[:T])
@@ -193,4 +177,19 @@ func TestSelectIterations(t *testing.T) {
 	if got := selectIterations(mu, L, alphas, stage, e0, d, s1, n, eps); got != bestT {
 		t.Errorf("MASG: selected %d, brute force %d", got, bestT)
 	}
+}
+
+// masgIterations returns the step size and stage (numbered from 1) of each
+// of the T iterations of MASGStages(mu, L, 1, 1, T).
+func masgIterations(mu, L float64, T int) ([]float64, []int) {
+	lengths, stAlpha := MASGStages(mu, L, 1, 1, T)
+	var alphas []float64
+	var stage []int
+	for k, nk := range lengths {
+		for range nk {
+			alphas = append(alphas, stAlpha[k])
+			stage = append(stage, k+1)
+		}
+	}
+	return alphas, stage
 }

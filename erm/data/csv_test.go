@@ -1,7 +1,6 @@
 package data
 
 import (
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,19 +30,7 @@ func TestReadCSV(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ds.Len() != len(c.wantX) || ds.Dim() != len(c.wantX[0]) {
-				t.Fatalf("shape %d×%d", ds.Len(), ds.Dim())
-			}
-			for i := range c.wantX {
-				if ds.Y[i] != c.wantY[i] {
-					t.Errorf("Y[%d] = %v, want %v", i, ds.Y[i], c.wantY[i])
-				}
-				for j, v := range c.wantX[i] {
-					if ds.X.At(i, j) != v {
-						t.Errorf("X[%d,%d] = %v, want %v", i, j, ds.X.At(i, j), v)
-					}
-				}
-			}
+			checkRead(t, ds, c.wantX, c.wantY)
 		})
 	}
 }
@@ -68,15 +55,7 @@ func TestReadCSVErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ReadCSV(strings.NewReader(c.in), c.opts)
-			if err == nil {
-				t.Fatalf("no error, want %q", c.want)
-			}
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrInvalid) {
-				t.Errorf("error %v wraps neither ErrFormat nor ErrInvalid", err)
-			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %q does not contain %q", err, c.want)
-			}
+			checkReadError(t, err, c.want, ErrFormat, ErrInvalid)
 		})
 	}
 }
@@ -90,18 +69,7 @@ func FuzzReadCSV(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		ds, err := ReadCSV(strings.NewReader(in), CSVOptions{MaxElements: 1 << 16})
-		if err != nil {
-			if !errors.Is(err, ErrFormat) {
-				t.Fatalf("error %v does not wrap ErrFormat", err)
-			}
-			return
-		}
-		if ds.Len() < 1 || ds.Dim() < 1 || len(ds.Y) != ds.Len() {
-			t.Fatalf("inconsistent data set %d×%d with %d labels", ds.Len(), ds.Dim(), len(ds.Y))
-		}
-		if err := ds.Validate(); err != nil {
-			t.Fatalf("parsed data fails validation: %v", err)
-		}
+		checkFuzzRead(t, ds, err)
 	})
 }
 

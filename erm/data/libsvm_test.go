@@ -1,8 +1,6 @@
 package data
 
 import (
-	"errors"
-	"math"
 	"strings"
 	"testing"
 )
@@ -19,21 +17,7 @@ func TestReadLIBSVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]float64{{0.5, 0, -2}, {0, 1e-3, 0}, {1, 2, 3}, {0, 0, 4}}
-	wantY := []float64{1, -1, 0, 2.5}
-	if ds.Len() != 4 || ds.Dim() != 3 {
-		t.Fatalf("shape %d×%d, want 4×3", ds.Len(), ds.Dim())
-	}
-	for i := range want {
-		if ds.Y[i] != wantY[i] {
-			t.Errorf("label %d = %v, want %v", i, ds.Y[i], wantY[i])
-		}
-		for j, v := range want[i] {
-			if got := ds.X.At(i, j); got != v {
-				t.Errorf("X[%d,%d] = %v, want %v", i, j, got, v)
-			}
-		}
-	}
+	checkRead(t, ds, [][]float64{{0.5, 0, -2}, {0, 1e-3, 0}, {1, 2, 3}, {0, 0, 4}}, []float64{1, -1, 0, 2.5})
 	if ds.L2Bound != 0 || ds.L1Bound != 0 {
 		t.Errorf("read data must not declare norm bounds, got %v %v", ds.L2Bound, ds.L1Bound)
 	}
@@ -69,15 +53,7 @@ func TestReadLIBSVMErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ReadLIBSVM(strings.NewReader(c.in), c.opts)
-			if err == nil {
-				t.Fatalf("no error, want one containing %q", c.want)
-			}
-			if !errors.Is(err, ErrFormat) {
-				t.Errorf("error %v does not wrap ErrFormat", err)
-			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %q does not contain %q", err, c.want)
-			}
+			checkReadError(t, err, c.want, ErrFormat)
 		})
 	}
 }
@@ -94,22 +70,6 @@ func FuzzReadLIBSVM(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		ds, err := ReadLIBSVM(strings.NewReader(in), LIBSVMOptions{MaxElements: 1 << 16})
-		if err != nil {
-			if !errors.Is(err, ErrFormat) {
-				t.Fatalf("error %v does not wrap ErrFormat", err)
-			}
-			return
-		}
-		if ds.Len() < 1 || ds.Dim() < 1 || len(ds.Y) != ds.Len() {
-			t.Fatalf("inconsistent data set %d×%d with %d labels", ds.Len(), ds.Dim(), len(ds.Y))
-		}
-		if err := ds.Validate(); err != nil {
-			t.Fatalf("parsed data fails validation: %v", err)
-		}
-		for _, y := range ds.Y {
-			if math.IsNaN(y) {
-				t.Fatal("NaN label")
-			}
-		}
+		checkFuzzRead(t, ds, err)
 	})
 }
