@@ -30,8 +30,8 @@ const (
 // defaultLR is the learning rate of each optimizer when -lr is not given.
 var defaultLR = map[string]float64{
 	"sgd":       0.5,
-	"adam":      1e-3,
-	"dp-sgd":    4,
+	"adam":      1e-2,
+	"dp-sgd":    3,
 	"dp-adam":   1e-2,
 	"dp-lssgd":  4,
 	"dp-lsadam": 1e-2,
