@@ -140,3 +140,58 @@ func TestEnginesAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestFloat32StepMatchesFloat64 checks the float32 native step, which runs on the
+// assembly kernels where the CPU has them, against the float64 Gorgonia step on the same
+// (float32-representable) parameters and batch: loss, norms and clipped sum to float32
+// accuracy.
+func TestFloat32StepMatchesFloat64(t *testing.T) {
+	for ci, spec := range []nn.Spec{LogisticRegression(), MNISTCNN(ReLU), MNISTCNN(Tanh)} {
+		t.Run(spec.Name, func(t *testing.T) {
+			const batch = 37 // several chunks, a ragged last one
+			rng := rand.New(rand.NewPCG(uint64(ci), 23))
+			m32, err := nn.New(spec, batch, nn.WithSeed(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m64, err := nn.New(spec, batch, nn.WithSeed(5), nn.WithDType(nn.Float64), nn.WithEngine(nn.EngineGorgonia))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := perturbedParams(m32, rng)
+			for j := range p {
+				p[j] = float64(float32(p[j]))
+			}
+			for _, m := range []*nn.Model{m32, m64} {
+				if err := m.SetParams(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x, labels := randomBatch(rng, spec, batch)
+			mask := make([]bool, batch)
+			for i := range mask {
+				mask[i] = i%7 != 2
+			}
+			b := nn.Batch{X: x, Labels: labels, Mask: mask}
+			rule := clipping.Flat{C: 0.1}
+			g32, g64 := make([]float64, m32.NumParams()), make([]float64, m64.NumParams())
+			s32, err := m32.ClippedGradient(b, rule, g32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s64, err := m64.ClippedGradient(b, rule, g64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxRelDiff(g32, g64); d > 5e-6 {
+				t.Errorf("clipped sum: float32 differs from float64 by %g", d)
+			}
+			if d := maxRelDiff(s32.Norms, s64.Norms); d > 5e-6 {
+				t.Errorf("norms: float32 differs from float64 by %g", d)
+			}
+			if d := maxRelDiff([]float64{s32.Loss}, []float64{s64.Loss}); d > 5e-6 {
+				t.Errorf("loss %v, float64 %v", s32.Loss, s64.Loss)
+			}
+		})
+	}
+}

@@ -15,9 +15,10 @@
 //	go run -tags openblas ./bench/compare        # the same with the OpenBLAS build of privtrain
 //	go run ./bench/compare -rounds 10 -out /tmp/cmp   # also keep raw outputs (benchstat-able)
 //
-// Timings on a shared 2-core machine are noisy: the load average is printed with every
-// round. PyTorch's OpenMP threads degrade sharply when another process holds a core, so
-// compare rounds taken at low load.
+// Timings on a shared 2-core machine are noisy: the load average and the share of CPU time
+// other processes took just before are printed with every round, and -quiet 0.1 waits for
+// a quiet machine before each round. PyTorch's OpenMP threads degrade sharply (tenfold and
+// more) when another process holds a core, so compare rounds taken on a quiet machine.
 package main
 
 import (
@@ -60,8 +61,12 @@ func main() {
 	out := flag.String("out", "", "directory to keep the raw Go benchmark output (go.txt) and PyTorch output (torch.txt)")
 	python := flag.String("python", "/usr/bin/python3", "Python with torch 1.13")
 	blasDir := flag.String("torch-blas", "/usr/lib/x86_64-linux-gnu/openblas-openmp", "LD_LIBRARY_PATH for PyTorch's BLAS")
+	quiet := flag.Float64("quiet", 0, "before each round wait until other processes use less than this fraction of the CPUs, and repeat (up to 5 times) a round they disturbed more (0: do neither)")
+	maxWait := flag.Duration("max-wait", 10*time.Minute, "longest wait for a quiet machine per round")
 	trainChild := flag.Int("train-child", 0, "internal: train the MNIST CNN privately for this many steps and exit")
 	flag.Parse()
+	waitQuiet = func() string { return awaitQuiet(*quiet, *maxWait) }
+	quietLimit = *quiet
 
 	if *trainChild > 0 {
 		if err := trainPrivately(*trainChild); err != nil {
@@ -97,22 +102,34 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 
 	// results[impl][round]
 	res := map[string][]float64{}
-	for r := range rounds {
-		load := loadAvg()
-		goFirst := r%2 == 0
+	for r := 0; r < rounds; r++ {
 		var goRes, torchRes map[string]float64
-		for _, side := range []bool{goFirst, !goFirst} {
-			if side {
-				if goRes, err = runGo(testBin, benchtime, &goRaw); err != nil {
-					return err
-				}
-			} else {
-				if torchRes, err = runTorch(root, python, blasDir, torchSeconds, torchThreads, &torchRaw); err != nil {
+		var goOut, torchOut []byte
+		var goForeign, torchForeign float64
+		for attempt := 0; ; attempt++ {
+			busy := waitQuiet()
+			load := loadAvg()
+			for _, goSide := range []bool{r%2 == 0, r%2 != 0} {
+				if goSide {
+					var buf bytes.Buffer
+					if goRes, goForeign, err = runGo(testBin, benchtime, &buf); err != nil {
+						return err
+					}
+					goOut = buf.Bytes()
+				} else if torchRes, torchOut, torchForeign, err = runTorch(root, python, blasDir, torchSeconds, torchThreads); err != nil {
 					return err
 				}
 			}
+			fmt.Printf("round %d (load %s; before: %s; other processes during: go %.0f%%, torch %.0f%%):", r+1, load, busy,
+				100*goForeign, 100*torchForeign)
+			if quietLimit > 0 && max(goForeign, torchForeign) > quietLimit && attempt < retries {
+				fmt.Println(" disturbed, repeated")
+				continue
+			}
+			break
 		}
-		fmt.Printf("round %d (load %s):", r+1, load)
+		goRaw.Write(goOut)
+		torchRaw.Write(torchOut)
 		for _, m := range modelNames {
 			for _, k := range []string{"dp/" + m, "nonprivate/" + m, "torch/" + m} {
 				v := goRes[k]
@@ -204,60 +221,98 @@ func printHeader(tags string, torchThreads int) {
 
 var benchLine = regexp.MustCompile(`^BenchmarkStep/(nonprivate|dp)/(\w+)/B=256(?:-\d+)?\s.*?\s([0-9.e+]+) examples/s`)
 
-func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, error) {
+// measured runs cmd and returns its output and the share of the CPUs' time that other
+// processes took while it ran (busy time from /proc/stat less the child's own CPU time).
+func measured(cmd *exec.Cmd) ([]byte, float64, error) {
+	b0, ok0 := busyTicks()
+	t0 := time.Now()
+	outb, err := cmd.Output()
+	wall := time.Since(t0).Seconds()
+	b1, ok1 := busyTicks()
+	foreign := -1.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ok0 && ok1 && wall > 0 {
+		own := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		foreign = max(0, (b1-b0)/100-own) / (wall * float64(runtime.NumCPU()))
+	}
+	return outb, foreign, err
+}
+
+// busyTicks is the CPUs' total non-idle time so far, in USER_HZ ticks (1/100 s).
+func busyTicks() (float64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, false
+	}
+	var busy float64
+	for i, v := range f[1:] {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, false
+		}
+		if i != 3 && i != 4 && i < 8 { // not idle or iowait; guest times are already in user
+			busy += x
+		}
+	}
+	return busy, true
+}
+
+func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, float64, error) {
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/.*/(logreg|mnistcnn)/B=256$",
 		"-test.benchtime", benchtime, "-test.count", "1", "-test.benchmem")
-	outb, err := cmd.Output()
+	outb, foreign, err := measured(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("go benchmarks: %w\n%s", err, outb)
+		return nil, 0, fmt.Errorf("go benchmarks: %w\n%s", err, outb)
 	}
-	raw.Write(outb)
 	res := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(outb))
 	for sc.Scan() {
 		if m := benchLine.FindStringSubmatch(sc.Text()); m != nil {
 			v, err := strconv.ParseFloat(m[3], 64)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			res[m[1]+"/"+m[2]] = v
 		}
 	}
 	if len(res) != 4 {
-		return nil, fmt.Errorf("go benchmarks: found %d of 4 results in\n%s", len(res), outb)
+		return nil, 0, fmt.Errorf("go benchmarks: found %d of 4 results in\n%s", len(res), outb)
 	}
-	return res, nil
+	return res, foreign, nil
 }
 
 var torchLine = regexp.MustCompile(`^torch (\w+) ([0-9.]+)`)
 
-func runTorch(root, python, blasDir string, seconds float64, threads int, raw *bytes.Buffer) (map[string]float64, error) {
+func runTorch(root, python, blasDir string, seconds float64, threads int) (map[string]float64, []byte, float64, error) {
 	cmd := exec.Command(python, filepath.Join(root, "bench", "torch_step.py"),
 		"-seconds", fmt.Sprint(seconds), "-repeats", "1", "-threads", strconv.Itoa(threads))
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+blasDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	outb, err := cmd.Output()
+	outb, foreign, err := measured(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("PyTorch: %w\n%s%s", err, outb, stderr.Bytes())
+		return nil, nil, 0, fmt.Errorf("PyTorch: %w\n%s%s", err, outb, stderr.Bytes())
 	}
-	raw.Write(outb)
 	res := map[string]float64{}
 	for _, l := range strings.Split(string(outb), "\n") {
 		if m := torchLine.FindStringSubmatch(l); m != nil {
 			v, err := strconv.ParseFloat(m[2], 64)
 			if err != nil {
-				return nil, err
+				return nil, nil, 0, err
 			}
 			res[m[1]] = v
 		}
 	}
 	for _, m := range modelNames {
 		if res[m] == 0 {
-			return nil, fmt.Errorf("PyTorch: no result for %s in\n%s", m, outb)
+			return nil, nil, 0, fmt.Errorf("PyTorch: no result for %s in\n%s", m, outb)
 		}
 	}
-	return res, nil
+	return res, outb, foreign, nil
 }
 
 // childRSS runs cmd and returns its peak resident set in MB (getrusage's ru_maxrss) and
@@ -334,6 +389,62 @@ func repoRoot() (string, error) {
 		return "", errors.New("run from inside the privtrain module")
 	}
 	return filepath.Dir(mod), nil
+}
+
+var (
+	waitQuiet  func() string
+	quietLimit float64 // with -quiet, a round whose sides other processes disturbed more is repeated
+)
+
+// retries bounds how often a disturbed round is repeated.
+const retries = 5
+
+// awaitQuiet samples how busy the CPUs are (over one second, from /proc/stat) until it is
+// below limit or maxWait has passed, and describes the last sample.
+func awaitQuiet(limit float64, maxWait time.Duration) string {
+	deadline := time.Now().Add(maxWait)
+	for {
+		b := cpuBusy(time.Second)
+		if b < 0 {
+			return "?"
+		}
+		if limit <= 0 || b < limit || time.Now().After(deadline) {
+			return fmt.Sprintf("%.0f%% busy", 100*b)
+		}
+	}
+}
+
+// cpuBusy is the fraction of all CPUs' time spent outside idle over d (−1 if unknown).
+func cpuBusy(d time.Duration) float64 {
+	read := func() (idle, total float64, ok bool) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0, 0, false
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "cpu" {
+			return 0, 0, false
+		}
+		for i, v := range f[1:] {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			total += x
+			if i == 3 || i == 4 { // idle, iowait
+				idle += x
+			}
+		}
+		return idle, total, true
+	}
+	i0, t0, ok0 := read()
+	time.Sleep(d)
+	i1, t1, ok1 := read()
+	if !ok0 || !ok1 || t1 <= t0 {
+		return -1
+	}
+	return 1 - (i1-i0)/(t1-t0)
 }
 
 func loadAvg() string {
