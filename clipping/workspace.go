@@ -22,7 +22,7 @@ import (
 //     one more GEMM. No [B × NumParams] matrix is ever held.
 //
 // The real rows are cut into chunks of ChunkRows, and the chunks into at most 16 groups of
-// consecutive chunks; the groups run on up to GOMAXPROCS goroutines, each summing into its
+// consecutive chunks (fewer for models too large for 16 partial sums in 32 MiB); the groups run on up to GOMAXPROCS goroutines, each summing into its
 // own partial sum, and the partial sums are added in group order. The partition depends only
 // on the number of real rows, so results are bit-for-bit reproducible whatever the number
 // of cores or the scheduling, and a batch with padding rows gives exactly the result of the
@@ -46,14 +46,19 @@ type Workspace[T Float] struct {
 	factor     [][]float64 // [layer][example] clip factor
 
 	partial [][]T // [group] partial sums, each tap's weight in tap order (see InOrder)
+	groups  int   // most groups (partial sums) a call uses
 	errs    []error
 
 	mu      sync.Mutex
 	scratch []*scratch[T] // per worker
 }
 
-// maxGroups bounds the partial sums (and the parallelism): 16 × NumParams values.
-const maxGroups = 16
+// maxGroups bounds the partial sums (and the parallelism): at most 16 of them, and no more
+// than fit in 32 MiB (but at least 2) for large models.
+const (
+	maxGroups    = 16
+	partialBytes = 32 << 20
+)
 
 // scratch is one worker's buffers for one chunk.
 type scratch[T Float] struct {
@@ -122,6 +127,7 @@ func NewWorkspace[T Float](taps []Tap[T], batch int) (*Workspace[T], error) {
 	}
 	// Default chunk: the per-example gradients of a chunk fill about 256 KiB.
 	w.chunk = max(1, min(batch, 256<<10/max(1, convParams*sizeOf[T]())))
+	w.groups = max(2, min(maxGroups, partialBytes/(w.d*sizeOf[T]())))
 	return w, nil
 }
 
@@ -254,7 +260,7 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 		return nil
 	}
 	chunks := (n + w.chunk - 1) / w.chunk
-	groups := min(maxGroups, chunks)
+	groups := min(w.groups, chunks)
 	for len(w.partial) < groups {
 		w.partial = append(w.partial, make([]T, w.d))
 	}
