@@ -34,6 +34,16 @@
 //   - A Model is not safe for concurrent use; returned norms alias its buffers until the
 //     next step.
 //
+// Training. A Trainer runs a whole private plan on a Model: Poisson sampling (each example
+// joins a step with probability q = BatchSize/n; shuffled fixed batches on request),
+// logical batches split into physical chunks whose clipped sums add up before the single
+// noise draw, one test-set evaluation per epoch, and progress callbacks. It knows the
+// plan's ε before the first step (calibrating the noise for a target ε, or reporting the ε
+// of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint, Save, Load
+// and Trainer.Restore keep parameters, optimizer state, the accountant's ledger and, for a
+// seeded run, the generators, so a resumed run continues the same privacy history; see
+// ExampleTrainer.
+//
 // Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
 // the default whenever every layer is one of package layers' own, runs layers.Native: each
 // chunk of rows is loaded, run forward, scored and run backward to the taps, and clipped
