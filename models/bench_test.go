@@ -7,55 +7,109 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/smoothing"
 )
 
-// BenchmarkStep times one float32 training step at batch 256 — forward, the backward pass
-// to every layer's pre-activation, and then either the plain summed gradient (nonprivate)
-// or flat-clipped per-example gradients summed (dp). Compare the two with benchstat:
+// BenchmarkStep times one whole float32 training step at batch 256: forward, the backward
+// pass to every layer's pre-activation, then
+//   - nonprivate: the plain summed gradient and an SGD update;
+//   - dp: flat-clipped per-example gradients summed, Gaussian noise on every coordinate,
+//     division by the expected batch size, the ledger's Record and an SGD update (DP-SGD);
+//   - dp-lssgd: as dp, with Laplacian smoothing (σ = 1, per tensor) of the noisy gradient.
+//
+// Compare modes with benchstat:
 //
 //	go test -run '^$' -bench Step -count 10 ./models > step.txt
 //	grep nonprivate step.txt | sed 's|/nonprivate/|/|' > nonprivate.txt
-//	grep /dp/ step.txt | sed 's|/dp/|/|' > dp.txt
+//	grep '/dp/' step.txt | sed 's|/dp/|/|' > dp.txt
 //	go tool benchstat nonprivate.txt dp.txt
 func BenchmarkStep(b *testing.B) {
 	const B = 256
-	for _, mode := range []string{"nonprivate", "dp"} {
-		for _, tc := range []struct {
-			name string
-			spec nn.Spec
-		}{
-			{"logreg", LogisticRegression()},
-			{"mnistcnn", MNISTCNN(ReLU)},
-		} {
+	for _, mode := range stepModes {
+		for _, tc := range benchModels {
 			b.Run(fmt.Sprintf("%s/%s/B=%d", mode, tc.name, B), func(b *testing.B) {
-				m, err := nn.New(tc.spec, B, nn.WithSeed(1))
-				if err != nil {
-					b.Fatal(err)
-				}
-				x, labels := randomBatch(rand.New(rand.NewPCG(1, 2)), tc.spec, B)
-				batch := nn.Batch{X: x, Labels: labels}
-				grad := make([]float64, m.NumParams())
-				rule := clipping.Flat{C: 1}
+				step := newBenchStep(b, mode, tc.spec, B)
 				b.ReportAllocs()
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for b.Loop() {
-					if mode == "dp" {
-						_, err = m.ClippedGradient(batch, rule, grad)
-					} else {
-						_, err = m.Gradient(batch, grad)
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
+					step()
 				}
 				b.ReportMetric(float64(B)*float64(b.N)/b.Elapsed().Seconds(), "examples/s")
 				// CPU time of the whole process per step: what the step costs when the
 				// machine is shared and wall time is not.
 				b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 			})
+		}
+	}
+}
+
+var stepModes = []string{"nonprivate", "dp", "dp-lssgd"}
+
+var benchModels = []struct {
+	name string
+	spec nn.Spec
+}{
+	{"logreg", LogisticRegression()},
+	{"mnistcnn", MNISTCNN(ReLU)},
+}
+
+// newBenchStep returns one training step of mode on a fresh model with a fixed random batch.
+func newBenchStep(b *testing.B, mode string, spec nn.Spec, batchSize int) func() {
+	m, err := nn.New(spec, batchSize, nn.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, labels := randomBatch(rand.New(rand.NewPCG(1, 2)), spec, batchSize)
+	batch := nn.Batch{X: x, Labels: labels}
+	grad := make([]float64, m.NumParams())
+	params := make([]float64, m.NumParams())
+	rule := clipping.Flat{C: 1}
+	sgd := dpoptim.NewSGD(dpoptim.Constant(1e-3))
+	var opt dpoptim.Optimizer
+	if mode == "nonprivate" {
+		opt, err = dpoptim.NewNonPrivate(sgd)
+	} else {
+		var smoother dpoptim.Smoother
+		if mode == "dp-lssgd" {
+			var layout []smoothing.Tensor
+			for _, p := range m.Layout() {
+				layout = append(layout, smoothing.Tensor{Name: p.Name, Shape: p.Shape})
+			}
+			if smoother, err = smoothing.NewLaplacian[float64](1, layout); err != nil {
+				b.Fatal(err)
+			}
+		}
+		opt, err = dpoptim.NewPrivate(sgd, dpoptim.PrivateConfig{
+			NoiseMultiplier: 1.1, ClipNorm: rule.Bound(), SampleRate: 256.0 / 60000,
+			DatasetSize: 60000, Recorder: accountant.NewLedger(), Smoother: smoother,
+			Noise: dpoptim.NewSeededNoise(1),
+		})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		clear(grad)
+		var err error
+		if mode == "nonprivate" {
+			_, err = m.Gradient(batch, grad)
+		} else {
+			_, err = m.ClippedGradient(batch, rule, grad)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Params(params)
+		if err := opt.Step(params, grad, batchSize); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.SetParams(params); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
@@ -69,54 +123,31 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkStepRatio alternates a non-private and a private step (same model, same batch,
-// order swapped every iteration) and reports the ratio of their total times. On a shared
-// machine separate benchmarks drift apart; interleaving cancels most of that.
+// BenchmarkStepRatio alternates steps of two modes (same model, same batch, order swapped
+// every iteration) and reports the ratio of their total times: dp/nonprivate (issue target
+// ≤ 1.2 for the CNN) and dp-lssgd/dp (target ≤ 1.05). On a shared machine separate
+// benchmarks drift apart; interleaving cancels most of that.
 //
 //	go test -run '^$' -bench StepRatio -count 10 ./models | go tool benchstat -
 func BenchmarkStepRatio(b *testing.B) {
 	const B = 256
-	for _, tc := range []struct {
-		name string
-		spec nn.Spec
-	}{
-		{"logreg", LogisticRegression()},
-		{"mnistcnn", MNISTCNN(ReLU)},
-	} {
-		b.Run(fmt.Sprintf("%s/B=%d", tc.name, B), func(b *testing.B) {
-			m, err := nn.New(tc.spec, B, nn.WithSeed(1))
-			if err != nil {
-				b.Fatal(err)
-			}
-			x, labels := randomBatch(rand.New(rand.NewPCG(1, 2)), tc.spec, B)
-			batch := nn.Batch{X: x, Labels: labels}
-			grad := make([]float64, m.NumParams())
-			rule := clipping.Flat{C: 1}
-			var nonprivate, dp time.Duration
-			step := func(private bool) {
-				t0 := time.Now()
-				var err error
-				if private {
-					_, err = m.ClippedGradient(batch, rule, grad)
-				} else {
-					_, err = m.Gradient(batch, grad)
+	for _, pair := range [][2]string{{"dp", "nonprivate"}, {"dp-lssgd", "dp"}} {
+		for _, tc := range benchModels {
+			b.Run(fmt.Sprintf("%s:%s/%s/B=%d", pair[0], pair[1], tc.name, B), func(b *testing.B) {
+				steps := [2]func(){newBenchStep(b, pair[0], tc.spec, B), newBenchStep(b, pair[1], tc.spec, B)}
+				var took [2]time.Duration
+				i := 0
+				for b.Loop() {
+					for j := range 2 {
+						k := (i + j) % 2
+						t0 := time.Now()
+						steps[k]()
+						took[k] += time.Since(t0)
+					}
+					i++
 				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				if private {
-					dp += time.Since(t0)
-				} else {
-					nonprivate += time.Since(t0)
-				}
-			}
-			i := 0
-			for b.Loop() {
-				step(i%2 == 0)
-				step(i%2 != 0)
-				i++
-			}
-			b.ReportMetric(dp.Seconds()/nonprivate.Seconds(), "dp/nonprivate")
-		})
+				b.ReportMetric(took[0].Seconds()/took[1].Seconds(), pair[0]+"/"+pair[1])
+			})
+		}
 	}
 }

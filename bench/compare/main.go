@@ -262,7 +262,7 @@ func busyTicks() (float64, bool) {
 }
 
 func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, float64, error) {
-	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/.*/(logreg|mnistcnn)/B=256$",
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/^(nonprivate|dp)$/(logreg|mnistcnn)/B=256$",
 		"-test.benchtime", benchtime, "-test.count", "1", "-test.benchmem")
 	outb, foreign, err := measured(cmd)
 	if err != nil {
