@@ -11,3 +11,5 @@
 // the bias and ReLU applied on the way out. Elsewhere, and for float64, it calls gonum's
 // BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
 package gemm
+
+//go:generate go run gen_kernels.go

@@ -1,0 +1,38 @@
+package gemm
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestGeneratedKernelsUpToDate regenerates the assembly kernels and their Go switches and
+// checks that the committed files are exactly the generator's output: a hand edit of
+// kernels_amd64.s, or a generator change without `go generate`, fails here.
+func TestGeneratedKernelsUpToDate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the generator")
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	dir := t.TempDir()
+	cmd := exec.Command(gobin, "run", "gen_kernels.go", "-out", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run gen_kernels.go: %v\n%s", err, out)
+	}
+	for _, name := range []string{"kernels_amd64.s", "kernels_amd64.go"} {
+		want, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the output of gen_kernels.go: run go generate ./internal/gemm", name)
+		}
+	}
+}
