@@ -360,7 +360,11 @@ func (o *trainOptions) train() (*report, error) {
 	res, err := o.buildSolver(p).Solve(p, noise)
 	if err != nil {
 		if errors.Is(err, erm.ErrInvalid) || errors.Is(err, erm.ErrUnsupported) || errors.Is(err, erm.ErrNoBound) {
-			return nil, usagef("erm: -solver %s: %v", o.solver, err)
+			hint := ""
+			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "norm") {
+				hint = " (add -normalize)"
+			}
+			return nil, usagef("erm: -solver %s: %v%s", o.solver, err, hint)
 		}
 		return nil, err
 	}
