@@ -18,4 +18,9 @@ var (
 	// ErrNoBound reports data without declared row-norm bounds, from which no
 	// data-independent sensitivity can be derived (see data.Dataset.Normalize).
 	ErrNoBound = errors.New("no declared norm bound")
+
+	// ErrNoConvergence reports a reference optimum whose certificate (gradient
+	// bound or duality gap) did not reach the tolerance; the Optimum returned
+	// with it holds the best point found and its certified gap.
+	ErrNoConvergence = errors.New("optimum not certified")
 )

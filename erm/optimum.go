@@ -87,7 +87,7 @@ func FindOptimum(p *Problem) (*Optimum, error) {
 		}
 	}
 	if !(o.Gap <= optimumTolerance*max(1, math.Abs(o.Value))) {
-		return o, fmt.Errorf("erm: %s stopped with certified gap %.3g at F = %.12g, above the tolerance", o.Method, o.Gap, o.Value)
+		return o, fmt.Errorf("erm: %s stopped with certified gap %.3g at F = %.12g, above the tolerance: %w", o.Method, o.Gap, o.Value, ErrNoConvergence)
 	}
 	return o, nil
 }
