@@ -194,6 +194,21 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		// A copy, so that changing the caller's value later cannot change a running plan.
 		p := *cfg.Privacy
 		p.Accountant = slices.Clone(p.Accountant)
+		// The rule too: the noise is scaled to its bound now, so thresholds the caller
+		// changes later (a PerLayer's slice, a rule passed by pointer) must not reach the
+		// clipping.
+		switch r := p.Clip.(type) {
+		case clipping.PerLayer:
+			p.Clip = clipping.PerLayer{C: slices.Clone(r.C)}
+		case *clipping.PerLayer:
+			if r != nil {
+				p.Clip = clipping.PerLayer{C: slices.Clone(r.C)}
+			}
+		case *clipping.Flat:
+			if r != nil {
+				p.Clip = *r
+			}
+		}
 		cfg.Privacy = &p
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN()}

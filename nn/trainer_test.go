@@ -391,3 +391,30 @@ func TestShuffleWarns(t *testing.T) {
 		t.Errorf("batch sizes %v, want [100 100 50]", sizes)
 	}
 }
+
+// TestClipRuleCopied: the clipping thresholds are fixed when the plan is made. A caller
+// who later changes the slice of a clipping.PerLayer it passed must not change how a
+// running trainer clips: the noise was scaled to the bound at NewTrainer, so a larger
+// threshold would leave sensitivity above what the noise and the ledger assume. The run
+// whose caller raised its thresholds must equal a twin run whose caller did not.
+func TestClipRuleCopied(t *testing.T) {
+	train, _ := embedded(t, 200)
+	params := func(mutate bool) []float64 {
+		m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(5), nn.WithDType(nn.Float64))
+		thresholds := []float64{0.05}
+		tr := newTrainer(t, m, nn.TrainerConfig{
+			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 50, Epochs: 1, Seed: seedPtr(6),
+			Privacy: &nn.Privacy{Clip: clipping.PerLayer{C: thresholds}, NoiseMultiplier: 1, Delta: 1e-5},
+		})
+		if mutate {
+			thresholds[0] = 1e6
+		}
+		run(t, tr)
+		p := make([]float64, m.NumParams())
+		m.Params(p)
+		return p
+	}
+	if want, got := params(false), params(true); !slices.Equal(got, want) {
+		t.Error("changing the caller's per-layer thresholds after NewTrainer changed the training run")
+	}
+}
