@@ -182,7 +182,7 @@ type summary struct {
 	TestAccuracy      *float64 `json:"test_accuracy"`
 	TestLoss          *float64 `json:"test_loss"`
 	Private           bool     `json:"private"`
-	Epsilon           *float64 `json:"epsilon"` // null: not private (ε = ∞)
+	Epsilon           *float64 `json:"epsilon"` // null: ε = ∞ (not private, or no finite bound)
 	Delta             float64  `json:"delta"`
 	RDPOrder          float64  `json:"rdp_order,omitempty"`
 	Accountant        string   `json:"accountant"`
@@ -272,7 +272,11 @@ func (s *summary) writeText(w io.Writer) {
 	fmt.Fprintf(w, "test accuracy   %s\n", acc)
 	if s.Private {
 		conv := map[string]string{"rdp/balle": "Balle et al. 2020 conversion", "rdp/classic": "classic conversion"}[s.Accountant]
-		fmt.Fprintf(w, "privacy         (ε = %.4f, δ = %g) by the RDP accountant (%s), optimal order %g\n", *s.Epsilon, s.Delta, conv, s.RDPOrder)
+		eps := "∞" // no finite ε: the JSON summary's null
+		if s.Epsilon != nil {
+			eps = fmt.Sprintf("%.4f", *s.Epsilon)
+		}
+		fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
 		how := "given"
 		if s.Calibrated {
 			how = fmt.Sprintf("calibrated for ε = %g", s.TargetEpsilon)

@@ -122,6 +122,20 @@ func TestNonPrivate(t *testing.T) {
 	}
 }
 
+// TestPrivateInfiniteEpsilon: a private run whose noise is too small for any finite ε (the
+// accountant's RDP is +Inf below z = 1e-100) finishes and says ε = ∞ in both summaries.
+func TestPrivateInfiniteEpsilon(t *testing.T) {
+	args := []string{"-model", "logreg", "-noise", "1e-200", "-epochs", "1"}
+	out := mustRun(t, args...)
+	if !strings.Contains(out, "ε = ∞") {
+		t.Errorf("text summary of a private run with ε = ∞ does not say so:\n%s", out)
+	}
+	s := decodeSummary(t, mustRun(t, append(args, "-json")...))
+	if s["epsilon"] != nil || s["private"] != true {
+		t.Errorf("summary %v: want private true, epsilon null (∞)", s)
+	}
+}
+
 // TestBadFlags: every bad command line exits with status 2 and one line on stderr that
 // names the problem.
 func TestBadFlags(t *testing.T) {
