@@ -36,7 +36,9 @@ const checkpointKind = "privtrain-training/1"
 // sampling generators, and so resumes bit for bit; anyone who holds it can also strip
 // the noise from the parameters. A secure run's checkpoint holds neither generator's
 // state: both are reseeded from crypto/rand on Restore (dpoptim.Noise.MarshalBinary
-// explains why).
+// explains why). The running training loss and accuracy of the epoch in progress are
+// computed on raw training data and are not covered by ε: share the parameters, not the
+// checkpoint.
 type Checkpoint struct {
 	// Model, DType and Layout describe the network; Params are its parameters in Layout
 	// order (stored as one named tensor per entry, with its real shape).
@@ -85,6 +87,9 @@ func (c *Checkpoint) Spent() (accountant.Spent, error) {
 // Checkpoint captures the trainer's state: call it between steps (after Run returns, or
 // from a callback). The checkpoint shares nothing with the trainer.
 func (t *Trainer) Checkpoint() (*Checkpoint, error) {
+	if t.failed != nil {
+		return nil, fmt.Errorf("nn: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
+	}
 	c := &Checkpoint{
 		Model:          t.model.Name(),
 		DType:          t.model.DType(),

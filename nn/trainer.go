@@ -154,6 +154,10 @@ type Trainer struct {
 	dataset Fingerprint
 
 	step int // steps completed
+	// failed is the error of a step that did not complete. The private step may already
+	// have recorded its (q, z) in the ledger, so continuing would spend privacy that the
+	// plan did not count: the trainer refuses to run or checkpoint after it.
+	failed error
 	// Running statistics of the epoch in progress.
 	epochLoss     float64
 	epochCorrect  int
@@ -407,10 +411,15 @@ func (t *Trainer) Spent() (accountant.Spent, error) {
 
 // Run trains from the current step to the end of the plan. Cancelling ctx stops it after
 // the step in progress; the error then wraps ctx.Err() and the trainer is at a step
-// boundary, ready for Checkpoint. Run may be called again to continue.
+// boundary, ready for Checkpoint. Run may be called again to continue. A step that fails
+// (e.g. parameters overflowing) ends the trainer for good: its ledger may already hold that
+// step, so restart from the last checkpoint instead.
 func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	res := Result{}
+	if t.failed != nil {
+		return res, fmt.Errorf("nn: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
+	}
 	spe := t.plan.StepsPerEpoch
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
@@ -419,7 +428,8 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 		k := t.step % spe
 		size, err := t.trainStep(k)
 		if err != nil {
-			return t.result(res, start), fmt.Errorf("nn: step %d: %w", t.step+1, err)
+			t.failed = fmt.Errorf("nn: step %d: %w", t.step+1, err)
+			return t.result(res, start), t.failed
 		}
 		res.Examples += size
 		t.step++

@@ -418,3 +418,46 @@ func TestClipRuleCopied(t *testing.T) {
 		t.Error("changing the caller's per-layer thresholds after NewTrainer changed the training run")
 	}
 }
+
+// failingRule is SGD that fails at its third step, as a rule does whose parameters
+// overflow.
+type failingRule struct {
+	dpoptim.Rule
+	calls int
+}
+
+func (r *failingRule) Step(params, grad []float64) error {
+	r.calls++
+	if r.calls == 3 {
+		return errors.New("parameters overflowed")
+	}
+	return r.Rule.Step(params, grad)
+}
+
+// TestFailedStepEndsTrainer checks that a step failing after the private step recorded it
+// ends the trainer: running on would spend a step the plan did not count, and a checkpoint
+// would hold a ledger one step ahead of the parameters.
+func TestFailedStepEndsTrainer(t *testing.T) {
+	train, _ := embedded(t, 500)
+	m := newModel(t, models.LogisticRegression(), 64)
+	tr := newTrainer(t, m, nn.TrainerConfig{
+		Train: train, Rule: &failingRule{Rule: dpoptim.NewSGD(dpoptim.Constant(1))}, BatchSize: 100, Epochs: 2,
+		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
+		Seed:    seedPtr(1),
+	})
+	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "overflowed") {
+		t.Fatalf("Run with a failing rule: err = %v", err)
+	}
+	if got := tr.Ledger().Steps(); got != 3 {
+		t.Fatalf("ledger holds %d steps, want 3 (the failed step was recorded before the rule ran)", got)
+	}
+	if _, err := tr.Run(context.Background()); err == nil {
+		t.Errorf("Run after a failed step succeeded")
+	}
+	if got := tr.Ledger().Steps(); got != 3 {
+		t.Errorf("ledger holds %d steps after the refused Run, want 3", got)
+	}
+	if _, err := tr.Checkpoint(); err == nil {
+		t.Errorf("Checkpoint after a failed step succeeded")
+	}
+}
