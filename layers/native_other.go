@@ -2,7 +2,8 @@
 
 package layers
 
-const (
+// Variables, not constants, so that tests may switch paths as on amd64.
+var (
 	useAsm  = false
 	useAVX2 = false
 )

@@ -2,7 +2,8 @@
 
 package gemm
 
-const (
+// Variables, not constants, so that tests may switch paths as on amd64.
+var (
 	useAVX512 = false
 	useAVX2   = false
 )
