@@ -56,7 +56,7 @@ func main() {
 		for nv := 1; nv <= 4; nv++ {
 			for mr := 1; mr <= maxRows[nv]; mr++ {
 				name := kernelName(col, mr, nv)
-				kernel(&s, name, col, mr, nv)
+				avx512.kernel(&s, name, col, mr, nv)
 				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
 				fmt.Fprintf(&cases, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags)\n", key(col, mr, nv), name)
 			}
@@ -67,7 +67,7 @@ func main() {
 		for nv := 1; nv <= 2; nv++ {
 			for mr := 1; mr <= maxRows2[nv]; mr++ {
 				name := "kernel2" + kernelName(col, mr, nv)[6:]
-				kernel2(&s, name, col, mr, nv)
+				avx2.kernel(&s, name, col, mr, nv)
 				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
 				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags)\n", key(col, mr, nv), name)
 			}
@@ -107,13 +107,55 @@ func kernelName(col bool, mr, nv int) string {
 	return fmt.Sprintf("kernelR%dx%d", mr, nv)
 }
 
-// Registers: Z0–Z3 B vectors, Z4–Z7 broadcasts and temporaries, Z8… accumulators.
-// GP: CX k, SI/R11/R12/R13 A row pointers (R kernels: rows 3j, 3j+1, 3j+2 at (Pj),
-// (Pj)(R8*1), (Pj)(R8*2); C kernels: SI only, rows at displacements 4r), R8 lda in bytes,
-// DI b, R9 ldb in bytes, DX c, R10 ldc in bytes, BX bias, AX flags, K1 last-vector mask.
+// isa describes one instruction set's form of the kernel. Both kernels share the
+// general-purpose registers: CX k, SI/R11/R12/R13 A row pointers (R kernels: rows 3j,
+// 3j+1, 3j+2 at (Pj), (Pj)(R8*1), (Pj)(R8*2); C kernels: SI only, rows at displacements
+// 4r), R8 lda in bytes, DI b, R9 ldb in bytes, DX c, R10 ldc in bytes, BX bias, AX flags.
+type isa struct {
+	reg       string // vector register prefix
+	bytes     int    // bytes per vector
+	accBase   int    // first accumulator register
+	maskSetup string // loads the last vector's lane mask; flags bits 16… hold its lanes
+	maskLoad  string // masked load, "%s mem, %s reg"
+	maskStore string // masked store, "%s reg, %s mem"
+	zero      string // register self-xor
+	// broadcast returns the register holding A's entry of row r; bcstFMA reports whether
+	// a single-vector kernel folds the broadcast into the FMA instead.
+	broadcast func(r int) string
+	bcstFMA   bool
+	maxZero   string // the zero register of the ReLU clamp
+}
+
+// AVX-512: Z0–Z3 B vectors, Z4–Z7 broadcasts and temporaries, Z8… accumulators, K1 the
+// last vector's mask.
+var avx512 = isa{
+	reg: "Z", bytes: 64, accBase: 8,
+	maskSetup: "\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tKMOVW R12, K1\n",
+	maskLoad:  "\tVMOVUPS.Z %s, K1, %s\n",
+	maskStore: "\tVMOVUPS %s, K1, %s\n",
+	zero:      "VPXORD",
+	broadcast: func(r int) string { return fmt.Sprintf("Z%d", 4+r%4) },
+	bcstFMA:   true,
+	maxZero:   "Z4",
+}
+
+// AVX2: Y0–Y1 B vectors, Y2 broadcasts, Y3… accumulators, Y15 the last vector's lane mask
+// (VMASKMOVPS): 8 lanes loaded starting n lanes before the zeros of masktab.
+var avx2 = isa{
+	reg: "Y", bytes: 32, accBase: 3,
+	maskSetup: "\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tNEGQ R12\n\tLEAQ masktab<>+32(SB), R11\n\tVMOVDQU (R11)(R12*4), Y15\n",
+	maskLoad:  "\tVMASKMOVPS %s, Y15, %s\n",
+	maskStore: "\tVMASKMOVPS %s, Y15, %s\n",
+	zero:      "VXORPS",
+	broadcast: func(int) string { return "Y2" },
+	maxZero:   "Y2",
+}
+
 var rowPtr = []string{"SI", "R11", "R12", "R13"}
 
-func acc(r, v, nv int) string { return fmt.Sprintf("Z%d", 8+r*nv+v) }
+func (x isa) acc(r, v, nv int) string { return fmt.Sprintf("%s%d", x.reg, x.accBase+r*nv+v) }
+
+func (x isa) vec(v int) string { return fmt.Sprintf("%s%d", x.reg, v) }
 
 func aOperand(col bool, r int) string {
 	if col {
@@ -129,38 +171,38 @@ func aOperand(col bool, r int) string {
 	return fmt.Sprintf("(%s)", p)
 }
 
-// load writes a vector move of vector v, masked with K1 when it is the last one.
-func load(w *bytes.Buffer, v, nv int, mem, reg string) {
+// load writes a vector move of vector v, masked when it is the last one.
+func (x isa) load(w *bytes.Buffer, v, nv int, mem, reg string) {
 	if v == nv-1 {
-		fmt.Fprintf(w, "\tVMOVUPS.Z %s, K1, %s\n", mem, reg)
+		fmt.Fprintf(w, x.maskLoad, mem, reg)
 	} else {
 		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", mem, reg)
 	}
 }
 
-func store(w *bytes.Buffer, v, nv int, reg, mem string) {
+func (x isa) store(w *bytes.Buffer, v, nv int, reg, mem string) {
 	if v == nv-1 {
-		fmt.Fprintf(w, "\tVMOVUPS %s, K1, %s\n", reg, mem)
+		fmt.Fprintf(w, x.maskStore, reg, mem)
 	} else {
 		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", reg, mem)
 	}
 }
 
-func off(base string, v int) string {
+func (x isa) off(base string, v int) string {
 	if v == 0 {
 		return "(" + base + ")"
 	}
-	return fmt.Sprintf("%d(%s)", 64*v, base)
+	return fmt.Sprintf("%d(%s)", x.bytes*v, base)
 }
 
-func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
+func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	w.WriteString("\tMOVQ k+0(FP), CX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $2, R8\n")
 	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
 	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
 	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
-	w.WriteString("\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tKMOVW R12, K1\n")
+	w.WriteString(x.maskSetup)
 	if !col {
 		for j := 1; j*3 < mr; j++ {
 			// Pj = a + 3j·lda
@@ -171,7 +213,7 @@ func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 	fmt.Fprintf(w, "\tTESTQ $1, AX\n\tJNZ %s_fromc\n\tTESTQ $2, AX\n\tJNZ %s_frombias\n", name, name)
 	for r := range mr {
 		for v := range nv {
-			fmt.Fprintf(w, "\tVPXORD %s, %s, %s\n", acc(r, v, nv), acc(r, v, nv), acc(r, v, nv))
+			fmt.Fprintf(w, "\t%s %s, %s, %s\n", x.zero, x.acc(r, v, nv), x.acc(r, v, nv), x.acc(r, v, nv))
 		}
 	}
 	fmt.Fprintf(w, "\tJMP %s_loop\n%s_fromc:\n\tMOVQ DX, BX\n", name, name)
@@ -180,32 +222,32 @@ func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 			w.WriteString("\tADDQ R10, BX\n")
 		}
 		for v := range nv {
-			load(w, v, nv, off("BX", v), acc(r, v, nv))
+			x.load(w, v, nv, x.off("BX", v), x.acc(r, v, nv))
 		}
 	}
 	fmt.Fprintf(w, "\tJMP %s_loop\n%s_frombias:\n", name, name)
 	for v := range nv {
-		load(w, v, nv, off("BX", v), fmt.Sprintf("Z%d", v))
+		x.load(w, v, nv, x.off("BX", v), x.vec(v))
 	}
 	for r := range mr {
 		for v := range nv {
-			fmt.Fprintf(w, "\tVMOVAPS Z%d, %s\n", v, acc(r, v, nv))
+			fmt.Fprintf(w, "\tVMOVAPS %s, %s\n", x.vec(v), x.acc(r, v, nv))
 		}
 	}
 	fmt.Fprintf(w, "%s_loop:\n\tTESTQ CX, CX\n\tJZ %s_store\n%s_k:\n", name, name, name)
 	for v := range nv {
-		load(w, v, nv, off("DI", v), fmt.Sprintf("Z%d", v))
+		x.load(w, v, nv, x.off("DI", v), x.vec(v))
 	}
-	if nv == 1 {
+	if nv == 1 && x.bcstFMA {
 		for r := range mr {
-			fmt.Fprintf(w, "\tVFMADD231PS.BCST %s, Z0, %s\n", aOperand(col, r), acc(r, 0, nv))
+			fmt.Fprintf(w, "\tVFMADD231PS.BCST %s, %s, %s\n", aOperand(col, r), x.vec(0), x.acc(r, 0, nv))
 		}
 	} else {
 		for r := range mr {
-			t := fmt.Sprintf("Z%d", 4+r%4)
+			t := x.broadcast(r)
 			fmt.Fprintf(w, "\tVBROADCASTSS %s, %s\n", aOperand(col, r), t)
 			for v := range nv {
-				fmt.Fprintf(w, "\tVFMADD231PS Z%d, %s, %s\n", v, t, acc(r, v, nv))
+				fmt.Fprintf(w, "\tVFMADD231PS %s, %s, %s\n", x.vec(v), t, x.acc(r, v, nv))
 			}
 		}
 	}
@@ -217,10 +259,10 @@ func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 		}
 	}
 	fmt.Fprintf(w, "\tADDQ R9, DI\n\tDECQ CX\n\tJNZ %s_k\n%s_store:\n", name, name)
-	fmt.Fprintf(w, "\tTESTQ $4, AX\n\tJZ %s_nomax\n\tVPXORD Z4, Z4, Z4\n", name)
+	fmt.Fprintf(w, "\tTESTQ $4, AX\n\tJZ %s_nomax\n\t%s %s, %s, %s\n", name, x.zero, x.maxZero, x.maxZero, x.maxZero)
 	for r := range mr {
 		for v := range nv {
-			fmt.Fprintf(w, "\tVMAXPS Z4, %s, %s\n", acc(r, v, nv), acc(r, v, nv))
+			fmt.Fprintf(w, "\tVMAXPS %s, %s, %s\n", x.maxZero, x.acc(r, v, nv), x.acc(r, v, nv))
 		}
 	}
 	fmt.Fprintf(w, "%s_nomax:\n", name)
@@ -229,109 +271,7 @@ func kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 			w.WriteString("\tADDQ R10, DX\n")
 		}
 		for v := range nv {
-			store(w, v, nv, acc(r, v, nv), off("DX", v))
-		}
-	}
-	w.WriteString("\tVZEROUPPER\n\tRET\n")
-}
-
-// AVX2 kernels. Registers: Y0–Y1 B vectors, Y2 broadcasts, Y3… accumulators, Y15 the
-// last vector's lane mask (VMASKMOVPS); flags bits 16… hold its number of lanes (1–8).
-func acc2(r, v, nv int) string { return fmt.Sprintf("Y%d", 3+r*nv+v) }
-
-func load2(w *bytes.Buffer, v, nv int, mem, reg string) {
-	if v == nv-1 {
-		fmt.Fprintf(w, "\tVMASKMOVPS %s, Y15, %s\n", mem, reg)
-	} else {
-		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", mem, reg)
-	}
-}
-
-func store2(w *bytes.Buffer, v, nv int, reg, mem string) {
-	if v == nv-1 {
-		fmt.Fprintf(w, "\tVMASKMOVPS %s, Y15, %s\n", reg, mem)
-	} else {
-		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", reg, mem)
-	}
-}
-
-func off2(base string, v int) string {
-	if v == 0 {
-		return "(" + base + ")"
-	}
-	return fmt.Sprintf("%d(%s)", 32*v, base)
-}
-
-func kernel2(w *bytes.Buffer, name string, col bool, mr, nv int) {
-	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n", name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
-	w.WriteString("\tMOVQ k+0(FP), CX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $2, R8\n")
-	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
-	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
-	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
-	// Y15 = mask of the first n lanes, n = flags>>16: load 8 lanes starting n lanes before
-	// the zeros of masktab.
-	w.WriteString("\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tNEGQ R12\n\tLEAQ masktab<>+32(SB), R11\n\tVMOVDQU (R11)(R12*4), Y15\n")
-	if !col {
-		for j := 1; j*3 < mr; j++ {
-			fmt.Fprintf(w, "\tLEAQ (%s)(R8*2), %s\n\tADDQ R8, %s\n", rowPtr[j-1], rowPtr[j], rowPtr[j])
-		}
-	}
-	fmt.Fprintf(w, "\tTESTQ $1, AX\n\tJNZ %s_fromc\n\tTESTQ $2, AX\n\tJNZ %s_frombias\n", name, name)
-	for r := range mr {
-		for v := range nv {
-			fmt.Fprintf(w, "\tVXORPS %s, %s, %s\n", acc2(r, v, nv), acc2(r, v, nv), acc2(r, v, nv))
-		}
-	}
-	fmt.Fprintf(w, "\tJMP %s_loop\n%s_fromc:\n\tMOVQ DX, BX\n", name, name)
-	for r := range mr {
-		if r > 0 {
-			w.WriteString("\tADDQ R10, BX\n")
-		}
-		for v := range nv {
-			load2(w, v, nv, off2("BX", v), acc2(r, v, nv))
-		}
-	}
-	fmt.Fprintf(w, "\tJMP %s_loop\n%s_frombias:\n", name, name)
-	for v := range nv {
-		load2(w, v, nv, off2("BX", v), fmt.Sprintf("Y%d", v))
-	}
-	for r := range mr {
-		for v := range nv {
-			fmt.Fprintf(w, "\tVMOVAPS Y%d, %s\n", v, acc2(r, v, nv))
-		}
-	}
-	fmt.Fprintf(w, "%s_loop:\n\tTESTQ CX, CX\n\tJZ %s_store\n%s_k:\n", name, name, name)
-	for v := range nv {
-		load2(w, v, nv, off2("DI", v), fmt.Sprintf("Y%d", v))
-	}
-	for r := range mr {
-		fmt.Fprintf(w, "\tVBROADCASTSS %s, Y2\n", aOperand(col, r))
-		for v := range nv {
-			fmt.Fprintf(w, "\tVFMADD231PS Y%d, Y2, %s\n", v, acc2(r, v, nv))
-		}
-	}
-	if col {
-		w.WriteString("\tADDQ R8, SI\n")
-	} else {
-		for j := 0; j*3 < mr; j++ {
-			fmt.Fprintf(w, "\tADDQ $4, %s\n", rowPtr[j])
-		}
-	}
-	fmt.Fprintf(w, "\tADDQ R9, DI\n\tDECQ CX\n\tJNZ %s_k\n%s_store:\n", name, name)
-	fmt.Fprintf(w, "\tTESTQ $4, AX\n\tJZ %s_nomax\n\tVXORPS Y2, Y2, Y2\n", name)
-	for r := range mr {
-		for v := range nv {
-			fmt.Fprintf(w, "\tVMAXPS Y2, %s, %s\n", acc2(r, v, nv), acc2(r, v, nv))
-		}
-	}
-	fmt.Fprintf(w, "%s_nomax:\n", name)
-	for r := range mr {
-		if r > 0 {
-			w.WriteString("\tADDQ R10, DX\n")
-		}
-		for v := range nv {
-			store2(w, v, nv, acc2(r, v, nv), off2("DX", v))
+			x.store(w, v, nv, x.acc(r, v, nv), x.off("DX", v))
 		}
 	}
 	w.WriteString("\tVZEROUPPER\n\tRET\n")
