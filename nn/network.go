@@ -49,11 +49,16 @@ func dtypeOf[T clipping.Float]() tensor.Dtype {
 	return tensor.Float64
 }
 
+// convert copies src into dst (of the same length), converting between float32 and float64.
+func convert[D, S clipping.Float](dst []D, src []S) {
+	for j, v := range src {
+		dst[j] = D(v)
+	}
+}
+
 func newNet[T clipping.Float](m *Model, plan []plannedLayer, init []float64) (*net[T], error) {
 	n := &net[T]{m: m, flat: make([]T, len(init))}
-	for j, v := range init {
-		n.flat[j] = T(v)
-	}
+	convert(n.flat, init)
 	var taps []clipping.Tap[T]
 	var err error
 	if n.eval, _, err = buildGraph(m, plan, n.flat, false, nil); err != nil {
@@ -208,17 +213,9 @@ func checkTap(pl plannedLayer, tap *layers.Tap) error {
 	return nil
 }
 
-func (n *net[T]) params(dst []float64) {
-	for j, v := range n.flat {
-		dst[j] = float64(v)
-	}
-}
+func (n *net[T]) params(dst []float64) { convert(dst, n.flat) }
 
-func (n *net[T]) setParams(src []float64) {
-	for j, v := range src {
-		n.flat[j] = T(v)
-	}
-}
+func (n *net[T]) setParams(src []float64) { convert(n.flat, src) }
 
 // run loads the batch and runs the training or evaluation graph.
 func (n *net[T]) run(train bool, b Batch) (float64, int, error) {
@@ -389,9 +386,7 @@ type nativeNet[T clipping.Float] struct {
 
 func newNativeNet[T clipping.Float](m *Model, plan []plannedLayer, init []float64) (*nativeNet[T], error) {
 	n := &nativeNet[T]{m: m, flat: make([]T, len(init)), rowLoss: make([]float64, m.batch), rowRight: make([]bool, m.batch)}
-	for j, v := range init {
-		n.flat[j] = T(v)
-	}
+	convert(n.flat, init)
 	ls := make([]layers.Layer, len(plan))
 	views := make([][][]T, len(plan))
 	for i, pl := range plan {
@@ -425,17 +420,9 @@ func wrapNative(err error) error {
 	return fmt.Errorf("%w: %v", ErrSpec, err)
 }
 
-func (n *nativeNet[T]) params(dst []float64) {
-	for j, v := range n.flat {
-		dst[j] = float64(v)
-	}
-}
+func (n *nativeNet[T]) params(dst []float64) { convert(dst, n.flat) }
 
-func (n *nativeNet[T]) setParams(src []float64) {
-	for j, v := range src {
-		n.flat[j] = T(v)
-	}
-}
+func (n *nativeNet[T]) setParams(src []float64) { convert(n.flat, src) }
 
 func (n *nativeNet[T]) gradBuf(worker int) []T {
 	n.mu.Lock()
