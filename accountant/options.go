@@ -6,7 +6,10 @@ package accountant
 type config struct {
 	orders     []float64
 	conversion Conversion
-	err        error
+	// acct, if not nil, answers Epsilon, Delta and calibrations instead of
+	// the RDP totals (set by WithAccountant with a non-RDP accountant).
+	acct Accountant
+	err  error
 }
 
 // Option configures a Ledger or a calibration.

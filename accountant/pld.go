@@ -1,0 +1,209 @@
+package accountant
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// PLD is the privacy-loss-distribution accountant of the Poisson-subsampled
+// Gaussian mechanism (add/remove adjacency), after Koskela, Jälkö and Honkela
+// (2020) and Google's dp_accounting: the privacy loss distribution of each
+// step is discretised pessimistically on a grid of width Discretisation
+// ("connect the dots", Doroshenko et al. 2022: the discrete PLD's δ(ε) equals
+// the exact one at every grid point and lies above it between them), steps
+// are composed by FFT (a repeated step by a power in the frequency domain),
+// the mass truncated from the upper tails is added to δ and the lower tails
+// are moved up. Both directions (removing and adding a record) are composed
+// and ε is the larger. The result is an upper bound on the exact ε of the
+// mechanism, up to floating-point round-off in the FFT (about 1e-12 relative,
+// as in dp_accounting), and is typically within 0.1 % of it at the default
+// discretisation: about 8 % below the RDP accountant on the TF Privacy MNIST
+// plan.
+//
+// The zero value uses the defaults. PLD is safe for concurrent use.
+type PLD struct {
+	// Discretisation is the grid width Δ of the privacy loss (default 1e-4).
+	Discretisation float64
+	// TailMass is the mass truncated per step and per composition from each
+	// tail (default 1e-15); what is cut from the upper tails adds to δ.
+	TailMass float64
+	// GridRatio: histories with more than 32 distinct noise multipliers (or
+	// sampling rates), such as ADP-SGD's, have every z snapped down and every
+	// q up to the grid (1+GridRatio)^k so that steps merge (default 1e-3,
+	// which over-states ε by at most about 0.1 % per snapped quantity);
+	// negative: never snap.
+	GridRatio float64
+}
+
+// Defaults of PLD.
+const (
+	DefaultPLDDiscretisation = 1e-4
+	DefaultPLDTailMass       = 1e-15
+	DefaultPLDGridRatio      = 1e-3
+)
+
+// Name returns "pld".
+func (PLD) Name() string { return "pld" }
+
+func (a PLD) params() (d, tail, ratio float64, err error) {
+	d, tail, ratio = a.Discretisation, a.TailMass, a.GridRatio
+	if d == 0 {
+		d = DefaultPLDDiscretisation
+	}
+	if tail == 0 {
+		tail = DefaultPLDTailMass
+	}
+	if ratio == 0 {
+		ratio = DefaultPLDGridRatio
+	}
+	if !(d >= 1e-7 && d <= 0.1) {
+		return 0, 0, 0, fmt.Errorf("accountant: PLD discretisation %v: must be in [1e-7, 0.1]: %w", d, ErrInvalidParameter)
+	}
+	if !(tail >= 1e-300 && tail <= 1e-6) {
+		return 0, 0, 0, fmt.Errorf("accountant: PLD tail mass %v: must be in [1e-300, 1e-6]: %w", tail, ErrInvalidParameter)
+	}
+	if math.IsNaN(ratio) || ratio > 0.1 {
+		return 0, 0, 0, fmt.Errorf("accountant: PLD grid ratio %v: must be at most 0.1 (negative: no snapping): %w", ratio, ErrInvalidParameter)
+	}
+	return d, tail, ratio, nil
+}
+
+// Description names the discretisation.
+func (a PLD) Description() string {
+	d, tail, ratio, err := a.params()
+	if err != nil {
+		return "PLD (invalid configuration)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "PLD, pessimistic connect-the-dots discretisation Δ = %g, tails beyond %g added to δ", d, tail)
+	if ratio > 0 {
+		fmt.Fprintf(&b, ", varying noise snapped down to a grid of ratio 1+%g", ratio)
+	}
+	return b.String()
+}
+
+// compose returns the discrete PLDs of history, [remove, add].
+func (a PLD) compose(history []Segment) ([2]pldDist, error) {
+	d, tail, ratio, err := a.params()
+	if err != nil {
+		return [2]pldDist{}, err
+	}
+	segs := mergeHistory(history, ratio)
+	var out [2]pldDist
+	for dir := range 2 {
+		parts := make([]pldDist, 0, len(segs))
+		for _, s := range segs {
+			one := subsampledGaussianPLD(s.Q, s.Z, d, dir == 1, tail)
+			parts = append(parts, selfCompose(one, s.Steps, d, tail))
+		}
+		// Balanced pairwise composition keeps the FFTs small.
+		for len(parts) > 1 {
+			next := parts[:0:0]
+			for i := 0; i+1 < len(parts); i += 2 {
+				next = append(next, compose(parts[i], parts[i+1], tail))
+			}
+			if len(parts)%2 == 1 {
+				next = append(next, parts[len(parts)-1])
+			}
+			parts = next
+		}
+		out[dir] = parts[0]
+	}
+	return out, nil
+}
+
+// Epsilon returns the ε of history at delta (the larger of the two
+// directions). Spent.Order is 0.
+func (a PLD) Epsilon(history []Segment, delta float64) (Spent, error) {
+	if err := checkDelta(delta); err != nil {
+		return Spent{}, err
+	}
+	steps, err := checkHistory(history)
+	if err != nil {
+		return Spent{}, err
+	}
+	if _, _, _, err := a.params(); err != nil {
+		return Spent{}, err
+	}
+	if steps == 0 {
+		return Spent{Delta: delta}, nil
+	}
+	dists, err := a.compose(history)
+	if err != nil {
+		return Spent{}, err
+	}
+	d, _, _, _ := a.params()
+	eps := max(dists[0].epsilon(delta, d), dists[1].epsilon(delta, d))
+	return Spent{Epsilon: eps, Delta: delta}, nil
+}
+
+// Delta returns the δ of history at eps (the larger of the two directions).
+func (a PLD) Delta(history []Segment, eps float64) (Spent, error) {
+	if err := checkEpsilon(eps); err != nil {
+		return Spent{}, err
+	}
+	steps, err := checkHistory(history)
+	if err != nil {
+		return Spent{}, err
+	}
+	if _, _, _, err := a.params(); err != nil {
+		return Spent{}, err
+	}
+	if steps == 0 {
+		return Spent{Epsilon: eps}, nil
+	}
+	dists, err := a.compose(history)
+	if err != nil {
+		return Spent{}, err
+	}
+	d, _, _, _ := a.params()
+	return Spent{Epsilon: eps, Delta: max(dists[0].delta(eps, d), dists[1].delta(eps, d))}, nil
+}
+
+// CalibrateNoise returns the smallest z (to a relative 1e-4) for which steps
+// steps at sampling rate q are (eps, delta)-DP by this accountant, and the ε
+// at z, which is checked once more and never exceeds eps.
+func (a PLD) CalibrateNoise(q float64, steps int, eps, delta float64) (float64, float64, error) {
+	if err := checkMechanism(q, 1); err != nil {
+		return 0, 0, err
+	}
+	if steps < 1 {
+		return 0, 0, fmt.Errorf("accountant: steps = %d: must be ≥ 1: %w", steps, ErrInvalidParameter)
+	}
+	if err := checkEpsilon(eps); err != nil {
+		return 0, 0, err
+	}
+	if err := checkDelta(delta); err != nil {
+		return 0, 0, err
+	}
+	if _, _, _, err := a.params(); err != nil {
+		return 0, 0, err
+	}
+	epsilonOf := func(z float64) (float64, error) {
+		s, err := a.Epsilon([]Segment{{Q: q, Z: z, Steps: steps}}, delta)
+		return s.Epsilon, err
+	}
+	z, achieved, err := Calibrate(eps, epsilonOf)
+	if err != nil {
+		return 0, 0, err
+	}
+	return verifyCalibration(z, achieved, eps, epsilonOf)
+}
+
+// verifyCalibration re-evaluates ε at the calibrated z and, should it exceed
+// the target (it cannot for a deterministic ε(z), but the check is cheap
+// next to the calibration), moves z up until it does not.
+func verifyCalibration(z, achieved, eps float64, epsilonOf func(float64) (float64, error)) (float64, float64, error) {
+	for range 16 {
+		e, err := epsilonOf(z)
+		if err != nil {
+			return 0, 0, err
+		}
+		if e <= eps {
+			return z, e, nil
+		}
+		z *= 1 + 1e-6
+	}
+	return 0, 0, fmt.Errorf("accountant: calibrated z = %g spends ε = %g above the target %g: %w", z, achieved, eps, ErrUnreachable)
+}
