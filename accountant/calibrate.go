@@ -91,7 +91,8 @@ func Calibrate(eps float64, epsilonOf func(z float64) (float64, error)) (z, achi
 // mechanism with sampling rate q are (eps, delta)-DP, and the ε achieved at
 // that z. Options select the orders and conversion as for NewLedger. If eps
 // lies below what the orders can certify however large the noise, the error
-// wraps ErrUnreachable and suggests larger orders.
+// wraps ErrUnreachable and suggests larger orders. With WithAccountant(a) for
+// a non-RDP a, it is a.CalibrateNoise.
 func CalibrateNoise(q float64, steps int, eps, delta float64, opts ...Option) (z, achievedEps float64, err error) {
 	if err := checkMechanism(q, 1); err != nil {
 		return 0, 0, err
@@ -108,6 +109,9 @@ func CalibrateNoise(q float64, steps int, eps, delta float64, opts ...Option) (z
 	cfg := newConfig(opts)
 	if cfg.err != nil {
 		return 0, 0, cfg.err
+	}
+	if cfg.acct != nil {
+		return cfg.acct.CalibrateNoise(q, steps, eps, delta)
 	}
 	// As z → ∞ the RDP vanishes and ε tends to this floor.
 	floor := epsilonFromRDP(cfg.orders, make([]float64, len(cfg.orders)), delta, cfg.conversion)

@@ -16,4 +16,11 @@ var (
 
 	// ErrFormat reports a serialised ledger that is malformed or corrupt.
 	ErrFormat = errors.New("malformed ledger")
+
+	// ErrTotalsMismatch reports a serialised ledger whose stored RDP totals
+	// disagree with the totals recomputed from its history beyond float
+	// rounding: the history or the totals were altered (the checksum is
+	// unkeyed, so anyone can recompute it). Errors that wrap it also wrap
+	// ErrFormat.
+	ErrTotalsMismatch = errors.New("ledger totals do not match its history")
 )

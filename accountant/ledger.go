@@ -96,6 +96,8 @@ func (l *Ledger) Record(q, z float64, steps int) error {
 // Epsilon returns the smallest ε over the ledger's orders such that
 // everything recorded so far is (ε, δ)-DP, with the order that attains it.
 // An empty ledger spends ε = 0. ε is +Inf if no order gives a finite bound.
+// A ledger made with WithAccountant(PLD{…}) (or another non-RDP accountant)
+// asks that accountant instead, from the recorded history.
 func (l *Ledger) Epsilon(delta float64) (Spent, error) {
 	if err := checkDelta(delta); err != nil {
 		return Spent{}, err
@@ -108,6 +110,9 @@ func (l *Ledger) Epsilon(delta float64) (Spent, error) {
 	}
 	if l.steps == 0 {
 		return Spent{Delta: delta}, nil
+	}
+	if l.cfg.acct != nil {
+		return l.cfg.acct.Epsilon(slices.Clone(l.history), delta)
 	}
 	return epsilonFromRDP(l.cfg.orders, l.total, delta, l.cfg.conversion), nil
 }
@@ -128,7 +133,35 @@ func (l *Ledger) Delta(eps float64) (Spent, error) {
 	if l.steps == 0 {
 		return Spent{Epsilon: eps}, nil
 	}
+	if l.cfg.acct != nil {
+		return l.cfg.acct.Delta(slices.Clone(l.history), eps)
+	}
 	return deltaFromRDP(l.cfg.orders, l.total, eps, l.cfg.conversion), nil
+}
+
+// Accountant returns the accountant that answers Epsilon and Delta: the one
+// given by WithAccountant, or RDP with the ledger's orders and conversion.
+func (l *Ledger) Accountant() Accountant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.cfg.acct != nil {
+		return l.cfg.acct
+	}
+	return RDP{Orders: slices.Clone(l.cfg.orders), Conversion: l.cfg.conversion}
+}
+
+// Clone returns an independent copy of the ledger: configuration (accountant
+// included), totals and history.
+func (l *Ledger) Clone() *Ledger {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	c := &Ledger{cfg: l.cfg, ready: true, steps: l.steps}
+	c.cfg.orders = slices.Clone(l.cfg.orders)
+	c.total = slices.Clone(l.total)
+	c.history = slices.Clone(l.history)
+	return c
 }
 
 // Steps returns the number of steps recorded.

@@ -14,10 +14,13 @@ import (
 const ledgerFormatVersion = 1
 
 // ledgerJSON is the serialised form of a Ledger. The running totals are
-// stored, not recomputed from the history on load, so that a loaded ledger
-// continues bit-for-bit like the original (recomputing could differ in the
-// last bits across platforms). The checksum covers every other field and
-// catches corruption that still parses.
+// stored, so that a loaded ledger continues bit-for-bit like the original
+// (recomputing could differ in the last bits across platforms), but they are
+// also recomputed from the history on load and a ledger whose stored totals
+// disagree beyond float rounding is refused (ErrTotalsMismatch): the history
+// is what every accountant reads, and totals that do not follow from it were
+// altered. The checksum covers every other field and catches corruption that
+// still parses; it is unkeyed, so it does not stop deliberate edits.
 type ledgerJSON struct {
 	Version    int           `json:"version"`
 	Conversion string        `json:"conversion"`
@@ -89,8 +92,11 @@ func (l *Ledger) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON restores a ledger written by MarshalJSON, replacing l's
-// contents. Malformed or corrupt input returns an error wrapping ErrFormat
-// and leaves l unchanged.
+// contents (its orders, conversion, totals and history) but keeping the
+// accountant that l was made with (WithAccountant), so that a checkpoint is
+// read by whichever accountant the reader chose. Malformed or corrupt input
+// returns an error wrapping ErrFormat and leaves l unchanged; stored totals
+// that do not follow from the stored history also wrap ErrTotalsMismatch.
 func (l *Ledger) UnmarshalJSON(data []byte) error {
 	var in ledgerJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -103,11 +109,14 @@ func (l *Ledger) UnmarshalJSON(data []byte) error {
 	}
 	cfg, total, history, err := in.validate()
 	if err != nil {
-		return fmt.Errorf("accountant: ledger JSON: %v: %w", err, ErrFormat)
+		return fmt.Errorf("accountant: ledger JSON: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The accountant is the reader's choice; the JSON holds the history.
+	acct := l.cfg.acct
 	l.cfg = cfg
+	l.cfg.acct = acct
 	l.total = total
 	l.steps = in.Steps
 	l.history = history
@@ -117,6 +126,18 @@ func (l *Ledger) UnmarshalJSON(data []byte) error {
 }
 
 func (in *ledgerJSON) validate() (config, []float64, []Segment, error) {
+	cfg, total, history, err := in.validateFormat()
+	if err != nil {
+		return config{}, nil, nil, fmt.Errorf("%v: %w", err, ErrFormat)
+	}
+	if err := checkTotals(cfg, total, history); err != nil {
+		return config{}, nil, nil, err
+	}
+	return cfg, total, history, nil
+}
+
+// validateFormat checks everything but the totals' agreement with the history.
+func (in *ledgerJSON) validateFormat() (config, []float64, []Segment, error) {
 	if in.Version != ledgerFormatVersion {
 		return config{}, nil, nil, fmt.Errorf("unsupported version %d (want %d)", in.Version, ledgerFormatVersion)
 	}
@@ -172,6 +193,42 @@ func (in *ledgerJSON) validate() (config, []float64, []Segment, error) {
 		}
 	}
 	return config{orders: orders, conversion: conv}, total, history, nil
+}
+
+// totalsTolerance is the relative disagreement allowed between stored and
+// recomputed RDP totals per unit of rounding: the stored totals are sums of
+// per-call products in the order Record was called, the recomputed ones one
+// product per segment, so they differ by a few ulps per addition.
+const totalsTolerance = 8 * 0x1p-52
+
+// checkTotals recomputes the RDP totals from history (one RDP evaluation per
+// distinct (q, z)) and refuses stored totals that disagree beyond rounding.
+func checkTotals(cfg config, total []float64, history []Segment) error {
+	want := make([]float64, len(total))
+	r := make([]float64, len(total))
+	n := 0
+	for _, s := range mergeHistory(history, 0) {
+		sampledGaussianRDP(s.Q, s.Z, cfg.orders, r)
+		fs := float64(s.Steps)
+		for i := range r {
+			want[i] += fs * r[i]
+		}
+		n += s.Steps
+	}
+	tol := 1e-9 + totalsTolerance*float64(n+len(history))
+	for i, got := range total {
+		w := want[i]
+		switch {
+		case math.IsInf(w, 1) || math.IsInf(got, 1):
+			if got == w {
+				continue
+			}
+		case math.Abs(got-w) <= tol*w:
+			continue
+		}
+		return fmt.Errorf("stored RDP %v at order %v, but the history's %d steps give %v: %w: %w", got, cfg.orders[i], n, w, ErrTotalsMismatch, ErrFormat)
+	}
+	return nil
 }
 
 // checksum is the CRC-32C, in hex, of the binary encoding of every field
