@@ -80,3 +80,55 @@ func BenchmarkRecordSameZ(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPLDEpsilon15000: the PLD ε of a 15,000-step constant plan (the TF
+// Privacy MNIST sampling rate), both directions, Δ = 1e-4.
+func BenchmarkPLDEpsilon15000(b *testing.B) {
+	h := []Segment{{256.0 / 60000, 1.1, 15000}}
+	for b.Loop() {
+		if _, err := (PLD{}).Epsilon(h, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPLDCalibrate: the PLD noise for ε = 3 on the MNIST tutorial plan.
+func BenchmarkPLDCalibrate(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := (PLD{}).CalibrateNoise(256.0/60000, 14063, 3, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// adpHistory is an 11,700-step ADP-SGD schedule as dpoptim.ADPPolynomial(η,
+// 19, 1) records it: z_t = z·(20 + t)^{1/4}, q = 256/50,000 (the ADP paper's
+// CIFAR-10 plan), every step with its own multiplier.
+func adpHistory(z float64) []Segment {
+	h := make([]Segment, 11700)
+	for t := range h {
+		h[t] = Segment{Q: 256.0 / 50000, Z: z * math.Sqrt(math.Sqrt(20+float64(t))), Steps: 1}
+	}
+	return h
+}
+
+// BenchmarkPLDADPSchedule: the PLD ε of that schedule (base z = 0.5).
+func BenchmarkPLDADPSchedule(b *testing.B) {
+	h := adpHistory(0.5)
+	for b.Loop() {
+		if _, err := (PLD{}).Epsilon(h, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRDPADPSchedule: the same schedule by the RDP accountant with the
+// z grid of ratio 1+1e-3 (without it: one RDP evaluation per step).
+func BenchmarkRDPADPSchedule(b *testing.B) {
+	h := adpHistory(0.5)
+	for b.Loop() {
+		if _, err := (RDP{GridRatio: 1e-3}).Epsilon(h, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
