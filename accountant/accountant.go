@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -142,4 +143,102 @@ func mergeHistory(history []Segment, ratio float64) []Segment {
 		out = append(out, Segment{Q: q, Z: z, Steps: s.Steps})
 	}
 	return out
+}
+
+// mergeNoiseBudget groups the noise multipliers of a history with more than
+// mergeThreshold distinct values for the PLD accountant: walking the distinct
+// z in ascending order, each group's steps are snapped down to the group's
+// smallest z (pessimistic, as in mergeHistory), and groups are closed so that
+// the snapping raises the history's total w = Σ steps·q²·(e^{1/z²} − 1) by at
+// most eta relative. That w is μ² of the Gaussian-DP limit of the
+// subsampled Gaussian (Dong, Roth and Su 2019: μ = q·√(T(e^{1/z²} − 1))), so
+// ε, which grows about like μ, rises by about eta/2 or less. Unlike a
+// geometric grid, this spends the budget where steps are cheap to merge: an
+// ADP-SGD schedule's few early, noisy-less steps (wide PLDs, costly to
+// compose) fall into coarse groups and its many late steps into fine ones.
+// Sampling rates are first snapped up to the grid (1+ratio)^k when there are
+// more than mergeThreshold of them.
+func mergeNoiseBudget(history []Segment, eta, ratio float64) []Segment {
+	zs := map[float64]bool{}
+	for _, s := range history {
+		zs[s.Z] = true
+	}
+	if len(zs) <= mergeThreshold {
+		return mergeHistory(history, ratio)
+	}
+	// Snap q (only if many distinct), then merge exact duplicates.
+	qs := map[float64]bool{}
+	for _, s := range history {
+		qs[s.Q] = true
+	}
+	segs := history
+	if len(qs) > mergeThreshold {
+		segs = mergeHistory(history, ratio) // snaps both q and z on the grid
+		zs = map[float64]bool{}
+		for _, s := range segs {
+			zs[s.Z] = true
+		}
+		if len(zs) <= mergeThreshold {
+			return segs
+		}
+	}
+	segs = mergeHistory(segs, 0)
+	// Group per sampling rate.
+	byQ := map[float64][]Segment{}
+	var qOrder []float64
+	for _, s := range segs {
+		if _, ok := byQ[s.Q]; !ok {
+			qOrder = append(qOrder, s.Q)
+		}
+		byQ[s.Q] = append(byQ[s.Q], s)
+	}
+	var out []Segment
+	for _, q := range qOrder {
+		g := byQ[q]
+		slices.SortFunc(g, func(a, b Segment) int { return compareFloat(a.Z, b.Z) })
+		w := func(z float64) float64 { return q * q * math.Expm1(1/(z*z)) }
+		total := 0.0
+		for _, s := range g {
+			total += float64(s.Steps) * w(s.Z)
+		}
+		if math.IsInf(total, 0) || math.IsNaN(total) || total == 0 {
+			out = append(out, mergeHistory(g, ratio)...)
+			continue
+		}
+		var groups []Segment
+		for m := 64; ; m *= 2 {
+			allow := eta * total / float64(m)
+			groups = groups[:0]
+			for i := 0; i < len(g); {
+				zmin, wmin := g[i].Z, w(g[i].Z)
+				steps, inc := 0, 0.0
+				j := i
+				for ; j < len(g); j++ {
+					d := float64(g[j].Steps) * (wmin - w(g[j].Z))
+					if j > i && inc+d > allow {
+						break
+					}
+					inc += d
+					steps += g[j].Steps
+				}
+				groups = append(groups, Segment{Q: q, Z: zmin, Steps: steps})
+				i = j
+			}
+			if len(groups) <= m {
+				break
+			}
+		}
+		out = append(out, groups...)
+	}
+	return out
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

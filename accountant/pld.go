@@ -1,9 +1,11 @@
 package accountant
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 )
 
 // PLD is the privacy-loss-distribution accountant of the Poisson-subsampled
@@ -89,28 +91,42 @@ func (a PLD) compose(history []Segment) ([2]pldDist, error) {
 	if err != nil {
 		return [2]pldDist{}, err
 	}
-	segs := mergeHistory(history, ratio)
+	segs := mergeHistory(history, 0)
+	if ratio > 0 {
+		segs = mergeNoiseBudget(history, 2*ratio, ratio)
+	}
 	var out [2]pldDist
+	var wg sync.WaitGroup
 	for dir := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[dir] = a.composeDirection(segs, dir == 1, d, tail)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// composeDirection composes the segments' PLDs in one direction.
+func (a PLD) composeDirection(segs []Segment, add bool, d, tail float64) pldDist {
+	{
 		parts := make([]pldDist, 0, len(segs))
 		for _, s := range segs {
-			one := subsampledGaussianPLD(s.Q, s.Z, d, dir == 1, tail)
+			one := subsampledGaussianPLD(s.Q, s.Z, d, add, tail)
 			parts = append(parts, selfCompose(one, s.Steps, d, tail))
 		}
-		// Balanced pairwise composition keeps the FFTs small.
-		for len(parts) > 1 {
-			next := parts[:0:0]
-			for i := 0; i+1 < len(parts); i += 2 {
-				next = append(next, compose(parts[i], parts[i+1], tail))
-			}
-			if len(parts)%2 == 1 {
-				next = append(next, parts[len(parts)-1])
-			}
-			parts = next
+		// Compose the two narrowest first (as Huffman coding merges the two
+		// rarest symbols): the FFTs stay as small as they can.
+		h := &distHeap{parts}
+		heap.Init(h)
+		for h.Len() > 1 {
+			x := heap.Pop(h).(pldDist)
+			y := heap.Pop(h).(pldDist)
+			heap.Push(h, compose(x, y, tail))
 		}
-		out[dir] = parts[0]
+		return h.d[0]
 	}
-	return out, nil
 }
 
 // Epsilon returns the ε of history at delta (the larger of the two
@@ -206,4 +222,17 @@ func verifyCalibration(z, achieved, eps float64, epsilonOf func(float64) (float6
 		z *= 1 + 1e-6
 	}
 	return 0, 0, fmt.Errorf("accountant: calibrated z = %g spends ε = %g above the target %g: %w", z, achieved, eps, ErrUnreachable)
+}
+
+// distHeap orders PLDs by support width.
+type distHeap struct{ d []pldDist }
+
+func (h *distHeap) Len() int           { return len(h.d) }
+func (h *distHeap) Less(i, j int) bool { return len(h.d[i].p) < len(h.d[j].p) }
+func (h *distHeap) Swap(i, j int)      { h.d[i], h.d[j] = h.d[j], h.d[i] }
+func (h *distHeap) Push(x any)         { h.d = append(h.d, x.(pldDist)) }
+func (h *distHeap) Pop() any {
+	x := h.d[len(h.d)-1]
+	h.d = h.d[:len(h.d)-1]
+	return x
 }
