@@ -23,6 +23,10 @@ import (
 // discretisation: about 8 % below the RDP accountant on the TF Privacy MNIST
 // plan.
 //
+// Privacy losses so large that a grid would exceed 4M points (ε far above
+// 10) are composed on a grid of twice the width, as often as needed: the
+// result stays an upper bound, only looser.
+//
 // The zero value uses the defaults. PLD is safe for concurrent use.
 type PLD struct {
 	// Discretisation is the grid width Δ of the privacy loss (default 1e-4).
@@ -30,26 +34,29 @@ type PLD struct {
 	// TailMass is the mass truncated per step and per composition from each
 	// tail (default 1e-15); what is cut from the upper tails adds to δ.
 	TailMass float64
-	// GridRatio: histories with more than 32 distinct noise multipliers (or
-	// sampling rates), such as ADP-SGD's, have every z snapped down and every
-	// q up to the grid (1+GridRatio)^k so that steps merge (default 1e-3,
-	// which over-states ε by at most about 0.1 % per snapped quantity);
-	// negative: never snap.
-	GridRatio float64
+	// MergeTolerance: in histories with more than 32 distinct noise
+	// multipliers, such as ADP-SGD's, steps with nearby z are merged by
+	// snapping z down to the smallest of its group (pessimistic), with groups
+	// chosen so that the Gaussian-DP μ of the whole history (about
+	// proportional to ε) rises by at most MergeTolerance relative (default
+	// 1e-3: ε over-stated by about 0.1 % or less); more than 32 distinct
+	// sampling rates are snapped up to the grid (1+MergeTolerance)^k.
+	// Negative: never merge (one PLD per distinct step: slow).
+	MergeTolerance float64
 }
 
 // Defaults of PLD.
 const (
 	DefaultPLDDiscretisation = 1e-4
 	DefaultPLDTailMass       = 1e-15
-	DefaultPLDGridRatio      = 1e-3
+	DefaultPLDMergeTolerance = 1e-3
 )
 
 // Name returns "pld".
 func (PLD) Name() string { return "pld" }
 
 func (a PLD) params() (d, tail, ratio float64, err error) {
-	d, tail, ratio = a.Discretisation, a.TailMass, a.GridRatio
+	d, tail, ratio = a.Discretisation, a.TailMass, a.MergeTolerance
 	if d == 0 {
 		d = DefaultPLDDiscretisation
 	}
@@ -57,7 +64,7 @@ func (a PLD) params() (d, tail, ratio float64, err error) {
 		tail = DefaultPLDTailMass
 	}
 	if ratio == 0 {
-		ratio = DefaultPLDGridRatio
+		ratio = DefaultPLDMergeTolerance
 	}
 	if !(d >= 1e-7 && d <= 0.1) {
 		return 0, 0, 0, fmt.Errorf("accountant: PLD discretisation %v: must be in [1e-7, 0.1]: %w", d, ErrInvalidParameter)
@@ -66,7 +73,7 @@ func (a PLD) params() (d, tail, ratio float64, err error) {
 		return 0, 0, 0, fmt.Errorf("accountant: PLD tail mass %v: must be in [1e-300, 1e-6]: %w", tail, ErrInvalidParameter)
 	}
 	if math.IsNaN(ratio) || ratio > 0.1 {
-		return 0, 0, 0, fmt.Errorf("accountant: PLD grid ratio %v: must be at most 0.1 (negative: no snapping): %w", ratio, ErrInvalidParameter)
+		return 0, 0, 0, fmt.Errorf("accountant: PLD merge tolerance %v: must be at most 0.1 (negative: no merging): %w", ratio, ErrInvalidParameter)
 	}
 	return d, tail, ratio, nil
 }
@@ -80,32 +87,41 @@ func (a PLD) Description() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "PLD, pessimistic connect-the-dots discretisation Δ = %g, tails beyond %g added to δ", d, tail)
 	if ratio > 0 {
-		fmt.Fprintf(&b, ", varying noise snapped down to a grid of ratio 1+%g", ratio)
+		fmt.Fprintf(&b, ", varying noise merged pessimistically within %g of ε", ratio)
 	}
 	return b.String()
 }
 
-// compose returns the discrete PLDs of history, [remove, add].
-func (a PLD) compose(history []Segment) ([2]pldDist, error) {
+// compose returns the discrete PLDs of history, [remove, add], and the grid
+// width used.
+func (a PLD) compose(history []Segment) ([2]pldDist, float64, error) {
 	d, tail, ratio, err := a.params()
 	if err != nil {
-		return [2]pldDist{}, err
+		return [2]pldDist{}, 0, err
 	}
 	segs := mergeHistory(history, 0)
 	if ratio > 0 {
+		// μ² may rise by 2·ratio so that μ rises by about ratio.
 		segs = mergeNoiseBudget(history, 2*ratio, ratio)
 	}
-	var out [2]pldDist
-	var wg sync.WaitGroup
-	for dir := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[dir] = a.composeDirection(segs, dir == 1, d, tail)
-		}()
+	for {
+		var out [2]pldDist
+		var wg sync.WaitGroup
+		for dir := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[dir] = a.composeDirection(segs, dir == 1, d, tail)
+			}()
+		}
+		wg.Wait()
+		if !out[0].over && !out[1].over {
+			return out, d, nil
+		}
+		// Privacy losses too large for the grid (ε far above 10): a
+		// coarser grid, still pessimistic.
+		d *= 2
 	}
-	wg.Wait()
-	return out, nil
 }
 
 // composeDirection composes the segments' PLDs in one direction.
@@ -145,11 +161,10 @@ func (a PLD) Epsilon(history []Segment, delta float64) (Spent, error) {
 	if steps == 0 {
 		return Spent{Delta: delta}, nil
 	}
-	dists, err := a.compose(history)
+	dists, d, err := a.compose(history)
 	if err != nil {
 		return Spent{}, err
 	}
-	d, _, _, _ := a.params()
 	eps := max(dists[0].epsilon(delta, d), dists[1].epsilon(delta, d))
 	return Spent{Epsilon: eps, Delta: delta}, nil
 }
@@ -169,11 +184,10 @@ func (a PLD) Delta(history []Segment, eps float64) (Spent, error) {
 	if steps == 0 {
 		return Spent{Epsilon: eps}, nil
 	}
-	dists, err := a.compose(history)
+	dists, d, err := a.compose(history)
 	if err != nil {
 		return Spent{}, err
 	}
-	d, _, _, _ := a.params()
 	return Spent{Epsilon: eps, Delta: max(dists[0].delta(eps, d), dists[1].delta(eps, d))}, nil
 }
 

@@ -52,7 +52,13 @@ type pldDist struct {
 	lo  int
 	p   []float64
 	inf float64
+	// over reports that the grid would exceed maxPLDGrid points; the
+	// caller retries with a coarser grid.
+	over bool
 }
+
+// maxPLDGrid bounds the number of grid points of any PLD or FFT.
+const maxPLDGrid = 1 << 22
 
 // Standard normal tails. s(a) = P(Z > |a|) is computed to full relative
 // precision; both Φ(a) and Φ̄(a) follow from it.
@@ -143,6 +149,9 @@ func subsampledGaussianPLD(q, z, d float64, add bool, tail float64) pldDist {
 		U = L + 1
 	}
 	n := U - L + 1
+	if n > maxPLDGrid {
+		return pldDist{over: true}
+	}
 	// a, b: standardized thresholds for N(0,σ²) and N(1,σ²); sa, sb their tails.
 	a := make([]float64, n)
 	b := make([]float64, n)
@@ -340,12 +349,15 @@ func chernoffWindow(x pldDist, t int, d, beta float64) (lo, hi int) {
 // inf: the circular convolution folds it into the window, where it can only
 // raise δ, and adding its bound to inf covers its true contribution.
 func selfCompose(x pldDist, t int, d, beta float64) pldDist {
-	if t == 1 || len(x.p) == 0 {
+	if t == 1 || len(x.p) == 0 || x.over {
 		return x
 	}
 	inf := -math.Expm1(float64(t) * math.Log1p(-x.inf)) // 1 − (1 − inf)^t
 	lo, hi := chernoffWindow(x, t, d, beta/4)
 	width := hi - lo + 1
+	if width > maxPLDGrid || len(x.p) > maxPLDGrid {
+		return pldDist{over: true}
+	}
 	n := fftSize(width)
 	buf := make([]float64, n)
 	for i, v := range x.p { // fold the single-step masses modulo n
@@ -400,6 +412,9 @@ func cpow(c complex128, t int) complex128 {
 // most beta of mass truncated from each tail: the lower tail is moved up to
 // the lowest kept point and the upper tail to +∞, both pessimistic.
 func compose(x, y pldDist, beta float64) pldDist {
+	if x.over || y.over || len(x.p)+len(y.p) > maxPLDGrid {
+		return pldDist{over: true}
+	}
 	inf := 1 - (1-x.inf)*(1-y.inf)
 	if len(x.p) == 0 || len(y.p) == 0 {
 		return pldDist{inf: min(inf, 1)}

@@ -280,7 +280,7 @@ func TestPLDGridSnapping(t *testing.T) {
 	for i := range 200 {
 		h = append(h, Segment{Q: 0.01, Z: 0.9 * math.Pow(20+float64(i), 0.25), Steps: 3})
 	}
-	exact, err := PLD{GridRatio: -1}.Epsilon(h, 1e-5)
+	exact, err := PLD{MergeTolerance: -1}.Epsilon(h, 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ Commands:
   epsilon   the (ε, δ) spent by a training plan with a given noise multiplier
   noise     the smallest noise multiplier that meets a target ε
 
+Both commands answer by the RDP and the PLD accountant side by side unless
+-accountant rdp or -accountant pld picks one.
+
 The training plan is Poisson-sampled DP-SGD: each step includes every example
 with probability q and adds Gaussian noise of standard deviation z·C to the
 sum of clipped gradients (z: noise multiplier, C: clipping norm). Give it as
@@ -67,6 +70,7 @@ type options struct {
 	conversion      string
 	maxOrder        int
 	orders          string
+	accountant      string
 	json            bool
 	set             map[string]bool // flags given on the command line
 }
@@ -88,6 +92,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.conversion, "conversion", "balle", "RDP to (ε, δ) conversion: balle (Balle et al. 2020, tighter) or classic (Mironov 2017, TF Privacy before 2020)")
 	fs.IntVar(&o.maxOrder, "max-order", 63, "largest Rényi order: the orders are 1.1, 1.2, …, 10.9, 12, 13, …, max-order; raise it (e.g. 1024) for small ε")
 	fs.StringVar(&o.orders, "orders", "", "comma-separated Rényi orders > 1, replacing the default list (excludes -max-order)")
+	fs.StringVar(&o.accountant, "accountant", "both", "rdp (Rényi DP, Balle et al. conversion), pld (privacy loss distribution, pessimistic discretisation: tighter), or both side by side (with -json: the RDP object with the PLD result under \"pld\")")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	return fs
 }
@@ -98,12 +103,15 @@ func printCommandUsage(w io.Writer, cmd string, fs *flag.FlagSet) {
 		fmt.Fprint(w, `usage: privacy epsilon -n N -batch B -epochs E -noise Z [flags]
        privacy epsilon -q Q -steps T -noise Z [flags]
 
-Prints the ε for which the plan is (ε, δ)-DP, the Rényi order that gives it,
-and the sampling rate and number of steps assumed.
+Prints the ε for which the plan is (ε, δ)-DP by the RDP accountant (with the
+Rényi order that gives it) and by the PLD accountant, side by side, and the
+sampling rate and number of steps assumed. -accountant rdp or pld prints one.
+Both are upper bounds; the PLD one is tighter (typically 5–10 % lower ε).
 
 Example (TF Privacy's MNIST tutorial; the README's 3.01 is -conversion classic
 with -steps 14040, i.e. 234 steps per epoch):
   privacy epsilon -n 60000 -batch 256 -epochs 60 -noise 1.1 -delta 1e-5
+  privacy epsilon -accountant pld -q 0.0042667 -steps 14063 -noise 1.1 -delta 1e-5 -json
 
 Flags:
 `)
@@ -112,7 +120,8 @@ Flags:
        privacy noise -q Q -steps T -epsilon EPS [flags]
 
 Prints the smallest noise multiplier (to a relative 1e-4) for which the plan
-is (EPS, δ)-DP, and the ε it achieves. A small EPS may need -max-order 1024.
+is (EPS, δ)-DP, and the ε it achieves, by the RDP and the PLD accountant (or
+the one -accountant names). A small EPS may need -max-order 1024 (RDP).
 
 Example:
   privacy noise -n 60000 -batch 256 -epochs 60 -epsilon 3 -delta 1e-5
@@ -148,12 +157,7 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "privacy %s: %v\n", cmd, err)
 		return exitUsage
 	}
-	var r result
-	if cmd == "epsilon" {
-		r, err = p.epsilon(o.noise)
-	} else {
-		r, err = p.noise(o.epsilon)
-	}
+	r, err := p.run(cmd, o)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, accountant.ErrUnreachable) {
@@ -162,7 +166,7 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "privacy %s: %s\n", cmd, msg)
 		return exitFailure
 	}
-	if r.AtEdge {
+	if r.Accountant == "rdp" && r.AtEdge {
 		if r.Order == p.orders[len(p.orders)-1] {
 			fmt.Fprintf(stderr, "privacy: warning: the optimal Rényi order %v is the largest in the list; a larger -max-order may give a smaller ε\n", r.Order)
 		} else {
@@ -180,8 +184,36 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	r.writeText(stdout, p)
+	if r.PLD != nil {
+		r.writeBoth(stdout, p)
+	} else {
+		r.writeText(stdout, p)
+	}
 	return exitOK
+}
+
+// run computes the command's result with the accountants the flags select:
+// for both, the RDP result carries the PLD one in its PLD field.
+func (p *plan) run(cmd string, o options) (result, error) {
+	compute := func(a string) (result, error) {
+		if cmd == "epsilon" {
+			return p.epsilon(a, o.noise)
+		}
+		return p.noise(a, o.epsilon)
+	}
+	if p.acct != "both" {
+		return compute(p.acct)
+	}
+	r, err := compute("rdp")
+	if err != nil {
+		return result{}, err
+	}
+	pld, err := compute("pld")
+	if err != nil {
+		return result{}, err
+	}
+	r.PLD = &pld
+	return r, nil
 }
 
 // plan is a validated training plan with its accountant options.
@@ -193,6 +225,7 @@ type plan struct {
 	delta      float64
 	orders     []float64
 	conversion accountant.Conversion
+	acct       string // rdp, pld or both
 }
 
 // maxOrderFlag caps -max-order: every integer order up to N costs about N²/2
@@ -274,6 +307,12 @@ func (o *options) plan(cmd string) (*plan, error) {
 	if !(o.delta > 0 && o.delta < 1) {
 		return nil, usagef("-delta: must be in (0, 1), got %v", o.delta)
 	}
+	switch o.accountant {
+	case "rdp", "pld", "both":
+		p.acct = o.accountant
+	default:
+		return nil, usagef("-accountant: want rdp, pld or both, got %q", o.accountant)
+	}
 	conv, err := accountant.ParseConversion(o.conversion)
 	if err != nil {
 		return nil, usagef("-conversion: want balle or classic, got %q", o.conversion)
@@ -324,18 +363,43 @@ type result struct {
 	Conversion      string   `json:"conversion"`
 	Orders          int      `json:"orders"`
 	MaxOrder        float64  `json:"max_order"`
+	// Accountant is "rdp" or "pld"; Description names its method and
+	// discretisation. Order, Conversion, Orders and MaxOrder are RDP's (zero
+	// for PLD), Discretisation the PLD grid width.
+	Accountant     string  `json:"accountant"`
+	Description    string  `json:"description"`
+	Discretisation float64 `json:"discretisation,omitempty"`
+	// PLD holds the PLD result beside the RDP one (-accountant both).
+	PLD *result `json:"pld,omitempty"`
 }
 
-func (p *plan) result(z float64, spent accountant.Spent) result {
+func (p *plan) result(acct string, z float64, spent accountant.Spent) result {
+	if acct == "pld" {
+		a := accountant.PLD{}
+		return result{
+			Epsilon: spent.Epsilon, Delta: spent.Delta,
+			SampleRate: p.q, Steps: p.steps, NoiseMultiplier: z,
+			Accountant: "pld", Description: a.Description(), Discretisation: accountant.DefaultPLDDiscretisation,
+		}
+	}
 	return result{
 		Epsilon: spent.Epsilon, Delta: spent.Delta, Order: spent.Order, AtEdge: spent.AtEdge,
 		SampleRate: p.q, Steps: p.steps, NoiseMultiplier: z,
 		Conversion: p.conversion.String(), Orders: len(p.orders), MaxOrder: p.orders[len(p.orders)-1],
+		Accountant: "rdp", Description: accountant.RDP{Orders: p.orders, Conversion: p.conversion}.Description(),
 	}
 }
 
-func (p *plan) epsilon(z float64) (result, error) {
-	ledger := accountant.NewLedger(p.options()...)
+// accountantOptions returns the options of acct ("rdp" or "pld").
+func (p *plan) accountantOptions(acct string) []accountant.Option {
+	if acct == "pld" {
+		return []accountant.Option{accountant.WithAccountant(accountant.PLD{})}
+	}
+	return p.options()
+}
+
+func (p *plan) epsilon(acct string, z float64) (result, error) {
+	ledger := accountant.NewLedger(p.accountantOptions(acct)...)
 	if err := ledger.Record(p.q, z, p.steps); err != nil {
 		return result{}, err
 	}
@@ -343,16 +407,16 @@ func (p *plan) epsilon(z float64) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return p.result(z, spent), nil
+	return p.result(acct, z, spent), nil
 }
 
-func (p *plan) noise(target float64) (result, error) {
-	z, _, err := accountant.CalibrateNoise(p.q, p.steps, target, p.delta, p.options()...)
+func (p *plan) noise(acct string, target float64) (result, error) {
+	z, _, err := accountant.CalibrateNoise(p.q, p.steps, target, p.delta, p.accountantOptions(acct)...)
 	if err != nil {
 		return result{}, err
 	}
 	// Report the ε, order and edge flag of the calibrated z from a ledger.
-	r, err := p.epsilon(z)
+	r, err := p.epsilon(acct, z)
 	r.TargetEpsilon = &target
 	return r, err
 }
@@ -365,7 +429,32 @@ func (r result) writeText(w io.Writer, p *plan) {
 		fmt.Fprintf(w, "epsilon           %.6g\n", r.Epsilon)
 	}
 	fmt.Fprintf(w, "delta             %g\n", r.Delta)
-	fmt.Fprintf(w, "order             %g (of %d orders up to %g, %s conversion)\n", r.Order, r.Orders, r.MaxOrder, r.Conversion)
+	if r.Accountant == "pld" {
+		fmt.Fprintf(w, "accountant        %s\n", r.Description)
+	} else {
+		fmt.Fprintf(w, "order             %g (of %d orders up to %g, %s conversion)\n", r.Order, r.Orders, r.MaxOrder, r.Conversion)
+	}
+	r.writePlan(w, p)
+}
+
+// writeBoth prints the RDP and PLD results side by side.
+func (r result) writeBoth(w io.Writer, p *plan) {
+	d := r.PLD
+	fmt.Fprintf(w, "%-18s%-22s%s\n", "accountant", "rdp", "pld")
+	if r.TargetEpsilon != nil {
+		fmt.Fprintf(w, "%-18s%-22s%.6g\n", "noise_multiplier", fmt.Sprintf("%.6g", r.NoiseMultiplier), d.NoiseMultiplier)
+		fmt.Fprintf(w, "%-18s%-22s%.6g (target %g)\n", "epsilon", fmt.Sprintf("%.6g", r.Epsilon), d.Epsilon, *r.TargetEpsilon)
+	} else {
+		fmt.Fprintf(w, "%-18s%-22s%.6g\n", "epsilon", fmt.Sprintf("%.6g", r.Epsilon), d.Epsilon)
+	}
+	fmt.Fprintf(w, "delta             %g\n", r.Delta)
+	fmt.Fprintf(w, "order             %g (RDP: of %d orders up to %g, %s conversion)\n", r.Order, r.Orders, r.MaxOrder, r.Conversion)
+	fmt.Fprintf(w, "discretisation    %s\n", d.Description)
+	r.writePlan(w, p)
+}
+
+// writePlan prints the plan's lines shared by every output.
+func (r result) writePlan(w io.Writer, p *plan) {
 	if p.batch > 0 {
 		fmt.Fprintf(w, "sample_rate       %.6g (batch %d / n %d)\n", r.SampleRate, p.batch, p.n)
 	} else {

@@ -236,3 +236,40 @@ func FuzzRun(f *testing.F) {
 		}
 	})
 }
+
+// -accountant: the plan by each accountant. References: Google
+// dp_accounting's PLDAccountant (pessimistic, discretisation 1e-4) gives
+// 2.3818 and its RDP accountant 2.5967.
+func TestAccountantFlag(t *testing.T) {
+	plan := []string{"epsilon", "-q", "0.0042666666666666667", "-noise", "1.1", "-steps", "14063", "-delta", "1e-5"}
+	pld := runJSON(t, append(plan, "-accountant", "pld")...)
+	if r := pld.Epsilon / 2.3818; r < 0.995 || r > 1.02 || pld.Accountant != "pld" || pld.Discretisation != 1e-4 {
+		t.Errorf("-accountant pld: %+v, want ε ≈ 2.3818", pld)
+	}
+	rdp := runJSON(t, append(plan, "-accountant", "rdp")...)
+	if math.Abs(rdp.Epsilon-2.5967) > 5e-4 || rdp.Accountant != "rdp" || rdp.PLD != nil {
+		t.Errorf("-accountant rdp: %+v, want ε ≈ 2.5967", rdp)
+	}
+	both := runJSON(t, plan...)
+	if both.Epsilon != rdp.Epsilon || both.PLD == nil || both.PLD.Epsilon != pld.Epsilon {
+		t.Errorf("default JSON: %+v (pld %+v)", both, both.PLD)
+	}
+	code, out, stderr := runArgs("epsilon", "-n", "60000", "-batch", "256", "-epochs", "60", "-noise", "1.1")
+	if code != exitOK || stderr != "" || !strings.Contains(out, "2.59666") || !strings.Contains(out, "2.38178") || !strings.Contains(out, "connect-the-dots") {
+		t.Errorf("default text: exit %d, stderr %q:\n%s", code, stderr, out)
+	}
+	// Calibration: PLD needs less noise, and its ε at that noise meets the target.
+	zp := runJSON(t, "noise", "-q", "0.256", "-steps", "120", "-epsilon", "3", "-accountant", "pld")
+	zr := runJSON(t, "noise", "-q", "0.256", "-steps", "120", "-epsilon", "3", "-accountant", "rdp")
+	if zp.Epsilon > 3 || zp.NoiseMultiplier >= zr.NoiseMultiplier || math.Abs(zr.NoiseMultiplier-4.3637) > 5e-4 {
+		t.Errorf("noise: PLD %+v, RDP %+v", zp, zr)
+	}
+	back := runJSON(t, "epsilon", "-q", "0.256", "-steps", "120", "-noise", formatFloat(zp.NoiseMultiplier), "-accountant", "pld")
+	if back.Epsilon != zp.Epsilon {
+		t.Errorf("PLD ε at the calibrated z: %v, noise reported %v", back.Epsilon, zp.Epsilon)
+	}
+	code, out, stderr = runArgs("epsilon", "-q", "0.1", "-steps", "10", "-noise", "1", "-accountant", "moments")
+	if code != exitUsage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-accountant") {
+		t.Errorf("bad -accountant: exit %d, stderr %q", code, stderr)
+	}
+}
