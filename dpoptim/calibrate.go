@@ -10,7 +10,8 @@ import (
 // CalibrateSchedule returns the smallest base noise multiplier z (to the accountant's
 // relative tolerance of 1e-4) such that steps private steps at sampling rate q, step t
 // with noise multiplier z·scaler.NoiseScale(t), are (eps, delta)-DP by the accountant's
-// RDP ledger with opts, and the ε achieved at that z. A [Private] step wrapping the same
+// RDP ledger with opts (or the accountant that accountant.WithAccountant in opts chooses,
+// such as accountant.PLD), and the ε achieved at that z. A [Private] step wrapping the same
 // scaler (an ADP-SGD rule) with NoiseMultiplier z records exactly these multipliers.
 //
 // Each trial z composes the whole schedule in a fresh ledger (one RDP evaluation per step
@@ -24,6 +25,28 @@ func CalibrateSchedule(scaler NoiseScaler, q float64, steps int, eps, delta floa
 	scales, err := NoiseSchedule(scaler, steps)
 	if err != nil {
 		return 0, 0, err
+	}
+	acct, err := accountant.AccountantOf(opts...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, isRDP := acct.(accountant.RDP); !isRDP {
+		// Another accountant (PLD) composes the history directly.
+		history := make([]accountant.Segment, 0, steps)
+		epsilonOf := func(z float64) (float64, error) {
+			history = history[:0]
+			for t := 0; t < steps; {
+				zt, run := z*scales[t], 1
+				for t+run < steps && z*scales[t+run] == zt {
+					run++
+				}
+				history = append(history, accountant.Segment{Q: q, Z: zt, Steps: run})
+				t += run
+			}
+			spent, err := acct.Epsilon(history, delta)
+			return spent.Epsilon, err
+		}
+		return accountant.Calibrate(eps, epsilonOf)
 	}
 	epsilonOf := func(z float64) (float64, error) {
 		ledger := accountant.NewLedger(opts...)

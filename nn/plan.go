@@ -34,8 +34,9 @@ type Plan struct {
 	Delta    float64
 	// TargetEpsilon is the budget the plan must not exceed (0: none was given).
 	TargetEpsilon float64
-	// Spent is what the whole plan spends at Delta by the RDP accountant, with the optimal
-	// order; its Epsilon is +Inf for non-private training.
+	// Spent is what the whole plan spends at Delta by the trainer's accountant (RDP, with
+	// the optimal order, unless Privacy.Accountant chooses another); its Epsilon is +Inf
+	// for non-private training.
 	Spent accountant.Spent
 }
 
@@ -63,9 +64,13 @@ func stepMultiplier(z float64, scaler dpoptim.NoiseScaler, t int) float64 {
 	return z * scaler.NoiseScale(t)
 }
 
-// cloneLedger copies a ledger through its JSON form (the only way into its state); nil
-// gives a fresh ledger with opts.
+// cloneLedger copies a ledger: with opts nil, an exact copy (its accountant included);
+// otherwise through its JSON form into a ledger made with opts, which then reads the same
+// history with opts' accountant. nil gives a fresh ledger with opts.
 func cloneLedger(l *accountant.Ledger, opts []accountant.Option) (*accountant.Ledger, error) {
+	if l != nil && opts == nil {
+		return l.Clone(), nil
+	}
 	c := accountant.NewLedger(opts...)
 	if l == nil {
 		return c, nil

@@ -148,7 +148,7 @@ func (t *Trainer) Restore(c *Checkpoint) error {
 	if t.plan.Private {
 		z = c.Plan.NoiseMultiplier
 		var err error
-		if spent, err = planSpent(c.Ledger, nil, t.plan.SampleRate, z, t.scaler, c.Step, t.plan.Steps, t.plan.Delta); err != nil {
+		if spent, err = planSpent(c.Ledger, t.cfg.Privacy.Accountant, t.plan.SampleRate, z, t.scaler, c.Step, t.plan.Steps, t.plan.Delta); err != nil {
 			return fmt.Errorf("nn: privacy of the resumed plan: %w", err)
 		}
 		if t.plan.TargetEpsilon > 0 && spent.Epsilon > t.plan.TargetEpsilon {

@@ -46,7 +46,9 @@ type Privacy struct {
 	// Smoother, if not nil, post-processes the noisy gradient (Laplacian smoothing makes
 	// DP-LSSGD and DP-LSAdam); it costs no privacy.
 	Smoother dpoptim.Smoother
-	// Accountant configures the ledger and the calibration (orders, conversion).
+	// Accountant configures the ledger and the calibration (orders, conversion), or
+	// chooses another accountant: accountant.WithAccountant(accountant.PLD{}). A restored
+	// checkpoint's history is read by this accountant, whichever one wrote it.
 	Accountant []accountant.Option
 }
 

@@ -59,6 +59,7 @@ type options struct {
 	clip                   float64
 	clipping               string
 	noise, epsilon, delta  float64
+	accountant             string
 	lsSigma                float64
 	sampling               string
 	seed                   uint64
@@ -93,6 +94,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z (noise std z·C); the ε of the plan is reported (default: calibrated for -epsilon)")
 	fs.Float64Var(&o.epsilon, "epsilon", defaultEpsilon, "target ε: the noise multiplier is calibrated so that the whole plan spends at most ε")
 	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
+	fs.StringVar(&o.accountant, "accountant", "rdp", "privacy accountant that calibrates the noise and reports ε (also for a resumed checkpoint): rdp (Rényi DP, Balle et al. conversion; long-standing, conservative) | pld (privacy loss distribution, pessimistic discretisation: a tighter upper bound, about 8-10% less noise for the same ε)")
 	fs.Float64Var(&o.lsSigma, "ls-sigma", defaultLSSigma, "Laplacian smoothing σ of dp-lssgd and dp-lsadam")
 	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: crypto/rand)")
@@ -204,8 +206,11 @@ func (o *options) validate() error {
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
 		return usagef("-plot %s: want a .png file name", o.plot)
 	}
+	if o.accountant != "rdp" && o.accountant != "pld" {
+		return usagef("-accountant %q: want rdp or pld", o.accountant)
+	}
 	if !private(o.optimizer) {
-		for _, f := range []string{"epsilon", "noise", "clip", "clipping", "delta"} {
+		for _, f := range []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant"} {
 			if o.set[f] {
 				return usagef("-%s: optimizer %s is not private (no clipping, no noise, ε = ∞); use dp-%s for private training", f, o.optimizer, o.optimizer)
 			}

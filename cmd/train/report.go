@@ -50,8 +50,13 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 		if p.Calibrated {
 			how = fmt.Sprintf("target ε = %g → noise multiplier z = %.5g (calibrated)", p.TargetEpsilon, p.NoiseMultiplier)
 		}
-		fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (RDP, optimal order %g)\n",
-			how, p.ClipRule, p.Spent.Epsilon, p.Delta, p.Spent.Order)
+		if a := t.Ledger().Accountant(); a.Name() != "rdp" {
+			fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (%s)\n",
+				how, p.ClipRule, p.Spent.Epsilon, p.Delta, a.Description())
+		} else {
+			fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (RDP, optimal order %g)\n",
+				how, p.ClipRule, p.Spent.Epsilon, p.Delta, p.Spent.Order)
+		}
 		fmt.Fprintf(r.w, "noise: %s\n", noiseDescription(t.Noise()))
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
@@ -186,6 +191,7 @@ type summary struct {
 	Delta             float64  `json:"delta"`
 	RDPOrder          float64  `json:"rdp_order,omitempty"`
 	Accountant        string   `json:"accountant"`
+	AccountantInfo    string   `json:"accountant_description,omitempty"` // method and discretisation
 	TargetEpsilon     float64  `json:"target_epsilon,omitempty"`
 	NoiseMultiplier   float64  `json:"noise_multiplier"`
 	Calibrated        bool     `json:"noise_calibrated"`
@@ -241,8 +247,14 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		TrainSeconds:    res.Elapsed.Seconds(),
 	}
 	if p.Private {
-		s.RDPOrder = res.Spent.Order
-		s.Accountant = "rdp/" + t.Ledger().Conversion().String()
+		a := t.Ledger().Accountant()
+		s.AccountantInfo = a.Description()
+		if a.Name() == "rdp" {
+			s.RDPOrder = res.Spent.Order
+			s.Accountant = "rdp/" + t.Ledger().Conversion().String()
+		} else {
+			s.Accountant = a.Name()
+		}
 	} else {
 		s.Accountant = "none"
 	}
@@ -276,7 +288,11 @@ func (s *summary) writeText(w io.Writer) {
 		if s.Epsilon != nil {
 			eps = fmt.Sprintf("%.4f", *s.Epsilon)
 		}
-		fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
+		if strings.HasPrefix(s.Accountant, "rdp/") {
+			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
+		} else {
+			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the %s accountant (%s)\n", eps, s.Delta, strings.ToUpper(s.Accountant), s.AccountantInfo)
+		}
 		how := "given"
 		if s.Calibrated {
 			how = fmt.Sprintf("calibrated for ε = %g", s.TargetEpsilon)

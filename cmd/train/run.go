@@ -445,6 +445,9 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 
 func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 	p := &nn.Privacy{Delta: o.delta}
+	if o.accountant == "pld" {
+		p.Accountant = []accountant.Option{accountant.WithAccountant(accountant.PLD{})}
+	}
 	switch o.clipping {
 	case "flat":
 		p.Clip = clipping.Flat{C: o.clip}

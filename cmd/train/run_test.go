@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -477,5 +478,49 @@ func TestOptimizers(t *testing.T) {
 		if o == "dp-sgd" && !strings.Contains(stderr, "warning: shuffled") {
 			t.Errorf("shuffled batches without a warning: %s", stderr)
 		}
+	}
+}
+
+// TestAccountantFlag: -accountant pld calibrates less noise for the same target and
+// reports the PLD ε of the plan; a checkpoint written under RDP and resumed under PLD
+// reports the PLD ε of the same history (and the statement names the accountant, its
+// discretisation and δ).
+func TestAccountantFlag(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "r.ckpt")
+	common := []string{"-model", "logreg", "-seed", "3", "-batch", "1000", "-lr", "2", "-epochs", "2"}
+	rdp := decodeSummary(t, mustRun(t, append(common, "-checkpoint", ck, "-json")...))
+	pld := decodeSummary(t, mustRun(t, append(common, "-accountant", "pld", "-json")...))
+	q, steps := rdp["sample_rate"].(float64), int(rdp["steps"].(float64))
+	zr, zp := rdp["noise_multiplier"].(float64), pld["noise_multiplier"].(float64)
+	if rdp["accountant"] != "rdp/balle" || pld["accountant"] != "pld" || zp >= zr {
+		t.Errorf("accountants %v, %v; z = %v (rdp), %v (pld): want less noise by PLD", rdp["accountant"], pld["accountant"], zr, zp)
+	}
+	want, err := accountant.PLD{}.Epsilon([]accountant.Segment{{Q: q, Z: zp, Steps: steps}}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := pld["epsilon"].(float64); e != want.Epsilon || e > 3 {
+		t.Errorf("PLD run reports ε = %v, the PLD accountant gives %v (target 3)", e, want.Epsilon)
+	}
+	// The RDP run's checkpoint, resumed (to nothing more) under each accountant.
+	again := decodeSummary(t, mustRun(t, "-resume", ck, "-json"))
+	if again["epsilon"] != rdp["epsilon"] || again["accountant"] != "rdp/balle" {
+		t.Errorf("resumed under RDP: %v, want %v", again["epsilon"], rdp["epsilon"])
+	}
+	code, out, stderr := runCmd(t, context.Background(), "-resume", ck, "-accountant", "pld")
+	if code != 0 {
+		t.Fatalf("resume under PLD: exit %d: %s", code, stderr)
+	}
+	wantR, _ := accountant.PLD{}.Epsilon([]accountant.Segment{{Q: q, Z: zr, Steps: steps}}, 1e-5)
+	line := fmt.Sprintf("(ε = %.4f, δ = 1e-05) by the PLD accountant (PLD, pessimistic connect-the-dots discretisation Δ = 0.0001", wantR.Epsilon)
+	if !strings.Contains(out, line) || wantR.Epsilon >= rdp["epsilon"].(float64) {
+		t.Errorf("resumed under PLD: want %q (RDP ε %v):\n%s", line, rdp["epsilon"], out)
+	}
+	if !strings.Contains(stderr, "spends ε = ") || !strings.Contains(stderr, "connect-the-dots") {
+		t.Errorf("plan line does not name the PLD accountant:\n%s", stderr)
+	}
+	if code, _, stderr := runCmd(t, context.Background(), "-accountant", "moments"); code != 2 || !strings.Contains(stderr, "-accountant") {
+		t.Errorf("bad -accountant: exit %d, %q", code, stderr)
 	}
 }
