@@ -132,16 +132,35 @@ func (a PLD) composeDirection(segs []Segment, add bool, d, tail float64) pldDist
 			one := subsampledGaussianPLD(s.Q, s.Z, d, add, tail)
 			parts = append(parts, selfCompose(one, s.Steps, d, tail))
 		}
-		// Compose the two narrowest first (as Huffman coding merges the two
-		// rarest symbols): the FFTs stay as small as they can.
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		// Narrow PLDs are composed pairwise, the two narrowest first (as
+		// Huffman coding merges the two rarest symbols), while that stays
+		// cheap next to the final width; the wide ones that remain are
+		// composed at once by one FFT each and a product.
+		ones := make([]int, len(parts))
+		for i := range ones {
+			ones[i] = 1
+		}
+		lo, hi := chernoffWindow(parts, ones, d, tail)
+		limit := (hi - lo + 1) / 4
 		h := &distHeap{parts}
 		heap.Init(h)
 		for h.Len() > 1 {
 			x := heap.Pop(h).(pldDist)
 			y := heap.Pop(h).(pldDist)
+			if len(x.p)+len(y.p) > limit {
+				heap.Push(h, x)
+				heap.Push(h, y)
+				break
+			}
 			heap.Push(h, compose(x, y, tail))
 		}
-		return h.d[0]
+		if h.Len() == 1 {
+			return h.d[0]
+		}
+		return productCompose(h.d, ones[:h.Len()], d, tail)
 	}
 }
 

@@ -288,45 +288,59 @@ func fftSize(n int) int {
 	return best
 }
 
-// chernoffWindow returns grid indices [lo, hi] such that the sum of t
-// independent draws from the finite part of x lies below lo, or above hi,
-// with mass at most beta each (Chernoff bounds over a list of exponents).
-func chernoffWindow(x pldDist, t int, d, beta float64) (lo, hi int) {
-	minIdx, maxIdx := t*x.lo, t*(x.lo+len(x.p)-1)
-	lo, hi = minIdx, maxIdx
-	logBeta := math.Log(beta)
-	ft := float64(t)
+// chernoffLambdas are the exponents over which the Chernoff bounds are taken.
+var chernoffLambdas = []float64{0.5, 2, 8, 32, 128, 1024}
+
+// logMGF returns K(l) = log Σ pᵢ e^{l·εᵢ} of the finite part of x, shifted by
+// its largest exponent (at the top for l > 0, the bottom for l < 0); the
+// powers of e^{−|l|Δ} are taken by a recurrence (relative error ≲ n·1e-16,
+// covered by the halved beta of the callers). −Inf for no mass.
+func logMGF(x pldDist, l, d float64) float64 {
 	n := len(x.p)
-	for _, lam := range []float64{0.5, 2, 8, 32, 128, 1024} {
-		for _, sgn := range []float64{1, -1} {
-			l := sgn * lam
-			// K(l) = log Σ pᵢ e^{l·εᵢ}, shifted by its largest exponent
-			// (at the top for l > 0, the bottom for l < 0); the powers of
-			// e^{−|l|Δ} are taken by a recurrence (relative error ≲ n·1e-16,
-			// covered by halving beta below).
-			r := math.Exp(-lam * d)
-			s, f := 0.0, 1.0
-			var m float64
-			if sgn > 0 {
-				m = l * float64(x.lo+n-1) * d
-				for i := n - 1; i >= 0 && f > 0; i-- {
-					s += x.p[i] * f
-					f *= r
-				}
-			} else {
-				m = l * float64(x.lo) * d
-				for i := 0; i < n && f > 0; i++ {
-					s += x.p[i] * f
-					f *= r
-				}
+	r := math.Exp(-math.Abs(l) * d)
+	s, f := 0.0, 1.0
+	var m float64
+	if l > 0 {
+		m = l * float64(x.lo+n-1) * d
+		for i := n - 1; i >= 0 && f > 0; i-- {
+			s += x.p[i] * f
+			f *= r
+		}
+	} else {
+		m = l * float64(x.lo) * d
+		for i := 0; i < n && f > 0; i++ {
+			s += x.p[i] * f
+			f *= r
+		}
+	}
+	if !(s > 0) {
+		return math.Inf(-1)
+	}
+	return m + math.Log(s)
+}
+
+// chernoffWindow returns grid indices [lo, hi] such that the sum of
+// counts[i] independent draws from the finite part of each parts[i] lies
+// below lo, or above hi, with mass at most beta each (Chernoff bounds: for
+// l > 0, mass{S ≥ v} ≤ exp(Σ cᵢKᵢ(l) − l·v); likewise for l < 0).
+func chernoffWindow(parts []pldDist, counts []int, d, beta float64) (lo, hi int) {
+	for i, x := range parts {
+		lo += counts[i] * x.lo
+		hi += counts[i] * (x.lo + len(x.p) - 1)
+	}
+	minIdx, maxIdx := lo, hi
+	logBeta := math.Log(beta)
+	for _, lam := range chernoffLambdas {
+		for _, l := range []float64{lam, -lam} {
+			K := 0.0
+			for i, x := range parts {
+				K += float64(counts[i]) * logMGF(x, l, d)
 			}
-			if !(s > 0) {
+			if math.IsInf(K, -1) || math.IsNaN(K) {
 				continue
 			}
-			K := m + math.Log(s)
-			// P(S ≥ v) ≤ exp(t·K − l·v) for l > 0; P(S ≤ v) likewise for l < 0.
-			v := (ft*K - logBeta) / l
-			if sgn > 0 {
+			v := (K - logBeta) / l
+			if l > 0 {
 				if idx := int(math.Ceil(v / d)); idx < hi {
 					hi = max(idx, minIdx)
 				}
@@ -343,34 +357,60 @@ func chernoffWindow(x pldDist, t int, d, beta float64) (lo, hi int) {
 	return lo, hi
 }
 
-// selfCompose returns the PLD of t independent copies of x: one FFT, a power
-// in the frequency domain and one inverse FFT over a window that holds all
-// but 2·beta of the mass (Chernoff). The mass outside the window is added to
-// inf: the circular convolution folds it into the window, where it can only
-// raise δ, and adding its bound to inf covers its true contribution.
-func selfCompose(x pldDist, t int, d, beta float64) pldDist {
-	if t == 1 || len(x.p) == 0 || x.over {
-		return x
+// productCompose returns the composition of counts[i] copies of each
+// parts[i] by one FFT per part, a product of powers in the frequency domain
+// and one inverse FFT over a window that holds all but 2·beta of the mass
+// (Chernoff). The mass outside the window is added to inf: the circular
+// convolution folds it into the window, where it can only raise δ, and
+// adding its bound to inf covers its true contribution.
+func productCompose(parts []pldDist, counts []int, d, beta float64) pldDist {
+	keep := 1.0
+	base, full := 0, 0
+	for i, x := range parts {
+		if x.over {
+			return pldDist{over: true}
+		}
+		keep *= math.Exp(float64(counts[i]) * math.Log1p(-x.inf))
+		base += counts[i] * x.lo
+		full += counts[i] * (len(x.p) - 1)
+		if len(x.p) == 0 {
+			return pldDist{inf: min(1-keep, 1)}
+		}
 	}
-	inf := -math.Expm1(float64(t) * math.Log1p(-x.inf)) // 1 − (1 − inf)^t
-	lo, hi := chernoffWindow(x, t, d, beta/4)
+	inf := 1 - keep
+	lo, hi := chernoffWindow(parts, counts, d, beta/4)
 	width := hi - lo + 1
-	if width > maxPLDGrid || len(x.p) > maxPLDGrid {
+	if width > maxPLDGrid {
 		return pldDist{over: true}
 	}
 	n := fftSize(width)
-	buf := make([]float64, n)
-	for i, v := range x.p { // fold the single-step masses modulo n
-		buf[i%n] += v
+	for _, x := range parts {
+		if len(x.p) > maxPLDGrid {
+			return pldDist{over: true}
+		}
 	}
 	f := fourier.NewFFT(n)
-	c := f.Coefficients(nil, buf)
-	for i, v := range c {
-		c[i] = cpow(v, t)
+	buf := make([]float64, n)
+	var acc []complex128
+	for i, x := range parts {
+		clear(buf)
+		for j, v := range x.p { // fold the masses modulo n
+			buf[j%n] += v
+		}
+		c := f.Coefficients(nil, buf)
+		if acc == nil {
+			acc = c
+			for k, v := range c {
+				acc[k] = cpow(v, counts[i])
+			}
+			continue
+		}
+		for k, v := range c {
+			acc[k] *= cpow(v, counts[i])
+		}
 	}
-	f.Sequence(buf, c)
+	f.Sequence(buf, acc)
 	out := make([]float64, width)
-	base := t * x.lo
 	scale := 1 / float64(n)
 	for a := lo; a <= hi; a++ {
 		m := (a - base) % n
@@ -381,13 +421,21 @@ func selfCompose(x pldDist, t int, d, beta float64) pldDist {
 			out[a-lo] = v
 		}
 	}
-	if lo > t*x.lo {
+	if lo > base {
 		inf += beta / 2
 	}
-	if hi < t*(x.lo+len(x.p)-1) {
+	if hi < base+full {
 		inf += beta / 2
 	}
 	return trimDist(pldDist{lo: lo, p: out, inf: min(inf, 1)})
+}
+
+// selfCompose returns the PLD of t independent copies of x (productCompose).
+func selfCompose(x pldDist, t int, d, beta float64) pldDist {
+	if t == 1 || len(x.p) == 0 || x.over {
+		return x
+	}
+	return productCompose([]pldDist{x}, []int{t}, d, beta)
 }
 
 // cpow returns cᵗ by repeated squaring.

@@ -89,7 +89,7 @@ func TestPLDConnectTheDots(t *testing.T) {
 			if math.Abs(mass-1) > 1e-12 {
 				t.Errorf("q=%v z=%v add=%v: total mass %v", c.q, c.z, add, mass)
 			}
-			for i := 0; i < len(x.p); i += 7 {
+			for i := 0; i < len(x.p); i += 13 {
 				eps := float64(x.lo+i) * d
 				exact := sampledGaussianDelta(c.q, c.z, eps, add)
 				got := x.delta(eps, d)

@@ -11,7 +11,7 @@ import (
 // and the PLD ε of the schedule at the returned z meets it.
 func TestCalibrateSchedulePLD(t *testing.T) {
 	rule := NewADPPolynomial(1, 19, 1)
-	const q, steps, eps, delta = 0.02, 300, 2.0, 1e-5
+	const q, steps, eps, delta = 0.05, 40, 0.5, 1e-5
 	zp, ep, err := CalibrateSchedule(rule, q, steps, eps, delta, accountant.WithAccountant(accountant.PLD{}))
 	if err != nil {
 		t.Fatal(err)
