@@ -20,6 +20,14 @@
 // json.Marshaler and json.Unmarshaler so it travels inside checkpoints; a
 // restored ledger continues exactly as the original would have.
 //
+// Beside RDP, the PLD accountant (privacy loss distributions with a
+// pessimistic "connect the dots" discretisation, composed by FFT) gives a
+// tighter upper bound, typically 5–10 % lower ε. Both implement the
+// Accountant interface; WithAccountant(PLD{}) makes a Ledger, CalibrateNoise
+// and the calibrations built on them use it. A Ledger always stores its
+// history (q, z, steps), so any accountant can recompute ε from it; a loaded
+// ledger's RDP totals are checked against that history (ErrTotalsMismatch).
+//
 // Before training, CalibrateNoise finds the smallest noise multiplier that
 // meets a target ε for a fixed plan, and Calibrate does the same for any
 // schedule whose ε decreases in a scale parameter.
