@@ -3,6 +3,7 @@ package accountant
 import (
 	"math"
 	"math/cmplx"
+	"sync"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 )
@@ -389,17 +390,18 @@ func productCompose(parts []pldDist, counts []int, d, beta float64) pldDist {
 			return pldDist{over: true}
 		}
 	}
-	f := fourier.NewFFT(n)
+	f := getFFT(n)
+	defer putFFT(n, f)
 	buf := make([]float64, n)
-	var acc []complex128
+	acc := make([]complex128, n/2+1)
+	c := make([]complex128, n/2+1)
 	for i, x := range parts {
 		clear(buf)
 		for j, v := range x.p { // fold the masses modulo n
 			buf[j%n] += v
 		}
-		c := f.Coefficients(nil, buf)
-		if acc == nil {
-			acc = c
+		f.Coefficients(c, buf)
+		if i == 0 {
 			for k, v := range c {
 				acc[k] = cpow(v, counts[i])
 			}
@@ -481,7 +483,8 @@ func compose(x, y pldDist, beta float64) pldDist {
 		}
 	} else {
 		n := fftSize(m)
-		f := fourier.NewFFT(n)
+		f := getFFT(n)
+		defer putFFT(n, f)
 		bx := make([]float64, n)
 		copy(bx, x.p)
 		by := make([]float64, n)
@@ -522,4 +525,19 @@ func truncateTails(x pldDist, beta float64) pldDist {
 	x.p = x.p[:j]
 	x.inf = min(x.inf+s, 1)
 	return trimDist(x)
+}
+
+// FFT plans (twiddle factors) are costly to build; they are kept per size.
+// A plan holds work space, so each is used by one goroutine at a time.
+var fftPlans sync.Map // int → *sync.Pool of *fourier.FFT
+
+func getFFT(n int) *fourier.FFT {
+	p, _ := fftPlans.LoadOrStore(n, &sync.Pool{New: func() any { return fourier.NewFFT(n) }})
+	return p.(*sync.Pool).Get().(*fourier.FFT)
+}
+
+func putFFT(n int, f *fourier.FFT) {
+	if p, ok := fftPlans.Load(n); ok {
+		p.(*sync.Pool).Put(f)
+	}
 }
