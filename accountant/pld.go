@@ -143,7 +143,8 @@ func (a PLD) composeDirection(segs []Segment, add bool, d, tail float64) pldDist
 		for i := range ones {
 			ones[i] = 1
 		}
-		lo, hi := chernoffWindow(parts, ones, d, tail)
+		// A rough window (few exponents) is enough to steer the work.
+		lo, hi := chernoffWindowOver(parts, ones, d, tail, []float64{1, 4, 16})
 		limit := (hi - lo + 1) / 4
 		h := &distHeap{parts}
 		heap.Init(h)

@@ -165,12 +165,19 @@ func subsampledGaussianPLD(q, z, d float64, add bool, tail float64) pldDist {
 	}
 	em := -math.Expm1(-d) // 1 − e^{−Δ}
 	ed := math.Exp(-d)
+	eD := math.Exp(d)
 	log1mq := math.Log1p(-q)
 	// Per interval i (between grid points i and i+1): Q(Iᵢ) and wᵢ.
 	qI := make([]float64, n)
 	w := make([]float64, n) // w[n−1] = 0
+	var ee float64          // e^{εᵢ}, by a recurrence re-anchored every 256 points
 	for i := 0; i < n-1; i++ {
 		eps := float64(L+i) * d
+		if i%256 == 0 {
+			ee = math.Exp(eps)
+		} else {
+			ee *= eD
+		}
 		var n0, n1 float64
 		if !add { // x ∈ (x_i, x_{i+1}]
 			n0 = normMassFromTails(a[i], a[i+1], sa[i], sa[i+1])
@@ -181,7 +188,7 @@ func subsampledGaussianPLD(q, z, d float64, add bool, tail float64) pldDist {
 			n0 = normMassFromTails(a[i+1], a[i], sa[i+1], sa[i])
 			n1 = normMassFromTails(b[i+1], b[i], sb[i+1], sb[i])
 			qI[i] = (1-q)*n0 + q*n1
-			w[i] = (-math.Expm1(eps+log1mq)*n0 - math.Exp(eps)*q*n1) / em
+			w[i] = (-math.Expm1(eps+log1mq)*n0 - ee*q*n1) / em
 		}
 	}
 	// Tails above the top grid point.
@@ -197,7 +204,12 @@ func subsampledGaussianPLD(q, z, d float64, add bool, tail float64) pldDist {
 	epsTop := float64(U) * d
 	p[n-1] = math.Exp(epsTop)*qTop + w[n-2]
 	for j := n - 2; j >= 1; j-- {
-		p[j] = math.Exp(float64(L+j)*d)*qI[j] + w[j-1] - ed*w[j]
+		if (n-2-j)%256 == 0 {
+			ee = math.Exp(float64(L+j) * d)
+		} else {
+			ee *= ed
+		}
+		p[j] = ee*qI[j] + w[j-1] - ed*w[j]
 	}
 	inf := max(pTop, 0)
 	rest := 0.0
@@ -290,7 +302,7 @@ func fftSize(n int) int {
 }
 
 // chernoffLambdas are the exponents over which the Chernoff bounds are taken.
-var chernoffLambdas = []float64{0.5, 2, 8, 32, 128, 1024}
+var chernoffLambdas = []float64{0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 1024}
 
 // logMGF returns K(l) = log Σ pᵢ e^{l·εᵢ} of the finite part of x, shifted by
 // its largest exponent (at the top for l > 0, the bottom for l < 0); the
@@ -325,13 +337,18 @@ func logMGF(x pldDist, l, d float64) float64 {
 // below lo, or above hi, with mass at most beta each (Chernoff bounds: for
 // l > 0, mass{S ≥ v} ≤ exp(Σ cᵢKᵢ(l) − l·v); likewise for l < 0).
 func chernoffWindow(parts []pldDist, counts []int, d, beta float64) (lo, hi int) {
+	return chernoffWindowOver(parts, counts, d, beta, chernoffLambdas)
+}
+
+// chernoffWindowOver is chernoffWindow over the given exponents.
+func chernoffWindowOver(parts []pldDist, counts []int, d, beta float64, lambdas []float64) (lo, hi int) {
 	for i, x := range parts {
 		lo += counts[i] * x.lo
 		hi += counts[i] * (x.lo + len(x.p) - 1)
 	}
 	minIdx, maxIdx := lo, hi
 	logBeta := math.Log(beta)
-	for _, lam := range chernoffLambdas {
+	for _, lam := range lambdas {
 		for _, l := range []float64{lam, -lam} {
 			K := 0.0
 			for i, x := range parts {
