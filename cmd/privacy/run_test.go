@@ -44,17 +44,21 @@ func TestEpsilonReference(t *testing.T) {
 	}
 }
 
-// TestEpsilonStepsFromEpochs: steps = ⌈epochs·n/batch⌉.
+// TestEpsilonStepsFromEpochs: steps = epochs·⌈n/batch⌉, the trainer's count (with -q
+// alone an epoch is ⌈1/q⌉ steps; a fractional epoch count rounds the product up).
 func TestEpsilonStepsFromEpochs(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
 		steps int
 	}{
-		{[]string{"-n", "60000", "-batch", "256", "-epochs", "60"}, 14063}, // 14062.5
+		{[]string{"-n", "60000", "-batch", "256", "-epochs", "60"}, 14100}, // 60·235 (⌈60·60000/256⌉ would be 14063)
 		{[]string{"-n", "1000", "-batch", "100", "-epochs", "10"}, 100},    // exact
-		{[]string{"-n", "50000", "-batch", "256", "-epochs", "60"}, 11719}, // 11718.75
+		{[]string{"-n", "50000", "-batch", "256", "-epochs", "60"}, 11760}, // 60·196
+		{[]string{"-n", "50000", "-batch", "256", "-epochs", "0.5"}, 98},   // ⌈0.5·196⌉
+		{[]string{"-q", "0.0042666666666666667", "-epochs", "60"}, 14100},  // ⌈1/q⌉ = 235
 		{[]string{"-q", "0.01", "-epochs", "3"}, 300},
 		{[]string{"-q", "0.3", "-epochs", "0.1"}, 1},
+		{[]string{"-q", "0.3", "-epochs", "2"}, 8}, // ⌈1/0.3⌉ = 4
 	} {
 		r := runJSON(t, append([]string{"epsilon", "-noise", "1"}, c.args...)...)
 		if r.Steps != c.steps {
@@ -90,7 +94,7 @@ func TestTextOutput(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"epsilon ", "delta ", "order ", "sample_rate ", "steps ", "14063 (60 epochs)", "batch 256 / n 60000", "noise_multiplier  1.1"} {
+	for _, want := range []string{"epsilon ", "delta ", "order ", "sample_rate ", "steps ", "14100 (60 epochs)", "batch 256 / n 60000", "noise_multiplier  1.1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
