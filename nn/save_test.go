@@ -547,4 +547,8 @@ func TestSaveInterrupted(t *testing.T) {
 	if got, err := nn.Load(path); err != nil || got.Step != second.Step {
 		t.Errorf("after a good save: step %v, err %v", got, err)
 	}
+	// The crashed save's temporary file is no longer being written: the good save removed it.
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".run.ckpt.tmp-*")); len(leftovers) != 0 {
+		t.Errorf("temporary files %v after a good save, want none", leftovers)
+	}
 }

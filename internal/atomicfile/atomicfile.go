@@ -21,8 +21,10 @@ import (
 // A crash of the whole process (power loss, SIGKILL) between creating and renaming the
 // temporary file leaves it behind. The next successful Write to the same path removes
 // such stale temporaries of that path — only names of exactly this pattern for this
-// path's name — when their writer is certainly gone (see Stale); a temporary file of a
-// writer that may still be running, in this process or another, is left alone.
+// path's name — when their writer is certainly gone: a process that no longer exists, an
+// earlier process with the same pid, or a Write of this process that panicked; or when
+// the file is older than StaleAge. A temporary file of a writer that may still be running,
+// in this process or another, is left alone.
 func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -33,6 +35,8 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err er
 		return err
 	}
 	tmp := f.Name()
+	live.Store(tmp, true)
+	defer live.Delete(tmp)
 	defer func() {
 		if err != nil {
 			f.Close()

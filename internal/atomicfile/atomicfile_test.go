@@ -75,6 +75,7 @@ func TestWriteRemovesStaleTemporaries(t *testing.T) {
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-123", dead, other), false, true},         // killed writer
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-456", self, other), false, true},         // earlier process, same pid
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-789", self, processToken), false, false}, // a concurrent Write in this process
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-790", self, processToken), false, true},  // a Write of this process that panicked
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-111", parent, other), false, false},      // a live writer elsewhere
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-222", parent, other), true, true},        // … that has been at it for hours
 		{".f.bin.tmp-3141592", false, false},                                    // an older release's name, recent
@@ -86,6 +87,9 @@ func TestWriteRemovesStaleTemporaries(t *testing.T) {
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-12x", dead, other), true, false},         // not digits
 		{fmt.Sprintf(".f.bin.tmp-%d.%s-123", dead, "0123ABCD"), true, false},    // not our token form
 	}
+	writing := filepath.Join(dir, fmt.Sprintf(".f.bin.tmp-%d.%s-789", self, processToken))
+	live.Store(writing, true)
+	defer live.Delete(writing)
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
 		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,25 +19,29 @@ var processToken = func() string {
 	return hex.EncodeToString(b)
 }()
 
+// live holds the temporary files that this process's Write calls are writing now.
+var live sync.Map
+
 // StaleAge is the age after which a temporary file of Write is considered abandoned
 // even when its writer's liveness cannot be told (a pid that another process now uses,
 // a file written before temporary names carried a pid, a system without signals):
 // writing one file never takes that long.
 const StaleAge = time.Hour
 
-// Stale reports whether name, a file in the directory of path base, is a temporary file
-// that Write left behind for base and whose writer is certainly gone:
+// stale reports whether name, a file in dir beside path base, is a temporary file that
+// Write left behind for base and whose writer is certainly gone:
 //   - the name is ".<base>.tmp-<pid>.<token>-<digits>" (this package's pattern) and
-//     either pid is this process's with another token (an earlier process with the
-//     same pid), or pid is another process that no longer exists (Unix: kill(pid, 0)
-//     fails with ESRCH); or
+//     either pid is this process's with another token (an earlier process with the same
+//     pid), or this process's own but not being written now (a Write that panicked), or
+//     pid is another process that no longer exists (Unix: kill(pid, 0) fails with
+//     ESRCH); or
 //   - the name is ".<base>.tmp-<digits>" (the pattern before pids were recorded) or of
 //     the first form with a writer that may be alive, and the file is older than
 //     StaleAge.
 //
 // A temporary file of a live writer — this process's own (a concurrent Write of the
 // same path) or another running process's — is never stale until StaleAge.
-func Stale(base, name string, modTime time.Time) bool {
+func stale(dir, base, name string, modTime time.Time) bool {
 	rest, ok := strings.CutPrefix(name, "."+base+".tmp-")
 	if !ok {
 		return false
@@ -55,7 +60,11 @@ func Stale(base, name string, modTime time.Time) bool {
 	case old:
 		return true
 	case pid == os.Getpid():
-		return token != processToken
+		if token != processToken {
+			return true
+		}
+		_, writing := live.Load(filepath.Join(dir, name))
+		return !writing
 	default:
 		return processGone(pid)
 	}
@@ -77,7 +86,7 @@ func removeStale(dir, base string) {
 		if err != nil {
 			continue
 		}
-		if Stale(base, e.Name(), info.ModTime()) {
+		if stale(dir, base, e.Name(), info.ModTime()) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
