@@ -537,7 +537,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyMAC}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)

@@ -19,6 +19,9 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 	if o.allowRewind && o.resume == "" {
 		return nil, usagef("-allow-rewind applies to -resume FILE")
 	}
+	if err := checkKey(); err != nil {
+		return nil, err
+	}
 	if ck == nil || o.checkpoint == "" {
 		return nil, nil
 	}
@@ -27,7 +30,7 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 			return nil, nil
 		}
 	}
-	other, err := nn.Load(o.checkpoint)
+	other, err := loadCheckpoint(o.checkpoint)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stderr, "train: warning: -checkpoint %s cannot be compared with -resume %s (%s); it will be overwritten\n", o.checkpoint, o.resume, oneLine(err.Error()))
@@ -45,4 +48,34 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 	}
 	fmt.Fprintf(stderr, "train: warning: %s; rewinding with -allow-rewind: the %d discarded steps stay counted in ε\n", what, other.LineageSteps()-ck.LineageSteps())
 	return other, nil
+}
+
+// keyEnv names the environment variable that holds the checkpoint key: when it is set,
+// checkpoints are written with an HMAC-SHA256 under it and only checkpoints whose MAC
+// verifies are resumed (nn.SaveWithKey, nn.LoadWithKey).
+const keyEnv = "PRIVTRAIN_CHECKPOINT_KEY"
+
+// checkKey refuses a key too short to be a key.
+func checkKey() error {
+	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < nn.MinKeyLen {
+		return usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), nn.MinKeyLen)
+	}
+	return nil
+}
+
+func loadCheckpoint(path string) (*nn.Checkpoint, error) {
+	if err := checkKey(); err != nil {
+		return nil, err
+	}
+	if k, ok := os.LookupEnv(keyEnv); ok {
+		return nn.LoadWithKey(path, []byte(k))
+	}
+	return nn.Load(path)
+}
+
+func saveCheckpoint(path string, c *nn.Checkpoint) error {
+	if k, ok := os.LookupEnv(keyEnv); ok {
+		return nn.SaveWithKey(path, c, []byte(k))
+	}
+	return nn.Save(path, c)
 }

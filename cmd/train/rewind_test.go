@@ -74,3 +74,31 @@ func TestResumeOlderCopy(t *testing.T) {
 		t.Errorf("-allow-rewind without -resume: exit %d, %q", code, stderr)
 	}
 }
+
+// TestCheckpointKey: with PRIVTRAIN_CHECKPOINT_KEY set, checkpoints carry a MAC and a
+// resume refuses one that was written without the key (or with another).
+func TestCheckpointKey(t *testing.T) {
+	dir := t.TempDir()
+	c, plain := filepath.Join(dir, "c.ckpt"), filepath.Join(dir, "plain.ckpt")
+	args := []string{"-model", "logreg", "-seed", "7", "-noise", "1.1", "-batch", "1000", "-epochs", "1"}
+	mustRun(t, append(args, "-checkpoint", plain)...)
+	t.Setenv(keyEnv, "a key of at least sixteen bytes")
+	mustRun(t, append(args, "-checkpoint", c)...)
+	if _, err := nn.LoadWithKey(c, []byte("a key of at least sixteen bytes")); err != nil {
+		t.Fatalf("checkpoint written under the key: %v", err)
+	}
+	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)
+	code, _, stderr := runCmd(t, context.Background(), "-resume", plain, "-epochs", "2")
+	if code != exitFailure || !strings.Contains(stderr, "authentication") {
+		t.Errorf("resuming an unkeyed checkpoint with a key set: exit %d, %q", code, stderr)
+	}
+	t.Setenv(keyEnv, "short")
+	code, _, stderr = runCmd(t, context.Background(), append(args, "-checkpoint", c)...)
+	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+		t.Errorf("short key: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCmd(t, context.Background(), "-resume", c)
+	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+		t.Errorf("short key with -resume: exit %d, %q", code, stderr)
+	}
+}

@@ -102,7 +102,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	var ck *nn.Checkpoint
 	if o.resume != "" {
 		var err error
-		if ck, err = nn.Load(o.resume); err != nil {
+		if ck, err = loadCheckpoint(o.resume); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return 0, usagef("-resume %s: no such file", o.resume)
 			}
@@ -227,7 +227,7 @@ func (s *session) save() error {
 	if err != nil {
 		return err
 	}
-	if err := nn.Save(s.o.checkpoint, c); err != nil {
+	if err := saveCheckpoint(s.o.checkpoint, c); err != nil {
 		return fmt.Errorf("-checkpoint %s: %w", s.o.checkpoint, err)
 	}
 	s.savedStep = c.Step
