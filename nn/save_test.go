@@ -464,6 +464,15 @@ func TestLoadInconsistent(t *testing.T) {
 		{"ledger steps", func(f *checkpoint.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":3`, 1)
 		}},
+		{"run id", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"run_id":"`, `"run_id":"x`, 1)
+		}},
+		{"rewind without its steps in the ledger", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[4,2]]`, 1)
+		}},
+		{"rewind beyond the plan", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[99,0]]`, 1)
+		}},
 		{"step beyond plan", func(f *checkpoint.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":99`, 1)
 		}},
