@@ -7,7 +7,9 @@ import (
 
 // Rule is a per-example clipping rule. Only this package implements it, so that every
 // rule's Bound is proved here: the L2 norm of one example's clipped contribution never
-// exceeds Bound (up to rounding, a relative 1e-6 in float32).
+// exceeds Bound, in exact arithmetic on the values the workspace computes: float32 clip
+// coefficients are shrunk by a few ulps and rounded down so that rounding never takes a
+// clipped contribution above its threshold.
 //
 // A consumer that adds noise (dpoptim) needs only Bound: the sensitivity of the clipped sum
 // to adding or removing one example.

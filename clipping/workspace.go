@@ -431,7 +431,7 @@ func (w *Workspace[T]) clipChunk(sc *scratch[T], rows []int, rule Rule, acc []T)
 	for l, t := range w.taps {
 		coef := sc.coef[:n]
 		for q, i := range rows {
-			coef[q] = T(w.factor[l][i])
+			coef[q] = clipCoef[T](w.factor[l][i])
 		}
 		off := w.offsets[l]
 		switch t.Kind {
@@ -566,4 +566,27 @@ func (w *Workspace[T]) addTap(l int, g []T, dst []float64, overwrite bool) {
 	for j := k * F; j < len(g); j++ {
 		put(j, g[j])
 	}
+}
+
+// clipCoef turns a clip factor f = min(1, C/‖g‖) into the coefficient applied in T. A
+// factor of 1 stays exactly 1 (small gradients pass bit for bit). A factor below 1 is
+// shrunk by 4 units in the last place of T and rounded down, so that the clipped
+// contribution's norm stays at most C in exact arithmetic despite the rounding of the
+// coefficient to T (up to half an ulp, ≈ 6e-8 relative in float32), of the products
+// c·dZ (dense layers) and of the GEMM that adds one example's coef·g: each rounds by at
+// most half an ulp, well inside the 4-ulp margin. The noise is calibrated to C exactly,
+// so a contribution above C would break the guarantee, however slightly.
+func clipCoef[T Float](f float64) T {
+	if !(f < 1) {
+		return 1
+	}
+	if _, ok := any(T(0)).(float32); ok {
+		v := f * (1 - 0x1p-22)
+		c := float32(v)
+		if float64(c) > v {
+			c = math.Nextafter32(c, 0)
+		}
+		return T(c)
+	}
+	return T(f * (1 - 0x1p-51)) // exact up to one rounding, which stays below f
 }

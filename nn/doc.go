@@ -42,7 +42,11 @@
 // of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint, Save, Load
 // and Trainer.Restore keep parameters, optimizer state, the accountant's ledger and, for a
 // seeded run, the generators, so a resumed run continues the same privacy history; see
-// ExampleTrainer.
+// ExampleTrainer. Load and Restore check the ledger step by step against the plan the
+// checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
+// to an earlier state of its run without AllowRewind, which keeps the discarded steps in
+// the ledger (ErrRewind). SaveWithKey and LoadWithKey add and check an HMAC-SHA256 under a
+// key the user holds.
 //
 // Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
 // the default whenever every layer is one of package layers' own, runs layers.Native: each

@@ -25,6 +25,9 @@ type Plan struct {
 	// NoiseMultiplier z: every step adds N(0, (z·Clip)²) to each coordinate of the clipped
 	// sum. For an ADP-SGD rule it is the base multiplier and step t uses z·NoiseScale(t).
 	NoiseMultiplier float64
+	// NoiseSchedule says that the rule scales the multiplier per step (a
+	// dpoptim.NoiseScaler such as ADP-SGD): step t records z·NoiseScale(t), not z.
+	NoiseSchedule bool
 	// Calibrated says that NoiseMultiplier was computed from TargetEpsilon.
 	Calibrated bool
 	// Clip is the L2 sensitivity of the clipped sum (the clipping rule's Bound) and

@@ -64,6 +64,11 @@ type Checkpoint struct {
 	Settings map[string]string
 	// Plan is the plan the run was saved under.
 	Plan Plan
+	// RunID identifies the run (Trainer.RunID): random, made when the run started, kept
+	// by its resumes. Rewinds are the rewinds of the run's lineage, oldest first: the
+	// ledger holds LineageSteps steps, Step of them on the current branch.
+	RunID   string
+	Rewinds []Rewind
 
 	sampler       string // samplerSecure or samplerSeeded
 	samplerState  []byte // seeded sampler's ChaCha8 state
@@ -103,6 +108,8 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 		Dataset:        t.dataset,
 		Settings:       cloneSettings(t.cfg.Settings),
 		Plan:           t.plan,
+		RunID:          t.runID,
+		Rewinds:        slices.Clone(t.rewinds),
 		sampler:        t.sampler.kind(),
 		samplerState:   t.sampler.state(),
 		epochLoss:      t.epochLoss,
@@ -128,27 +135,70 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 }
 
 // Restore continues the run of checkpoint c: it checks that c belongs to this run (model,
-// data set, optimizer, sampling, clipping, δ, seed, settings) and that finishing this
-// trainer's plan from c's step stays within the target ε, then loads the parameters, the
-// optimizer's state, the ledger, the position in the plan and the sampler.
+// data set, optimizer, sampling, clipping, δ, seed, settings), that c's ledger records
+// exactly the steps c's plan implies (q, and z or the rule's noise schedule, step by
+// step), and that finishing this trainer's plan from c's step stays within the target ε,
+// then loads the parameters, the optimizer's state, the ledger, the position in the plan,
+// the sampler and the run's identity (RunID, rewinds).
 //
 // The plan may have more epochs than c's. A calibrated trainer takes c's noise
 // multiplier (the past steps used it) and checks the budget with it; a trainer with a
-// fixed noise multiplier must have c's. Errors wrap ErrMismatch or ErrBudget, and leave
-// the trainer unchanged.
-func (t *Trainer) Restore(c *Checkpoint) error {
+// fixed noise multiplier must have c's.
+//
+// A trainer that has already taken steps accepts only a state of its own run at or after
+// its own; an earlier one (a rewind) needs AllowRewind, and then the trainer's ledger
+// keeps the steps that the rewind discards. Errors wrap ErrMismatch, ErrCheckpoint (a
+// ledger that does not match its plan), ErrRewind or ErrBudget, and leave the trainer
+// unchanged.
+func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil checkpoint", ErrCheckpoint)
 	}
+	var rc restoreConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&rc)
+		}
+	}
 	if err := t.compatible(c); err != nil {
 		return err
+	}
+	if err := checkRewinds(c.Rewinds, c.Step, c.Plan.Steps); err != nil {
+		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	}
+	if t.plan.Private {
+		if c.Ledger == nil {
+			return fmt.Errorf("%w: private training without a ledger", ErrCheckpoint)
+		}
+		if err := verifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, t.scaler); err != nil {
+			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		}
+	}
+	// The lineage the trainer continues: c's, or after a rewind the trainer's own with
+	// the rewind added, so that the ledger keeps every step taken.
+	ledger, rewinds, runID := c.Ledger, slices.Clone(c.Rewinds), c.RunID
+	if runID == "" { // a checkpoint written before runs had identifiers
+		runID = t.runID
+	}
+	if t.step > 0 || len(t.rewinds) > 0 || (t.ledger != nil && t.ledger.Steps() > 0) {
+		back, err := t.lineageOf(c)
+		if err != nil {
+			return err
+		}
+		if back {
+			if !rc.allowRewind {
+				return fmt.Errorf("%w: the trainer is at step %d (%d steps taken); the checkpoint at step %d is an earlier state of the same run, and the steps it would discard have spent privacy; rewind explicitly (AllowRewind, train -allow-rewind) to keep them counted", ErrRewind, t.step, t.lineageSteps(), c.Step)
+			}
+			ledger = t.ledger
+			rewinds = append(slices.Clone(t.rewinds), Rewind{From: t.step, To: c.Step})
+		}
 	}
 	z := t.plan.NoiseMultiplier
 	spent := t.plan.Spent
 	if t.plan.Private {
 		z = c.Plan.NoiseMultiplier
 		var err error
-		if spent, err = planSpent(c.Ledger, t.cfg.Privacy.Accountant, t.plan.SampleRate, z, t.scaler, c.Step, t.plan.Steps, t.plan.Delta); err != nil {
+		if spent, err = planSpent(ledger, t.cfg.Privacy.Accountant, t.plan.SampleRate, z, t.scaler, c.Step, t.plan.Steps, t.plan.Delta); err != nil {
 			return fmt.Errorf("nn: privacy of the resumed plan: %w", err)
 		}
 		if t.plan.TargetEpsilon > 0 && spent.Epsilon > t.plan.TargetEpsilon {
@@ -178,8 +228,8 @@ func (t *Trainer) Restore(c *Checkpoint) error {
 		_ = t.model.SetParams(old)
 		return fmt.Errorf("%w: optimizer state: %v", ErrCheckpoint, err)
 	}
-	if t.ledger != nil {
-		b, err := c.Ledger.MarshalJSON()
+	if t.ledger != nil && ledger != t.ledger {
+		b, err := ledger.MarshalJSON()
 		if err == nil {
 			err = t.ledger.UnmarshalJSON(b)
 		}
@@ -187,6 +237,7 @@ func (t *Trainer) Restore(c *Checkpoint) error {
 			return fmt.Errorf("%w: ledger: %v", ErrCheckpoint, err)
 		}
 	}
+	t.runID, t.rewinds = runID, rewinds
 	t.opt, t.private = opt, priv
 	*t.sampler = smp
 	t.step = c.Step
@@ -232,6 +283,8 @@ func (t *Trainer) compatible(c *Checkpoint) error {
 		return mismatch("clipping", p.ClipRule, q.ClipRule)
 	case p.Delta != q.Delta:
 		return mismatch("δ", p.Delta, q.Delta)
+	case p.NoiseSchedule != q.NoiseSchedule:
+		return mismatch("noise schedule", p.NoiseSchedule, q.NoiseSchedule)
 	case q.Private && !q.Calibrated && p.NoiseMultiplier != q.NoiseMultiplier:
 		return mismatch("noise multiplier", p.NoiseMultiplier, q.NoiseMultiplier)
 	case c.Step > q.Steps:
@@ -344,6 +397,7 @@ type planJSON struct {
 	Steps           int     `json:"steps"`
 	Private         bool    `json:"private"`
 	NoiseMultiplier float64 `json:"noise_multiplier"`
+	NoiseSchedule   bool    `json:"noise_schedule,omitempty"`
 	Calibrated      bool    `json:"calibrated"`
 	Clip            float64 `json:"clip"`
 	ClipRule        string  `json:"clip_rule"`
@@ -366,6 +420,8 @@ type positionJSON struct {
 	EpochExamples int      `json:"epoch_examples"`
 	TestLoss      *float64 `json:"test_loss"`
 	TestAccuracy  *float64 `json:"test_accuracy"`
+	RunID         string   `json:"run_id,omitempty"`
+	Rewinds       [][2]int `json:"rewinds,omitempty"` // [from, to] per rewind, oldest first
 }
 
 func finiteOrNil(v float64) *float64 {
@@ -414,12 +470,15 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		Sampling: p.Sampling.String(), SampleRate: p.SampleRate, StepsPerEpoch: p.StepsPerEpoch,
 		Epochs: p.Epochs, Steps: p.Steps, Private: p.Private, NoiseMultiplier: p.NoiseMultiplier,
 		Calibrated: p.Calibrated, Clip: p.Clip, ClipRule: p.ClipRule, Delta: p.Delta,
-		TargetEpsilon: p.TargetEpsilon,
+		TargetEpsilon: p.TargetEpsilon, NoiseSchedule: p.NoiseSchedule,
 	}
 	pos := positionJSON{
 		Step: c.Step, EpochLoss: c.epochLoss, EpochCorrect: c.epochCorrect,
 		EpochExamples: c.epochExamples, TestLoss: finiteOrNil(c.testLoss),
-		TestAccuracy: finiteOrNil(c.testAccuracy),
+		TestAccuracy: finiteOrNil(c.testAccuracy), RunID: c.RunID,
+	}
+	for _, r := range c.Rewinds {
+		pos.Rewinds = append(pos.Rewinds, [2]int{r.From, r.To})
 	}
 	layout := make([]paramJSON, len(c.Layout))
 	for i, p := range c.Layout {
@@ -478,7 +537,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyMAC}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -579,7 +638,7 @@ func (c *Checkpoint) setPlan(p planJSON) error {
 		case !(p.TargetEpsilon >= 0) || !finite(p.TargetEpsilon):
 			return fmt.Errorf("target ε = %v", p.TargetEpsilon)
 		}
-	} else if p.NoiseMultiplier != 0 || p.Clip != 0 || p.ClipRule != "" || p.Delta != 0 || p.TargetEpsilon != 0 || p.Calibrated {
+	} else if p.NoiseMultiplier != 0 || p.Clip != 0 || p.ClipRule != "" || p.Delta != 0 || p.TargetEpsilon != 0 || p.Calibrated || p.NoiseSchedule {
 		return errors.New("privacy settings for non-private training")
 	}
 	c.Plan = Plan{
@@ -588,6 +647,7 @@ func (c *Checkpoint) setPlan(p planJSON) error {
 		Epochs: p.Epochs, Steps: p.Steps, Private: p.Private, NoiseMultiplier: p.NoiseMultiplier,
 		Calibrated: p.Calibrated, Clip: p.Clip, ClipRule: p.ClipRule, Delta: p.Delta,
 		TargetEpsilon: p.TargetEpsilon, Spent: accountant.Spent{Epsilon: math.Inf(1)},
+		NoiseSchedule: p.NoiseSchedule,
 	}
 	return nil
 }
@@ -680,7 +740,16 @@ func (c *Checkpoint) setPosition(p positionJSON) error {
 		return errors.New("running statistics at an epoch boundary")
 	case p.EpochExamples > p.Step%spe*c.Plan.DatasetSize:
 		return fmt.Errorf("%d examples in %d steps of the epoch", p.EpochExamples, p.Step%spe)
+	case p.RunID != "" && !isRunID(p.RunID):
+		return fmt.Errorf("run id %q, want 32 hexadecimal digits", p.RunID)
 	}
+	for _, r := range p.Rewinds {
+		c.Rewinds = append(c.Rewinds, Rewind{From: r[0], To: r[1]})
+	}
+	if err := checkRewinds(c.Rewinds, p.Step, c.Plan.Steps); err != nil {
+		return err
+	}
+	c.RunID = p.RunID
 	c.Step, c.Epoch = p.Step, p.Step/spe
 	c.epochLoss, c.epochCorrect, c.epochExamples = p.EpochLoss, p.EpochCorrect, p.EpochExamples
 	c.testLoss, c.testAccuracy = math.NaN(), math.NaN()
@@ -720,12 +789,19 @@ func (c *Checkpoint) setPrivacy(md map[string]string) error {
 	if err := c.Ledger.UnmarshalJSON([]byte(ledger)); err != nil {
 		return fmt.Errorf("ledger: %v", err)
 	}
-	if c.Ledger.Steps() != c.Step {
-		return fmt.Errorf("ledger of %d steps at step %d", c.Ledger.Steps(), c.Step)
+	if c.Ledger.Steps() != c.LineageSteps() {
+		return fmt.Errorf("ledger of %d steps at step %d (%d steps taken)", c.Ledger.Steps(), c.Step, c.LineageSteps())
 	}
 	for _, s := range c.Ledger.History() {
 		if s.Q != c.Plan.SampleRate {
 			return fmt.Errorf("ledger records q = %v, plan has q = %v", s.Q, c.Plan.SampleRate)
+		}
+	}
+	// Every step must carry the plan's z. A rule's noise schedule (ADP-SGD) is known only
+	// to a trainer: Restore checks those ledgers step by step.
+	if !c.Plan.NoiseSchedule {
+		if err := verifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, nil); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -464,6 +464,15 @@ func TestLoadInconsistent(t *testing.T) {
 		{"ledger steps", func(f *checkpoint.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":3`, 1)
 		}},
+		{"run id", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"run_id":"`, `"run_id":"x`, 1)
+		}},
+		{"rewind without its steps in the ledger", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[4,2]]`, 1)
+		}},
+		{"rewind beyond the plan", func(f *checkpoint.File) {
+			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[99,0]]`, 1)
+		}},
 		{"step beyond plan", func(f *checkpoint.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":99`, 1)
 		}},
@@ -546,5 +555,9 @@ func TestSaveInterrupted(t *testing.T) {
 	}
 	if got, err := nn.Load(path); err != nil || got.Step != second.Step {
 		t.Errorf("after a good save: step %v, err %v", got, err)
+	}
+	// The crashed save's temporary file is no longer being written: the good save removed it.
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".run.ckpt.tmp-*")); len(leftovers) != 0 {
+		t.Errorf("temporary files %v after a good save, want none", leftovers)
 	}
 }

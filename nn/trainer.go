@@ -156,6 +156,10 @@ type Trainer struct {
 	dataset Fingerprint
 
 	step int // steps completed
+	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
+	// its lineage (Restore with AllowRewind), oldest first.
+	runID   string
+	rewinds []Rewind
 	// failed is the error of a step that did not complete. The private step may already
 	// have recorded its (q, z) in the ledger, so continuing would spend privacy that the
 	// plan did not count: the trainer refuses to run or checkpoint after it.
@@ -217,7 +221,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		}
 		cfg.Privacy = &p
 	}
-	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN()}
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID()}
 	spe := stepsPerEpoch(n, cfg.BatchSize)
 	t.plan = Plan{
 		DatasetSize:   n,
@@ -302,6 +306,7 @@ func (t *Trainer) setupPrivacy() error {
 		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", ErrTrainConfig)
 	}
 	t.scaler, _ = t.cfg.Rule.(dpoptim.NoiseScaler)
+	t.plan.NoiseSchedule = t.scaler != nil
 	t.ledger = accountant.NewLedger(p.Accountant...)
 	t.plan.Private = true
 	t.plan.Clip, t.plan.ClipRule = bound, describeClip(p.Clip)

@@ -32,7 +32,8 @@ Both commands answer by the RDP and the PLD accountant side by side unless
 The training plan is Poisson-sampled DP-SGD: each step includes every example
 with probability q and adds Gaussian noise of standard deviation z·C to the
 sum of clipped gradients (z: noise multiplier, C: clipping norm). Give it as
--n, -batch, -epochs (q = batch/n, steps = ⌈epochs·n/batch⌉) or as -q, -steps.
+-n, -batch, -epochs (q = batch/n, steps = epochs·⌈n/batch⌉, as cmd/train runs
+them) or as -q, -steps.
 
 Run "privacy <command> -help" for the flags of a command.
 `
@@ -80,7 +81,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are reported in one line by runCommand
 	fs.IntVar(&o.n, "n", 0, "training-set size (with -batch)")
 	fs.IntVar(&o.batch, "batch", 0, "expected batch size; the sampling rate is q = batch/n")
-	fs.Float64Var(&o.epochs, "epochs", 0, "number of passes over the data; steps = ⌈epochs/q⌉")
+	fs.Float64Var(&o.epochs, "epochs", 0, "number of passes over the data; steps = epochs·⌈n/batch⌉ (with -q: epochs·⌈1/q⌉), as cmd/train counts them")
 	fs.Float64Var(&o.q, "q", 0, "sampling rate in (0, 1] (instead of -n and -batch)")
 	fs.IntVar(&o.steps, "steps", 0, "number of steps (instead of -epochs)")
 	if cmd == "epsilon" {
@@ -279,9 +280,21 @@ func (o *options) plan(cmd string) (*plan, error) {
 		if !(o.epochs > 0) || math.IsInf(o.epochs, 1) {
 			return nil, usagef("-epochs: must be a finite number > 0, got %v", o.epochs)
 		}
-		// ⌈epochs/q⌉, TF Privacy's compute_dp_sgd_privacy convention; the
-		// small slack keeps exact multiples from rounding up.
-		s := math.Ceil(o.epochs/p.q*(1-1e-12) - 1e-9)
+		// The trainer's count (accountant.PlanSteps): an epoch is ⌈n/b⌉ steps, so E
+		// epochs are E·⌈n/b⌉ (a fractional E: ⌈E·⌈n/b⌉⌉). With -q alone an epoch is
+		// ⌈1/q⌉ steps; the small slack keeps exact quotients from rounding up.
+		spe := float64(accountant.StepsPerEpoch(o.n, o.batch))
+		if o.set["q"] {
+			spe = math.Ceil(1/p.q*(1-1e-12) - 1e-9)
+		}
+		s := math.Ceil(o.epochs*spe*(1-1e-15) - 1e-9)
+		if o.epochs == math.Trunc(o.epochs) && !o.set["q"] && o.epochs <= math.MaxInt32 {
+			n, err := accountant.PlanSteps(o.n, o.batch, int(o.epochs))
+			if err != nil {
+				return nil, usagef("-epochs: %v", err)
+			}
+			s = float64(n)
+		}
 		if s > float64(math.MaxInt32) {
 			return nil, usagef("-epochs: %v epochs at q = %v is %.3g steps, too many", o.epochs, p.q, s)
 		}

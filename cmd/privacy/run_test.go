@@ -44,17 +44,21 @@ func TestEpsilonReference(t *testing.T) {
 	}
 }
 
-// TestEpsilonStepsFromEpochs: steps = ⌈epochs·n/batch⌉.
+// TestEpsilonStepsFromEpochs: steps = epochs·⌈n/batch⌉, the trainer's count (with -q
+// alone an epoch is ⌈1/q⌉ steps; a fractional epoch count rounds the product up).
 func TestEpsilonStepsFromEpochs(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
 		steps int
 	}{
-		{[]string{"-n", "60000", "-batch", "256", "-epochs", "60"}, 14063}, // 14062.5
+		{[]string{"-n", "60000", "-batch", "256", "-epochs", "60"}, 14100}, // 60·235 (⌈60·60000/256⌉ would be 14063)
 		{[]string{"-n", "1000", "-batch", "100", "-epochs", "10"}, 100},    // exact
-		{[]string{"-n", "50000", "-batch", "256", "-epochs", "60"}, 11719}, // 11718.75
+		{[]string{"-n", "50000", "-batch", "256", "-epochs", "60"}, 11760}, // 60·196
+		{[]string{"-n", "50000", "-batch", "256", "-epochs", "0.5"}, 98},   // ⌈0.5·196⌉
+		{[]string{"-q", "0.0042666666666666667", "-epochs", "60"}, 14100},  // ⌈1/q⌉ = 235
 		{[]string{"-q", "0.01", "-epochs", "3"}, 300},
 		{[]string{"-q", "0.3", "-epochs", "0.1"}, 1},
+		{[]string{"-q", "0.3", "-epochs", "2"}, 8}, // ⌈1/0.3⌉ = 4
 	} {
 		r := runJSON(t, append([]string{"epsilon", "-noise", "1"}, c.args...)...)
 		if r.Steps != c.steps {
@@ -90,7 +94,7 @@ func TestTextOutput(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"epsilon ", "delta ", "order ", "sample_rate ", "steps ", "14063 (60 epochs)", "batch 256 / n 60000", "noise_multiplier  1.1"} {
+	for _, want := range []string{"epsilon ", "delta ", "order ", "sample_rate ", "steps ", "14100 (60 epochs)", "batch 256 / n 60000", "noise_multiplier  1.1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -254,9 +258,15 @@ func TestAccountantFlag(t *testing.T) {
 	if both.Epsilon != rdp.Epsilon || both.PLD == nil || both.PLD.Epsilon != pld.Epsilon {
 		t.Errorf("default JSON: %+v (pld %+v)", both, both.PLD)
 	}
-	code, out, stderr := runArgs("epsilon", "-n", "60000", "-batch", "256", "-epochs", "60", "-noise", "1.1")
+	code, out, stderr := runArgs(plan...)
 	if code != exitOK || stderr != "" || !strings.Contains(out, "2.59666") || !strings.Contains(out, "2.38178") || !strings.Contains(out, "connect-the-dots") {
 		t.Errorf("default text: exit %d, stderr %q:\n%s", code, stderr, out)
+	}
+	// The command prints both accountants; its plan is 60·⌈60000/256⌉ =
+	// 14,100 steps (accountant.PlanSteps), a little more than the 14,063 above.
+	code, out, stderr = runArgs("epsilon", "-n", "60000", "-batch", "256", "-epochs", "60", "-noise", "1.1")
+	if code != exitOK || stderr != "" || !strings.Contains(out, "rdp") || !strings.Contains(out, "pld") || !strings.Contains(out, "14100") {
+		t.Errorf("-n/-batch/-epochs text: exit %d, stderr %q:\n%s", code, stderr, out)
 	}
 	// Calibration: PLD needs less noise, and its ε at that noise meets the target.
 	zp := runJSON(t, "noise", "-q", "0.256", "-steps", "120", "-epsilon", "3", "-accountant", "pld")

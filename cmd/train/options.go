@@ -66,6 +66,7 @@ type options struct {
 	float64                bool
 	checkpoint, resume     string
 	checkpointEvery        int
+	allowRewind            bool
 	metrics, plot          string
 	json                   bool
 	set                    map[string]bool // flags given on the command line
@@ -102,6 +103,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it")
+	fs.BoolVar(&o.allowRewind, "allow-rewind", false, "with -resume: continue from a copy older than the newest checkpoint of the same run at -checkpoint; the steps it discards stay counted in ε")
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "train: %s\n", oneLine(ue.msg))
 			return exitUsage
-		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable):
+		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
 			fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
 			return exitUsage
 		}
@@ -102,7 +102,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	var ck *nn.Checkpoint
 	if o.resume != "" {
 		var err error
-		if ck, err = nn.Load(o.resume); err != nil {
+		if ck, err = loadCheckpoint(o.resume); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return 0, usagef("-resume %s: no such file", o.resume)
 			}
@@ -111,6 +111,10 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
 		}
+	}
+	newest, err := newerCheckpoint(o, ck, stderr)
+	if err != nil {
+		return 0, err
 	}
 	o.resolve()
 	if err := o.validate(); err != nil {
@@ -157,7 +161,16 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 		return 0, err
 	}
-	if ck != nil {
+	if newest != nil {
+		// Take over the newest state of the run first, so that the rewind to ck keeps
+		// the steps that the newest copy has and ck does not.
+		if err := s.trainer.Restore(newest); err != nil {
+			return 0, fmt.Errorf("-checkpoint %s: %w", o.checkpoint, err)
+		}
+		if err := s.trainer.Restore(ck, nn.AllowRewind()); err != nil {
+			return 0, fmt.Errorf("-resume %s -allow-rewind: %w", o.resume, err)
+		}
+	} else if ck != nil {
 		if err := s.trainer.Restore(ck); err != nil {
 			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
 		}
@@ -214,7 +227,7 @@ func (s *session) save() error {
 	if err != nil {
 		return err
 	}
-	if err := nn.Save(s.o.checkpoint, c); err != nil {
+	if err := saveCheckpoint(s.o.checkpoint, c); err != nil {
 		return fmt.Errorf("-checkpoint %s: %w", s.o.checkpoint, err)
 	}
 	s.savedStep = c.Step

@@ -8,24 +8,35 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 )
 
 // Write creates path with mode perm and the bytes that write puts into its writer. The
-// bytes go to a temporary file ".<name>.tmp-<random>" in the same directory, which is
-// synced, closed and renamed over path only when write returns nil, and the directory is
-// then synced so the rename survives a crash. On any error the temporary file is removed
-// and path is left as it was. A crash of the whole process (power loss, SIGKILL) between
-// creating and renaming the temporary file can leave it behind; it is safe to delete.
+// bytes go to a temporary file ".<name>.tmp-<pid>.<token>-<random>" in the same
+// directory (pid and token identify the writing process), which is synced, closed and
+// renamed over path only when write returns nil, and the directory is then synced so the
+// rename survives a crash. On any error the temporary file is removed and path is left
+// as it was.
+//
+// A crash of the whole process (power loss, SIGKILL) between creating and renaming the
+// temporary file leaves it behind. The next successful Write to the same path removes
+// such stale temporaries of that path — only names of exactly this pattern for this
+// path's name — when their writer is certainly gone: a process that no longer exists, an
+// earlier process with the same pid, or a Write of this process that panicked; or when
+// the file is older than StaleAge. A temporary file of a writer that may still be running,
+// in this process or another, is left alone.
 func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+base+".tmp-"+strconv.Itoa(os.Getpid())+"."+processToken+"-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
+	live.Store(tmp, true)
+	defer live.Delete(tmp)
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -50,7 +61,11 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err er
 	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	if err = syncDir(dir); err != nil {
+		return err
+	}
+	removeStale(dir, base)
+	return nil
 }
 
 // BeforeRename, when set by a test, runs between the temporary file's close and its

@@ -2,10 +2,13 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestWrite(t *testing.T) {
@@ -36,5 +39,82 @@ func TestWrite(t *testing.T) {
 	}
 	if err := Write(filepath.Join(dir, "missing", "f"), 0o644, func(io.Writer) error { return nil }); err == nil {
 		t.Error("write into a missing directory: no error")
+	}
+}
+
+// deadPid returns the pid of a process that has exited (and been waited for).
+func deadPid(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helper process: %v", err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestWriteRemovesStaleTemporaries lays out the leftovers of killed writers, and files
+// that only look like them, and checks that a successful Write removes exactly the
+// stale temporaries of its own path.
+func TestWriteRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.bin")
+	dead, self, parent := deadPid(t), os.Getpid(), os.Getppid()
+	if !processGone(dead) {
+		t.Skipf("pid %d was reused already", dead)
+	}
+	other := "0123abcd"
+	if other == processToken {
+		other = "0123abce"
+	}
+	long := time.Now().Add(-2 * StaleAge)
+	files := []struct {
+		name   string
+		old    bool
+		remove bool
+	}{
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-123", dead, other), false, true},         // killed writer
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-456", self, other), false, true},         // earlier process, same pid
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-789", self, processToken), false, false}, // a concurrent Write in this process
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-790", self, processToken), false, true},  // a Write of this process that panicked
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-111", parent, other), false, false},      // a live writer elsewhere
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-222", parent, other), true, true},        // … that has been at it for hours
+		{".f.bin.tmp-3141592", false, false},                                    // an older release's name, recent
+		{".f.bin.tmp-2718281", true, true},                                      // … and abandoned
+		{fmt.Sprintf(".g.bin.tmp-%d.%s-123", dead, other), true, false},         // another path's
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-1.tmp-9", dead, other), true, false},     // not this pattern
+		{fmt.Sprintf(".f.bin.tmp-5.tmp-%d.%s-1", dead, other), true, false},     // path "f.bin.tmp-5"'s
+		{fmt.Sprintf("f.bin.tmp-%d.%s-123", dead, other), true, false},          // no leading dot
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-12x", dead, other), true, false},         // not digits
+		{fmt.Sprintf(".f.bin.tmp-%d.%s-123", dead, "0123ABCD"), true, false},    // not our token form
+	}
+	writing := filepath.Join(dir, fmt.Sprintf(".f.bin.tmp-%d.%s-789", self, processToken))
+	live.Store(writing, true)
+	defer live.Delete(writing)
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if f.old {
+			if err := os.Chtimes(p, long, long); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := Write(path, 0o644, func(w io.Writer) error { _, err := w.Write([]byte("v")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.name))
+		if gone := errors.Is(err, os.ErrNotExist); gone != f.remove {
+			t.Errorf("%s: removed %v, want %v", f.name, gone, f.remove)
+		}
+	}
+	// A failed Write removes nothing.
+	stale := filepath.Join(dir, fmt.Sprintf(".f.bin.tmp-%d.%s-5", dead, other))
+	os.WriteFile(stale, nil, 0o600)
+	Write(path, 0o644, func(io.Writer) error { return errors.New("boom") })
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("a failed Write removed %s: %v", stale, err)
 	}
 }

@@ -13,8 +13,9 @@ import (
 // the directory. A reader of path sees the old checkpoint or the new one, never a
 // partial one; if WriteFile fails, path is untouched and the temporary file removed.
 // A crash of the whole process between creating and renaming the temporary file
-// (power loss, SIGKILL) can leave a file named ".<name>.tmp-<random>" beside path,
-// which is safe to delete.
+// (power loss, SIGKILL) can leave a file named ".<name>.tmp-<pid>.<token>-<random>"
+// beside path, which is safe to delete; the next successful WriteFile of path deletes
+// it once its writer is gone (internal/atomicfile explains how that is told).
 //
 // The file gets mode 0600: a checkpoint of a seeded run records the noise seed, and
 // anyone holding both could strip the privacy noise from its parameters.

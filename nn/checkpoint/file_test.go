@@ -168,6 +168,14 @@ func TestWriteFileCrash(t *testing.T) {
 			wantVersion(t, filepath.Join(dir, name), 2)
 		}
 	}
+	// The writer is dead: the next successful write of the same path removes its leftover.
+	if err := WriteFile(path, version(3)); err != nil {
+		t.Fatal(err)
+	}
+	wantVersion(t, path, 3)
+	if names := dirEntries(t, dir); !slices.Equal(names, []string{"run.ckpt"}) {
+		t.Errorf("after the next write the directory holds %v, want only run.ckpt", names)
+	}
 }
 
 func TestReadFileErrors(t *testing.T) {
