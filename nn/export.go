@@ -28,8 +28,10 @@ import (
 //	layers.ReLU      nn.ReLU()
 //	layers.Tanh      nn.Tanh()
 //	layers.Flatten   nn.Flatten()
-//	layers.CenterCrop  a crop of rows ⌊(H−h)/2⌋… and columns ⌊(W−w)/2⌋… (torchvision's
-//	                 CenterCrop((h, w)) agrees whenever H−h and W−w are even)
+//	layers.CenterCrop  torchvision.transforms.CenterCrop((h, w)), which crops at the same
+//	                 offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even; for odd
+//	                 margins the source names a CenterCrop(h, w) module to define (as
+//	                 scripts/check_export.py does)
 //
 // Inputs are NCHW with the values scaled as the training data were. Our Flatten is
 // row-major CHW, PyTorch's order, and the parameters are exchanged in those layouts
@@ -145,7 +147,12 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 		case layers.Flatten:
 			mod = "nn.Flatten()"
 		case layers.CenterCrop:
-			mod = fmt.Sprintf("CenterCrop(%d, %d)  # rows (H-%d)//2 …, columns (W-%d)//2 …", l.Height, l.Width, l.Height, l.Width)
+			if (pl.in[1]-l.Height)%2 != 0 || (pl.in[2]-l.Width)%2 != 0 {
+				// torchvision rounds an odd margin's half to even; ours is floored.
+				mod = fmt.Sprintf("CenterCrop(%d, %d)", l.Height, l.Width)
+			} else {
+				mod = fmt.Sprintf("torchvision.transforms.CenterCrop((%d, %d))", l.Height, l.Width)
+			}
 		default:
 			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent; only package layers' layers can be exported", i, pl.layer, pl.layer.Kind())
 		}
