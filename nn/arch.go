@@ -267,10 +267,23 @@ func (a *Architecture) Spec(name string) (Spec, error) {
 	return spec, nil
 }
 
+// maxActivations bounds the values of all layer outputs of one example in a rebuilt model
+// (the CIFAR-10 CNN has about 110,000): more is a damaged or hostile file, not a network
+// this package can train.
+const maxActivations = 1 << 28
+
 // check validates what can be validated without decoding the layers.
 func (a *Architecture) check() error {
+	size := 1
+	for _, s := range a.InputShape {
+		if s <= 0 || s > maxActivations || size > maxActivations/s {
+			size = -1
+			break
+		}
+		size *= s
+	}
 	switch {
-	case len(a.InputShape) == 0 || slices.ContainsFunc(a.InputShape, func(s int) bool { return s <= 0 || s > 1<<24 }):
+	case len(a.InputShape) == 0 || size < 0:
 		return fmt.Errorf("%w: input shape %v", ErrArchitecture, a.InputShape)
 	case a.NumClasses < 2:
 		return fmt.Errorf("%w: %d classes", ErrArchitecture, a.NumClasses)
@@ -333,12 +346,32 @@ func ModelFromCheckpoint(c *Checkpoint, batch int, opts ...Option) (*Model, erro
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(spec, batch, append([]Option{WithDType(c.DType), WithSeed(0)}, opts...)...)
+	// Check the shapes and the parameter layout before New allocates anything: a file
+	// may describe layers whose activations would not fit in memory.
+	plan, planned, err := planLayers(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
-	if !layoutsEqual(m.Layout(), c.Layout) {
-		return nil, fmt.Errorf("%w: the architecture gives parameters %v, the checkpoint holds %v", ErrArchitecture, m.Layout(), c.Layout)
+	if !layoutsEqual(planned.layout, c.Layout) {
+		return nil, fmt.Errorf("%w: the architecture gives parameters %v, the checkpoint holds %v", ErrArchitecture, planned.layout, c.Layout)
+	}
+	values := 0
+	for _, pl := range plan {
+		n := 1
+		for _, d := range pl.out {
+			if n > maxActivations/max(d, 1) {
+				n = maxActivations + 1
+				break
+			}
+			n *= d
+		}
+		if values += n; values > maxActivations {
+			return nil, fmt.Errorf("%w: the layers' outputs exceed %d values per example", ErrArchitecture, maxActivations)
+		}
+	}
+	m, err := New(spec, batch, append([]Option{WithDType(c.DType), WithSeed(0)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
 	if err := m.SetParams(c.Params); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)

@@ -363,3 +363,60 @@ func TestPredictor(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureTooLarge: a file describing activations that cannot fit is refused
+// before anything is allocated.
+func TestArchitectureTooLarge(t *testing.T) {
+	m := newModel(t, nn.Spec{Name: "tiny", InputShape: []int{1, 4, 4}, NumClasses: 2, Layers: []layers.Layer{
+		layers.Conv2D{Filters: 1, Kernel: [2]int{1, 1}}, layers.MaxPool2D{Kernel: [2]int{4, 4}}, layers.Flatten{}, layers.Dense{Units: 2}}}, 1)
+	path := saveModel(t, m, t.TempDir(), nil)
+	c, err := nn.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same parameters, but a 2^14 × 2^14 input (2^28 values) pooled down to one cell.
+	c.Architecture.InputShape = []int{1, 1 << 14, 1 << 14}
+	c.Architecture.Layers[1].Settings = json.RawMessage(`{"kernel":[16384,16384],"stride":[0,0],"padding":[0,0]}`)
+	if _, err := nn.ModelFromCheckpoint(c, 1); !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "exceed") {
+		t.Errorf("huge activations: %v", err)
+	}
+	c.Architecture.InputShape = []int{1 << 24, 1 << 24, 1 << 24}
+	if _, err := nn.ModelFromCheckpoint(c, 1); !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "input shape") {
+		t.Errorf("overflowing input shape: %v", err)
+	}
+}
+
+// FuzzArchitecture: whatever architecture a file declares, rebuilding the model from it
+// fails cleanly or gives a model with the checkpoint's parameters; it never panics.
+func FuzzArchitecture(f *testing.F) {
+	m, err := nn.New(models.LogisticRegression(), 1, nn.WithSeed(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := saveModel(f, m, f.TempDir(), nil)
+	c, err := nn.Load(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(c.Architecture.String())
+	f.Add(`{"input_shape":[784],"num_classes":10,"layers":[{"type":"dense","settings":{"units":10,"no_bias":false,"init":"zeros"}}]}`)
+	f.Add(`{"input_shape":[1,28,28],"num_classes":10,"layers":[{"type":"crop","settings":{"height":28,"width":28}},{"type":"flatten"},{"type":"dense","settings":{"units":10,"init":"he-normal"}}]}`)
+	f.Add(`{"input_shape":[1,28,28],"num_classes":10,"layers":[{"go_type":"x.Y"}]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var a nn.Architecture
+		if json.Unmarshal([]byte(s), &a) != nil {
+			return
+		}
+		c.Architecture = &a
+		got, err := nn.ModelFromCheckpoint(c, 1)
+		if err != nil {
+			if !errors.Is(err, nn.ErrArchitecture) {
+				t.Fatalf("error %v is not ErrArchitecture", err)
+			}
+			return
+		}
+		if !layoutEq(got.Layout(), c.Layout) {
+			t.Fatal("model with another layout")
+		}
+	})
+}
