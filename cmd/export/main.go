@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
@@ -84,10 +85,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v), input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
 			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors), m.DType(), cli.Shape(m.InputShape()), m.NumClasses())
-		fmt.Fprintf(stdout, "load it into this PyTorch model:\n\nfrom torch import nn\nimport safetensors.torch\nmodel = %s\nmodel.load_state_dict(safetensors.torch.load_file(%q))\n", f.Metadata["privtrain.torch"], *out)
+		src := f.Metadata["privtrain.torch"]
+		imports := "from torch import nn\nimport safetensors.torch\n"
+		if strings.Contains(src, "torchvision.") {
+			imports += "import torchvision\n"
+		}
+		if strings.Contains(src, " CenterCrop(") {
+			imports += cropModule
+		}
+		fmt.Fprintf(stdout, "load it into this PyTorch model:\n\n%smodel = %s\nmodel.load_state_dict(safetensors.torch.load_file(%q))\n", imports, src, *out)
+		if m.DType() == nn.Float64 {
+			fmt.Fprintln(stdout, "model.double()  # the file holds float64 tensors; feed float64 input")
+		}
 		return nil
 	})
 }
+
+// cropModule is privtrain's centre crop in PyTorch, for crops whose margins are odd
+// (torchvision's CenterCrop rounds their halves differently).
+const cropModule = `class CenterCrop(nn.Module):
+    def __init__(self, h, w):
+        super().__init__()
+        self.h, self.w = h, w
+    def forward(self, x):
+        top, left = (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
+        return x[..., top:top + self.h, left:left + self.w]
+`
 
 // sameFile reports whether a and b name the same existing file (or the same path).
 func sameFile(a, b string) bool {
