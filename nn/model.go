@@ -124,6 +124,7 @@ type Model struct {
 	exampleLen int
 	engine     Engine
 	net        network
+	layers     []layers.Layer // the spec's layers, for Architecture and export
 }
 
 // network is the engine- and dtype-specific part of a Model.
@@ -138,6 +139,8 @@ type network interface {
 	evaluate(b Batch) (loss float64, correct int, err error)
 	perExample(i int, dst []float64) error
 	predictions(dst []int)
+	// logits copies the logits of the last evaluate into dst (BatchSize × NumClasses).
+	logits(dst []float64)
 	stepped() bool
 }
 
@@ -231,6 +234,7 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 		inputShape: slices.Clone(spec.InputShape),
 		numClasses: spec.NumClasses,
 		exampleLen: prodInts(spec.InputShape),
+		layers:     slices.Clone(spec.Layers),
 	}
 	plan := make([]plannedLayer, len(spec.Layers))
 	shape := slices.Clone(spec.InputShape)
@@ -276,6 +280,14 @@ func prodInts(s []int) int {
 
 // Name is the spec's name.
 func (m *Model) Name() string { return m.name }
+
+// Spec is the spec the model was built from (a copy of its layer list).
+func (m *Model) Spec() Spec {
+	return Spec{Name: m.name, InputShape: slices.Clone(m.inputShape), NumClasses: m.numClasses, Layers: slices.Clone(m.layers)}
+}
+
+// Architecture describes the model's network as checkpoints store it (ArchitectureOf).
+func (m *Model) Architecture() (*Architecture, error) { return ArchitectureOf(m.Spec()) }
 
 // BatchSize is the physical batch size the graphs were built for.
 func (m *Model) BatchSize() int { return m.batch }

@@ -46,6 +46,9 @@ type Checkpoint struct {
 	DType  DType
 	Layout []ParamInfo
 	Params []float64
+	// Architecture is the network's description (nil in checkpoints written before
+	// checkpoints stored one): ModelFromCheckpoint rebuilds the model from it.
+	Architecture *Architecture
 	// Optimizer is the optimizer's name ("DP-Adam") and OptimizerState its State().
 	Optimizer      string
 	OptimizerState map[string][]float64
@@ -99,6 +102,7 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 		Model:          t.model.Name(),
 		DType:          t.model.DType(),
 		Layout:         t.model.Layout(),
+		Architecture:   t.model.storedArchitecture(),
 		Params:         make([]float64, t.model.NumParams()),
 		Optimizer:      t.opt.Name(),
 		OptimizerState: t.opt.State(),
@@ -378,6 +382,7 @@ const (
 	keySettings  = "nn.settings"
 	keyPlan      = "nn.plan"
 	keySampler   = "nn.sampler"
+	keyArch      = "nn.architecture"
 
 	paramPrefix     = "params/"
 	optimizerPrefix = "optimizer/"
@@ -502,6 +507,13 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		}
 		f.Metadata[keyLedger] = string(b)
 	}
+	if c.Architecture != nil {
+		b, err := json.Marshal(c.Architecture)
+		if err != nil {
+			return nil, fmt.Errorf("%w: architecture: %v", ErrCheckpoint, err)
+		}
+		f.Metadata[keyArch] = string(b)
+	}
 	f.Metadata[keyKind] = checkpointKind
 	f.Metadata[keyModel] = c.Model
 	f.Metadata[keyDType] = c.DType.String()
@@ -537,7 +549,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyMAC}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -566,6 +578,15 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	}{{keyLayout, &layout}, {keyPlan, &plan}, {keyPosition, &pos}, {keyDataset, &c.Dataset}, {keySettings, &c.Settings}} {
 		if err := strictJSON(md[d.key], d.dst); err != nil {
 			return nil, bad("%s: %v", d.key, err)
+		}
+	}
+	if arch, ok := md[keyArch]; ok {
+		c.Architecture = new(Architecture)
+		if err := strictJSON(arch, c.Architecture); err != nil {
+			return nil, bad("%s: %v", keyArch, err)
+		}
+		if err := c.Architecture.check(); err != nil {
+			return nil, bad("%s: %v", keyArch, err)
 		}
 	}
 	if err := c.setPlan(plan); err != nil {

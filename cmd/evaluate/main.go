@@ -1,0 +1,282 @@
+// Command evaluate measures the model of a checkpoint on a data set: accuracy, mean
+// cross-entropy loss, per-class accuracy and the confusion matrix.
+//
+//	go run ./cmd/evaluate -checkpoint m.ckpt                  # the data set it was trained on, test split
+//	go run ./cmd/evaluate -checkpoint m.ckpt -dataset fashion-mnist -json
+//	go run ./cmd/evaluate -checkpoint c.ckpt -dataset cifar10 -data ~/data/cifar-10-binary.tar.gz
+//
+// The data sets and -data are those of cmd/train; without -dataset, the one the
+// checkpoint was trained on (by its recorded name), else mnist. It needs only the
+// checkpoint's model: no privacy state, and it spends no privacy (metrics on the test
+// split are not private anyway; metrics on -split train are computed on the raw training
+// data and are not covered by ε).
+//
+// Exit status: 0 success; 1 a damaged checkpoint or unreadable data; 2 bad command line or
+// a data set that does not fit the model (one line on stderr names it).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/cifar"
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/cli"
+	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
+	"github.com/privtrain/privtrain/nn"
+)
+
+const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train] [-json]
+
+Runs the model of a checkpoint on a data set and reports accuracy, mean cross-entropy
+loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted).
+Without -dataset: the data set the checkpoint was trained on, else mnist.
+
+Flags:
+`
+
+var datasetNames = []string{"mnist", "fashion-mnist", "cifar10"}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// report is the -json output.
+type report struct {
+	Checkpoint string `json:"checkpoint"`
+	Model      string `json:"model"`
+	Dataset    string `json:"dataset"`
+	Split      string `json:"split"`
+	Examples   int    `json:"examples"`
+	Correct    int    `json:"correct"`
+	// Accuracy is Correct/Examples; Loss the mean softmax cross-entropy.
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+	// ClassExamples[k] counts the examples of true class k; PerClassAccuracy[k] is the
+	// fraction of them predicted k (null when there are none).
+	ClassExamples    []int      `json:"class_examples"`
+	PerClassAccuracy []*float64 `json:"per_class_accuracy"`
+	// ConfusionMatrix[true][predicted] counts examples.
+	ConfusionMatrix [][]int `json:"confusion_matrix"`
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
+	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
+	dataset := fs.String("dataset", "", "data set: mnist | fashion-mnist | cifar10 (default: the checkpoint's, else mnist)")
+	data := fs.String("data", "", "`PATH` of the data set, as for train: mnist: the embedded sample unless a directory of the four IDX files; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10: required")
+	split := fs.String("split", "test", "which part: test | train")
+	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
+	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
+		if fs.NArg() > 0 {
+			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
+		}
+		if *split != "test" && *split != "train" {
+			return cli.Usagef("-split %q: want test or train", *split)
+		}
+		if *dataset != "" && !slices.Contains(datasetNames, *dataset) {
+			return cli.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
+		}
+		c, p, err := cli.Predictor(*ckpt)
+		if err != nil {
+			return err
+		}
+		name := *dataset
+		if name == "" {
+			name = datasetOf(c)
+		}
+		train, test, dsName, err := loadData(name, *data)
+		if err != nil {
+			return err
+		}
+		ds := test
+		if *split == "train" {
+			ds = train
+			fmt.Fprintln(stderr, "evaluate: note: metrics on the training split are computed on the raw training data and are not covered by ε")
+		}
+		if !slices.Equal(ds.Shape(), p.InputShape()) {
+			return cli.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
+		}
+		if ds.NumClasses() != p.NumClasses() {
+			return cli.Usagef("-dataset %s has %d classes; the model of %s (%s) has %d", name, ds.NumClasses(), *ckpt, c.Model, p.NumClasses())
+		}
+		r, err := evaluate(p, ds)
+		if err != nil {
+			return err
+		}
+		r.Checkpoint, r.Model, r.Dataset, r.Split = *ckpt, c.Model, dsName, *split
+		if *jsonOut {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s\n", b)
+			return err
+		}
+		return printText(stdout, r, c)
+	})
+}
+
+// datasetOf is the -dataset a checkpoint was trained on, by the name cmd/train records.
+func datasetOf(c *nn.Checkpoint) string {
+	switch name := c.Dataset.Name; {
+	case name == "mnist-embedded" || name == "mnist":
+		return "mnist"
+	case slices.Contains(datasetNames, name):
+		return name
+	}
+	return "mnist"
+}
+
+// evaluate runs p over ds in blocks and tallies the metrics.
+func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
+	n, L, K := ds.Len(), p.ExampleLen(), p.NumClasses()
+	r := &report{Examples: n, ClassExamples: make([]int, K), ConfusionMatrix: make([][]int, K)}
+	for k := range r.ConfusionMatrix {
+		r.ConfusionMatrix[k] = make([]int, K)
+	}
+	const block = 4096
+	x := make([]float32, min(n, block)*L)
+	labels := make([]int, min(n, block))
+	logits := make([]float64, min(n, block)*K)
+	var lossSum float64
+	for lo := 0; lo < n; lo += block {
+		rows := min(block, n-lo)
+		for i := range rows {
+			labels[i] = ds.Example(lo+i, x[i*L:(i+1)*L])
+		}
+		if err := p.Logits(x[:rows*L], logits[:rows*K]); err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			z, y := logits[i*K:(i+1)*K], labels[i]
+			mx := slices.Max(z)
+			var s float64
+			for _, v := range z {
+				s += math.Exp(v - mx)
+			}
+			lossSum += mx + math.Log(s) - z[y]
+			pred := nn.Argmax(z)
+			r.ConfusionMatrix[y][pred]++
+			r.ClassExamples[y]++
+			if pred == y {
+				r.Correct++
+			}
+		}
+	}
+	if n > 0 {
+		r.Accuracy = float64(r.Correct) / float64(n)
+		r.Loss = lossSum / float64(n)
+	}
+	for k := range K {
+		if r.ClassExamples[k] > 0 {
+			a := float64(r.ConfusionMatrix[k][k]) / float64(r.ClassExamples[k])
+			r.PerClassAccuracy = append(r.PerClassAccuracy, &a)
+		} else {
+			r.PerClassAccuracy = append(r.PerClassAccuracy, nil)
+		}
+	}
+	return r, nil
+}
+
+func printText(w io.Writer, r *report, c *nn.Checkpoint) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, c.DType, r.Checkpoint, c.Dataset.Name)
+	fmt.Fprintf(&b, "data       %s, %s split, %s examples\n", r.Dataset, r.Split, cli.Thousands(r.Examples))
+	fmt.Fprintf(&b, "accuracy   %.2f%% (%s correct)\n", 100*r.Accuracy, cli.Thousands(r.Correct))
+	fmt.Fprintf(&b, "loss       %.4f (mean cross-entropy)\n\n", r.Loss)
+	K := len(r.ClassExamples)
+	width := 5
+	for _, row := range r.ConfusionMatrix {
+		for _, v := range row {
+			width = max(width, len(fmt.Sprint(v))+1)
+		}
+	}
+	fmt.Fprintf(&b, "class  examples  accuracy   predicted as (rows: true class)\n")
+	fmt.Fprintf(&b, "%27s", "")
+	for k := range K {
+		fmt.Fprintf(&b, "%*d", width, k)
+	}
+	b.WriteByte('\n')
+	for k := range K {
+		acc := "      —"
+		if a := r.PerClassAccuracy[k]; a != nil {
+			acc = fmt.Sprintf("%6.2f%%", 100**a)
+		}
+		fmt.Fprintf(&b, "%5d  %8d  %8s  ", k, r.ClassExamples[k], acc)
+		for _, v := range r.ConfusionMatrix[k] {
+			fmt.Fprintf(&b, "%*d", width, v)
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// loadData reads a data set as cmd/train's -dataset and -data do.
+func loadData(name, data string) (train, test datasets.Dataset, dsName string, err error) {
+	missing := func(dir, how string) error {
+		if _, err := os.Stat(dir); err != nil {
+			return cli.Usagef("-data %s: %s; %s", dir, statReason(err), how)
+		}
+		return nil
+	}
+	var tr, te *datasets.Images
+	switch name {
+	case "mnist":
+		if data == "" {
+			tr, te, err = mnist.Embedded()
+			return tr, te, "mnist-embedded", err
+		}
+		if err := missing(data, "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz), or omit -data for the embedded sample"); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = mnist.Load(data)
+		dsName = "mnist"
+	case "fashion-mnist":
+		dir := data
+		if dir == "" {
+			dir = mnist.DebianFashionDir
+		}
+		if err := missing(dir, "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or pass -data DIR with its four IDX files"); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = mnist.LoadFashion(dir)
+		dsName = "fashion-mnist"
+	case "cifar10":
+		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
+		if data == "" {
+			return nil, nil, "", cli.Usagef("-dataset cifar10 needs -data PATH: %s", how)
+		}
+		if err := missing(data, how); err != nil {
+			return nil, nil, "", err
+		}
+		tr, te, err = cifar.Load10(data)
+		dsName = "cifar10"
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, "", cli.Usagef("-data %s: %v", data, err)
+		}
+		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
+	}
+	return tr, te, dsName, nil
+}
+
+func statReason(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file or directory"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

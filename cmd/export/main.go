@@ -1,0 +1,123 @@
+// Command export writes the trained parameters of a checkpoint as a plain .safetensors
+// file laid out for PyTorch: the tensor names of a torch.nn.Sequential of the same
+// layers ("1.weight", "1.bias", …, parameter-free layers counted), convolution weights
+// OIHW, dense weights [out, in]. It prints the Sequential to build in PyTorch.
+//
+//	go run ./cmd/export -checkpoint m.ckpt -o m.safetensors
+//
+// In Python:
+//
+//	model = nn.Sequential(...)                       # as printed
+//	model.load_state_dict(safetensors.torch.load_file("m.safetensors"))
+//
+// The file holds the parameters only: no optimizer state, privacy ledger, seed or
+// training statistics. Exit status: 0 success, 1 a damaged checkpoint or a failed write,
+// 2 bad command line (one line on stderr).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/privtrain/privtrain/internal/cli"
+	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+)
+
+const usageHeader = `usage: export -checkpoint FILE -o FILE.safetensors
+
+Writes the model of a checkpoint as a plain safetensors file for PyTorch: tensors named
+as in an nn.Sequential of the same layers (parameter-free layers counted), conv weights
+[out, in, kh, kw], dense weights [out, in], in the checkpoint's dtype. Prints the
+Sequential to load it into. Parameters only: no optimizer, ledger or seed.
+
+Flags:
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
+	out := fs.String("o", "", "output `FILE`, e.g. model.safetensors (required)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	return cli.Run("export", usageHeader, fs, args, stdout, stderr, func() error {
+		if fs.NArg() > 0 {
+			return cli.Usagef("unexpected argument %q (flags only; see export -help)", fs.Arg(0))
+		}
+		if *out == "" {
+			return cli.Usagef("-o FILE is required: where to write the .safetensors file")
+		}
+		if *ckpt != "" && sameFile(*ckpt, *out) {
+			return cli.Usagef("-o %s is the checkpoint itself; choose another file", *out)
+		}
+		if dir := filepath.Dir(*out); dir != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return cli.Usagef("-o %s: directory %s does not exist", *out, dir)
+			}
+		}
+		c, err := cli.LoadCheckpoint(*ckpt)
+		if err != nil {
+			return err
+		}
+		m, err := nn.ModelFromCheckpoint(c, 1)
+		if err != nil {
+			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)
+		}
+		if err := nn.ExportTorchFile(*out, m); err != nil {
+			return err
+		}
+		if *quiet {
+			return nil
+		}
+		b, err := os.ReadFile(*out)
+		if err != nil {
+			return err
+		}
+		f, err := checkpoint.DecodeSafetensors(b)
+		if err != nil {
+			return fmt.Errorf("reading back %s: %w", *out, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v), input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
+			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors), m.DType(), cli.Shape(m.InputShape()), m.NumClasses())
+		src := f.Metadata["privtrain.torch"]
+		imports := "from torch import nn\nimport safetensors.torch\n"
+		if strings.Contains(src, "torchvision.") {
+			imports += "import torchvision\n"
+		}
+		if strings.Contains(src, " CenterCrop(") {
+			imports += cropModule
+		}
+		fmt.Fprintf(stdout, "load it into this PyTorch model:\n\n%smodel = %s\nmodel.load_state_dict(safetensors.torch.load_file(%q))\n", imports, src, *out)
+		if m.DType() == nn.Float64 {
+			fmt.Fprintln(stdout, "model.double()  # the file holds float64 tensors; feed float64 input")
+		}
+		return nil
+	})
+}
+
+// cropModule is privtrain's centre crop in PyTorch, for crops whose margins are odd
+// (torchvision's CenterCrop rounds their halves differently).
+const cropModule = `class CenterCrop(nn.Module):
+    def __init__(self, h, w):
+        super().__init__()
+        self.h, self.w = h, w
+    def forward(self, x):
+        top, left = (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
+        return x[..., top:top + self.h, left:left + self.w]
+`
+
+// sameFile reports whether a and b name the same existing file (or the same path).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}

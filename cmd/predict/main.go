@@ -1,0 +1,376 @@
+// Command predict classifies inputs with the model of a checkpoint and prints, for each,
+// the predicted class and the class probabilities.
+//
+//	go run ./cmd/predict -checkpoint m.ckpt digit.png more-digits/
+//	go run ./cmd/predict -checkpoint m.ckpt -json t10k-images-idx3-ubyte.gz
+//	go run ./cmd/predict -checkpoint m.ckpt -scale 255 pixels.csv
+//
+// Inputs, any number and mix:
+//   - PNG or JPEG images, or directories of them (*.png, *.jpg, *.jpeg, sorted by name, not
+//     recursive): they must have the model's height and width (they are rejected, not
+//     resized); a 1-channel model reads them as grayscale, a 3-channel model as RGB; each
+//     8-bit value v becomes v/255, as the training data (MNIST, CIFAR) were scaled. MNIST
+//     digits are white on black: invert scans of dark ink on white paper first.
+//   - CSV files (*.csv): one example per row, prod(input shape) numbers in CHW order,
+//     divided by -scale (use 255 for raw pixel values); a first row that is not numeric is
+//     taken as a header.
+//   - IDX image files (the MNIST format, magic 0x00000803, raw or .gz), e.g.
+//     t10k-images-idx3-ubyte.gz: every image, scaled by 1/255.
+//
+// Output on stdout: CSV with a header (input,class,p0,p1,…), or with -json one JSON
+// object per line: {"input": …, "class": …, "probabilities": […], "logits": […]}. An
+// input is named by its path, or path:N for example N (from 0) of a CSV or IDX file.
+//
+// Exit status: 0 success; 1 a damaged checkpoint or a failed computation; 2 bad command
+// line or an input that does not fit the model (one line on stderr names it).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/internal/cli"
+	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
+	"github.com/privtrain/privtrain/nn"
+)
+
+const usageHeader = `usage: predict -checkpoint FILE [-json] [-scale S] INPUT...
+
+Prints the predicted class and the class probabilities of each input with the model of
+a checkpoint. INPUT: PNG/JPEG images or directories of them (the model's height and
+width; grayscale for 1-channel models, RGB for 3-channel ones; pixel v becomes v/255),
+CSV files (a row per example, CHW order, divided by -scale; a non-numeric first row is a
+header) or IDX image files (MNIST format, raw or .gz; pixel v becomes v/255).
+Output: CSV (input,class,p0,p1,...) or, with -json, one JSON object per line.
+
+Flags:
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// example is one named input.
+type example struct {
+	name string
+	x    []float32
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
+	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, probabilities, logits")
+	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255")
+	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
+		if !(*scale > 0) || math.IsInf(*scale, 0) {
+			return cli.Usagef("-scale %v: want a positive number", *scale)
+		}
+		if fs.NArg() == 0 {
+			return cli.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
+		}
+		_, p, err := cli.Predictor(*ckpt)
+		if err != nil {
+			return err
+		}
+		r := &reader{shape: p.InputShape(), scale: float32(*scale)}
+		var examples []example
+		for _, arg := range fs.Args() {
+			ex, err := r.read(arg)
+			if err != nil {
+				return err
+			}
+			examples = append(examples, ex...)
+		}
+		return predict(p, examples, *jsonOut, stdout)
+	})
+}
+
+// predict runs the model on the examples and writes one line per example.
+func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer) error {
+	L, K := p.ExampleLen(), p.NumClasses()
+	x := make([]float32, 0, len(examples)*L)
+	for _, e := range examples {
+		x = append(x, e.x...)
+	}
+	logits := make([]float64, len(examples)*K)
+	if err := p.Logits(x, logits); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	var cw *csv.Writer
+	if !jsonOut {
+		cw = csv.NewWriter(w)
+		head := []string{"input", "class"}
+		for k := range K {
+			head = append(head, fmt.Sprintf("p%d", k))
+		}
+		_ = cw.Write(head)
+	}
+	probs := make([]float64, K)
+	for i, e := range examples {
+		z := logits[i*K : (i+1)*K]
+		nn.Softmax(probs, z)
+		class := nn.Argmax(z)
+		if jsonOut {
+			b, err := json.Marshal(struct {
+				Input         string    `json:"input"`
+				Class         int       `json:"class"`
+				Probabilities []float64 `json:"probabilities"`
+				Logits        []float64 `json:"logits"`
+			}{e.name, class, probs, z})
+			if err != nil {
+				return err
+			}
+			w.Write(b)
+			w.WriteByte('\n')
+			continue
+		}
+		rec := []string{e.name, strconv.Itoa(class)}
+		for _, v := range probs {
+			rec = append(rec, strconv.FormatFloat(v, 'g', 6, 64))
+		}
+		_ = cw.Write(rec)
+	}
+	if cw != nil {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// reader turns inputs into examples of the model's input shape.
+type reader struct {
+	shape []int
+	scale float32
+}
+
+func (r *reader) size() int {
+	n := 1
+	for _, v := range r.shape {
+		n *= v
+	}
+	return n
+}
+
+func (r *reader) read(path string) ([]example, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, cli.Usagef("%s: no such file or directory", path)
+		}
+		return nil, err
+	}
+	if st.IsDir() {
+		return r.readDir(path)
+	}
+	lower := strings.ToLower(path)
+	switch {
+	case strings.HasSuffix(lower, ".csv"):
+		return r.readCSV(path)
+	case strings.HasSuffix(lower, ".png") || strings.HasSuffix(lower, ".jpg") || strings.HasSuffix(lower, ".jpeg"):
+		x, err := r.readImage(path)
+		if err != nil {
+			return nil, err
+		}
+		return []example{{path, x}}, nil
+	}
+	b, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) >= 4 && binary.BigEndian.Uint32(b) == idxImages {
+		return r.decodeIDX(path, b)
+	}
+	return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+}
+
+func (r *reader) readDir(dir string) ([]example, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []example
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		x, err := r.readImage(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, example{path, x})
+	}
+	if len(out) == 0 {
+		return nil, cli.Usagef("%s: no .png, .jpg or .jpeg files in the directory", dir)
+	}
+	return out, nil
+}
+
+// readImage decodes a PNG or JPEG image into CHW values in [0,1].
+func (r *reader) readImage(path string) ([]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, _, err := image.Decode(bufio.NewReader(f))
+	if err != nil {
+		return nil, cli.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
+	}
+	return imageValues(img, r.shape, path)
+}
+
+// imageValues converts img to the CHW input of a model of the given per-example shape:
+// grayscale for one channel, RGB for three, each 8-bit value v as v/255 (the scaling of
+// datasets.Images). An image of another size is refused.
+func imageValues(img image.Image, shape []int, name string) ([]float32, error) {
+	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
+		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
+	}
+	C, H, W := shape[0], shape[1], shape[2]
+	b := img.Bounds()
+	if b.Dx() != W || b.Dy() != H {
+		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
+	}
+	x := make([]float32, C*H*W)
+	for i := range H {
+		for j := range W {
+			c := img.At(b.Min.X+j, b.Min.Y+i)
+			if C == 1 {
+				x[i*W+j] = float32(color.GrayModel.Convert(c).(color.Gray).Y) / 255
+				continue
+			}
+			rgb := color.RGBAModel.Convert(c).(color.RGBA)
+			x[(0*H+i)*W+j] = float32(rgb.R) / 255
+			x[(1*H+i)*W+j] = float32(rgb.G) / 255
+			x[(2*H+i)*W+j] = float32(rgb.B) / 255
+		}
+	}
+	return x, nil
+}
+
+func (r *reader) readCSV(path string) ([]example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return r.decodeCSV(path, f)
+}
+
+// decodeCSV reads one example per row: exactly size() finite numbers, divided by scale.
+func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
+	cr := csv.NewReader(in)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	L := r.size()
+	var out []example
+	for row := 1; ; row++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, cli.Usagef("%s: %v", path, err)
+		}
+		if row == 1 && len(rec) > 0 {
+			if _, err := strconv.ParseFloat(strings.TrimSpace(rec[0]), 64); err != nil {
+				continue // a header
+			}
+		}
+		if len(rec) != L {
+			hint := ""
+			if len(rec) == L+1 {
+				hint = "; remove the label column"
+			}
+			return nil, cli.Usagef("%s row %d has %d values; the model expects %d (%s)%s", path, row, len(rec), L, cli.Shape(r.shape), hint)
+		}
+		x := make([]float32, L)
+		for j, s := range rec {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, cli.Usagef("%s row %d column %d: %q is not a finite number", path, row, j+1, s)
+			}
+			x[j] = float32(v / float64(r.scale))
+		}
+		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
+	}
+	if len(out) == 0 {
+		return nil, cli.Usagef("%s: no rows", path)
+	}
+	return out, nil
+}
+
+// idxImages is the magic number of an IDX file of unsigned-byte images.
+const idxImages = 0x00000803
+
+// maxIDX bounds the decompressed size of an IDX file (the MNIST training images are 47 MB).
+const maxIDX = 1 << 30
+
+// readMaybeGzip reads a file, decompressing it if it is gzipped.
+func readMaybeGzip(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, cli.Usagef("%s: %v", path, err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxIDX+1))
+	if err != nil {
+		return nil, cli.Usagef("%s: %v", path, err)
+	}
+	if len(out) > maxIDX {
+		return nil, cli.Usagef("%s: more than %d bytes decompressed", path, maxIDX)
+	}
+	return out, nil
+}
+
+// decodeIDX reads an IDX3 file: magic, count, rows, columns (big-endian uint32), pixels.
+func (r *reader) decodeIDX(path string, b []byte) ([]example, error) {
+	if len(b) < 16 {
+		return nil, cli.Usagef("%s: IDX header of %d bytes, want 16", path, len(b))
+	}
+	n, h, w := int(binary.BigEndian.Uint32(b[4:])), int(binary.BigEndian.Uint32(b[8:])), int(binary.BigEndian.Uint32(b[12:]))
+	if !slices.Equal(r.shape, []int{1, h, w}) {
+		return nil, cli.Usagef("%s holds %d×%d grayscale images; the model expects %s", path, h, w, cli.Shape(r.shape))
+	}
+	if n < 1 || int64(len(b)-16) != int64(n)*int64(h)*int64(w) {
+		return nil, cli.Usagef("%s: %d bytes of pixels for %d images of %d×%d (truncated or trailing data)", path, len(b)-16, n, h, w)
+	}
+	out := make([]example, n)
+	L := h * w
+	for i := range out {
+		x := make([]float32, L)
+		for j, v := range b[16+i*L : 16+(i+1)*L] {
+			x[j] = float32(v) / 255
+		}
+		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
+	}
+	return out, nil
+}

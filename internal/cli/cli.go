@@ -1,0 +1,111 @@
+// Package cli holds what the commands that read a checkpoint (evaluate, predict, export)
+// share: their exit statuses, usage errors and one-line messages, as cmd/train has them.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/privtrain/privtrain/nn"
+)
+
+// Exit statuses, as cmd/train's.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // a damaged checkpoint, a failed computation or write
+	ExitUsage   = 2 // bad command line or input that does not fit the model
+)
+
+// UsageError is a mistake on the command line or an input that does not fit the model:
+// exit status 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// OneLine keeps a message on one line.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Run parses args with flags and runs body, printing a one-line message on stderr for an
+// error; it returns the exit status. -help prints header and the flags on stdout.
+func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr io.Writer, body func() error) int {
+	flags.SetOutput(io.Discard)
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, header)
+			flags.SetOutput(stdout)
+			flags.PrintDefaults()
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, OneLine(err.Error()), name)
+		return ExitUsage
+	}
+	err := body()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, OneLine(err.Error()))
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// LoadCheckpoint reads the checkpoint named by -checkpoint: a missing flag or file is a
+// usage error, a damaged file a failure.
+func LoadCheckpoint(path string) (*nn.Checkpoint, error) {
+	if path == "" {
+		return nil, Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
+	}
+	c, err := nn.Load(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, Usagef("-checkpoint %s: no such file", path)
+		}
+		return nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Predictor loads the checkpoint named by -checkpoint and its model.
+func Predictor(path string) (*nn.Checkpoint, *nn.Predictor, error) {
+	c, err := LoadCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := nn.ModelFromCheckpoint(c, 128)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
+	return c, nn.NewPredictor(m), nil
+}
+
+// Shape formats a CHW shape as 1×28×28.
+func Shape(s []int) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, "×")
+}
+
+// Thousands formats n with thousands separators: 26,010.
+func Thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}

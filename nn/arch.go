@@ -1,0 +1,405 @@
+package nn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/privtrain/privtrain/layers"
+)
+
+// ErrArchitecture reports a checkpoint whose network cannot be rebuilt: no stored
+// architecture and no registered spec of its name, a layer type that is not registered,
+// or settings that do not give the checkpoint's parameter layout.
+var ErrArchitecture = errors.New("nn: cannot rebuild the model")
+
+// Architecture describes a network completely enough to rebuild it: the per-example input
+// shape, the number of classes and every layer with its settings. Checkpoints store it
+// (metadata "nn.architecture", JSON), so that ModelFromCheckpoint and LoadModel need
+// nothing but the file. The element type is the checkpoint's DType.
+//
+// The layers of package layers are stored under their Kind ("conv", "dense", "maxpool",
+// "relu", "tanh", "flatten", "crop") with their settings in snake_case:
+//
+//	{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}
+//	{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}
+//	{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}
+//	{"type":"crop","settings":{"height":24,"width":24}}
+//	{"type":"tanh"}
+//
+// Other layer types are stored under the name given to RegisterLayer, their settings
+// being the JSON encoding of the layer value. A layer of a type that was not registered
+// is stored with its Go type name only (GoType) and cannot be rebuilt.
+type Architecture struct {
+	InputShape []int         `json:"input_shape"`
+	NumClasses int           `json:"num_classes"`
+	Layers     []LayerConfig `json:"layers"`
+}
+
+// LayerConfig is one layer of an Architecture.
+type LayerConfig struct {
+	// Type is the layer's registered name ("conv", …); empty for an unregistered type.
+	Type string `json:"type,omitempty"`
+	// Settings are the layer's settings as JSON; absent for layers without any.
+	Settings json.RawMessage `json:"settings,omitempty"`
+	// GoType is the Go type of a layer that was not registered (Type empty), so that
+	// the error of a failed rebuild can name it.
+	GoType string `json:"go_type,omitempty"`
+}
+
+// layerCodec turns one layer type into settings and back.
+type layerCodec struct {
+	encode func(layers.Layer) (json.RawMessage, error)
+	decode func(json.RawMessage) (layers.Layer, error)
+}
+
+var registry = struct {
+	sync.RWMutex
+	byName map[string]layerCodec
+	byType map[reflect.Type]string
+	specs  map[string]func() Spec
+}{byName: map[string]layerCodec{}, byType: map[reflect.Type]string{}, specs: map[string]func() Spec{}}
+
+// RegisterLayer makes layers of type L storable in and rebuildable from checkpoints under
+// name: their settings are L's JSON encoding (exported fields, or L's own MarshalJSON),
+// decoded strictly (unknown fields are an error) into a new L. Call it from an init
+// function of the package that defines L, before saving or loading a checkpoint that
+// uses it. The names of package layers' own layers are taken.
+//
+// RegisterLayer panics if name is empty or already registered, or if L is already
+// registered under another name: like http.Handle or sql.Register, it is called once at
+// program start, and a clash is a programming error.
+func RegisterLayer[L layers.Layer](name string) {
+	typ := reflect.TypeFor[L]()
+	registerCodec(name, typ, layerCodec{
+		encode: func(l layers.Layer) (json.RawMessage, error) { return json.Marshal(l) },
+		decode: func(raw json.RawMessage) (layers.Layer, error) {
+			var l L
+			if len(raw) == 0 {
+				raw = json.RawMessage("null")
+			}
+			if typ.Kind() == reflect.Pointer {
+				l = reflect.New(typ.Elem()).Interface().(L)
+			}
+			if err := strictJSON(string(raw), &l); err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+	})
+}
+
+func registerCodec(name string, typ reflect.Type, c layerCodec) {
+	registry.Lock()
+	defer registry.Unlock()
+	if name == "" {
+		panic("nn: RegisterLayer with an empty name")
+	}
+	if _, dup := registry.byName[name]; dup {
+		panic(fmt.Sprintf("nn: RegisterLayer: layer name %q already registered", name))
+	}
+	if old, dup := registry.byType[typ]; dup {
+		panic(fmt.Sprintf("nn: RegisterLayer: type %v already registered as %q", typ, old))
+	}
+	registry.byName[name] = c
+	registry.byType[typ] = name
+}
+
+// RegisterSpec makes the spec that build returns the fallback for checkpoints named name
+// that carry no architecture (written before checkpoints stored one). Package models
+// registers its ready specs; RegisterSpec panics if name is empty or taken.
+func RegisterSpec(name string, build func() Spec) {
+	registry.Lock()
+	defer registry.Unlock()
+	if name == "" || build == nil {
+		panic("nn: RegisterSpec with an empty name or a nil function")
+	}
+	if _, dup := registry.specs[name]; dup {
+		panic(fmt.Sprintf("nn: RegisterSpec: %q already registered", name))
+	}
+	registry.specs[name] = build
+}
+
+// Built-in layers' stored settings.
+type (
+	denseSettings struct {
+		Units  int    `json:"units"`
+		NoBias bool   `json:"no_bias"`
+		Init   string `json:"init"`
+	}
+	convSettings struct {
+		Filters int    `json:"filters"`
+		Kernel  [2]int `json:"kernel"`
+		Stride  [2]int `json:"stride"`
+		Padding [2]int `json:"padding"`
+		NoBias  bool   `json:"no_bias"`
+		Init    string `json:"init"`
+	}
+	poolSettings struct {
+		Kernel  [2]int `json:"kernel"`
+		Stride  [2]int `json:"stride"`
+		Padding [2]int `json:"padding"`
+	}
+	cropSettings struct {
+		Height int `json:"height"`
+		Width  int `json:"width"`
+	}
+)
+
+func parseInit(s string) (layers.Initializer, error) {
+	for _, in := range []layers.Initializer{layers.GlorotUniform, layers.HeNormal, layers.Zeros} {
+		if in.String() == s {
+			return in, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown initializer %q", s)
+}
+
+// builtin registers a layer of package layers with explicit settings S.
+func builtin[L layers.Layer, S any](to func(L) S, from func(S) (L, error)) {
+	var zero L
+	name := zero.Kind()
+	registerCodec(name, reflect.TypeFor[L](), layerCodec{
+		encode: func(l layers.Layer) (json.RawMessage, error) { return json.Marshal(to(l.(L))) },
+		decode: func(raw json.RawMessage) (layers.Layer, error) {
+			var s S
+			if err := strictJSON(string(raw), &s); err != nil {
+				return nil, err
+			}
+			return from(s)
+		},
+	})
+}
+
+// plain registers a layer of package layers without settings.
+func plain[L layers.Layer]() {
+	var zero L
+	registerCodec(zero.Kind(), reflect.TypeFor[L](), layerCodec{
+		encode: func(layers.Layer) (json.RawMessage, error) { return nil, nil },
+		decode: func(raw json.RawMessage) (layers.Layer, error) {
+			if len(raw) != 0 && string(raw) != "{}" && string(raw) != "null" {
+				return nil, fmt.Errorf("%s takes no settings, got %s", zero.Kind(), raw)
+			}
+			return zero, nil
+		},
+	})
+}
+
+func init() {
+	builtin(func(l layers.Dense) denseSettings {
+		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: l.Init.String()}
+	}, func(s denseSettings) (layers.Dense, error) {
+		in, err := parseInit(s.Init)
+		return layers.Dense{Units: s.Units, NoBias: s.NoBias, Init: in}, err
+	})
+	builtin(func(l layers.Conv2D) convSettings {
+		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: l.Init.String()}
+	}, func(s convSettings) (layers.Conv2D, error) {
+		in, err := parseInit(s.Init)
+		return layers.Conv2D{Filters: s.Filters, Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding, NoBias: s.NoBias, Init: in}, err
+	})
+	builtin(func(l layers.MaxPool2D) poolSettings {
+		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
+	}, func(s poolSettings) (layers.MaxPool2D, error) {
+		return layers.MaxPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
+	})
+	builtin(func(l layers.CenterCrop) cropSettings {
+		return cropSettings{Height: l.Height, Width: l.Width}
+	}, func(s cropSettings) (layers.CenterCrop, error) {
+		return layers.CenterCrop{Height: s.Height, Width: s.Width}, nil
+	})
+	plain[layers.ReLU]()
+	plain[layers.Tanh]()
+	plain[layers.Flatten]()
+}
+
+// ArchitectureOf describes spec's network. Layers of unregistered types are described by
+// their Go type only (see Architecture); Spec then fails for them.
+func ArchitectureOf(spec Spec) (*Architecture, error) {
+	a := &Architecture{InputShape: slices.Clone(spec.InputShape), NumClasses: spec.NumClasses}
+	registry.RLock()
+	defer registry.RUnlock()
+	for i, l := range spec.Layers {
+		if l == nil {
+			return nil, fmt.Errorf("%w: layer %d is nil", ErrSpec, i)
+		}
+		name, ok := registry.byType[reflect.TypeOf(l)]
+		if !ok {
+			a.Layers = append(a.Layers, LayerConfig{GoType: fmt.Sprintf("%T", l)})
+			continue
+		}
+		raw, err := registry.byName[name].encode(l)
+		if err != nil {
+			return nil, fmt.Errorf("%w: layer %d (%s): %v", ErrSpec, i, name, err)
+		}
+		a.Layers = append(a.Layers, LayerConfig{Type: name, Settings: raw})
+	}
+	return a, nil
+}
+
+// Spec rebuilds the network as a Spec named name. It fails (ErrArchitecture) for a layer
+// whose type is not registered and for settings that do not decode.
+func (a *Architecture) Spec(name string) (Spec, error) {
+	if err := a.check(); err != nil {
+		return Spec{}, err
+	}
+	spec := Spec{Name: name, InputShape: slices.Clone(a.InputShape), NumClasses: a.NumClasses}
+	registry.RLock()
+	defer registry.RUnlock()
+	for i, lc := range a.Layers {
+		if lc.Type == "" {
+			return Spec{}, fmt.Errorf("%w: layer %d is of type %s, which was not registered with nn.RegisterLayer when the checkpoint was written", ErrArchitecture, i, lc.GoType)
+		}
+		c, ok := registry.byName[lc.Type]
+		if !ok {
+			return Spec{}, fmt.Errorf("%w: layer %d has type %q, which is not registered: call nn.RegisterLayer for it before loading", ErrArchitecture, i, lc.Type)
+		}
+		l, err := c.decode(lc.Settings)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%w: layer %d (%s): settings: %v", ErrArchitecture, i, lc.Type, err)
+		}
+		spec.Layers = append(spec.Layers, l)
+	}
+	return spec, nil
+}
+
+// maxActivations bounds the values of all layer outputs of one example in a rebuilt model
+// (the CIFAR-10 CNN has about 110,000): more is a damaged or hostile file, not a network
+// this package can train.
+const maxActivations = 1 << 28
+
+// check validates what can be validated without decoding the layers.
+func (a *Architecture) check() error {
+	size := 1
+	for _, s := range a.InputShape {
+		if s <= 0 || s > maxActivations || size > maxActivations/s {
+			size = -1
+			break
+		}
+		size *= s
+	}
+	switch {
+	case len(a.InputShape) == 0 || size < 0:
+		return fmt.Errorf("%w: input shape %v", ErrArchitecture, a.InputShape)
+	case a.NumClasses < 2:
+		return fmt.Errorf("%w: %d classes", ErrArchitecture, a.NumClasses)
+	case len(a.Layers) == 0:
+		return fmt.Errorf("%w: no layers", ErrArchitecture)
+	}
+	for i, lc := range a.Layers {
+		if (lc.Type == "") == (lc.GoType == "") {
+			return fmt.Errorf("%w: layer %d has type %q and Go type %q; want exactly one", ErrArchitecture, i, lc.Type, lc.GoType)
+		}
+	}
+	return nil
+}
+
+// String is the architecture as compact JSON.
+func (a *Architecture) String() string {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Sprintf("Architecture(%v)", err)
+	}
+	return string(b)
+}
+
+// specFor returns the spec of checkpoint c: its stored architecture or, for a checkpoint
+// without one, the spec registered under its model name.
+func specFor(c *Checkpoint) (Spec, error) {
+	if c.Architecture != nil {
+		return c.Architecture.Spec(c.Model)
+	}
+	registry.RLock()
+	build, ok := registry.specs[c.Model]
+	known := make([]string, 0, len(registry.specs))
+	for k := range registry.specs {
+		known = append(known, k)
+	}
+	registry.RUnlock()
+	if !ok {
+		slices.Sort(known)
+		hint := "import package models to register its networks"
+		if len(known) > 0 {
+			hint = "registered: " + strings.Join(known, ", ")
+		}
+		return Spec{}, fmt.Errorf("%w: the checkpoint stores no architecture (it predates them) and model %q is not a registered spec (%s); build the model with its constructor and load the parameters with SetParams", ErrArchitecture, c.Model, hint)
+	}
+	spec := build()
+	spec.Name = c.Model
+	return spec, nil
+}
+
+// ModelFromCheckpoint builds c's model for physical batch size batch and loads c's
+// parameters into it: from c's stored architecture, or for an old checkpoint without one
+// from the spec registered under its model name (RegisterSpec; package models registers
+// its own). The model computes in c's DType unless opts say otherwise (WithDType,
+// WithEngine). It needs nothing of the training run: no data, no privacy state.
+func ModelFromCheckpoint(c *Checkpoint, batch int, opts ...Option) (*Model, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil checkpoint", ErrArchitecture)
+	}
+	spec, err := specFor(c)
+	if err != nil {
+		return nil, err
+	}
+	// Check the shapes and the parameter layout before New allocates anything: a file
+	// may describe layers whose activations would not fit in memory.
+	plan, planned, err := planLayers(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
+	}
+	if !layoutsEqual(planned.layout, c.Layout) {
+		return nil, fmt.Errorf("%w: the architecture gives parameters %v, the checkpoint holds %v", ErrArchitecture, planned.layout, c.Layout)
+	}
+	values := 0
+	for _, pl := range plan {
+		n := 1
+		for _, d := range pl.out {
+			if n > maxActivations/max(d, 1) {
+				n = maxActivations + 1
+				break
+			}
+			n *= d
+		}
+		if values += n; values > maxActivations {
+			return nil, fmt.Errorf("%w: the layers' outputs exceed %d values per example", ErrArchitecture, maxActivations)
+		}
+	}
+	m, err := New(spec, batch, append([]Option{WithDType(c.DType), WithSeed(0)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
+	}
+	if err := m.SetParams(c.Params); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
+	}
+	return m, nil
+}
+
+// LoadModel reads the checkpoint at path (verified as Load does) and returns its model for
+// physical batch size batch with the trained parameters (ModelFromCheckpoint).
+func LoadModel(path string, batch int, opts ...Option) (*Model, error) {
+	c, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ModelFromCheckpoint(c, batch, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// storedArchitecture is what a checkpoint of m stores: its architecture, or nil when a
+// layer's settings do not encode (a custom MarshalJSON failing), which must not stop a
+// training run from saving its state.
+func (m *Model) storedArchitecture() *Architecture {
+	a, err := m.Architecture()
+	if err != nil {
+		return nil
+	}
+	return a
+}
