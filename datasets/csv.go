@@ -15,7 +15,7 @@ import (
 // ErrCSV reports a CSV file that cannot be read as a dataset: a row of the wrong width, a
 // feature that is not a number, a missing label column. The message names the line and
 // the column.
-var ErrCSV = errors.New("datasets: bad CSV data")
+var ErrCSV = errors.New("bad CSV data")
 
 // Range is a closed interval [Min, Max] of feature values declared by the user. Features
 // are scaled to [0, 1] as (x − Min)/(Max − Min), values outside the range clipped to it.
@@ -128,9 +128,9 @@ func LoadCSV(path string, opts CSVOptions) (*Table, error) {
 		return nil, fmt.Errorf("datasets: %w", err)
 	}
 	defer f.Close()
-	t, err := ReadCSV(f, opts)
+	t, err := readCSV(f, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("datasets: %s: %w", path, err)
 	}
 	return t, nil
 }
@@ -140,6 +140,14 @@ func LoadCSV(path string, opts CSVOptions) (*Table, error) {
 // the same number of fields; a feature that is not a finite number is an error naming
 // its line and column (wrapping ErrCSV).
 func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
+	t, err := readCSV(r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	return t, nil
+}
+
+func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	cr := csv.NewReader(r)
 	if opts.Comma != 0 {
 		cr.Comma = opts.Comma
@@ -191,14 +199,14 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	features := width - 1
 	switch len(opts.Ranges) {
 	case 0:
-		return nil, errors.New("datasets: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private")
+		return nil, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
 	case 1, features:
 	default:
-		return nil, fmt.Errorf("datasets: %d feature ranges for %d features: give one for all or one per feature", len(opts.Ranges), features)
+		return nil, fmt.Errorf("%w: %d feature ranges for %d features: give one for all or one per feature", ErrCSV, len(opts.Ranges), features)
 	}
 	for _, rg := range opts.Ranges {
 		if err := rg.check(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrCSV, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 	}
 	t := &Table{features: features}

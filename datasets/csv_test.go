@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func readCSV(t *testing.T, text string, opts CSVOptions) *Table {
+func readCSVText(t *testing.T, text string, opts CSVOptions) *Table {
 	t.Helper()
 	tab, err := ReadCSV(strings.NewReader(text), opts)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestReadCSVHeaderNamedLabels(t *testing.T) {
 		"\n" + // empty lines are skipped
 		"2.5,emu,300\n" + // weight above: clipped to 1
 		"0,cat,50\n"
-	tab := readCSV(t, text, CSVOptions{Label: "species", Ranges: []Range{{0, 10}, {0, 200}}})
+	tab := readCSVText(t, text, CSVOptions{Label: "species", Ranges: []Range{{0, 10}, {0, 200}}})
 	if tab.Len() != 4 || !slices.Equal(tab.Shape(), []int{2}) || tab.NumClasses() != 3 {
 		t.Fatalf("Len %d Shape %v NumClasses %d", tab.Len(), tab.Shape(), tab.NumClasses())
 	}
@@ -62,7 +62,7 @@ func TestReadCSVHeaderNamedLabels(t *testing.T) {
 // the labels are the integers, NumClasses the largest plus one.
 func TestReadCSVIntegerLabels(t *testing.T) {
 	text := "3,1,2\n0,-1,0.5\n3,0,1e0\n"
-	tab := readCSV(t, text, CSVOptions{Label: "0", Ranges: []Range{{-1, 3}}})
+	tab := readCSVText(t, text, CSVOptions{Label: "0", Ranges: []Range{{-1, 3}}})
 	if tab.Len() != 3 || tab.NumClasses() != 4 || tab.FeatureNames != nil {
 		t.Fatalf("Len %d NumClasses %d features %v", tab.Len(), tab.NumClasses(), tab.FeatureNames)
 	}
@@ -78,12 +78,12 @@ func TestReadCSVIntegerLabels(t *testing.T) {
 		}
 	}
 	// The default label column is the last; a header is detected by a non-number.
-	tab = readCSV(t, "a;b;class\n1;2;x\n3;4;1\n", CSVOptions{Comma: ';', Ranges: []Range{{0, 4}}})
+	tab = readCSVText(t, "a;b;class\n1;2;x\n3;4;1\n", CSVOptions{Comma: ';', Ranges: []Range{{0, 4}}})
 	if tab.Len() != 2 || !slices.Equal(tab.ClassNames, []string{"1", "x"}) || !slices.Equal(Labels(tab), []int{1, 0}) {
 		t.Errorf("mixed labels are names: classes %v labels %v", tab.ClassNames, Labels(tab))
 	}
 	// HeaderYes skips a numeric first row; HeaderNo reads a non-numeric one as data (an error).
-	if tab := readCSV(t, "1,2\n3,0\n", CSVOptions{Header: HeaderYes, Ranges: []Range{{0, 4}}}); tab.Len() != 1 {
+	if tab := readCSVText(t, "1,2\n3,0\n", CSVOptions{Header: HeaderYes, Ranges: []Range{{0, 4}}}); tab.Len() != 1 {
 		t.Errorf("HeaderYes: %d rows", tab.Len())
 	}
 	if _, err := ReadCSV(strings.NewReader("f,label\n3,0\n"), CSVOptions{Header: HeaderNo, Ranges: []Range{{0, 4}}}); err == nil || !strings.Contains(err.Error(), "line 1") {

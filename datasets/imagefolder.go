@@ -18,7 +18,7 @@ import (
 // ErrImage reports an image folder that cannot be read as a dataset: a file that is not
 // a PNG or JPEG image, images of different sizes, a class folder without images. The
 // message names the file or folder.
-var ErrImage = errors.New("datasets: bad image folder")
+var ErrImage = errors.New("bad image folder")
 
 // ImageFolderOptions say how to read a folder of images; the zero value reads the images
 // at their own (common) size with the channels the data needs.
@@ -87,7 +87,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 		}
 		class := len(out.ClassNames)
 		if class == 256 {
-			return nil, fmt.Errorf("%w: %s: more than 256 class folders", ErrImage, dir)
+			return nil, fmt.Errorf("datasets: %w: %s: more than 256 class folders", ErrImage, dir)
 		}
 		out.ClassNames = append(out.ClassNames, e.Name())
 		files, err := fs.ReadDir(fsys, e.Name())
@@ -102,7 +102,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 				continue
 			}
 			if f.IsDir() {
-				return nil, fmt.Errorf("%w: %s is a folder; want one level of class folders holding images", ErrImage, where)
+				return nil, fmt.Errorf("datasets: %w: %s is a folder; want one level of class folders holding images", ErrImage, where)
 			}
 			if !f.Type().IsRegular() {
 				continue
@@ -117,11 +117,11 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 			n++
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("%w: class folder %s has no images", ErrImage, filepath.Join(dir, e.Name()))
+			return nil, fmt.Errorf("datasets: %w: class folder %s has no images", ErrImage, filepath.Join(dir, e.Name()))
 		}
 	}
 	if len(out.ClassNames) == 0 {
-		return nil, fmt.Errorf("%w: %s has no class folders; want one subfolder of images per class", ErrImage, dir)
+		return nil, fmt.Errorf("datasets: %w: %s has no class folders; want one subfolder of images per class", ErrImage, dir)
 	}
 	w, h := opts.Width, opts.Height
 	if w == 0 {
@@ -129,7 +129,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 		w, h = b.Dx(), b.Dy()
 		for i, img := range imgs {
 			if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
-				return nil, fmt.Errorf("%w: %s is %d×%d, but %s is %d×%d; resize the images to one size (or ask the loader to resize them)",
+				return nil, fmt.Errorf("datasets: %w: %s is %d×%d, but %s is %d×%d; resize the images to one size (or ask the loader to resize them)",
 					ErrImage, filepath.Join(dir, filepath.FromSlash(out.Files[i])), b.Dx(), b.Dy(), filepath.Join(dir, filepath.FromSlash(out.Files[0])), w, h)
 			}
 		}
@@ -165,14 +165,14 @@ func decodeImage(fsys fs.FS, name, where string, maxPixels int) (image.Image, er
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: not a PNG or JPEG image: %v", ErrImage, where, err)
+		return nil, fmt.Errorf("datasets: %w: %s: not a PNG or JPEG image: %v", ErrImage, where, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxPixels/max(cfg.Height, 1) {
-		return nil, fmt.Errorf("%w: %s: %s of %d×%d pixels; at most %d pixels per image", ErrImage, where, format, cfg.Width, cfg.Height, maxPixels)
+		return nil, fmt.Errorf("datasets: %w: %s: %s of %d×%d pixels; at most %d pixels per image", ErrImage, where, format, cfg.Width, cfg.Height, maxPixels)
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s: %v", ErrImage, where, format, err)
+		return nil, fmt.Errorf("datasets: %w: %s: %s: %v", ErrImage, where, format, err)
 	}
 	return img, nil
 }

@@ -41,9 +41,11 @@ var defaultLR = map[string]float64{
 }
 
 var (
-	modelNames     = []string{"logreg", "cnn", "cifar-cnn"}
+	modelNames     = []string{"logreg", "mlp", "cnn", "cifar-cnn"}
 	optimizerNames = []string{"sgd", "adam", "dp-sgd", "dp-adam", "dp-lssgd", "dp-lsadam", "adp-sgd", "dp-hb", "dp-nag"}
-	datasetNames   = []string{"mnist", "fashion-mnist", "cifar10"}
+	datasetNames   = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
+	// builtinShape is the example shape of the built-in data sets.
+	builtinShape = map[string][]int{"mnist": {1, 28, 28}, "fashion-mnist": {1, 28, 28}, "cifar10": {3, 32, 32}, "cifar100": {3, 32, 32}}
 )
 
 // options are the parsed flags.
@@ -72,15 +74,16 @@ type options struct {
 	seedFromCheckpoint     bool
 	privacyFromCheckpoint  bool
 	physicalBatchDefaulted bool
+	own                    ownDataFlags // -dataset csv:, images:, cifar100
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
-	fs.StringVar(&o.model, "model", "cnn", "network: logreg | cnn (the MNIST CNN) | cifar-cnn (chosen when -dataset cifar10 comes without -model)")
+	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32). Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
 	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs: relu | tanh")
-	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10")
-	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10: required)")
+	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
+	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
 	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", "optimizer: "+strings.Join(optimizerNames, " | ")+" (sgd and adam are not private)")
 	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
 	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
@@ -103,6 +106,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	addOwnDataFlags(fs, &o.own)
 	return fs
 }
 
@@ -141,8 +145,8 @@ func (o *options) validate() error {
 	if err := oneOf("activation", o.activation, []string{"relu", "tanh"}); err != nil {
 		return err
 	}
-	if err := oneOf("dataset", o.dataset, datasetNames); err != nil {
-		return err
+	if kind, _ := ownDataKind(o.dataset); kind == "" && builtinShape[o.dataset] == nil {
+		return usagef("-dataset %q: unknown (want %s)", o.dataset, strings.Join(datasetNames, ", "))
 	}
 	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {
 		return err
@@ -153,17 +157,13 @@ func (o *options) validate() error {
 	if err := oneOf("sampling", o.sampling, []string{"poisson", "shuffle"}); err != nil {
 		return err
 	}
-	want := []int{1, 28, 28}
-	if o.dataset == "cifar10" {
-		want = []int{3, 32, 32}
+	if err := o.validateOwnData(); err != nil {
+		return err
 	}
-	if (o.model == "cifar-cnn") != (o.dataset == "cifar10") {
-		m := map[string]string{"logreg": "1×28×28", "cnn": "1×28×28", "cifar-cnn": "3×32×32"}[o.model]
-		hint := "-model cifar-cnn"
-		if o.dataset != "cifar10" {
-			hint = "-model cnn or logreg"
+	if shape := builtinShape[o.dataset]; shape != nil {
+		if _, err := modelSpec(o, shape, 10); err != nil {
+			return err
 		}
-		return usagef("-model %s expects %s images, but -dataset %s has %d×%d×%d (use %s)", o.model, m, o.dataset, want[0], want[1], want[2], hint)
 	}
 	if !(o.lr > 0) || math.IsInf(o.lr, 0) {
 		return usagef("-lr %v: want a finite learning rate > 0", o.lr)

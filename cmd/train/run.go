@@ -18,7 +18,6 @@ import (
 	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -116,8 +115,16 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
-	trainSet, testSet, dataName, err := loadData(o)
+	trainSet, testSet, dataName, notes, err := loadData(o)
 	if err != nil {
+		return 0, err
+	}
+	if kind, _ := ownDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
+			return 0, usagef("-dataset %s: %v", o.dataset, err)
+		}
+	}
+	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
@@ -126,7 +133,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
-	m, err := buildModel(o)
+	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
 	if err != nil {
 		return 0, err
 	}
@@ -167,6 +174,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	defer s.metrics.close()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "data: %s\n", n)
+	}
 
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
@@ -249,8 +259,12 @@ func (s *session) onEpoch(m nn.EpochMetrics) error {
 
 // resolve fills the defaults that depend on other flags.
 func (o *options) resolve() {
-	if o.dataset == "cifar10" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
-		o.model = "cifar-cnn"
+	if !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		if kind, _ := ownDataKind(o.dataset); kind == "csv" {
+			o.model = "logreg"
+		} else if shape := builtinShape[o.dataset]; shape != nil {
+			o.model, _ = defaultModel(shape)
+		}
 	}
 	if !o.set["lr"] && !contains(o.fromCheckpoint, "lr") {
 		o.lr = defaultLR[o.optimizer]
@@ -292,6 +306,7 @@ func (o *options) settings() map[string]string {
 	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
 		s["ls-sigma"] = strconv.FormatFloat(o.lsSigma, 'g', -1, 64)
 	}
+	o.ownDataSettings(s)
 	if private(o.optimizer) {
 		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
 		s["clipping"] = o.clipping
@@ -335,8 +350,17 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	return nil
 }
 
-// loadData reads the training and test sets named by -dataset and -data.
-func loadData(o *options) (train, test datasets.Dataset, name string, err error) {
+// loadData reads the training and test sets named by -dataset and -data; notes are
+// what the user should know about the data.
+func loadData(o *options) (train, test datasets.Dataset, name string, notes []string, err error) {
+	if kind, _ := ownDataKind(o.dataset); kind != "" || o.dataset == "cifar100" {
+		return loadOwnData(o)
+	}
+	train, test, name, err = loadBuiltinData(o)
+	return train, test, name, nil, err
+}
+
+func loadBuiltinData(o *options) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
 		if _, err := os.Stat(dir); err != nil {
 			return usagef("-data %s: %s; %s", dir, statReason(err), how)
@@ -396,19 +420,10 @@ func statReason(err error) string {
 	return err.Error()
 }
 
-func buildModel(o *options) (*nn.Model, error) {
-	act := models.ReLU
-	if o.activation == "tanh" {
-		act = models.Tanh
-	}
-	var spec nn.Spec
-	switch o.model {
-	case "logreg":
-		spec = models.LogisticRegression()
-	case "cnn":
-		spec = models.MNISTCNN(act)
-	case "cifar-cnn":
-		spec = models.CIFAR10CNN(act)
+func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
+	spec, err := modelSpec(o, shape, classes)
+	if err != nil {
+		return nil, err
 	}
 	var opts []nn.Option
 	if o.float64 {
