@@ -75,7 +75,18 @@ type options struct {
 	privacyFromCheckpoint  bool
 	physicalBatchDefaulted bool
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
+	// calibratedFor is the ε the noise multiplier was calibrated for when the run
+	// started (0: z was given with -noise, or a checkpoint older than this setting does
+	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
+	calibratedFor float64
+	// calibratedForSetting is its value in the settings ("": not recorded).
+	calibratedForSetting string
 }
+
+// settingCalibratedFor records in the settings (and so in every checkpoint of the run)
+// the ε the noise multiplier was calibrated for: a resumed run keeps z and may change
+// its budget with -epsilon, so the checkpoint's plan alone cannot say it.
+const settingCalibratedFor = "noise-calibrated-for"
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)

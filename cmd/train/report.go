@@ -47,7 +47,10 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
 	if p.Private {
 		how := fmt.Sprintf("noise multiplier z = %.5g (given)", p.NoiseMultiplier)
-		if p.Calibrated {
+		switch {
+		case o.resume != "":
+			how = fmt.Sprintf("noise multiplier z = %.5g %s", p.NoiseMultiplier, resumedNoise(o.calibratedFor, p.TargetEpsilon))
+		case p.Calibrated:
 			how = fmt.Sprintf("target ε = %g → noise multiplier z = %.5g (calibrated)", p.TargetEpsilon, p.NoiseMultiplier)
 		}
 		fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (RDP, optimal order %g)\n",
@@ -188,7 +191,9 @@ type summary struct {
 	Accountant        string   `json:"accountant"`
 	TargetEpsilon     float64  `json:"target_epsilon,omitempty"`
 	NoiseMultiplier   float64  `json:"noise_multiplier"`
-	Calibrated        bool     `json:"noise_calibrated"`
+	Calibrated        bool     `json:"noise_calibrated"`     // z was calibrated for target_epsilon
+	CalibratedFor     float64  `json:"noise_calibrated_for"` // the ε z was calibrated for (0: z given)
+	NoiseResumed      bool     `json:"noise_from_checkpoint"`
 	Clip              float64  `json:"clip,omitempty"`
 	Clipping          string   `json:"clipping,omitempty"`
 	Noise             string   `json:"noise"`
@@ -252,6 +257,34 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 	return s
 }
 
+// setNoiseOrigin says where the noise multiplier came from. A resumed run keeps the
+// checkpoint's z, calibrated (if at all) for the ε its run started with; -epsilon on
+// resume only changes the budget the rest of the run must stay within.
+func (s *summary) setNoiseOrigin(o *options, resumed bool) {
+	if !s.Private {
+		return
+	}
+	s.CalibratedFor = o.calibratedFor
+	s.NoiseResumed = resumed
+	s.Calibrated = o.calibratedFor > 0 && o.calibratedFor == s.TargetEpsilon
+}
+
+// resumedNoise describes the noise multiplier of a resumed run, in parentheses.
+func resumedNoise(calibratedFor, target float64) string {
+	how := "given with -noise"
+	if calibratedFor > 0 {
+		how = fmt.Sprintf("calibrated for ε = %g when the run started", calibratedFor)
+	}
+	budget := ""
+	switch {
+	case target > 0 && target != calibratedFor:
+		budget = fmt.Sprintf("; this run's budget ε = %g", target)
+	case target == 0:
+		budget = "; no ε budget"
+	}
+	return fmt.Sprintf("(the checkpoint's, %s%s)", how, budget)
+}
+
 func finiteOrNil(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
@@ -277,11 +310,14 @@ func (s *summary) writeText(w io.Writer) {
 			eps = fmt.Sprintf("%.4f", *s.Epsilon)
 		}
 		fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
-		how := "given"
-		if s.Calibrated {
-			how = fmt.Sprintf("calibrated for ε = %g", s.TargetEpsilon)
+		how := "(given)"
+		switch {
+		case s.NoiseResumed:
+			how = resumedNoise(s.CalibratedFor, s.TargetEpsilon)
+		case s.Calibrated:
+			how = fmt.Sprintf("(calibrated for ε = %g)", s.TargetEpsilon)
 		}
-		fmt.Fprintf(w, "noise           multiplier z = %.5g (%s), clip %s\n", s.NoiseMultiplier, how, s.Clipping)
+		fmt.Fprintf(w, "noise           multiplier z = %.5g %s, clip %s\n", s.NoiseMultiplier, how, s.Clipping)
 		fmt.Fprintf(w, "noise source    %s\n", noiseDescription(s.Noise))
 	} else {
 		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)

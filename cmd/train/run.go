@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,15 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
+	if ck == nil && private(o.optimizer) && !o.set["noise"] {
+		o.calibratedFor = o.epsilon
+		o.calibratedForSetting = strconv.FormatFloat(o.epsilon, 'g', -1, 64)
+	}
+	for _, out := range []struct{ flag, path string }{{"checkpoint", o.checkpoint}, {"plot", o.plot}, {"metrics", o.metrics}} {
+		if err := checkWritable(out.flag, out.path); err != nil {
+			return 0, err
+		}
+	}
 	trainSet, testSet, dataName, notes, err := loadData(o)
 	if err != nil {
 		return 0, err
@@ -209,6 +219,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return exitInterrupted, nil
 	}
 	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
+	sum.setNoiseOrigin(o, ck != nil)
 	if o.json {
 		if err := sum.writeJSON(stdout); err != nil {
 			return 0, err
@@ -307,6 +318,9 @@ func (o *options) settings() map[string]string {
 		s["ls-sigma"] = strconv.FormatFloat(o.lsSigma, 'g', -1, 64)
 	}
 	o.ownDataSettings(s)
+	if o.calibratedForSetting != "" {
+		s[settingCalibratedFor] = o.calibratedForSetting
+	}
 	if private(o.optimizer) {
 		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
 		s["clipping"] = o.clipping
@@ -334,6 +348,12 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	if !o.set["physical-batch"] {
 		o.physicalBatch = c.Plan.PhysicalBatch
 		o.fromCheckpoint = append(o.fromCheckpoint, "physical-batch")
+	}
+	if v, ok := c.Settings[settingCalibratedFor]; ok {
+		o.calibratedForSetting = v
+		o.calibratedFor, _ = strconv.ParseFloat(v, 64)
+	} else if c.Plan.Calibrated {
+		o.calibratedFor = c.Plan.TargetEpsilon // a checkpoint from before the setting: its best knowledge
 	}
 	if !o.set["seed"] && c.Seeded {
 		o.seed, o.seedFromCheckpoint = c.Seed, true
@@ -407,6 +427,29 @@ func loadBuiltinData(o *options) (train, test datasets.Dataset, name string, err
 		return nil, nil, "", fmt.Errorf("-data %s: %w", o.data, err)
 	}
 	return tr, te, name, nil
+}
+
+// checkWritable checks, before the first step, that the output file of -flag can be
+// written: its directory exists and takes a new file (a probe file is created and
+// removed), and path is not a directory.
+func checkWritable(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usagef("-%s %s: is a directory; want a file name", flagName, path)
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".train-probe-*")
+	if err != nil {
+		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, statReason(err))
+	}
+	name := probe.Name()
+	probe.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("-%s %s: removing the probe file %s: %w", flagName, path, name, err)
+	}
+	return nil
 }
 
 func statReason(err error) string {

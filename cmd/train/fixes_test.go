@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privtrain/privtrain/accountant"
+)
+
+// TestResumeWithOtherEpsilon: a run calibrated for ε = 3 over 2 epochs, resumed to 3
+// epochs with -epsilon 4, keeps the checkpoint's z. The summary must say so: z
+// calibrated for ε = 3, budget 4, noise_calibrated false (z was not calibrated for
+// target_epsilon 4), and an ε that a fresh ledger computes for (q, z, 3 epochs of steps).
+// Resuming that run again without flags still says ε = 3.
+func TestResumeWithOtherEpsilon(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt")
+	first := decodeSummary(t, mustRun(t, "-model", "logreg", "-batch", "500", "-epochs", "2", "-checkpoint", a, "-json"))
+	if first["noise_calibrated"] != true || first["noise_calibrated_for"] != 3.0 || first["target_epsilon"] != 3.0 {
+		t.Errorf("fresh calibrated run: %v", first)
+	}
+	code, stdout, stderr := runCmd(t, context.Background(), "-resume", a, "-epsilon", "4", "-epochs", "3", "-checkpoint", b, "-json")
+	if code != exitOK {
+		t.Fatalf("resume -epsilon 4: exit %d: %s", code, stderr)
+	}
+	s := decodeSummary(t, stdout)
+	z := first["noise_multiplier"].(float64)
+	if s["noise_multiplier"] != z || s["noise_calibrated"] != false || s["noise_calibrated_for"] != 3.0 || s["target_epsilon"] != 4.0 || s["noise_from_checkpoint"] != true {
+		t.Errorf("resumed with -epsilon 4: %v; want z = %v, noise_calibrated false, noise_calibrated_for 3, target_epsilon 4", s, z)
+	}
+	l := accountant.NewLedger()
+	if err := l.Record(500.0/8000, z, 3*16); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := l.Epsilon(1e-5)
+	if eps := s["epsilon"].(float64); math.Abs(eps-want.Epsilon) > 1e-9 || eps <= 3 || eps > 4 {
+		t.Errorf("ε = %v, the ledger gives %v (want in (3, 4])", eps, want.Epsilon)
+	}
+	if strings.Contains(stderr, "calibrated)") || !strings.Contains(stderr, "calibrated for ε = 3 when the run started; this run's budget ε = 4") {
+		t.Errorf("plan of the resumed run does not say where z came from:\n%s", stderr)
+	}
+	text := mustRun(t, "-resume", b)
+	if strings.Contains(text, "calibrated for ε = 4") || !strings.Contains(text, "calibrated for ε = 3 when the run started; this run's budget ε = 4") {
+		t.Errorf("resuming the resumed run:\n%s", text)
+	}
+}
+
+// TestOutputPathsCheckedFirst: an unwritable -plot or -checkpoint is refused before the
+// first step (exit 2, one line, nothing trained), as -metrics is; no probe file is left.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "such")
+	for _, tc := range []struct{ flag, path, want string }{
+		{"-plot", filepath.Join(missing, "p.png"), "no such file"},
+		{"-checkpoint", filepath.Join(missing, "c.ckpt"), "no such file"},
+		{"-metrics", filepath.Join(missing, "m.jsonl"), "no such file"},
+		{"-checkpoint", dir, "is a directory"},
+		{"-plot", filepath.Join(dir, "x.png", ""), "is a directory"},
+	} {
+		if tc.path == filepath.Join(dir, "x.png", "") {
+			os.Mkdir(filepath.Join(dir, "x.png"), 0o755)
+			tc.path = filepath.Join(dir, "x.png")
+		}
+		code, stdout, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", tc.flag, tc.path)
+		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.path, code, stderr)
+		}
+		if strings.Contains(stderr, "epoch") {
+			t.Errorf("%s %s: trained before failing: %q", tc.flag, tc.path, stderr)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".train-probe") {
+			t.Errorf("probe file %s left behind", e.Name())
+		}
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		code, _, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", "-plot", filepath.Join(ro, "p.png"))
+		if code != exitUsage || !strings.Contains(stderr, "permission denied") {
+			t.Errorf("read-only directory: exit %d, %q", code, stderr)
+		}
+	}
+}
