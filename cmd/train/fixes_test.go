@@ -5,10 +5,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // TestResumeWithOtherEpsilon: a run calibrated for ε = 3 over 2 epochs, resumed to 3
@@ -86,5 +88,44 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "permission denied") {
 			t.Errorf("read-only directory: exit %d, %q", code, stderr)
 		}
+	}
+}
+
+// TestInterruptSaysEpoch: stopped at step 3 of a 2-epoch, 8-steps-per-epoch run the
+// message says "in epoch 1 of 2" (it said "epoch 0 of 2"); at step 8, "after epoch 1 of
+// 2"; the resumed run says where it starts the same way, and lists the settings taken
+// from the checkpoint in sorted order.
+func TestInterruptSaysEpoch(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+	for _, tc := range []struct {
+		at   int
+		want string
+	}{{3, "after step 3 of 16 (in epoch 1 of 2)"}, {8, "after step 8 of 16 (after epoch 1 of 2)"}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		stepHook = func(p nn.StepProgress) {
+			if p.GlobalStep == tc.at {
+				cancel()
+			}
+		}
+		code, _, stderr := runCmd(t, ctx, "-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", ckpt)
+		stepHook = nil
+		cancel()
+		if code != exitInterrupted || !strings.Contains(stderr, tc.want) {
+			t.Errorf("interrupted at step %d: exit %d, stderr %q; want %q", tc.at, code, stderr, tc.want)
+		}
+	}
+	code, _, stderr := runCmd(t, context.Background(), "-resume", ckpt, "-epochs", "2")
+	if code != exitOK || !strings.Contains(stderr, "at step 8 of 16 (after epoch 1 of 2)") {
+		t.Errorf("resume: exit %d, %q", code, stderr)
+	}
+	var list string
+	for _, line := range strings.Split(stderr, "\n") {
+		if l, ok := strings.CutPrefix(line, "resumed: settings from the checkpoint: "); ok {
+			list = l
+		}
+	}
+	names := strings.Split(list, ", ")
+	if len(names) < 5 || !slices.IsSorted(names) {
+		t.Errorf("settings from the checkpoint %q: want them sorted", list)
 	}
 }

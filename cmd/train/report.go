@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,10 +62,10 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	}
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
-		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (epoch %d), ε spent so far %s\n", o.resume, s, p.Steps, s/p.StepsPerEpoch, epsString(spent.Epsilon))
+		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
 	}
 	if len(o.fromCheckpoint) > 0 {
-		fmt.Fprintf(r.w, "resumed: settings from the checkpoint: %s\n", strings.Join(o.fromCheckpoint, ", "))
+		fmt.Fprintf(r.w, "resumed: settings from the checkpoint: %s\n", strings.Join(slices.Sorted(slices.Values(o.fromCheckpoint)), ", "))
 	}
 	for _, w := range p.Warnings() {
 		fmt.Fprintf(r.w, "warning: %s\n", w)

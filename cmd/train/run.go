@@ -210,7 +210,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, fmt.Errorf("-metrics %s: %w", o.metrics, err)
 	}
 	if interrupted {
-		where := fmt.Sprintf("interrupted after step %d of %d (epoch %d of %d)", res.Steps, s.trainer.Plan().Steps, res.Steps/s.trainer.Plan().StepsPerEpoch, s.trainer.Plan().Epochs)
+		where := interruptedWhere(res.Steps, s.trainer.Plan())
 		if o.checkpoint != "" {
 			fmt.Fprintf(stderr, "train: %s; checkpoint written to %s; continue with: train -resume %s -checkpoint %s\n", where, o.checkpoint, o.checkpoint, o.checkpoint)
 		} else {
@@ -228,6 +228,24 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		sum.writeText(stdout)
 	}
 	return exitOK, nil
+}
+
+// interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
+// 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
+func interruptedWhere(step int, p nn.Plan) string {
+	if step == 0 {
+		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
+	}
+	return fmt.Sprintf("interrupted after step %d of %d (%s)", step, p.Steps, epochPosition(step, p))
+}
+
+// epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
+// under way, "after epoch 1 of 2" at its end.
+func epochPosition(step int, p nn.Plan) string {
+	if step%p.StepsPerEpoch == 0 {
+		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
+	}
+	return fmt.Sprintf("in epoch %d of %d", step/p.StepsPerEpoch+1, p.Epochs)
 }
 
 func (s *session) save() error {
