@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/nn"
@@ -127,5 +128,28 @@ func TestInterruptSaysEpoch(t *testing.T) {
 	names := strings.Split(list, ", ")
 	if len(names) < 5 || !slices.IsSorted(names) {
 		t.Errorf("settings from the checkpoint %q: want them sorted", list)
+	}
+}
+
+// TestProgressETA: with a clock that advances 2 s per step, a run of 3 epochs × 4 steps
+// resumed at step 2 has, after its 3rd step overall (1 step of this process, 2 s),
+// 1 step left in the epoch (2 s) and 9 in the run (18 s); the epoch line after step 4
+// (4 s for 2 steps) says 8 steps × 2 s = 16 s remain.
+func TestProgressETA(t *testing.T) {
+	var out strings.Builder
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &reporter{w: &out, tty: true, now: func() time.Time { return clock }}
+	r.markStart(2)
+	clock = clock.Add(2 * time.Second)
+	r.step(nn.StepProgress{Epoch: 1, Step: 3, StepsPerEpoch: 4, GlobalStep: 3, TotalSteps: 12, Loss: 0.5, Epsilon: 1})
+	if !strings.Contains(out.String(), "ETA epoch 2s, run 18s") {
+		t.Errorf("progress line %q: want epoch ETA 2s and run ETA 18s", out.String())
+	}
+	clock = clock.Add(2 * time.Second)
+	out.Reset()
+	r.epoch(nn.EpochMetrics{Epoch: 1, Step: 4, TrainLoss: 0.5, TrainAccuracy: 0.9, TestLoss: 0.4, TestAccuracy: 0.9, Epsilon: 1, Seconds: 4},
+		nn.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
+	if !strings.Contains(out.String(), "run ETA 16s") || !strings.HasPrefix(out.String(), "\r\033[K") {
+		t.Errorf("epoch line %q: want it to replace the progress line and say run ETA 16s", out.String())
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/privtrain/privtrain/datasets"
@@ -18,20 +17,31 @@ import (
 )
 
 // plainEvery is how often a long epoch prints a progress line when stderr is not a
-// terminal.
-const plainEvery = 30 * time.Second
+// terminal; drawEvery how often the terminal's progress line is redrawn.
+const (
+	plainEvery = 30 * time.Second
+	drawEvery  = 100 * time.Millisecond
+)
 
-// reporter writes the plan and the progress to stderr: a progress bar per epoch on a
-// terminal, plain lines otherwise.
+// reporter writes the plan and the progress to stderr: a progress line redrawn in place
+// on a terminal, plain lines otherwise. Both give the epoch's and the whole run's ETA.
 type reporter struct {
 	w         io.Writer
 	tty       bool
-	bar       *progressbar.ProgressBar
+	now       func() time.Time // time.Now; a test's clock
 	lastPlain time.Time
+	lastDraw  time.Time
+	drawn     bool // a progress line is on the terminal
+	// The ETAs extrapolate the time per step since the first step of this process
+	// (a resumed run does not count the steps of earlier processes).
+	started   time.Time
+	startStep int // steps done before this process's first step
+	runETA    time.Duration
 }
 
 func newReporter(w io.Writer) *reporter {
-	r := &reporter{w: w, lastPlain: time.Now()}
+	r := &reporter{w: w, now: time.Now}
+	r.lastPlain = r.now()
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		r.tty = true
 	}
@@ -72,51 +82,83 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	}
 }
 
+// markStart records when training starts (after the header and any setup), the origin
+// of the ETAs.
+func (r *reporter) markStart(stepsDone int) {
+	r.started, r.startStep = r.now(), stepsDone
+}
+
+// etas extrapolates the time per step of this process to the rest of the epoch and of
+// the run.
+func (r *reporter) etas(p nn.StepProgress) (epoch, run time.Duration) {
+	done := p.GlobalStep - r.startStep
+	if done <= 0 {
+		return -1, -1
+	}
+	per := r.now().Sub(r.started) / time.Duration(done)
+	return per * time.Duration(p.StepsPerEpoch-p.Step), per * time.Duration(p.TotalSteps-p.GlobalStep)
+}
+
 func (r *reporter) step(p nn.StepProgress) {
-	desc := fmt.Sprintf("epoch %d/%d  loss %.3f  ε %s", p.Epoch, (p.TotalSteps+p.StepsPerEpoch-1)/p.StepsPerEpoch, p.Loss, epsString(p.Epsilon))
+	if r.started.IsZero() {
+		r.markStart(p.GlobalStep - 1)
+	}
+	epochs := (p.TotalSteps + p.StepsPerEpoch - 1) / p.StepsPerEpoch
+	epochETA, runETA := r.etas(p)
+	r.runETA = runETA
+	desc := fmt.Sprintf("epoch %d/%d  step %d/%d  loss %.3f  ε %s  ETA epoch %s, run %s",
+		p.Epoch, epochs, p.Step, p.StepsPerEpoch, p.Loss, epsString(p.Epsilon), etaString(epochETA), etaString(runETA))
+	now := r.now()
 	if !r.tty {
-		if time.Since(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
-			fmt.Fprintf(r.w, "%s  step %d/%d\n", desc, p.Step, p.StepsPerEpoch)
-			r.lastPlain = time.Now()
+		if now.Sub(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
+			fmt.Fprintln(r.w, desc)
+			r.lastPlain = now
 		}
 		return
 	}
-	if r.bar == nil {
-		r.bar = progressbar.NewOptions(p.StepsPerEpoch,
-			progressbar.OptionSetWriter(r.w),
-			progressbar.OptionSetDescription(desc),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionClearOnFinish(), // the epoch's summary line replaces it
-		)
-		_ = r.bar.Set(p.Step - 1) // a resumed epoch starts part-way
+	if now.Sub(r.lastDraw) < drawEvery && p.Step != 1 {
+		return
 	}
-	r.bar.Describe(desc)
-	_ = r.bar.Add(1)
+	const width = 24
+	filled := width * p.Step / p.StepsPerEpoch
+	bar := strings.Repeat("█", filled) + strings.Repeat("·", width-filled)
+	fmt.Fprintf(r.w, "\r\033[K%s %s", bar, desc)
+	r.lastDraw, r.drawn = now, true
 }
 
-// finishBar leaves an unfinished epoch's bar (an interrupted run) on its own line.
+// etaString formats an ETA to the second ("?" before there is a rate).
+func etaString(d time.Duration) string {
+	if d < 0 {
+		return "?"
+	}
+	return d.Round(time.Second).String()
+}
+
+// finishBar leaves an unfinished epoch's progress line (an interrupted run) on its own
+// line.
 func (r *reporter) finishBar() {
-	if r.bar != nil {
-		_ = r.bar.Exit()
+	if r.drawn {
 		fmt.Fprintln(r.w)
-		r.bar = nil
+		r.drawn = false
 	}
 }
 
 func (r *reporter) epoch(m nn.EpochMetrics, p nn.Plan) {
-	if r.bar != nil {
-		_ = r.bar.Finish()
-		r.bar = nil
+	if r.drawn {
+		fmt.Fprint(r.w, "\r\033[K") // the epoch's line replaces its progress line
+		r.drawn = false
 	}
-	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s\n",
+	eta := ""
+	if m.Step < p.Steps && !r.started.IsZero() {
+		// the per-step rate now includes this epoch's evaluation
+		per := r.now().Sub(r.started) / time.Duration(max(m.Step-r.startStep, 1))
+		eta = "  run ETA " + etaString(per*time.Duration(p.Steps-m.Step))
+	}
+	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s%s\n",
 		len(fmt.Sprint(p.Epochs)), m.Epoch, p.Epochs, len(fmt.Sprint(p.Steps)), m.Step,
 		m.TrainLoss, percent(m.TrainAccuracy), percent(m.TestAccuracy), epsString(m.Epsilon),
-		(time.Duration(m.Seconds*10) * time.Second / 10).String())
-	r.lastPlain = time.Now()
+		(time.Duration(m.Seconds*10) * time.Second / 10).String(), eta)
+	r.lastPlain = r.now()
 }
 
 func percent(v float64) string {

@@ -188,6 +188,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
 
+	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
