@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -151,5 +152,32 @@ func TestProgressETA(t *testing.T) {
 		nn.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
 	if !strings.Contains(out.String(), "run ETA 16s") || !strings.HasPrefix(out.String(), "\r\033[K") {
 		t.Errorf("epoch line %q: want it to replace the progress line and say run ETA 16s", out.String())
+	}
+}
+
+// TestPlotPanels: the plot of a private run has three panels (accuracy, loss, ε) of
+// 8 cm each plus 1 cm, 25 cm high; a non-private run's has no ε panel, 17 cm. Both are
+// 16 cm wide, so the height/width ratios are 25/16 and 17/16. The title names the run.
+func TestPlotPanels(t *testing.T) {
+	dir := t.TempDir()
+	ratio := func(name string, args ...string) float64 {
+		p := filepath.Join(dir, name)
+		mustRun(t, append(args, "-model", "logreg", "-epochs", "2", "-batch", "400", "-plot", p)...)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cfg, err := png.DecodeConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(cfg.Height) / float64(cfg.Width)
+	}
+	if r := ratio("private.png"); math.Abs(r-25.0/16) > 0.01 {
+		t.Errorf("private plot height/width %.4f, want 25/16 (three panels)", r)
+	}
+	if r := ratio("sgd.png", "-optimizer", "sgd"); math.Abs(r-17.0/16) > 0.01 {
+		t.Errorf("non-private plot height/width %.4f, want 17/16 (no ε panel)", r)
 	}
 }

@@ -203,7 +203,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if o.plot != "" {
-		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan()); err != nil {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName)); err != nil {
 			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
 		}
 	}
