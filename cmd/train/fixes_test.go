@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -179,5 +180,30 @@ func TestPlotPanels(t *testing.T) {
 	}
 	if r := ratio("sgd.png", "-optimizer", "sgd"); math.Abs(r-17.0/16) > 0.01 {
 		t.Errorf("non-private plot height/width %.4f, want 17/16 (no ε panel)", r)
+	}
+}
+
+// TestErrorPrefixesOnce: a damaged checkpoint is reported as "train: -resume PATH: not a
+// privtrain checkpoint: …", each part once (it was "-resume PATH: nn: loading
+// checkpoint: checkpoint: PATH: …"); nn.Load's own error names the file once too.
+func TestErrorPrefixesOnce(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.ckpt")
+	if err := os.WriteFile(bad, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, context.Background(), "-resume", bad)
+	if code != exitFailure || !strings.HasPrefix(stderr, "train: -resume "+bad+": not a privtrain checkpoint") || strings.Count(stderr, bad) != 1 || strings.Contains(stderr, "nn:") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	_, err := nn.Load(bad)
+	if msg := fmt.Sprint(err); strings.Count(msg, bad) != 1 || !strings.HasPrefix(msg, "checkpoint: "+bad+": not a") || strings.Contains(msg, "loading") {
+		t.Errorf("nn.Load: %q", msg)
+	}
+	// A mismatch keeps its one-line usage status and says what differs, once.
+	ck := filepath.Join(t.TempDir(), "a.ckpt")
+	mustRun(t, "-model", "logreg", "-epochs", "1", "-batch", "1000", "-checkpoint", ck)
+	code, _, stderr = runCmd(t, context.Background(), "-resume", ck, "-model", "cnn")
+	if code != exitUsage || strings.Count(stderr, ck) != 1 || strings.Contains(stderr, "nn:") || !strings.Contains(stderr, "model: checkpoint has logreg") {
+		t.Errorf("mismatch: exit %d, %q", code, stderr)
 	}
 }

@@ -106,7 +106,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			if errors.Is(err, fs.ErrNotExist) {
 				return 0, usagef("-resume %s: no such file", o.resume)
 			}
-			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+			return 0, fileError("resume", o.resume, err)
 		}
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
@@ -176,7 +176,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	if ck != nil {
 		if err := s.trainer.Restore(ck); err != nil {
-			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+			return 0, fileError("resume", o.resume, err)
 		}
 	}
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
@@ -255,7 +255,7 @@ func (s *session) save() error {
 		return err
 	}
 	if err := nn.Save(s.o.checkpoint, c); err != nil {
-		return fmt.Errorf("-checkpoint %s: %w", s.o.checkpoint, err)
+		return fileError("checkpoint", s.o.checkpoint, err)
 	}
 	s.savedStep = c.Step
 	return nil
@@ -446,6 +446,30 @@ func loadBuiltinData(o *options) (train, test datasets.Dataset, name string, err
 		return nil, nil, "", fmt.Errorf("-data %s: %w", o.data, err)
 	}
 	return tr, te, name, nil
+}
+
+// flagFileError is an error about the file of -flag PATH whose message names the flag
+// and the path once: the prefixes that the libraries' errors add ("nn: ",
+// "checkpoint: ", "PATH: ") are dropped from its front. errors.Is and errors.As see err.
+type flagFileError struct {
+	msg string
+	err error
+}
+
+func (e *flagFileError) Error() string { return e.msg }
+func (e *flagFileError) Unwrap() error { return e.err }
+
+func fileError(flagName, path string, err error) error {
+	msg := err.Error()
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, p := range []string{"nn: ", "checkpoint: ", path + ": "} {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg, trimmed = rest, true
+			}
+		}
+	}
+	return &flagFileError{fmt.Sprintf("-%s %s: %s", flagName, path, msg), err}
 }
 
 // checkWritable checks, before the first step, that the output file of -flag can be
