@@ -302,6 +302,14 @@ func (o *options) resolve() {
 	if !o.set["momentum"] && !contains(o.fromCheckpoint, "momentum") && (o.optimizer == "dp-hb" || o.optimizer == "dp-nag") {
 		o.momentum = defaultHeavyMomentum
 	}
+	if !private(o.optimizer) {
+		if !o.set["batch"] && !contains(o.fromCheckpoint, "batch") {
+			o.batch = defaultNonPrivateBatch
+		}
+		if !o.set["epochs"] && !contains(o.fromCheckpoint, "epochs") {
+			o.epochs = defaultNonPrivateEpochs
+		}
+	}
 	o.physicalBatchDefaulted = !o.set["physical-batch"] && !contains(o.fromCheckpoint, "physical-batch")
 }
 
