@@ -35,7 +35,8 @@ const usageHeader = `usage: train [flags]
 
 Trains a network with differential privacy and reports test accuracy and (ε, δ).
 With no flags: DP-SGD on the MNIST CNN, on the MNIST sample built into the binary
-(8,000 train / 2,000 test digits), ε = 3, δ = 1e-5.
+(8,000 train / 2,000 test digits), ε = 3, δ = 1e-5. Your own data: -dataset csv:PATH
+(with -scale LO:HI) or -dataset images:DIR (one subfolder per class).
 
 Flags:
 `
