@@ -144,7 +144,7 @@ func TestProgressETA(t *testing.T) {
 	r.markStart(2)
 	clock = clock.Add(2 * time.Second)
 	r.step(nn.StepProgress{Epoch: 1, Step: 3, StepsPerEpoch: 4, GlobalStep: 3, TotalSteps: 12, Loss: 0.5, Epsilon: 1})
-	if !strings.Contains(out.String(), "ETA epoch 2s, run 18s") {
+	if !strings.Contains(out.String(), "ETA 2s, run 18s") {
 		t.Errorf("progress line %q: want epoch ETA 2s and run ETA 18s", out.String())
 	}
 	clock = clock.Add(2 * time.Second)

@@ -32,6 +32,7 @@ type reporter struct {
 	lastPlain time.Time
 	lastDraw  time.Time
 	drawn     bool // a progress line is on the terminal
+	cols      int  // the terminal's width; the progress line is cut to fit
 	// The ETAs extrapolate the time per step since the first step of this process
 	// (a resumed run does not count the steps of earlier processes).
 	started   time.Time
@@ -44,6 +45,9 @@ func newReporter(w io.Writer) *reporter {
 	r.lastPlain = r.now()
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		r.tty = true
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			r.cols = cols
+		}
 	}
 	return r
 }
@@ -106,7 +110,7 @@ func (r *reporter) step(p nn.StepProgress) {
 	epochs := (p.TotalSteps + p.StepsPerEpoch - 1) / p.StepsPerEpoch
 	epochETA, runETA := r.etas(p)
 	r.runETA = runETA
-	desc := fmt.Sprintf("epoch %d/%d  step %d/%d  loss %.3f  ε %s  ETA epoch %s, run %s",
+	desc := fmt.Sprintf("epoch %d/%d  step %d/%d  loss %.3f  ε %s  ETA %s, run %s",
 		p.Epoch, epochs, p.Step, p.StepsPerEpoch, p.Loss, epsString(p.Epsilon), etaString(epochETA), etaString(runETA))
 	now := r.now()
 	if !r.tty {
@@ -119,10 +123,17 @@ func (r *reporter) step(p nn.StepProgress) {
 	if now.Sub(r.lastDraw) < drawEvery && p.Step != 1 {
 		return
 	}
-	const width = 24
+	const width = 20
 	filled := width * p.Step / p.StepsPerEpoch
-	bar := strings.Repeat("█", filled) + strings.Repeat("·", width-filled)
-	fmt.Fprintf(r.w, "\r\033[K%s %s", bar, desc)
+	line := []rune(strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + " " + desc)
+	cols := r.cols
+	if cols <= 0 {
+		cols = 80
+	}
+	if len(line) > cols-1 { // a wrapped line could not be redrawn in place
+		line = line[:cols-1]
+	}
+	fmt.Fprintf(r.w, "\r\033[K%s", string(line))
 	r.lastDraw, r.drawn = now, true
 }
 
