@@ -24,8 +24,8 @@ var ErrImage = errors.New("bad image folder")
 // at their own (common) size with the channels the data needs.
 type ImageFolderOptions struct {
 	// Channels is 1 (grayscale) or 3 (RGB). 0 decides by the data: 1 when every pixel of
-	// every image is gray (R = G = B), 3 otherwise. Colour images read as grayscale get
-	// the luma of color.GrayModel (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B).
+	// every image is gray (R = G = B in 8 bits), 3 otherwise. Colour images read as
+	// grayscale get the luma of color.GrayModel (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B).
 	Channels int
 	// Width and Height, when set (both or neither), resize every image to this size by
 	// area averaging (each output pixel is the mean of the input pixels it covers,
@@ -79,8 +79,16 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 		return nil, fmt.Errorf("datasets: %s: %w", dir, err)
 	}
 	out := &ImageFolder{}
-	var imgs []image.Image
-	var labels []byte
+	// Each image is converted as soon as it is decoded, so that memory holds the
+	// dataset's bytes, not every decoded image: RGB (CHW) unless Channels is 1; at the
+	// end an all-gray RGB set keeps one plane when Channels is 0.
+	w, h := opts.Width, opts.Height
+	keep := opts.Channels
+	if keep == 0 {
+		keep = 3
+	}
+	gray := true // every pixel so far has R = G = B
+	var pixels, labels []byte
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -111,7 +119,25 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 			if err != nil {
 				return nil, err
 			}
-			imgs = append(imgs, img)
+			if w == 0 { // the first image sets the size
+				w, h = img.Bounds().Dx(), img.Bounds().Dy()
+			}
+			if b := img.Bounds(); opts.Width == 0 && (b.Dx() != w || b.Dy() != h) {
+				return nil, fmt.Errorf("datasets: %w: %s is %d×%d, but %s is %d×%d; resize the images to one size (or ask the loader to resize them)",
+					ErrImage, where, b.Dx(), b.Dy(), filepath.Join(dir, filepath.FromSlash(out.Files[0])), w, h)
+			}
+			at := len(pixels)
+			pixels = appendCHW(pixels, resize(img, w, h), keep)
+			if keep == 3 && gray {
+				plane := w * h
+				px := pixels[at:]
+				for j := range plane {
+					if px[j] != px[plane+j] || px[j] != px[2*plane+j] {
+						gray = false
+						break
+					}
+				}
+			}
 			labels = append(labels, byte(class))
 			out.Files = append(out.Files, name)
 			n++
@@ -123,32 +149,14 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 	if len(out.ClassNames) == 0 {
 		return nil, fmt.Errorf("datasets: %w: %s has no class folders; want one subfolder of images per class", ErrImage, dir)
 	}
-	w, h := opts.Width, opts.Height
-	if w == 0 {
-		b := imgs[0].Bounds()
-		w, h = b.Dx(), b.Dy()
-		for i, img := range imgs {
-			if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
-				return nil, fmt.Errorf("datasets: %w: %s is %d×%d, but %s is %d×%d; resize the images to one size (or ask the loader to resize them)",
-					ErrImage, filepath.Join(dir, filepath.FromSlash(out.Files[i])), b.Dx(), b.Dy(), filepath.Join(dir, filepath.FromSlash(out.Files[0])), w, h)
-			}
+	channels := keep
+	if opts.Channels == 0 && gray { // keep the first of three equal planes
+		plane := w * h
+		for i := range labels {
+			copy(pixels[i*plane:(i+1)*plane], pixels[3*i*plane:(3*i+1)*plane])
 		}
-	}
-	channels := opts.Channels
-	if channels == 0 {
+		pixels = pixels[:len(labels)*plane]
 		channels = 1
-		for _, img := range imgs {
-			if !isGray(img) {
-				channels = 3
-				break
-			}
-		}
-	}
-	size := channels * w * h
-	pixels := make([]byte, 0, len(imgs)*size)
-	for i, img := range imgs {
-		pixels = appendCHW(pixels, resize(img, w, h), channels)
-		imgs[i] = nil
 	}
 	m, err := NewImages([]int{channels, h, w}, len(out.ClassNames), pixels, labels)
 	if err != nil {
@@ -175,24 +183,6 @@ func decodeImage(fsys fs.FS, name, where string, maxPixels int) (image.Image, er
 		return nil, fmt.Errorf("datasets: %w: %s: %s: %v", ErrImage, where, format, err)
 	}
 	return img, nil
-}
-
-// isGray reports whether every pixel of img has R = G = B.
-func isGray(img image.Image) bool {
-	switch img.(type) {
-	case *image.Gray, *image.Gray16:
-		return true
-	}
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if r != g || g != bl {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // appendCHW appends img's pixels, channel after channel (CHW), as bytes.

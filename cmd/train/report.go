@@ -57,7 +57,7 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	m, p := t.Model(), t.Plan()
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
 		t.Optimizer().Name(), m.Name(), thousands(m.NumParams()), m.DType(), dataName,
-		thousands(train.Len()), thousands(test.Len()), shapeString(train.Shape()))
+		thousands(train.Len()), thousands(test.Len()), exampleShape(train.Shape()))
 	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
 	if p.Private {
@@ -212,6 +212,14 @@ func lrString(o *options) string {
 		s += fmt.Sprintf(", momentum %g", o.momentum)
 	}
 	return s
+}
+
+// exampleShape describes an example's shape: "3 features" for a table, "1×28×28" else.
+func exampleShape(shape []int) string {
+	if len(shape) == 1 {
+		return fmt.Sprintf("%d features", shape[0])
+	}
+	return shapeString(shape)
 }
 
 func shapeString(shape []int) string {
