@@ -10,7 +10,17 @@
 //   - datasets/cifar reads the binary versions of CIFAR-10 and CIFAR-100, from the
 //     extracted directory or straight from the .tar.gz archive.
 //
-// Every reader returns an *Images, which satisfies Dataset. A typical use:
+// Your own data, in this package:
+//
+//   - LoadCSV reads numeric features and a label column from a CSV file into a Table,
+//     scaled to [0, 1] by ranges the user declares (never by the data's own statistics,
+//     which differential privacy does not cover).
+//   - LoadImageFolder reads PNG and JPEG images from one subfolder per class, as
+//     torchvision's ImageFolder does, into an *Images (pixels b/255).
+//   - HoldOut splits a dataset into training and test sets, stratified by label, the
+//     test examples chosen at random by a seed.
+//
+// The format readers return an *Images, which satisfies Dataset. A typical use:
 //
 //	train, test, err := mnist.Embedded()       // 8,000 / 2,000 real digits, no files needed
 //	if err != nil { … }

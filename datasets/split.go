@@ -1,7 +1,11 @@
 package datasets
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -71,4 +75,73 @@ func StratifiedSplit(labels []int, n int) (rest, picked []int, err error) {
 		}
 	}
 	return rest, picked, nil
+}
+
+// RandomStratifiedSplit is StratifiedSplit with the examples of each class picked at
+// random instead of evenly spaced: the indices are permuted by a ChaCha8 stream seeded
+// with seed, StratifiedSplit runs on the permuted order, and the result is mapped back.
+// So every class's share of picked is what StratifiedSplit gives (within one of
+// n·m_c/N), which examples are picked depends on seed, and the same labels and seed
+// always give the same split. Both slices are in increasing index order.
+func RandomStratifiedSplit(labels []int, n int, seed uint64) (rest, picked []int, err error) {
+	perm := seedPermutation(len(labels), seed)
+	permuted := make([]int, len(labels))
+	for k, i := range perm {
+		permuted[k] = labels[i]
+	}
+	restK, pickedK, err := StratifiedSplit(permuted, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	back := func(ks []int) []int {
+		out := make([]int, len(ks))
+		for j, k := range ks {
+			out[j] = perm[k]
+		}
+		slices.Sort(out)
+		return out
+	}
+	return back(restK), back(pickedK), nil
+}
+
+// seedPermutation is a permutation of 0…n−1 drawn by a Fisher–Yates shuffle from
+// ChaCha8 seeded with seed (the seed in the first 8 bytes of the key, the rest zero).
+func seedPermutation(n int, seed uint64) []int {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	rng := rand.New(rand.NewChaCha8(key))
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	return perm
+}
+
+// HoldOut splits ds into a training and a test set: the test set gets
+// round(fraction·Len) examples chosen by RandomStratifiedSplit with seed, the training
+// set the rest, both in ds's order. fraction must leave both sets non-empty.
+//
+// The split depends on the labels, their order and the seed only; differential privacy
+// covers the training set. The test set's metrics are
+// computed without noise: publishing them reveals something about the test examples.
+func HoldOut(ds Dataset, fraction float64, seed uint64) (train, test Dataset, err error) {
+	if !(fraction > 0 && fraction < 1) {
+		return nil, nil, fmt.Errorf("datasets: test fraction %v: want a value in (0, 1)", fraction)
+	}
+	n := int(math.Round(fraction * float64(ds.Len())))
+	if n < 1 || n >= ds.Len() {
+		return nil, nil, fmt.Errorf("datasets: test fraction %v of %d examples leaves %d for test and %d for training; both must be ≥ 1", fraction, ds.Len(), n, ds.Len()-n)
+	}
+	rest, picked, err := RandomStratifiedSplit(Labels(ds), n, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if train, err = Subset(ds, rest); err != nil {
+		return nil, nil, err
+	}
+	if test, err = Subset(ds, picked); err != nil {
+		return nil, nil, err
+	}
+	return train, test, nil
 }

@@ -142,3 +142,89 @@ func TestStratifiedSplitErrors(t *testing.T) {
 		t.Errorf("empty: %v %v %v", rest, picked, err)
 	}
 }
+
+// HoldOut: classes of 50, 30 and 20 examples with fraction 0.1 give exactly 5, 3 and 2
+// test examples (10 % of each class, no remainders); the same seed gives the same split,
+// another seed another one; no example is in both sets.
+func TestHoldOut(t *testing.T) {
+	var px, lab []byte
+	for c, m := range []int{50, 30, 20} {
+		for range m {
+			px = append(px, byte(len(lab))) // the pixel identifies the example
+			lab = append(lab, byte(c))
+		}
+	}
+	ds, err := NewImages([]int{1}, 3, px, lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(d Dataset) []int {
+		var out []int
+		x := make([]float32, 1)
+		for i := range d.Len() {
+			d.Example(i, x)
+			out = append(out, int(x[0]*255+0.5))
+		}
+		return out
+	}
+	train, test, err := HoldOut(ds, 0.1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train.Len() != 90 || test.Len() != 10 {
+		t.Fatalf("sizes %d/%d, want 90/10", train.Len(), test.Len())
+	}
+	if got := countsOf(Labels(test), []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 3); !slices.Equal(got, []int{5, 3, 2}) {
+		t.Errorf("test per class %v, want [5 3 2]", got)
+	}
+	all := append(ids(train), ids(test)...)
+	slices.Sort(all)
+	for i, v := range all {
+		if v != i {
+			t.Fatalf("train ∪ test is not the 100 examples once each: %v", all)
+		}
+	}
+	_, again, _ := HoldOut(ds, 0.1, 1)
+	_, other, _ := HoldOut(ds, 0.1, 2)
+	if !slices.Equal(ids(test), ids(again)) {
+		t.Error("the same seed gave another split")
+	}
+	if slices.Equal(ids(test), ids(other)) {
+		t.Error("seeds 1 and 2 gave the same split")
+	}
+	// Evenly spaced picks would take examples 4, 9, …; a random split almost surely
+	// does not (probability 1/C(50,5) per class).
+	if slices.Equal(ids(test)[:5], []int{4, 14, 24, 34, 44}) || slices.Equal(ids(test)[:5], []int{9, 19, 29, 39, 49}) {
+		t.Errorf("test examples %v look evenly spaced, not random", ids(test))
+	}
+	for _, bad := range []float64{0, 1, -0.1, 0.001, 0.999} {
+		if _, _, err := HoldOut(ds, bad, 1); err == nil {
+			t.Errorf("HoldOut fraction %v: no error", bad)
+		}
+	}
+}
+
+// Over many seeds every example of a class is picked about equally often (each class's
+// picks are a uniform random subset): class 0 of 50 with 5 picks, 2,000 seeds, each
+// example expected 200 times, binomial sd ≈ 13.4; bounds at ±6 sd.
+func TestRandomStratifiedSplitUniform(t *testing.T) {
+	labels := make([]int, 100)
+	for i := 50; i < 100; i++ {
+		labels[i] = 1
+	}
+	counts := make([]int, 100)
+	for seed := range uint64(2000) {
+		_, picked, err := RandomStratifiedSplit(labels, 10, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range picked {
+			counts[i]++
+		}
+	}
+	for i, c := range counts {
+		if c < 200-80 || c > 200+80 {
+			t.Errorf("example %d picked %d times in 2000 splits, want 200 ± 80", i, c)
+		}
+	}
+}

@@ -130,3 +130,27 @@ func calibrate(opts []accountant.Option, q float64, scaler dpoptim.NoiseScaler, 
 	}
 	return 0, accountant.Spent{}, fmt.Errorf("%w: the noise calibrated for ε = %v exceeds it when the steps are recorded one by one", accountant.ErrUnreachable, target)
 }
+
+// String describes the plan on one line, e.g.
+//
+//	poisson sampling q = 0.256 (batch 2048 of 8000, physical 128), 30 epochs × 4 steps = 120 steps; DP: z = 4.3637 calibrated for ε = 3, clip flat C=1, δ = 1e-05, the plan spends ε = 2.9999 (RDP order 7.3)
+//
+// or, for non-private training, "…; not private (ε = ∞)".
+func (p Plan) String() string {
+	s := fmt.Sprintf("%s sampling q = %.4g (batch %d of %d, physical %d), %d epochs × %d steps = %d steps",
+		p.Sampling, p.SampleRate, p.BatchSize, p.DatasetSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps)
+	if !p.Private {
+		return s + "; not private (ε = ∞)"
+	}
+	z := fmt.Sprintf("z = %.5g given", p.NoiseMultiplier)
+	if p.Calibrated {
+		z = fmt.Sprintf("z = %.5g calibrated for ε = %g", p.NoiseMultiplier, p.TargetEpsilon)
+	} else if p.TargetEpsilon > 0 {
+		z += fmt.Sprintf(", budget ε = %g", p.TargetEpsilon)
+	}
+	spent := fmt.Sprintf("ε = %.5g (RDP order %g)", p.Spent.Epsilon, p.Spent.Order)
+	if math.IsInf(p.Spent.Epsilon, 1) {
+		spent = "ε = ∞"
+	}
+	return fmt.Sprintf("%s; DP: %s, clip %s, δ = %g, the plan spends %s", s, z, p.ClipRule, p.Delta, spent)
+}

@@ -338,7 +338,7 @@ func Save(path string, c *Checkpoint) error {
 		return err
 	}
 	if err := checkpoint.WriteFile(path, f); err != nil {
-		return fmt.Errorf("nn: saving checkpoint: %w", err)
+		return err // "checkpoint: PATH: …" already says what and where
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func Save(path string, c *Checkpoint) error {
 func Load(path string) (*Checkpoint, error) {
 	f, err := checkpoint.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("nn: loading checkpoint: %w", err)
+		return nil, err // "checkpoint: PATH: …" already says what and where
 	}
 	c, err := fromFile(f)
 	if err != nil {

@@ -9,11 +9,32 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 )
+
+// seedFlag is -seed: a seed ≥ 0, or −1 for crypto/rand. Unset, it prints as "", so
+// -help shows only the usage's "(default: crypto/rand)" and not also "(default -1)".
+type seedFlag struct{ seed *int64 }
+
+func (f seedFlag) String() string {
+	if f.seed == nil || *f.seed < 0 {
+		return ""
+	}
+	return strconv.FormatInt(*f.seed, 10)
+}
+
+func (f seedFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return errors.New("want a seed ≥ 0")
+	}
+	*f.seed = v
+	return nil
+}
 
 // Exit statuses.
 const (
@@ -120,7 +141,8 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.StringVar(&o.sampling, "sampling", "poisson", "batches of the SCD and SVRG methods: poisson (what the accountant analyses) or shuffled (the papers' fixed-size batches)")
 	fs.IntVar(&o.newtonSteps, "newton-steps", 0, "Newton steps of DP-SCD's logistic update (0: exact, 1: the authors' code)")
 	fs.BoolVar(&o.spectralL, "spectral-l", false, "use the accelerated paper's data-dependent L = λ_max(XᵀX/n) + λ (not private) for the step size")
-	fs.Int64Var(&o.seed, "seed", -1, "noise seed for a reproducible run (default: crypto/rand)")
+	o.seed = -1
+	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: crypto/rand)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

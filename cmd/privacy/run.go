@@ -16,7 +16,7 @@ import (
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the computation failed (e.g. an unreachable ε)
+	exitFailure = 1 // the computation failed
 	exitUsage   = 2 // bad command line
 )
 
@@ -160,9 +160,13 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	r, err := p.run(cmd, o)
 	if err != nil {
-		msg := err.Error()
+		msg := strings.TrimPrefix(err.Error(), "accountant: ")
 		if errors.Is(err, accountant.ErrUnreachable) {
-			msg += " (on the command line: raise -max-order, e.g. -max-order 1024)"
+			// The accountant's hint is a Go call; on the command line the flag is the fix,
+			// and an unreachable target is bad input (exit 2), not a failure.
+			msg, _, _ = strings.Cut(msg, "; extend the orders")
+			fmt.Fprintf(stderr, "privacy %s: %s; raise -max-order (e.g. -max-order 1024) or give larger -orders\n", cmd, msg)
+			return exitUsage
 		}
 		fmt.Fprintf(stderr, "privacy %s: %s\n", cmd, msg)
 		return exitFailure

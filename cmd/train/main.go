@@ -9,6 +9,12 @@
 //	go run ./cmd/train -model logreg -optimizer dp-adam -epsilon 1 -epochs 10
 //	go run ./cmd/train -dataset fashion-mnist -checkpoint run.ckpt -metrics run.jsonl -plot run.png
 //	go run ./cmd/train -resume run.ckpt -checkpoint run.ckpt   # continue an interrupted run
+//	go run ./cmd/train -dataset csv:data.csv -label class -scale 0:100 -model mlp
+//	go run ./cmd/train -dataset images:photos/ -image-size 28x28
+//
+// Your own data: -dataset csv:PATH (numeric features scaled by a declared -scale range,
+// never by the data's own statistics) or images:DIR (one subfolder of PNG/JPEG images per
+// class), with a seeded, stratified test split (-test-fraction, -split-seed).
 //
 // Before the first step it prints the plan: sampling rate, steps, the noise multiplier
 // calibrated for the target ε (or, with -noise, the ε the plan will spend). It never

@@ -15,40 +15,54 @@ import (
 	"github.com/privtrain/privtrain/nn"
 )
 
-// writePlot draws test accuracy (top) and ε spent (bottom) per epoch into a PNG, one
-// panel each so that both keep their own scale.
-func writePlot(path string, records []metricRecord, p nn.Plan) error {
-	var acc, eps plotter.XYs
+// writePlot draws the run's curves per epoch into a PNG: accuracy (training and test),
+// loss (training and test) and, for private training only, the ε spent against the
+// target; one panel each so that each keeps its own scale, under a title with the
+// run's settings.
+func writePlot(path string, records []metricRecord, p nn.Plan, title string) error {
+	var trainAcc, testAcc, trainLoss, testLoss, eps plotter.XYs
 	if len(records) > 0 && records[0].Epoch == 1 && p.Private {
 		eps = append(eps, plotter.XY{}) // nothing is spent before the first step
 	}
 	maxEps := p.TargetEpsilon
 	for _, r := range records {
-		if r.Epsilon != nil {
-			maxEps = max(maxEps, *r.Epsilon)
+		x := float64(r.Epoch)
+		if r.TrainAccuracy != nil {
+			trainAcc = append(trainAcc, plotter.XY{X: x, Y: 100 * *r.TrainAccuracy})
 		}
 		if r.TestAccuracy != nil {
-			acc = append(acc, plotter.XY{X: float64(r.Epoch), Y: 100 * *r.TestAccuracy})
+			testAcc = append(testAcc, plotter.XY{X: x, Y: 100 * *r.TestAccuracy})
+		}
+		if r.Loss != nil {
+			trainLoss = append(trainLoss, plotter.XY{X: x, Y: *r.Loss})
+		}
+		if r.TestLoss != nil {
+			testLoss = append(testLoss, plotter.XY{X: x, Y: *r.TestLoss})
 		}
 		if r.Epsilon != nil {
-			eps = append(eps, plotter.XY{X: float64(r.Epoch), Y: *r.Epsilon})
+			maxEps = max(maxEps, *r.Epsilon)
+			eps = append(eps, plotter.XY{X: x, Y: *r.Epsilon})
 		}
 	}
-	top := plot.New()
-	top.Title.Text = "Test accuracy"
-	top.Y.Label.Text = "accuracy (%)"
-	top.X.Label.Text = "epoch"
-	top.Add(plotter.NewGrid())
-	if err := addLine(top, acc, color.RGBA{B: 200, A: 255}); err != nil {
+	testColor, trainColor := color.RGBA{B: 200, A: 255}, color.RGBA{G: 140, A: 255}
+	trainName := "training"
+	if p.Private {
+		trainName = "training (not covered by ε)"
+	}
+	acc := newPanel(title, "accuracy (%)")
+	if err := addCurves(acc, []curve{{trainName, trainAcc, trainColor, true}, {"test", testAcc, testColor, false}}); err != nil {
 		return err
 	}
-	bottom := plot.New()
-	bottom.X.Label.Text = "epoch"
-	bottom.Y.Label.Text = "ε"
-	bottom.Add(plotter.NewGrid())
+	acc.Legend.Top, acc.Legend.Left = false, false
+	loss := newPanel("Loss (cross-entropy)", "loss")
+	if err := addCurves(loss, []curve{{trainName, trainLoss, trainColor, true}, {"test", testLoss, testColor, false}}); err != nil {
+		return err
+	}
+	loss.Legend.Top = true
+	panels := []*plot.Plot{acc, loss}
 	if p.Private {
-		bottom.Title.Text = fmt.Sprintf("Privacy spent (δ = %g)", p.Delta)
-		if err := addLine(bottom, eps, color.RGBA{R: 200, A: 255}); err != nil {
+		privacy := newPanel(fmt.Sprintf("Privacy spent (δ = %g)", p.Delta), "ε")
+		if err := addCurves(privacy, []curve{{"", eps, color.RGBA{R: 200, A: 255}, false}}); err != nil {
 			return err
 		}
 		if p.TargetEpsilon > 0 {
@@ -58,41 +72,83 @@ func writePlot(path string, records []metricRecord, p nn.Plan) error {
 			}
 			target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			target.Color = color.Gray{Y: 120}
-			bottom.Add(target)
-			bottom.Legend.Add(fmt.Sprintf("target ε = %g", p.TargetEpsilon), target)
-			bottom.Legend.Top, bottom.Legend.Left = false, false
+			privacy.Add(target)
+			privacy.Legend.Add(fmt.Sprintf("target ε = %g", p.TargetEpsilon), target)
+			privacy.Legend.Top, privacy.Legend.Left = false, false
 		}
-		bottom.Y.Min, bottom.Y.Max = 0, 1.1*maxEps
-	} else {
-		bottom.Title.Text = "Privacy spent: ε = ∞ (non-private optimizer)"
+		privacy.Y.Min, privacy.Y.Max = 0, 1.1*maxEps
+		panels = append(panels, privacy)
 	}
-	for _, pl := range []*plot.Plot{top, bottom} {
+	for _, pl := range panels {
 		pl.X.Min = 0
 		pl.X.Max = float64(max(p.Epochs, 1))
 	}
-	const w, h = 16 * vg.Centimeter, 18 * vg.Centimeter
+	w, h := 16*vg.Centimeter, vg.Length(len(panels))*8*vg.Centimeter+vg.Centimeter
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	grid := make([][]*plot.Plot, len(panels))
+	for i, pl := range panels {
+		grid[i] = []*plot.Plot{pl}
+	}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, pl := range panels {
+		pl.Draw(canvases[i][0])
+	}
 	return atomicfile.Write(path, 0o644, func(f io.Writer) error {
 		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(f)
 		return err
 	})
 }
 
-func addLine(p *plot.Plot, xys plotter.XYs, c color.Color) error {
-	if len(xys) == 0 {
-		return nil
+// plotTitle names the run in the plot: model, optimizer and its settings, data, privacy.
+func plotTitle(o *options, t *nn.Trainer, dataName string) string {
+	p := t.Plan()
+	priv := "not private (ε = ∞)"
+	if p.Private {
+		priv = fmt.Sprintf("z = %.4g, clip %s, plan ε = %.3g at δ = %g", p.NoiseMultiplier, p.ClipRule, p.Spent.Epsilon, p.Delta)
+		if p.TargetEpsilon > 0 {
+			priv = fmt.Sprintf("target ε = %g, ", p.TargetEpsilon) + priv
+		}
 	}
-	line, points, err := plotter.NewLinePoints(xys)
-	if err != nil {
-		return err
+	return fmt.Sprintf("%s, %s, %s, batch %d, %d epochs on %s\n%s",
+		t.Model().Name(), t.Optimizer().Name(), lrString(o), p.BatchSize, p.Epochs, dataName, priv)
+}
+
+func newPanel(title, yLabel string) *plot.Plot {
+	pl := plot.New()
+	pl.Title.Text = title
+	pl.Y.Label.Text = yLabel
+	pl.X.Label.Text = "epoch"
+	pl.Add(plotter.NewGrid())
+	return pl
+}
+
+type curve struct {
+	name   string
+	xys    plotter.XYs
+	color  color.Color
+	dashed bool
+}
+
+func addCurves(pl *plot.Plot, curves []curve) error {
+	for _, c := range curves {
+		if len(c.xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(c.xys)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color = c.color, c.color
+		line.Width = vg.Points(1.5)
+		if c.dashed {
+			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		pl.Add(line, points)
+		if c.name != "" {
+			pl.Legend.Add(c.name, line, points)
+		}
 	}
-	line.Color, points.Color = c, c
-	line.Width = vg.Points(1.5)
-	p.Add(line, points)
 	return nil
 }

@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/privtrain/privtrain/datasets"
@@ -17,22 +17,37 @@ import (
 )
 
 // plainEvery is how often a long epoch prints a progress line when stderr is not a
-// terminal.
-const plainEvery = 30 * time.Second
+// terminal; drawEvery how often the terminal's progress line is redrawn.
+const (
+	plainEvery = 30 * time.Second
+	drawEvery  = 100 * time.Millisecond
+)
 
-// reporter writes the plan and the progress to stderr: a progress bar per epoch on a
-// terminal, plain lines otherwise.
+// reporter writes the plan and the progress to stderr: a progress line redrawn in place
+// on a terminal, plain lines otherwise. Both give the epoch's and the whole run's ETA.
 type reporter struct {
 	w         io.Writer
 	tty       bool
-	bar       *progressbar.ProgressBar
+	now       func() time.Time // time.Now; a test's clock
 	lastPlain time.Time
+	lastDraw  time.Time
+	drawn     bool // a progress line is on the terminal
+	cols      int  // the terminal's width; the progress line is cut to fit
+	// The ETAs extrapolate the time per step since the first step of this process
+	// (a resumed run does not count the steps of earlier processes).
+	started   time.Time
+	startStep int // steps done before this process's first step
+	runETA    time.Duration
 }
 
 func newReporter(w io.Writer) *reporter {
-	r := &reporter{w: w, lastPlain: time.Now()}
+	r := &reporter{w: w, now: time.Now}
+	r.lastPlain = r.now()
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		r.tty = true
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			r.cols = cols
+		}
 	}
 	return r
 }
@@ -42,12 +57,15 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	m, p := t.Model(), t.Plan()
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
 		t.Optimizer().Name(), m.Name(), thousands(m.NumParams()), m.DType(), dataName,
-		thousands(train.Len()), thousands(test.Len()), shapeString(train.Shape()))
+		thousands(train.Len()), thousands(test.Len()), exampleShape(train.Shape()))
 	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
 	if p.Private {
 		how := fmt.Sprintf("noise multiplier z = %.5g (given)", p.NoiseMultiplier)
-		if p.Calibrated {
+		switch {
+		case o.resume != "":
+			how = fmt.Sprintf("noise multiplier z = %.5g %s", p.NoiseMultiplier, resumedNoise(o.calibratedFor, p.TargetEpsilon))
+		case p.Calibrated:
 			how = fmt.Sprintf("target ε = %g → noise multiplier z = %.5g (calibrated)", p.TargetEpsilon, p.NoiseMultiplier)
 		}
 		if a := t.Ledger().Accountant(); a.Name() != "rdp" {
@@ -63,61 +81,100 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	}
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
-		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (epoch %d), ε spent so far %s\n", o.resume, s, p.Steps, s/p.StepsPerEpoch, epsString(spent.Epsilon))
+		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
 	}
 	if len(o.fromCheckpoint) > 0 {
-		fmt.Fprintf(r.w, "resumed: settings from the checkpoint: %s\n", strings.Join(o.fromCheckpoint, ", "))
+		fmt.Fprintf(r.w, "resumed: settings from the checkpoint: %s\n", strings.Join(slices.Sorted(slices.Values(o.fromCheckpoint)), ", "))
 	}
 	for _, w := range p.Warnings() {
 		fmt.Fprintf(r.w, "warning: %s\n", w)
 	}
 }
 
+// markStart records when training starts (after the header and any setup), the origin
+// of the ETAs.
+func (r *reporter) markStart(stepsDone int) {
+	r.started, r.startStep = r.now(), stepsDone
+}
+
+// etas extrapolates the time per step of this process to the rest of the epoch and of
+// the run.
+func (r *reporter) etas(p nn.StepProgress) (epoch, run time.Duration) {
+	done := p.GlobalStep - r.startStep
+	if done <= 0 {
+		return -1, -1
+	}
+	per := r.now().Sub(r.started) / time.Duration(done)
+	return per * time.Duration(p.StepsPerEpoch-p.Step), per * time.Duration(p.TotalSteps-p.GlobalStep)
+}
+
 func (r *reporter) step(p nn.StepProgress) {
-	desc := fmt.Sprintf("epoch %d/%d  loss %.3f  ε %s", p.Epoch, (p.TotalSteps+p.StepsPerEpoch-1)/p.StepsPerEpoch, p.Loss, epsString(p.Epsilon))
+	if r.started.IsZero() {
+		r.markStart(p.GlobalStep - 1)
+	}
+	epochs := (p.TotalSteps + p.StepsPerEpoch - 1) / p.StepsPerEpoch
+	epochETA, runETA := r.etas(p)
+	r.runETA = runETA
+	desc := fmt.Sprintf("epoch %d/%d  step %d/%d  loss %.3f  ε %s  ETA %s, run %s",
+		p.Epoch, epochs, p.Step, p.StepsPerEpoch, p.Loss, epsString(p.Epsilon), etaString(epochETA), etaString(runETA))
+	now := r.now()
 	if !r.tty {
-		if time.Since(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
-			fmt.Fprintf(r.w, "%s  step %d/%d\n", desc, p.Step, p.StepsPerEpoch)
-			r.lastPlain = time.Now()
+		if now.Sub(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
+			fmt.Fprintln(r.w, desc)
+			r.lastPlain = now
 		}
 		return
 	}
-	if r.bar == nil {
-		r.bar = progressbar.NewOptions(p.StepsPerEpoch,
-			progressbar.OptionSetWriter(r.w),
-			progressbar.OptionSetDescription(desc),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionClearOnFinish(), // the epoch's summary line replaces it
-		)
-		_ = r.bar.Set(p.Step - 1) // a resumed epoch starts part-way
+	if now.Sub(r.lastDraw) < drawEvery && p.Step != 1 {
+		return
 	}
-	r.bar.Describe(desc)
-	_ = r.bar.Add(1)
+	const width = 20
+	filled := width * p.Step / p.StepsPerEpoch
+	line := []rune(strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + " " + desc)
+	cols := r.cols
+	if cols <= 0 {
+		cols = 80
+	}
+	if len(line) > cols-1 { // a wrapped line could not be redrawn in place
+		line = line[:cols-1]
+	}
+	fmt.Fprintf(r.w, "\r\033[K%s", string(line))
+	r.lastDraw, r.drawn = now, true
 }
 
-// finishBar leaves an unfinished epoch's bar (an interrupted run) on its own line.
+// etaString formats an ETA to the second ("?" before there is a rate).
+func etaString(d time.Duration) string {
+	if d < 0 {
+		return "?"
+	}
+	return d.Round(time.Second).String()
+}
+
+// finishBar leaves an unfinished epoch's progress line (an interrupted run) on its own
+// line.
 func (r *reporter) finishBar() {
-	if r.bar != nil {
-		_ = r.bar.Exit()
+	if r.drawn {
 		fmt.Fprintln(r.w)
-		r.bar = nil
+		r.drawn = false
 	}
 }
 
 func (r *reporter) epoch(m nn.EpochMetrics, p nn.Plan) {
-	if r.bar != nil {
-		_ = r.bar.Finish()
-		r.bar = nil
+	if r.drawn {
+		fmt.Fprint(r.w, "\r\033[K") // the epoch's line replaces its progress line
+		r.drawn = false
 	}
-	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s\n",
+	eta := ""
+	if m.Step < p.Steps && !r.started.IsZero() {
+		// the per-step rate now includes this epoch's evaluation
+		per := r.now().Sub(r.started) / time.Duration(max(m.Step-r.startStep, 1))
+		eta = "  run ETA " + etaString(per*time.Duration(p.Steps-m.Step))
+	}
+	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s%s\n",
 		len(fmt.Sprint(p.Epochs)), m.Epoch, p.Epochs, len(fmt.Sprint(p.Steps)), m.Step,
 		m.TrainLoss, percent(m.TrainAccuracy), percent(m.TestAccuracy), epsString(m.Epsilon),
-		(time.Duration(m.Seconds*10) * time.Second / 10).String())
-	r.lastPlain = time.Now()
+		(time.Duration(m.Seconds*10) * time.Second / 10).String(), eta)
+	r.lastPlain = r.now()
 }
 
 func percent(v float64) string {
@@ -162,6 +219,14 @@ func lrString(o *options) string {
 	return s
 }
 
+// exampleShape describes an example's shape: "3 features" for a table, "1×28×28" else.
+func exampleShape(shape []int) string {
+	if len(shape) == 1 {
+		return fmt.Sprintf("%d features", shape[0])
+	}
+	return shapeString(shape)
+}
+
 func shapeString(shape []int) string {
 	parts := make([]string, len(shape))
 	for i, s := range shape {
@@ -194,7 +259,9 @@ type summary struct {
 	AccountantInfo    string   `json:"accountant_description,omitempty"` // method and discretisation
 	TargetEpsilon     float64  `json:"target_epsilon,omitempty"`
 	NoiseMultiplier   float64  `json:"noise_multiplier"`
-	Calibrated        bool     `json:"noise_calibrated"`
+	Calibrated        bool     `json:"noise_calibrated"`     // z was calibrated for target_epsilon
+	CalibratedFor     float64  `json:"noise_calibrated_for"` // the ε z was calibrated for (0: z given)
+	NoiseResumed      bool     `json:"noise_from_checkpoint"`
 	Clip              float64  `json:"clip,omitempty"`
 	Clipping          string   `json:"clipping,omitempty"`
 	Noise             string   `json:"noise"`
@@ -264,6 +331,34 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 	return s
 }
 
+// setNoiseOrigin says where the noise multiplier came from. A resumed run keeps the
+// checkpoint's z, calibrated (if at all) for the ε its run started with; -epsilon on
+// resume only changes the budget the rest of the run must stay within.
+func (s *summary) setNoiseOrigin(o *options, resumed bool) {
+	if !s.Private {
+		return
+	}
+	s.CalibratedFor = o.calibratedFor
+	s.NoiseResumed = resumed
+	s.Calibrated = o.calibratedFor > 0 && o.calibratedFor == s.TargetEpsilon
+}
+
+// resumedNoise describes the noise multiplier of a resumed run, in parentheses.
+func resumedNoise(calibratedFor, target float64) string {
+	how := "given with -noise"
+	if calibratedFor > 0 {
+		how = fmt.Sprintf("calibrated for ε = %g when the run started", calibratedFor)
+	}
+	budget := ""
+	switch {
+	case target > 0 && target != calibratedFor:
+		budget = fmt.Sprintf("; this run's budget ε = %g", target)
+	case target == 0:
+		budget = "; no ε budget"
+	}
+	return fmt.Sprintf("(the checkpoint's, %s%s)", how, budget)
+}
+
 func finiteOrNil(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
@@ -293,11 +388,14 @@ func (s *summary) writeText(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the %s accountant (%s)\n", eps, s.Delta, strings.ToUpper(s.Accountant), s.AccountantInfo)
 		}
-		how := "given"
-		if s.Calibrated {
-			how = fmt.Sprintf("calibrated for ε = %g", s.TargetEpsilon)
+		how := "(given)"
+		switch {
+		case s.NoiseResumed:
+			how = resumedNoise(s.CalibratedFor, s.TargetEpsilon)
+		case s.Calibrated:
+			how = fmt.Sprintf("(calibrated for ε = %g)", s.TargetEpsilon)
 		}
-		fmt.Fprintf(w, "noise           multiplier z = %.5g (%s), clip %s\n", s.NoiseMultiplier, how, s.Clipping)
+		fmt.Fprintf(w, "noise           multiplier z = %.5g %s, clip %s\n", s.NoiseMultiplier, how, s.Clipping)
 		fmt.Fprintf(w, "noise source    %s\n", noiseDescription(s.Noise))
 	} else {
 		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -35,7 +35,8 @@ const usageHeader = `usage: train [flags]
 
 Trains a network with differential privacy and reports test accuracy and (ε, δ).
 With no flags: DP-SGD on the MNIST CNN, on the MNIST sample built into the binary
-(8,000 train / 2,000 test digits), ε = 3, δ = 1e-5.
+(8,000 train / 2,000 test digits), ε = 3, δ = 1e-5. Your own data: -dataset csv:PATH
+(with -scale LO:HI) or -dataset images:DIR (one subfolder per class).
 
 Flags:
 `
@@ -106,7 +107,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			if errors.Is(err, fs.ErrNotExist) {
 				return 0, usagef("-resume %s: no such file", o.resume)
 			}
-			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+			return 0, fileError("resume", o.resume, err)
 		}
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
@@ -120,8 +121,25 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
-	trainSet, testSet, dataName, err := loadData(o)
+	if ck == nil && private(o.optimizer) && !o.set["noise"] {
+		o.calibratedFor = o.epsilon
+		o.calibratedForSetting = strconv.FormatFloat(o.epsilon, 'g', -1, 64)
+	}
+	for _, out := range []struct{ flag, path string }{{"checkpoint", o.checkpoint}, {"plot", o.plot}, {"metrics", o.metrics}} {
+		if err := checkWritable(out.flag, out.path); err != nil {
+			return 0, err
+		}
+	}
+	trainSet, testSet, dataName, notes, err := loadData(o)
 	if err != nil {
+		return 0, err
+	}
+	if kind, _ := ownDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
+			return 0, usagef("-dataset %s: %v", o.dataset, err)
+		}
+	}
+	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
@@ -130,7 +148,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
-	m, err := buildModel(o)
+	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +190,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	} else if ck != nil {
 		if err := s.trainer.Restore(ck); err != nil {
-			return 0, fmt.Errorf("-resume %s: %w", o.resume, err)
+			return 0, fileError("resume", o.resume, err)
 		}
 	}
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
@@ -180,7 +198,11 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	defer s.metrics.close()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "data: %s\n", n)
+	}
 
+	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
@@ -195,7 +217,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if o.plot != "" {
-		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan()); err != nil {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName)); err != nil {
 			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
 		}
 	}
@@ -203,7 +225,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, fmt.Errorf("-metrics %s: %w", o.metrics, err)
 	}
 	if interrupted {
-		where := fmt.Sprintf("interrupted after step %d of %d (epoch %d of %d)", res.Steps, s.trainer.Plan().Steps, res.Steps/s.trainer.Plan().StepsPerEpoch, s.trainer.Plan().Epochs)
+		where := interruptedWhere(res.Steps, s.trainer.Plan())
 		if o.checkpoint != "" {
 			fmt.Fprintf(stderr, "train: %s; checkpoint written to %s; continue with: train -resume %s -checkpoint %s\n", where, o.checkpoint, o.checkpoint, o.checkpoint)
 		} else {
@@ -212,6 +234,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return exitInterrupted, nil
 	}
 	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
+	sum.setNoiseOrigin(o, ck != nil)
 	if o.json {
 		if err := sum.writeJSON(stdout); err != nil {
 			return 0, err
@@ -222,13 +245,31 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	return exitOK, nil
 }
 
+// interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
+// 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
+func interruptedWhere(step int, p nn.Plan) string {
+	if step == 0 {
+		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
+	}
+	return fmt.Sprintf("interrupted after step %d of %d (%s)", step, p.Steps, epochPosition(step, p))
+}
+
+// epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
+// under way, "after epoch 1 of 2" at its end.
+func epochPosition(step int, p nn.Plan) string {
+	if step%p.StepsPerEpoch == 0 {
+		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
+	}
+	return fmt.Sprintf("in epoch %d of %d", step/p.StepsPerEpoch+1, p.Epochs)
+}
+
 func (s *session) save() error {
 	c, err := s.trainer.Checkpoint()
 	if err != nil {
 		return err
 	}
 	if err := saveCheckpoint(s.o.checkpoint, c); err != nil {
-		return fmt.Errorf("-checkpoint %s: %w", s.o.checkpoint, err)
+		return fileError("checkpoint", s.o.checkpoint, err)
 	}
 	s.savedStep = c.Step
 	return nil
@@ -262,14 +303,26 @@ func (s *session) onEpoch(m nn.EpochMetrics) error {
 
 // resolve fills the defaults that depend on other flags.
 func (o *options) resolve() {
-	if o.dataset == "cifar10" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
-		o.model = "cifar-cnn"
+	if !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		if kind, _ := ownDataKind(o.dataset); kind == "csv" {
+			o.model = "logreg"
+		} else if shape := builtinShape[o.dataset]; shape != nil {
+			o.model, _ = defaultModel(shape)
+		}
 	}
 	if !o.set["lr"] && !contains(o.fromCheckpoint, "lr") {
 		o.lr = defaultLR[o.optimizer]
 	}
 	if !o.set["momentum"] && !contains(o.fromCheckpoint, "momentum") && (o.optimizer == "dp-hb" || o.optimizer == "dp-nag") {
 		o.momentum = defaultHeavyMomentum
+	}
+	if !private(o.optimizer) {
+		if !o.set["batch"] && !contains(o.fromCheckpoint, "batch") {
+			o.batch = defaultNonPrivateBatch
+		}
+		if !o.set["epochs"] && !contains(o.fromCheckpoint, "epochs") {
+			o.epochs = defaultNonPrivateEpochs
+		}
 	}
 	o.physicalBatchDefaulted = !o.set["physical-batch"] && !contains(o.fromCheckpoint, "physical-batch")
 }
@@ -305,6 +358,10 @@ func (o *options) settings() map[string]string {
 	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
 		s["ls-sigma"] = strconv.FormatFloat(o.lsSigma, 'g', -1, 64)
 	}
+	o.ownDataSettings(s)
+	if o.calibratedForSetting != "" {
+		s[settingCalibratedFor] = o.calibratedForSetting
+	}
 	if private(o.optimizer) {
 		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
 		s["clipping"] = o.clipping
@@ -333,6 +390,12 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 		o.physicalBatch = c.Plan.PhysicalBatch
 		o.fromCheckpoint = append(o.fromCheckpoint, "physical-batch")
 	}
+	if v, ok := c.Settings[settingCalibratedFor]; ok {
+		o.calibratedForSetting = v
+		o.calibratedFor, _ = strconv.ParseFloat(v, 64)
+	} else if c.Plan.Calibrated {
+		o.calibratedFor = c.Plan.TargetEpsilon // a checkpoint from before the setting: its best knowledge
+	}
 	if !o.set["seed"] && c.Seeded {
 		o.seed, o.seedFromCheckpoint = c.Seed, true
 	}
@@ -348,8 +411,17 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	return nil
 }
 
-// loadData reads the training and test sets named by -dataset and -data.
-func loadData(o *options) (train, test datasets.Dataset, name string, err error) {
+// loadData reads the training and test sets named by -dataset and -data; notes are
+// what the user should know about the data.
+func loadData(o *options) (train, test datasets.Dataset, name string, notes []string, err error) {
+	if kind, _ := ownDataKind(o.dataset); kind != "" || o.dataset == "cifar100" {
+		return loadOwnData(o)
+	}
+	train, test, name, err = loadBuiltinData(o)
+	return train, test, name, nil, err
+}
+
+func loadBuiltinData(o *options) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
 		if _, err := os.Stat(dir); err != nil {
 			return usagef("-data %s: %s; %s", dir, statReason(err), how)
@@ -398,6 +470,53 @@ func loadData(o *options) (train, test datasets.Dataset, name string, err error)
 	return tr, te, name, nil
 }
 
+// flagFileError is an error about the file of -flag PATH whose message names the flag
+// and the path once: the prefixes that the libraries' errors add ("nn: ",
+// "checkpoint: ", "PATH: ") are dropped from its front. errors.Is and errors.As see err.
+type flagFileError struct {
+	msg string
+	err error
+}
+
+func (e *flagFileError) Error() string { return e.msg }
+func (e *flagFileError) Unwrap() error { return e.err }
+
+func fileError(flagName, path string, err error) error {
+	msg := err.Error()
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, p := range []string{"nn: ", "checkpoint: ", path + ": "} {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg, trimmed = rest, true
+			}
+		}
+	}
+	return &flagFileError{fmt.Sprintf("-%s %s: %s", flagName, path, msg), err}
+}
+
+// checkWritable checks, before the first step, that the output file of -flag can be
+// written: its directory exists and takes a new file (a probe file is created and
+// removed), and path is not a directory.
+func checkWritable(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usagef("-%s %s: is a directory; want a file name", flagName, path)
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".train-probe-*")
+	if err != nil {
+		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, statReason(err))
+	}
+	name := probe.Name()
+	probe.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("-%s %s: removing the probe file %s: %w", flagName, path, name, err)
+	}
+	return nil
+}
+
 func statReason(err error) string {
 	if errors.Is(err, fs.ErrNotExist) {
 		return "no such file or directory"
@@ -409,19 +528,10 @@ func statReason(err error) string {
 	return err.Error()
 }
 
-func buildModel(o *options) (*nn.Model, error) {
-	act := models.ReLU
-	if o.activation == "tanh" {
-		act = models.Tanh
-	}
-	var spec nn.Spec
-	switch o.model {
-	case "logreg":
-		spec = models.LogisticRegression()
-	case "cnn":
-		spec = models.MNISTCNN(act)
-	case "cifar-cnn":
-		spec = models.CIFAR10CNN(act)
+func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
+	spec, err := modelSpec(o, shape, classes)
+	if err != nil {
+		return nil, err
 	}
 	var opts []nn.Option
 	if o.float64 {

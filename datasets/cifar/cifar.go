@@ -1,7 +1,6 @@
 package cifar
 
 import (
-	"archive/tar"
 	"bufio"
 	"errors"
 	"fmt"
@@ -270,7 +269,7 @@ func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 	defer zr.Close()
 	members := make(map[string]*split) // base name → its records
 	wanted := append(slices.Clone(f.train), f.test...)
-	tr := tar.NewReader(zr)
+	tr := newTarReader(zr)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -280,7 +279,7 @@ func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 			return nil, fmt.Errorf("cifar: %s: %w", name, archiveError(err))
 		}
 		base := path.Base(h.Name)
-		if h.Typeflag != tar.TypeReg || !slices.Contains(wanted, base) {
+		if !h.Regular || !slices.Contains(wanted, base) {
 			continue
 		}
 		if members[base] != nil {

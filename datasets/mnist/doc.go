@@ -1,11 +1,11 @@
 // Package mnist reads MNIST and Fashion-MNIST in the IDX format, carries a 10,000-digit
-// MNIST sample inside the binary, and downloads the full MNIST.
+// MNIST sample inside the binary; its subpackage download fetches the full MNIST.
 //
 // Three ways to get data, from no setup to the full sets:
 //
 //	train, test, err := mnist.Embedded()                       // 8,000 / 2,000 digits, built in
 //	train, test, err := mnist.LoadFashion(mnist.DebianFashionDir) // apt install dataset-fashion-mnist
-//	err := mnist.Download(ctx, "data/mnist")                   // once; then
+//	err := download.MNIST(ctx, "data/mnist")                   // once (datasets/mnist/download); then
 //	train, test, err := mnist.Load("data/mnist")               // 60,000 / 10,000 digits
 //
 // All return *datasets.Images: examples of shape [1 28 28] (N×1×28×28 in all), pixel
@@ -45,8 +45,9 @@
 //
 // # Download
 //
-// Download fetches the four .gz files from DefaultMirrors (or the mirrors given with
-// WithMirrors), checks each against the sizes and SHA-256 digests of Files (the values
-// published by TensorFlow Datasets) and writes it atomically. It never runs unless
-// called; the tests use local servers only.
+// download.MNIST, in the subpackage datasets/mnist/download, fetches the four .gz files
+// from its default mirrors, checks each against the sizes and SHA-256 digests published
+// by TensorFlow Datasets and writes it atomically. It lives apart so that this package
+// does not import net/http: a program that only reads data links no network code and
+// builds as a static binary.
 package mnist

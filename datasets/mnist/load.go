@@ -29,7 +29,7 @@ const (
 )
 
 const (
-	mnistHint   = "download them with mnist.Download, or from https://ossci-datasets.s3.amazonaws.com/mnist/"
+	mnistHint   = "download them with download.MNIST (package datasets/mnist/download; Download in the README), or from https://ossci-datasets.s3.amazonaws.com/mnist/"
 	fashionHint = "install the Debian package dataset-fashion-mnist (apt install dataset-fashion-mnist puts them in " +
 		DebianFashionDir + "), or download them from https://github.com/zalandoresearch/fashion-mnist"
 )

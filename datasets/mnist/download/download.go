@@ -1,4 +1,12 @@
-package mnist
+// Package download fetches the full MNIST from public mirrors into a directory, checking
+// every file's size and SHA-256 digest, after which mnist.Load reads it:
+//
+//	if err := download.MNIST(ctx, "data/mnist"); err != nil { … }
+//	train, test, err := mnist.Load("data/mnist")
+//
+// It is a package of its own so that programs that only read data (cmd/train) do not
+// link net/http, whose resolver needs cgo and would make their binaries dynamic.
+package download
 
 import (
 	"context"
@@ -12,13 +20,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 // ErrChecksum reports a file whose size or SHA-256 digest is not the expected one.
 var ErrChecksum = errors.New("checksum mismatch")
 
-// RemoteFile is a file that Download fetches: its name, which is appended to each
+// RemoteFile is a file that MNIST fetches: its name, which is appended to each
 // mirror's URL and used in the target directory, and what it must be.
 type RemoteFile struct {
 	Name   string
@@ -26,7 +35,7 @@ type RemoteFile struct {
 	SHA256 string // lower-case hex digest
 }
 
-// DefaultMirrors returns the mirrors Download tries, in order: PyTorch's and
+// DefaultMirrors returns the mirrors MNIST tries, in order: PyTorch's and
 // TensorFlow's copies of MNIST (yann.lecun.com no longer serves the files reliably).
 func DefaultMirrors() []string {
 	return []string{
@@ -39,15 +48,15 @@ func DefaultMirrors() []string {
 // listed by TensorFlow Datasets (tensorflow_datasets/url_checksums/mnist.txt).
 func Files() []RemoteFile {
 	return []RemoteFile{
-		{TrainImages + ".gz", 9912422, "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
-		{TrainLabels + ".gz", 28881, "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
-		{TestImages + ".gz", 1648877, "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
-		{TestLabels + ".gz", 4542, "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"},
+		{mnist.TrainImages + ".gz", 9912422, "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
+		{mnist.TrainLabels + ".gz", 28881, "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
+		{mnist.TestImages + ".gz", 1648877, "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
+		{mnist.TestLabels + ".gz", 4542, "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"},
 	}
 }
 
-// A DownloadOption changes what Download does.
-type DownloadOption func(*downloadConfig)
+// An Option changes what MNIST does.
+type Option func(*downloadConfig)
 
 type downloadConfig struct {
 	mirrors  []string
@@ -57,29 +66,29 @@ type downloadConfig struct {
 }
 
 // WithMirrors replaces the list of mirrors (base URLs; a missing final slash is added).
-func WithMirrors(urls ...string) DownloadOption {
+func WithMirrors(urls ...string) Option {
 	return func(c *downloadConfig) { c.mirrors = append([]string(nil), urls...) }
 }
 
 // WithFiles replaces the files to fetch, e.g. to fetch another data set in IDX format.
-func WithFiles(files ...RemoteFile) DownloadOption {
+func WithFiles(files ...RemoteFile) Option {
 	return func(c *downloadConfig) { c.files = append([]RemoteFile(nil), files...) }
 }
 
 // WithHTTPClient sets the client used for requests (default http.DefaultClient).
-func WithHTTPClient(client *http.Client) DownloadOption {
+func WithHTTPClient(client *http.Client) Option {
 	return func(c *downloadConfig) { c.client = client }
 }
 
-// WithProgress has Download report its progress: f is called with the file's name, the
+// WithProgress has MNIST report its progress: f is called with the file's name, the
 // bytes received so far and the expected size (0 when unknown), repeatedly while a file
 // downloads. f is also called once for a file already present and valid.
-func WithProgress(f func(file string, done, total int64)) DownloadOption {
+func WithProgress(f func(file string, done, total int64)) Option {
 	return func(c *downloadConfig) { c.progress = f }
 }
 
-// Download fetches the four MNIST files into dir (created if needed), after which
-// Load(dir) reads them. Each file is taken from the first mirror that delivers it with
+// MNIST fetches the four MNIST files into dir (created if needed), after which
+// mnist.Load(dir) reads them. Each file is taken from the first mirror that delivers it with
 // the expected size and SHA-256 digest; a failing mirror (unreachable, HTTP error, wrong
 // digest) is skipped for the next. A file is written under a temporary name and renamed
 // only once verified, so dir never holds a partial or unverified file under a standard
@@ -87,16 +96,16 @@ func WithProgress(f func(file string, done, total int64)) DownloadOption {
 //
 // The error names every mirror's failure; errors.Is(err, ErrChecksum) reports a digest
 // mismatch among them. Cancelling ctx stops the download at once.
-func Download(ctx context.Context, dir string, opts ...DownloadOption) error {
+func MNIST(ctx context.Context, dir string, opts ...Option) error {
 	c := downloadConfig{mirrors: DefaultMirrors(), files: Files(), client: http.DefaultClient}
 	for _, o := range opts {
 		o(&c)
 	}
 	if len(c.mirrors) == 0 {
-		return errors.New("mnist: download: no mirrors")
+		return errors.New("download: no mirrors")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("mnist: download: %w", err)
+		return fmt.Errorf("download: %w", err)
 	}
 	for _, f := range c.files {
 		if err := c.fetch(ctx, dir, f); err != nil {
@@ -122,11 +131,11 @@ func (c *downloadConfig) fetch(ctx context.Context, dir string, f RemoteFile) er
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("mnist: download %s: %w", f.Name, ctx.Err())
+			return fmt.Errorf("download %s: %w", f.Name, ctx.Err())
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", url, err))
 	}
-	return fmt.Errorf("mnist: download %s into %s: every mirror failed:\n%w", f.Name, dir, errors.Join(errs...))
+	return fmt.Errorf("download %s into %s: every mirror failed:\n%w", f.Name, dir, errors.Join(errs...))
 }
 
 // get copies url's body into w, checking size and digest on the way.

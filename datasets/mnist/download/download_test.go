@@ -1,8 +1,11 @@
-package mnist
+package download
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -14,7 +17,50 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/privtrain/privtrain/datasets/mnist"
 )
+
+func idx3(magic uint32, n, rows, cols int, pixels []byte) []byte {
+	var b bytes.Buffer
+	for _, v := range []uint32{magic, uint32(n), uint32(rows), uint32(cols)} {
+		binary.Write(&b, binary.BigEndian, v)
+	}
+	b.Write(pixels)
+	return b.Bytes()
+}
+
+func idx1(magic uint32, labels []byte) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.BigEndian, magic)
+	binary.Write(&b, binary.BigEndian, uint32(len(labels)))
+	b.Write(labels)
+	return b.Bytes()
+}
+
+func gz(t testing.TB, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// pattern returns n images of rows×cols whose pixel j of image i is (7i+j) mod 256.
+func pattern(n, rows, cols int) []byte {
+	px := make([]byte, n*rows*cols)
+	for i := range n {
+		for j := range rows * cols {
+			px[i*rows*cols+j] = byte(7*i + j)
+		}
+	}
+	return px
+}
 
 // The tests serve files from local httptest servers only; Download never reaches the
 // network here.
@@ -56,13 +102,13 @@ func (m *mirror) url() string { return m.URL + "/data/" }
 // standardFiles returns a small valid MNIST-like set under the four standard .gz names.
 func standardFiles(t *testing.T) (map[string][]byte, []RemoteFile) {
 	files := map[string][]byte{
-		TrainImages + ".gz": gz(t, idx3(0x803, 3, 28, 28, pattern(3, 28, 28))),
-		TrainLabels + ".gz": gz(t, idx1(0x801, []byte{1, 2, 3})),
-		TestImages + ".gz":  gz(t, idx3(0x803, 2, 28, 28, pattern(2, 28, 28))),
-		TestLabels + ".gz":  gz(t, idx1(0x801, []byte{7, 0})),
+		mnist.TrainImages + ".gz": gz(t, idx3(0x803, 3, 28, 28, pattern(3, 28, 28))),
+		mnist.TrainLabels + ".gz": gz(t, idx1(0x801, []byte{1, 2, 3})),
+		mnist.TestImages + ".gz":  gz(t, idx3(0x803, 2, 28, 28, pattern(2, 28, 28))),
+		mnist.TestLabels + ".gz":  gz(t, idx1(0x801, []byte{7, 0})),
 	}
 	var list []RemoteFile
-	for _, name := range []string{TrainImages, TrainLabels, TestImages, TestLabels} {
+	for _, name := range []string{mnist.TrainImages, mnist.TrainLabels, mnist.TestImages, mnist.TestLabels} {
 		list = append(list, remote(name+".gz", files[name+".gz"]))
 	}
 	return files, list
@@ -86,7 +132,7 @@ func TestDownloadThenLoad(t *testing.T) {
 	m := newMirror(t, files, nil)
 	dir := filepath.Join(t.TempDir(), "mnist")
 	var last = map[string][2]int64{}
-	err := Download(context.Background(), dir, WithMirrors(m.url()), WithFiles(list...),
+	err := MNIST(context.Background(), dir, WithMirrors(m.url()), WithFiles(list...),
 		WithProgress(func(file string, done, total int64) { last[file] = [2]int64{done, total} }))
 	if err != nil {
 		t.Fatal(err)
@@ -100,14 +146,14 @@ func TestDownloadThenLoad(t *testing.T) {
 			t.Errorf("%s: last progress %v, want %d of %d", f.Name, p, f.Size, f.Size)
 		}
 	}
-	train, test, err := Load(dir)
+	train, test, err := mnist.Load(dir)
 	if err != nil || train.Len() != 3 || test.Len() != 2 {
 		t.Fatalf("Load after Download: %v", err)
 	}
 
 	// Present and valid files are not fetched again.
 	before := m.requests.Load()
-	if err := Download(context.Background(), dir, WithMirrors(m.url()), WithFiles(list...)); err != nil {
+	if err := MNIST(context.Background(), dir, WithMirrors(m.url()), WithFiles(list...)); err != nil {
 		t.Fatal(err)
 	}
 	if n := m.requests.Load() - before; n != 0 {
@@ -120,13 +166,13 @@ func TestDownloadFallsThroughMirrors(t *testing.T) {
 	broken := newMirror(t, map[string][]byte{}, nil) // 404 for everything
 	good := newMirror(t, files, nil)
 	dir := t.TempDir()
-	if err := Download(context.Background(), dir, WithMirrors(broken.url(), strings.TrimSuffix(good.url(), "/")), WithFiles(list...)); err != nil {
+	if err := MNIST(context.Background(), dir, WithMirrors(broken.url(), strings.TrimSuffix(good.url(), "/")), WithFiles(list...)); err != nil {
 		t.Fatal(err)
 	}
 	if broken.requests.Load() != 4 || good.requests.Load() != 4 {
 		t.Errorf("requests: first mirror %d, second %d; want 4 and 4", broken.requests.Load(), good.requests.Load())
 	}
-	if _, _, err := Load(dir); err != nil {
+	if _, _, err := mnist.Load(dir); err != nil {
 		t.Error(err)
 	}
 }
@@ -146,7 +192,7 @@ func TestDownloadChecksum(t *testing.T) {
 	} {
 		m := newMirror(t, serve, nil)
 		dir := t.TempDir()
-		err := Download(context.Background(), dir, WithMirrors(m.url()), WithFiles(list[0]))
+		err := MNIST(context.Background(), dir, WithMirrors(m.url()), WithFiles(list[0]))
 		if !errors.Is(err, ErrChecksum) {
 			t.Errorf("%s: error %v, want ErrChecksum", name, err)
 		}
@@ -157,7 +203,7 @@ func TestDownloadChecksum(t *testing.T) {
 	// A corrupt first mirror and a good second one: the good copy is used, and the
 	// error of the first is not reported.
 	bad, good := newMirror(t, corrupt, nil), newMirror(t, files, nil)
-	if err := Download(context.Background(), t.TempDir(), WithMirrors(bad.url(), good.url()), WithFiles(list...)); err != nil {
+	if err := MNIST(context.Background(), t.TempDir(), WithMirrors(bad.url(), good.url()), WithFiles(list...)); err != nil {
 		t.Error(err)
 	}
 }
@@ -168,7 +214,7 @@ func TestDownloadReplacesWrongFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, list[1].Name)
 	os.WriteFile(path, []byte("stale"), 0o644)
-	if err := Download(context.Background(), dir, WithMirrors(m.url()), WithFiles(list[1])); err != nil {
+	if err := MNIST(context.Background(), dir, WithMirrors(m.url()), WithFiles(list[1])); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(files[list[1].Name]) {
@@ -192,7 +238,7 @@ func TestDownloadPartialNeverLeftBehind(t *testing.T) {
 	}
 	a, b := newMirror(t, nil, cut), newMirror(t, nil, cut)
 	dir := t.TempDir()
-	err := Download(context.Background(), dir, WithMirrors(a.url(), b.url()), WithFiles(list[0]))
+	err := MNIST(context.Background(), dir, WithMirrors(a.url(), b.url()), WithFiles(list[0]))
 	if err == nil {
 		t.Fatal("no error for broken connections")
 	}
@@ -222,7 +268,7 @@ func TestDownloadCancel(t *testing.T) {
 	dir := t.TempDir()
 	go func() { <-started; cancel() }()
 	done := make(chan error)
-	go func() { done <- Download(ctx, dir, WithMirrors(a.url(), b.url()), WithFiles(list[0])) }()
+	go func() { done <- MNIST(ctx, dir, WithMirrors(a.url(), b.url()), WithFiles(list[0])) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
@@ -240,7 +286,7 @@ func TestDownloadCancel(t *testing.T) {
 }
 
 func TestDownloadNoMirrors(t *testing.T) {
-	if err := Download(context.Background(), t.TempDir(), WithMirrors()); err == nil {
+	if err := MNIST(context.Background(), t.TempDir(), WithMirrors()); err == nil {
 		t.Error("no error without mirrors")
 	}
 }

@@ -1,0 +1,344 @@
+package datasets
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrCSV reports a CSV file that cannot be read as a dataset: a row of the wrong width, a
+// feature that is not a number, a missing label column. The message names the line and
+// the column.
+var ErrCSV = errors.New("bad CSV data")
+
+// Range is a closed interval [Min, Max] of feature values declared by the user. Features
+// are scaled to [0, 1] as (x − Min)/(Max − Min), values outside the range clipped to it.
+type Range struct{ Min, Max float64 }
+
+// ParseRanges reads "LO:HI" (one range for every feature) or "LO:HI,LO:HI,…" (one per
+// feature, in column order without the label column).
+func ParseRanges(s string) ([]Range, error) {
+	var rs []Range
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, ok := strings.Cut(strings.TrimSpace(part), ":")
+		a, errA := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		b, errB := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		if !ok || errA != nil || errB != nil {
+			return nil, fmt.Errorf("datasets: range %q: want LO:HI, e.g. 0:255", part)
+		}
+		r := Range{a, b}
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+func (r Range) check() error {
+	if math.IsNaN(r.Min) || math.IsNaN(r.Max) || math.IsInf(r.Min, 0) || math.IsInf(r.Max, 0) || !(r.Min < r.Max) {
+		return fmt.Errorf("datasets: range %g:%g: want finite LO < HI", r.Min, r.Max)
+	}
+	return nil
+}
+
+// Header says whether the first row of a CSV file names the columns.
+type Header int
+
+const (
+	// HeaderAuto treats the first row as a header when one of its feature cells is not a
+	// number (a label column of names does not count: labels may be names).
+	HeaderAuto Header = iota
+	HeaderYes
+	HeaderNo
+)
+
+// CSVOptions say how to read a CSV file; the zero value is not enough: Ranges must
+// declare the features' range.
+type CSVOptions struct {
+	// Label is the label column: a column name (needs a header) or a 0-based column index
+	// written in decimal. Empty: the last column.
+	Label string
+	// Header says whether the first row is a header (default HeaderAuto).
+	Header Header
+	// Ranges declares the range of the features: one Range for all, or one per feature.
+	// It is required: scaling by the data's own minimum and maximum would make every
+	// example's scaled value depend on the extreme examples of the data set, a
+	// data-dependent transform that differential privacy does not cover. A declared range
+	// is public knowledge (a sensor's limits, 0:255 for bytes, 0:1 for proportions).
+	Ranges []Range
+	// Comma is the field separator (default ',').
+	Comma rune
+}
+
+// Table is an in-memory Dataset of numeric features read from a CSV file, of shape
+// [features]. Values are scaled to [0, 1] by the declared ranges.
+//
+// Labels: when every label cell is a non-negative decimal integer, the labels are those
+// integers and NumClasses is the largest plus one (classes without an example are
+// allowed). Otherwise every label is a name, and the names, sorted in byte order
+// (sort.Strings), are classes 0, 1, …: "cat", "dog", "emu" are 0, 1, 2. ClassNames holds
+// the names in both cases ("0", "1", … for integer labels). The set of classes comes from
+// the data, like the number of features: treat it as public.
+type Table struct {
+	features     int
+	values       []float32 // Len()×features, row after row
+	labels       []int32
+	ClassNames   []string
+	FeatureNames []string // the header's names of the feature columns; nil without a header
+	// Clipped counts the feature values that were outside their declared range and were
+	// clipped to it. It is for the data owner's eyes: it depends on the data.
+	Clipped int
+}
+
+var _ Dataset = (*Table)(nil)
+var _ Labeler = (*Table)(nil)
+
+// Len returns the number of examples.
+func (t *Table) Len() int { return len(t.labels) }
+
+// Shape returns [features].
+func (t *Table) Shape() []int { return []int{t.features} }
+
+// NumClasses returns the number of classes.
+func (t *Table) NumClasses() int { return len(t.ClassNames) }
+
+// Label returns the label of example i.
+func (t *Table) Label(i int) int { return int(t.labels[i]) }
+
+// Example writes example i's scaled features into dst and returns its label; see Dataset.
+func (t *Table) Example(i int, dst []float32) int {
+	if len(dst) != t.features {
+		panic(fmt.Sprintf("datasets: Example buffer has %d values, want %d", len(dst), t.features))
+	}
+	copy(dst, t.values[i*t.features:(i+1)*t.features])
+	return int(t.labels[i])
+}
+
+// LoadCSV reads the CSV file at path; see ReadCSV.
+func LoadCSV(path string, opts CSVOptions) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	defer f.Close()
+	t, err := readCSV(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ReadCSV reads a dataset from CSV: one example per row, numeric feature columns and one
+// label column (see CSVOptions and Table). Empty lines are skipped; every row must have
+// the same number of fields; a feature that is not a finite number is an error naming
+// its line and column (wrapping ErrCSV).
+func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
+	t, err := readCSV(r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	return t, nil
+}
+
+func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
+	cr := csv.NewReader(r)
+	if opts.Comma != 0 {
+		cr.Comma = opts.Comma
+	}
+	cr.ReuseRecord = true
+	bad := func(line int, format string, a ...any) error {
+		return fmt.Errorf("%w: line %d: %s", ErrCSV, line, fmt.Sprintf(format, a...))
+	}
+	first, err := cr.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%w: no rows", ErrCSV)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCSV, err)
+	}
+	first = slices.Clone(first)
+	width := len(first)
+	if width < 2 {
+		return nil, bad(1, "%d column; want at least one feature and a label", width)
+	}
+	label := width - 1
+	byName := false
+	if opts.Label != "" {
+		if k, err := strconv.Atoi(opts.Label); err == nil {
+			if k < 0 || k >= width {
+				return nil, fmt.Errorf("%w: label column %d: the file has columns 0 to %d", ErrCSV, k, width-1)
+			}
+			label = k
+		} else {
+			byName = true
+			label = slices.IndexFunc(first, func(s string) bool { return strings.TrimSpace(s) == opts.Label })
+			if label < 0 {
+				return nil, fmt.Errorf("%w: no column named %q in the first row (%s)", ErrCSV, opts.Label, strings.Join(first, ","))
+			}
+		}
+	}
+	header := opts.Header == HeaderYes || byName
+	if opts.Header == HeaderNo && byName {
+		return nil, fmt.Errorf("%w: label column %q given by name, but the file has no header", ErrCSV, opts.Label)
+	}
+	if opts.Header == HeaderAuto && !header {
+		for j, s := range first {
+			if _, err := parseFeature(s); j != label && err != nil {
+				header = true
+				break
+			}
+		}
+	}
+	features := width - 1
+	switch len(opts.Ranges) {
+	case 0:
+		return nil, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
+	case 1, features:
+	default:
+		return nil, fmt.Errorf("%w: %d feature ranges for %d features: give one for all or one per feature", ErrCSV, len(opts.Ranges), features)
+	}
+	for _, rg := range opts.Ranges {
+		if err := rg.check(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCSV, strings.TrimPrefix(err.Error(), "datasets: "))
+		}
+	}
+	t := &Table{features: features}
+	if header {
+		for j, s := range first {
+			if j != label {
+				t.FeatureNames = append(t.FeatureNames, strings.TrimSpace(s))
+			}
+		}
+	}
+	var names []string // label cells, as written
+	row := func(rec []string, line int) error {
+		if len(rec) != width {
+			return bad(line, "%d fields, want %d as in the first row", len(rec), width)
+		}
+		k := 0
+		for j, s := range rec {
+			if j == label {
+				names = append(names, strings.TrimSpace(s))
+				continue
+			}
+			x, err := parseFeature(s)
+			if err != nil {
+				return bad(line, "column %d: %v", j, err)
+			}
+			rg := opts.Ranges[0]
+			if len(opts.Ranges) > 1 {
+				rg = opts.Ranges[k]
+			}
+			v := (x - rg.Min) / (rg.Max - rg.Min)
+			if v < 0 || v > 1 {
+				t.Clipped++
+				v = min(max(v, 0), 1)
+			}
+			t.values = append(t.values, float32(v))
+			k++
+		}
+		return nil
+	}
+	if !header {
+		if err := row(first, 1); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
+				return nil, bad(pe.Line, "%d fields, want %d as in the first row", len(rec), width)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrCSV, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if err := row(rec, line); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: a header but no data rows", ErrCSV)
+	}
+	if err := t.setLabels(names); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseFeature reads one feature cell: a finite decimal number.
+func parseFeature(s string) (float64, error) {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("%q is not a finite number", s)
+	}
+	return x, nil
+}
+
+// maxClasses bounds the number of classes of a CSV file: a label column of a million
+// distinct values is a mistake (a feature chosen as the label), not a classification.
+const maxClasses = 1 << 16
+
+// setLabels maps the label cells to classes; see Table.
+func (t *Table) setLabels(names []string) error {
+	t.labels = make([]int32, len(names))
+	integer := true
+	maxLabel := 0
+	for i, s := range names {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 0 || s != strconv.Itoa(k) {
+			integer = false
+			break
+		}
+		if k >= maxClasses {
+			return fmt.Errorf("%w: example %d has label %d; at most %d classes", ErrCSV, i, k, maxClasses)
+		}
+		t.labels[i] = int32(k)
+		maxLabel = max(maxLabel, k)
+	}
+	if integer {
+		t.ClassNames = make([]string, maxLabel+1)
+		for c := range t.ClassNames {
+			t.ClassNames[c] = strconv.Itoa(c)
+		}
+		return nil
+	}
+	index := map[string]int32{}
+	for _, s := range names {
+		if s == "" {
+			return fmt.Errorf("%w: an empty label", ErrCSV)
+		}
+		if _, ok := index[s]; !ok {
+			if len(index) == maxClasses {
+				return fmt.Errorf("%w: more than %d distinct labels; is the label column right?", ErrCSV, maxClasses)
+			}
+			index[s] = 0
+		}
+	}
+	t.ClassNames = make([]string, 0, len(index))
+	for s := range index {
+		t.ClassNames = append(t.ClassNames, s)
+	}
+	slices.Sort(t.ClassNames)
+	for c, s := range t.ClassNames {
+		index[s] = int32(c)
+	}
+	for i, s := range names {
+		t.labels[i] = index[s]
+	}
+	return nil
+}
