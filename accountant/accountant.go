@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -195,7 +196,7 @@ func mergeNoiseBudget(history []Segment, eta, ratio float64) []Segment {
 	var out []Segment
 	for _, q := range qOrder {
 		g := byQ[q]
-		slices.SortFunc(g, func(a, b Segment) int { return compareFloat(a.Z, b.Z) })
+		slices.SortFunc(g, func(a, b Segment) int { return cmp.Compare(a.Z, b.Z) })
 		w := func(z float64) float64 { return q * q * math.Expm1(1/(z*z)) }
 		total := 0.0
 		for _, s := range g {
@@ -235,14 +236,4 @@ func mergeNoiseBudget(history []Segment, eta, ratio float64) []Segment {
 		out = append(out, groups...)
 	}
 	return out
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -94,16 +94,7 @@ func Calibrate(eps float64, epsilonOf func(z float64) (float64, error)) (z, achi
 // wraps ErrUnreachable and suggests larger orders. With WithAccountant(a) for
 // a non-RDP a, it is a.CalibrateNoise.
 func CalibrateNoise(q float64, steps int, eps, delta float64, opts ...Option) (z, achievedEps float64, err error) {
-	if err := checkMechanism(q, 1); err != nil {
-		return 0, 0, err
-	}
-	if steps < 1 {
-		return 0, 0, fmt.Errorf("accountant: steps = %d: must be ≥ 1: %w", steps, ErrInvalidParameter)
-	}
-	if err := checkEpsilon(eps); err != nil {
-		return 0, 0, err
-	}
-	if err := checkDelta(delta); err != nil {
+	if err := checkCalibration(q, steps, eps, delta); err != nil {
 		return 0, 0, err
 	}
 	cfg := newConfig(opts)
@@ -129,4 +120,19 @@ func CalibrateNoise(q float64, steps int, eps, delta float64, opts ...Option) (z
 		return epsilonFromRDP(cfg.orders, rdp, delta, cfg.conversion).Epsilon, nil
 	}
 	return Calibrate(eps, epsilonOf)
+}
+
+// checkCalibration validates the arguments of a CalibrateNoise: a constant
+// plan of steps ≥ 1 steps at sampling rate q, and a target (eps, delta).
+func checkCalibration(q float64, steps int, eps, delta float64) error {
+	if err := checkMechanism(q, 1); err != nil {
+		return err
+	}
+	if steps < 1 {
+		return fmt.Errorf("accountant: steps = %d: must be ≥ 1: %w", steps, ErrInvalidParameter)
+	}
+	if err := checkEpsilon(eps); err != nil {
+		return err
+	}
+	return checkDelta(delta)
 }

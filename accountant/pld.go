@@ -173,19 +173,9 @@ func (a PLD) Epsilon(history []Segment, delta float64) (Spent, error) {
 	if err := checkDelta(delta); err != nil {
 		return Spent{}, err
 	}
-	steps, err := checkHistory(history)
-	if err != nil {
-		return Spent{}, err
-	}
-	if _, _, _, err := a.params(); err != nil {
-		return Spent{}, err
-	}
-	if steps == 0 {
-		return Spent{Delta: delta}, nil
-	}
-	dists, d, err := a.compose(history)
-	if err != nil {
-		return Spent{}, err
+	dists, d, empty, err := a.composeHistory(history)
+	if err != nil || empty {
+		return Spent{Delta: delta}, err
 	}
 	eps := max(dists[0].epsilon(delta, d), dists[1].epsilon(delta, d))
 	return Spent{Epsilon: eps, Delta: delta}, nil
@@ -196,37 +186,33 @@ func (a PLD) Delta(history []Segment, eps float64) (Spent, error) {
 	if err := checkEpsilon(eps); err != nil {
 		return Spent{}, err
 	}
-	steps, err := checkHistory(history)
-	if err != nil {
-		return Spent{}, err
-	}
-	if _, _, _, err := a.params(); err != nil {
-		return Spent{}, err
-	}
-	if steps == 0 {
-		return Spent{Epsilon: eps}, nil
-	}
-	dists, d, err := a.compose(history)
-	if err != nil {
-		return Spent{}, err
+	dists, d, empty, err := a.composeHistory(history)
+	if err != nil || empty {
+		return Spent{Epsilon: eps}, err
 	}
 	return Spent{Epsilon: eps, Delta: max(dists[0].delta(eps, d), dists[1].delta(eps, d))}, nil
+}
+
+// composeHistory validates history and the accountant's parameters and
+// composes the history's PLDs (empty: a history of no steps, which spends
+// nothing).
+func (a PLD) composeHistory(history []Segment) (dists [2]pldDist, d float64, empty bool, err error) {
+	steps, err := checkHistory(history)
+	if err == nil {
+		_, _, _, err = a.params()
+	}
+	if err != nil || steps == 0 {
+		return dists, 0, steps == 0, err
+	}
+	dists, d, err = a.compose(history)
+	return dists, d, false, err
 }
 
 // CalibrateNoise returns the smallest z (to a relative 1e-4) for which steps
 // steps at sampling rate q are (eps, delta)-DP by this accountant, and the ε
 // at z, which is checked once more and never exceeds eps.
 func (a PLD) CalibrateNoise(q float64, steps int, eps, delta float64) (float64, float64, error) {
-	if err := checkMechanism(q, 1); err != nil {
-		return 0, 0, err
-	}
-	if steps < 1 {
-		return 0, 0, fmt.Errorf("accountant: steps = %d: must be ≥ 1: %w", steps, ErrInvalidParameter)
-	}
-	if err := checkEpsilon(eps); err != nil {
-		return 0, 0, err
-	}
-	if err := checkDelta(delta); err != nil {
+	if err := checkCalibration(q, steps, eps, delta); err != nil {
 		return 0, 0, err
 	}
 	if _, _, _, err := a.params(); err != nil {

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -165,9 +166,9 @@ func parseLayout(stream []byte) (*layout, error) {
 func validateOffsets(l *layout) error {
 	slices.SortStableFunc(l.entries, func(a, b layoutEntry) int {
 		if a.begin != b.begin {
-			return cmpUint64(a.begin, b.begin)
+			return cmp.Compare(a.begin, b.begin)
 		}
-		return cmpUint64(a.end, b.end)
+		return cmp.Compare(a.end, b.end)
 	})
 	var next uint64
 	for _, e := range l.entries {
@@ -192,16 +193,6 @@ func validateOffsets(l *layout) error {
 		return fmt.Errorf("tensors cover %d bytes of a %d-byte data section", next, len(l.data))
 	}
 	return nil
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // headerParser reads the header JSON token by token, so that duplicate keys, unknown
