@@ -112,7 +112,7 @@ func OwnData(t testing.TB, dir string, spec nn.Spec, dataset string, own cli.Dat
 	own.Settings(dataset, settings)
 	seed := uint64(2)
 	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Test: test, DatasetName: name, Settings: settings,
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 16, Epochs: 10, Seed: &seed})
+		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: min(16, train.Len()), Epochs: 10, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
 	}
