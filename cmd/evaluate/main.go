@@ -46,7 +46,9 @@ Without -dataset: the data set the checkpoint was trained on, else mnist. For a 
 csv:PATH, images:DIR or cifar100, the checkpoint's settings (-scale, -label, -header,
 -image-size, -channels, -labels, and the held-out split of -test-fraction and
 -split-seed) rebuild the same test set; -dataset csv:PATH or images:DIR reads the data
-from another place with those settings.
+from another place with those settings. Those flags, given, override the checkpoint's
+settings (a -scale other than the run's is refused); their defaults below apply only to
+a checkpoint without them.
 
 Flags:
 `
@@ -83,10 +85,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
 	var own cli.DataFlags
 	cli.AddDataFlags(fs, &own)
-	for _, name := range cli.DataFlagNames {
-		f := fs.Lookup(name)
-		f.Usage += " (default: the checkpoint's setting when it was trained on such data)"
-	}
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
 			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
