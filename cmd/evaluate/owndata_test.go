@@ -51,7 +51,7 @@ func TestEvaluateOwnData(t *testing.T) {
 	} {
 		sub := filepath.Join(dir, strings.Split(tc.dataset, ":")[0])
 		os.Mkdir(sub, 0o755)
-		ckpt, loss, acc := clitest.OwnData(t, sub, flat(), tc.dataset, tc.own)
+		ckpt, loss, acc := clitest.OwnData(t, sub, flat(), tc.dataset, "", tc.own)
 		if acc == 1 || acc < 0.4 {
 			t.Fatalf("%s: the trainer's test accuracy %v: want a model that is neither perfect nor useless (a test that can fail)", tc.dataset, acc)
 		}
@@ -70,7 +70,7 @@ func TestEvaluateOwnData(t *testing.T) {
 
 	// The data moved: the checkpoint's path is gone, -dataset names the new place and
 	// the run's settings still apply.
-	ckpt, loss, acc := clitest.OwnData(t, filepath.Join(dir, "csv"), flat(), "csv:"+csvPath, csvFlags)
+	ckpt, loss, acc := clitest.OwnData(t, filepath.Join(dir, "csv"), flat(), "csv:"+csvPath, "", csvFlags)
 	moved := filepath.Join(dir, "moved.csv")
 	if err := os.Rename(csvPath, moved); err != nil {
 		t.Fatal(err)
@@ -95,5 +95,42 @@ func TestEvaluateOwnData(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line with %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestEvaluateCIFAR100: a checkpoint of a cifar100 -labels coarse run is evaluated on
+// the coarse labels (20 classes, from its settings) of the test file given by -data, with
+// the trainer's own accuracy and loss; without -data it says what to pass.
+func TestEvaluateCIFAR100(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cifar-100-binary")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range map[string]int{"train.bin": 60, "test.bin": 20} {
+		var b []byte
+		for i := range n {
+			fine := (i * 7) % 100
+			r := make([]byte, 3074)
+			r[0], r[1] = byte(fine%20), byte(fine)
+			for j := 2; j < len(r); j++ {
+				r[j] = byte(i*j + fine)
+			}
+			b = append(b, r...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := filepath.Join(t.TempDir(), "ckpt")
+	os.Mkdir(sub, 0o755)
+	ckpt, loss, acc := clitest.OwnData(t, sub, flat(), "cifar100", dir, cli.DataFlags{Labels: "coarse", TestFraction: 0.2, SplitSeed: 1})
+	r := evaluateJSON(t, "-checkpoint", ckpt, "-data", dir, "-json")
+	if r.Dataset != "cifar100-coarse" || r.Examples != 20 || len(r.ClassExamples) != 20 ||
+		math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
+		t.Errorf("report %+v; the trainer's accuracy %v loss %v", r, acc, loss)
+	}
+	code, _, stderr := runEvaluate("-checkpoint", ckpt)
+	if code != 2 || !strings.Contains(stderr, "-dataset cifar100 needs -data PATH") {
+		t.Errorf("no -data: exit %d, %q", code, stderr)
 	}
 }

@@ -66,7 +66,7 @@ func TestPredictCSVModel(t *testing.T) {
 	dir := t.TempDir()
 	path := clitest.TableCSV(t, dir, 60)
 	own := cli.DataFlags{Label: "kind", Header: "auto", Scale: "0:10,0:10,-2:12", TestFraction: 0.3, SplitSeed: 7, Labels: "fine"}
-	ckpt, _, _ := clitest.OwnData(t, dir, flat(), "csv:"+path, own)
+	ckpt, _, _ := clitest.OwnData(t, dir, flat(), "csv:"+path, "", own)
 	ranges, _ := datasets.ParseRanges(own.Scale)
 	table, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: "kind", Ranges: ranges})
 	if err != nil {
@@ -124,7 +124,7 @@ func TestPredictImageFolderModel(t *testing.T) {
 	dir := t.TempDir()
 	root := clitest.ImageFolder(t, dir, 6)
 	own := cli.DataFlags{ImageSize: "6x5", Channels: 3, TestFraction: 0.25, SplitSeed: 3, Labels: "fine"}
-	ckpt, _, _ := clitest.OwnData(t, dir, flat(), "images:"+root, own)
+	ckpt, _, _ := clitest.OwnData(t, dir, flat(), "images:"+root, "", own)
 	folder, err := datasets.LoadImageFolder(root, datasets.ImageFolderOptions{Channels: 3, Width: 6, Height: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestPredictImageFolderModel(t *testing.T) {
 	}
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o755)
-	ckpt4, _, _ := clitest.OwnData(t, sub, flat(), "images:"+same, cli.DataFlags{TestFraction: 0.34, SplitSeed: 1, Labels: "fine"})
+	ckpt4, _, _ := clitest.OwnData(t, sub, flat(), "images:"+same, "", cli.DataFlags{TestFraction: 0.34, SplitSeed: 1, Labels: "fine"})
 	big := filepath.Join(dir, "big.png")
 	writePNG(t, big, image.NewGray(image.Rect(0, 0, 5, 4)))
 	code, _, stderr = runPredict("-checkpoint", ckpt4, big)

@@ -89,13 +89,13 @@ func Checkpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, 
 }
 
 // OwnData trains spec (its InputShape, NumClasses and a last Dense layer's units set from the data) on dataset
-// (csv:PATH, images:DIR or cifar100) read by cli.LoadData with own, as cmd/train does,
+// (csv:PATH, images:DIR or cifar100 with data) read by cli.LoadData with own, as cmd/train does,
 // for ten epochs of non-private SGD, and saves the checkpoint as dir/m.ckpt with the
 // settings cmd/train records ("dataset" and own's). It returns the checkpoint's path
 // and the trainer's own loss and accuracy on the held-out test split.
-func OwnData(t testing.TB, dir string, spec nn.Spec, dataset string, own cli.DataFlags) (path string, loss, acc float64) {
+func OwnData(t testing.TB, dir string, spec nn.Spec, dataset, data string, own cli.DataFlags) (path string, loss, acc float64) {
 	t.Helper()
-	train, test, name, _, err := cli.LoadData(dataset, "", &own)
+	train, test, name, _, err := cli.LoadData(dataset, data, &own)
 	if err != nil {
 		t.Fatal(err)
 	}
