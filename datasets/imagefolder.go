@@ -254,3 +254,11 @@ func resize(img image.Image, w, h int) *image.RGBA64 {
 	}
 	return out
 }
+
+// ImageCHW converts img as LoadImageFolder does with Width w and Height h: resized by
+// area averaging (a copy at its own size), then channels (1: gray, 3: RGB) planes of
+// h×w bytes, CHW. Dividing each byte by 255 gives the values a model trained on the
+// folder saw; cmd/predict uses it for new images.
+func ImageCHW(img image.Image, channels, w, h int) []byte {
+	return appendCHW(nil, resize(img, w, h), channels)
+}

@@ -4,9 +4,15 @@
 //	go run ./cmd/evaluate -checkpoint m.ckpt                  # the data set it was trained on, test split
 //	go run ./cmd/evaluate -checkpoint m.ckpt -dataset fashion-mnist -json
 //	go run ./cmd/evaluate -checkpoint c.ckpt -dataset cifar10 -data ~/data/cifar-10-binary.tar.gz
+//	go run ./cmd/evaluate -checkpoint t.ckpt -dataset csv:moved/table.csv   # a csv: run's data elsewhere
 //
-// The data sets and -data are those of cmd/train; without -dataset, the one the
-// checkpoint was trained on (by its recorded name), else mnist. It needs only the
+// The data sets, -data and the flags of your own data are those of cmd/train (the same
+// loader, internal/cli); without -dataset, the one the checkpoint was trained on (by its
+// settings, else its recorded name), else mnist. For a run on csv:PATH, images:DIR or
+// cifar100 the checkpoint's settings give the flags that read the data (-scale, -label,
+// -header, -image-size, -channels, -labels) and the held-out test split (-test-fraction,
+// -split-seed), so the test set is the one the trainer held out; a flag given overrides
+// its setting, except that a -scale other than the run's is refused. It needs only the
 // checkpoint's model: no privacy state, and it spends no privacy (metrics on the test
 // split are not private anyway; metrics on -split train are computed on the raw training
 // data and are not covered by ε).
@@ -17,18 +23,15 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
@@ -39,12 +42,18 @@ const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PAT
 
 Runs the model of a checkpoint on a data set and reports accuracy, mean cross-entropy
 loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted).
-Without -dataset: the data set the checkpoint was trained on, else mnist.
+Without -dataset: the data set the checkpoint was trained on, else mnist. For a run on
+csv:PATH, images:DIR or cifar100, the checkpoint's settings (-scale, -label, -header,
+-image-size, -channels, -labels, and the held-out split of -test-fraction and
+-split-seed) rebuild the same test set; -dataset csv:PATH or images:DIR reads the data
+from another place with those settings. Those flags, given, override the checkpoint's
+settings (a -scale other than the run's is refused); their defaults below apply only to
+a checkpoint without them.
 
 Flags:
 `
 
-var datasetNames = []string{"mnist", "fashion-mnist", "cifar10"}
+var datasetNames = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -70,10 +79,12 @@ type report struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
-	dataset := fs.String("dataset", "", "data set: mnist | fashion-mnist | cifar10 (default: the checkpoint's, else mnist)")
-	data := fs.String("data", "", "`PATH` of the data set, as for train: mnist: the embedded sample unless a directory of the four IDX files; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10: required")
-	split := fs.String("split", "test", "which part: test | train")
+	dataset := fs.String("dataset", "", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH | images:DIR (default: the checkpoint's, else mnist); csv:PATH or images:DIR of a checkpoint trained on such data reads the file or folder at its new place with the run's settings")
+	data := fs.String("data", "", "`PATH` of the data set, as for train: mnist: the embedded sample unless a directory of the four IDX files; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required")
+	split := fs.String("split", "test", "which part: test | train (for csv: and images: data, the held-out split of -test-fraction and -split-seed)")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
+	var own cli.DataFlags
+	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
 			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
@@ -81,18 +92,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *split != "test" && *split != "train" {
 			return cli.Usagef("-split %q: want test or train", *split)
 		}
-		if *dataset != "" && !slices.Contains(datasetNames, *dataset) {
+		if kind, _ := cli.OwnDataKind(*dataset); *dataset != "" && kind == "" && !slices.Contains(datasetNames, *dataset) {
 			return cli.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
 		}
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		c, p, err := cli.Predictor(*ckpt)
 		if err != nil {
 			return err
 		}
-		name := *dataset
-		if name == "" {
-			name = datasetOf(c)
+		name, err := dataOf(c, *ckpt, *dataset, &own, given)
+		if err != nil {
+			return err
 		}
-		train, test, dsName, err := loadData(name, *data)
+		train, test, dsName, _, err := cli.LoadData(name, *data, &own)
 		if err != nil {
 			return err
 		}
@@ -124,11 +137,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+// dataOf returns the -dataset to evaluate on and sets own to the flags that read it:
+// without -dataset, the checkpoint's (by its settings, else its recorded name); for data
+// of the kind the checkpoint was trained on (csv:, images:, cifar100), the run's settings
+// (the scaling, the label column, the held-out split) unless a flag overrides them.
+func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given map[string]bool) (string, error) {
+	trained := c.Settings["dataset"]
+	if trained == "" {
+		trained = datasetOf(c)
+	}
+	name := dataset
+	if name == "" {
+		name = trained
+	}
+	kind, path := cli.OwnDataKind(name)
+	trainedKind, _ := cli.OwnDataKind(trained)
+	if kind == trainedKind && (kind != "" || name == "cifar100" && trained == "cifar100") {
+		if s := c.Settings["scale"]; given["scale"] && s != "" && own.Scale != s {
+			return "", cli.Usagef("-scale %s: the model of %s was trained with -scale %s, the transform its inputs need; leave -scale out", own.Scale, ckpt, s)
+		}
+		if err := own.FromSettings(c.Settings, given); err != nil {
+			return "", fmt.Errorf("-checkpoint %s: %w", ckpt, err)
+		}
+		if c.Dataset.Name == "cifar100-coarse" && c.Settings["labels"] == "" && !given["labels"] {
+			own.Labels = "coarse"
+		}
+	}
+	if err := own.Validate(name); err != nil {
+		return "", err
+	}
+	if dataset == "" && kind != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", cli.Usagef("-dataset %s (the data the checkpoint was trained on): %s; give -dataset %s:PATH where it is now", name, cli.StatReason(err), kind)
+		}
+	}
+	return name, nil
+}
+
 // datasetOf is the -dataset a checkpoint was trained on, by the name cmd/train records.
 func datasetOf(c *nn.Checkpoint) string {
 	switch name := c.Dataset.Name; {
 	case name == "mnist-embedded" || name == "mnist":
 		return "mnist"
+	case name == "cifar100-coarse":
+		return "cifar100"
 	case slices.Contains(datasetNames, name):
 		return name
 	}
@@ -218,65 +270,4 @@ func printText(w io.Writer, r *report, c *nn.Checkpoint) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// loadData reads a data set as cmd/train's -dataset and -data do.
-func loadData(name, data string) (train, test datasets.Dataset, dsName string, err error) {
-	missing := func(dir, how string) error {
-		if _, err := os.Stat(dir); err != nil {
-			return cli.Usagef("-data %s: %s; %s", dir, statReason(err), how)
-		}
-		return nil
-	}
-	var tr, te *datasets.Images
-	switch name {
-	case "mnist":
-		if data == "" {
-			tr, te, err = mnist.Embedded()
-			return tr, te, "mnist-embedded", err
-		}
-		if err := missing(data, "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz), or omit -data for the embedded sample"); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = mnist.Load(data)
-		dsName = "mnist"
-	case "fashion-mnist":
-		dir := data
-		if dir == "" {
-			dir = mnist.DebianFashionDir
-		}
-		if err := missing(dir, "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or pass -data DIR with its four IDX files"); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = mnist.LoadFashion(dir)
-		dsName = "fashion-mnist"
-	case "cifar10":
-		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
-		if data == "" {
-			return nil, nil, "", cli.Usagef("-dataset cifar10 needs -data PATH: %s", how)
-		}
-		if err := missing(data, how); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = cifar.Load10(data)
-		dsName = "cifar10"
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, "", cli.Usagef("-data %s: %v", data, err)
-		}
-		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
-	}
-	return tr, te, dsName, nil
-}
-
-func statReason(err error) string {
-	if errors.Is(err, fs.ErrNotExist) {
-		return "no such file or directory"
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }

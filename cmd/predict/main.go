@@ -10,10 +10,17 @@
 //     recursive): they must have the model's height and width (they are rejected, not
 //     resized); a 1-channel model reads them as grayscale, a 3-channel model as RGB; each
 //     8-bit value v becomes v/255, as the training data (MNIST, CIFAR) were scaled. MNIST
-//     digits are white on black: invert scans of dark ink on white paper first.
+//     digits are white on black: invert scans of dark ink on white paper first. A model
+//     trained on -dataset images:DIR -image-size WxH gets every image resized to W×H by
+//     area averaging, as training resized its images (datasets.ImageCHW); trained without
+//     -image-size, it refuses another size as training did.
 //   - CSV files (*.csv): one example per row, prod(input shape) numbers in CHW order,
 //     divided by -scale (use 255 for raw pixel values); a first row that is not numeric is
-//     taken as a header.
+//     taken as a header. A model trained on -dataset csv:PATH reads CSV as training did,
+//     by the settings in its checkpoint: the run's declared -scale ranges (each feature x
+//     in LO:HI becomes (x−LO)/(HI−LO), clipped to [0, 1]; a -scale flag is then refused),
+//     its -header rule and its -label column, which a file may have (the training file
+//     itself) or leave out (new data).
 //   - IDX image files (the MNIST format, magic 0x00000803, raw or .gz), e.g.
 //     t10k-images-idx3-ubyte.gz: every image, scaled by 1/255.
 //
@@ -48,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
@@ -60,6 +68,9 @@ a checkpoint. INPUT: PNG/JPEG images or directories of them (the model's height 
 width; grayscale for 1-channel models, RGB for 3-channel ones; pixel v becomes v/255),
 CSV files (a row per example, CHW order, divided by -scale; a non-numeric first row is a
 header) or IDX image files (MNIST format, raw or .gz; pixel v becomes v/255).
+A model trained on -dataset csv:PATH reads CSV files with the run's -scale ranges,
+-header and -label column (with or without that column; -scale is refused); one trained
+on images:DIR -image-size WxH resizes images as training did.
 Output: CSV (input,class,p0,p1,...) or, with -json, one JSON object per line.
 
 Flags:
@@ -77,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
 	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, probabilities, logits")
-	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255")
+	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255; not for a model trained on csv:PATH, whose declared ranges apply")
 	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
 		if !(*scale > 0) || math.IsInf(*scale, 0) {
 			return cli.Usagef("-scale %v: want a positive number", *scale)
@@ -85,11 +96,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if fs.NArg() == 0 {
 			return cli.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
 		}
-		_, p, err := cli.Predictor(*ckpt)
+		c, p, err := cli.Predictor(*ckpt)
 		if err != nil {
 			return err
 		}
 		r := &reader{shape: p.InputShape(), scale: float32(*scale)}
+		scaleGiven := false
+		fs.Visit(func(f *flag.Flag) { scaleGiven = scaleGiven || f.Name == "scale" })
+		if err := r.fromSettings(c, *ckpt, scaleGiven); err != nil {
+			return err
+		}
 		var examples []example
 		for _, arg := range fs.Args() {
 			ex, err := r.read(arg)
@@ -161,6 +177,47 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 type reader struct {
 	shape []int
 	scale float32
+	// table, when set, reads CSV rows as the training data of a model trained on
+	// -dataset csv:PATH were read: the run's label column and declared ranges.
+	table *tableFormat
+	// folder is set for a model trained on -dataset images:DIR: images are converted as
+	// the training images were (datasets.ImageCHW); resize says whether training
+	// resized them (-image-size), else an image of another size is refused.
+	folder, resize bool
+	// trainedOn is the run's -dataset, for messages.
+	trainedOn string
+}
+
+// tableFormat is how cmd/train read the CSV file of a run on -dataset csv:PATH.
+type tableFormat struct {
+	label, header string
+	ranges        []datasets.Range
+}
+
+// fromSettings sets up the reader for a model trained on your own data, by the settings
+// cmd/train records in the checkpoint (see cli.DataFlags.Settings).
+func (r *reader) fromSettings(c *nn.Checkpoint, ckpt string, scaleGiven bool) error {
+	dataset := c.Settings["dataset"]
+	kind, _ := cli.OwnDataKind(dataset)
+	r.trainedOn = dataset
+	switch kind {
+	case "csv":
+		scale := c.Settings["scale"]
+		ranges, err := datasets.ParseRanges(scale)
+		if err != nil {
+			return fmt.Errorf("-checkpoint %s: setting scale=%q: %s", ckpt, scale, strings.TrimPrefix(err.Error(), "datasets: "))
+		}
+		if scaleGiven {
+			return cli.Usagef("-scale: the model of %s was trained on %s with -scale %s (declared ranges), which predict applies to CSV input itself; leave -scale out", ckpt, dataset, scale)
+		}
+		if n := r.size(); len(ranges) != 1 && len(ranges) != n {
+			return fmt.Errorf("-checkpoint %s: setting scale=%q has %d ranges for %d features", ckpt, scale, len(ranges), n)
+		}
+		r.table = &tableFormat{label: c.Settings["label"], header: c.Settings["header"], ranges: ranges}
+	case "images":
+		r.folder, r.resize = true, c.Settings["image-size"] != ""
+	}
+	return nil
 }
 
 func (r *reader) size() int {
@@ -238,7 +295,30 @@ func (r *reader) readImage(path string) ([]float32, error) {
 	if err != nil {
 		return nil, cli.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
 	}
+	if r.folder {
+		return r.folderValues(img, path)
+	}
 	return imageValues(img, r.shape, path)
+}
+
+// folderValues converts img as the training images of a run on -dataset images:DIR were
+// converted: resized to the model's size when the run had -image-size, else refused at
+// another size (as training refused it).
+func (r *reader) folderValues(img image.Image, name string) ([]float32, error) {
+	shape := r.shape
+	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
+		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image", name, cli.Shape(shape))
+	}
+	C, H, W := shape[0], shape[1], shape[2]
+	if b := img.Bounds(); !r.resize && (b.Dx() != W || b.Dy() != H) {
+		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
+	}
+	px := datasets.ImageCHW(img, C, W, H)
+	x := make([]float32, len(px))
+	for i, v := range px {
+		x[i] = float32(v) / 255
+	}
+	return x, nil
 }
 
 // imageValues converts img to the CHW input of a model of the given per-example shape:
@@ -279,8 +359,12 @@ func (r *reader) readCSV(path string) ([]example, error) {
 	return r.decodeCSV(path, f)
 }
 
-// decodeCSV reads one example per row: exactly size() finite numbers, divided by scale.
+// decodeCSV reads one example per row: exactly size() finite numbers, divided by scale;
+// for a model trained on csv: data, see decodeTable.
 func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
+	if r.table != nil {
+		return r.decodeTable(path, in)
+	}
 	cr := csv.NewReader(in)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
@@ -320,6 +404,107 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 		return nil, cli.Usagef("%s: no rows", path)
 	}
 	return out, nil
+}
+
+// decodeTable reads a CSV file for a model trained on -dataset csv:PATH as cmd/train
+// read its data (datasets.LoadCSV): the run's -header rule, its -label column (which
+// the file may have or leave out: a row of size()+1 fields has it, one of size() fields
+// has not) and each feature x scaled by its declared range [lo, hi] to (x−lo)/(hi−lo),
+// clipped to [0, 1].
+func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
+	cr := csv.NewReader(in)
+	cr.FieldsPerRecord = -1
+	L := r.size()
+	first, err := cr.Read()
+	if err == io.EOF {
+		return nil, cli.Usagef("%s: no rows", path)
+	}
+	if err != nil {
+		return nil, cli.Usagef("%s: %v", path, err)
+	}
+	width := len(first)
+	label := -1 // the label column, if the file has one
+	byName := false
+	switch width {
+	case L + 1:
+		label = width - 1
+		if t := r.table.label; t != "" {
+			if k, err := strconv.Atoi(t); err == nil {
+				if k < 0 || k >= width {
+					return nil, cli.Usagef("%s: the model was trained with label column %d; the file has columns 0 to %d", path, k, width-1)
+				}
+				label = k
+			} else {
+				byName = true
+				label = slices.IndexFunc(first, func(s string) bool { return strings.TrimSpace(s) == t })
+				if label < 0 {
+					return nil, cli.Usagef("%s: the model was trained with label column %q, and the first row has no column of that name (%s)", path, t, strings.Join(first, ","))
+				}
+			}
+		}
+	case L:
+	default:
+		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, width, r.trainedOn, L)
+	}
+	header := r.table.header == "yes" || byName
+	if r.table.header == "auto" && !header {
+		for j, s := range first {
+			if j != label && !finite(s) {
+				header = true
+				break
+			}
+		}
+	}
+	var out []example
+	row := func(rec []string, line int) error {
+		if len(rec) != width {
+			return cli.Usagef("%s line %d has %d values, want %d as in the first row", path, line, len(rec), width)
+		}
+		x := make([]float32, 0, L)
+		for j, s := range rec {
+			if j == label {
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return cli.Usagef("%s line %d column %d: %q is not a finite number", path, line, j, s)
+			}
+			rg := r.table.ranges[0]
+			if len(r.table.ranges) > 1 {
+				rg = r.table.ranges[len(x)]
+			}
+			x = append(x, float32(min(max((v-rg.Min)/(rg.Max-rg.Min), 0), 1)))
+		}
+		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
+		return nil
+	}
+	if !header {
+		if err := row(first, 1); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, cli.Usagef("%s: %v", path, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if err := row(rec, line); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, cli.Usagef("%s: no rows", path)
+	}
+	return out, nil
+}
+
+func finite(s string) bool {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
 // idxImages is the magic number of an IDX file of unsigned-byte images.

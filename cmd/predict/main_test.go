@@ -250,7 +250,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("a,b,c,d\n0,1,2,3\n4,5,6,7\n"))
 	f.Add([]byte{0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4})
 	f.Add([]byte{0, 0, 8, 3, 255, 255, 255, 255, 0, 0, 0, 2, 0, 0, 0, 2})
+	f.Add([]byte("x1,x2,kind,x3,x4\n1,2,a,3,4\n-5,9e9,b,0,1\n"))
 	r := &reader{shape: []int{1, 2, 2}, scale: 1}
+	table := &reader{shape: []int{4}, table: &tableFormat{label: "kind", header: "auto", ranges: []datasets.Range{{Min: 0, Max: 10}}}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(ex []example, err error) {
 			for _, e := range ex {
@@ -261,5 +263,16 @@ func FuzzDecode(f *testing.F) {
 		}
 		check(r.decodeCSV("f.csv", bytes.NewReader(b)))
 		check(r.decodeIDX("f", b))
+		ex, err := table.decodeCSV("f.csv", bytes.NewReader(b))
+		for _, e := range ex {
+			if err == nil && len(e.x) != 4 {
+				t.Fatalf("table example of %d values", len(e.x))
+			}
+			for _, v := range e.x {
+				if err == nil && !(v >= 0 && v <= 1) {
+					t.Fatalf("table value %v outside [0, 1]", v)
+				}
+			}
+		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/cli"
 )
 
 // The defaults of a run with no flags: DP-SGD on the MNIST CNN on the embedded sample at
@@ -52,7 +53,7 @@ var (
 	optimizerNames = []string{"sgd", "adam", "dp-sgd", "dp-adam", "dp-lssgd", "dp-lsadam", "adp-sgd", "dp-hb", "dp-nag"}
 	datasetNames   = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
 	// builtinShape is the example shape of the built-in data sets.
-	builtinShape = map[string][]int{"mnist": {1, 28, 28}, "fashion-mnist": {1, 28, 28}, "cifar10": {3, 32, 32}, "cifar100": {3, 32, 32}}
+	builtinShape = cli.BuiltinShape
 )
 
 // options are the parsed flags.
@@ -140,12 +141,11 @@ func lrDefaults() string {
 	return strings.Join(parts, ", ")
 }
 
-// usageError is bad command-line input; its one-line message names the flag.
-type usageError struct{ msg string }
+// usageError is bad command-line input; its one-line message names the flag. It is
+// cli's, so that the data loading shared with cmd/evaluate reports usage errors too.
+type usageError = cli.UsageError
 
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 func oneOf(flagName, v string, allowed []string) error {
 	for _, a := range allowed {

@@ -16,9 +16,8 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/datasets/cifar"
-	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -67,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var ue *usageError
 		switch {
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "train: %s\n", oneLine(ue.msg))
+			fmt.Fprintf(stderr, "train: %s\n", oneLine(ue.Msg))
 			return exitUsage
 		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
 			fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
@@ -411,63 +410,11 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	return nil
 }
 
-// loadData reads the training and test sets named by -dataset and -data; notes are
+// loadData reads the training and test sets named by -dataset and -data (with the
+// flags of your own data, as cmd/evaluate reads them back from a checkpoint); notes are
 // what the user should know about the data.
 func loadData(o *options) (train, test datasets.Dataset, name string, notes []string, err error) {
-	if kind, _ := ownDataKind(o.dataset); kind != "" || o.dataset == "cifar100" {
-		return loadOwnData(o)
-	}
-	train, test, name, err = loadBuiltinData(o)
-	return train, test, name, nil, err
-}
-
-func loadBuiltinData(o *options) (train, test datasets.Dataset, name string, err error) {
-	missing := func(dir, how string) error {
-		if _, err := os.Stat(dir); err != nil {
-			return usagef("-data %s: %s; %s", dir, statReason(err), how)
-		}
-		return nil
-	}
-	var tr, te *datasets.Images
-	switch o.dataset {
-	case "mnist":
-		if o.data == "" {
-			tr, te, err = mnist.Embedded()
-			return tr, te, "mnist-embedded", err
-		}
-		if err := missing(o.data, "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = mnist.Load(o.data)
-		name = "mnist"
-	case "fashion-mnist":
-		dir := o.data
-		if dir == "" {
-			dir = mnist.DebianFashionDir
-		}
-		if err := missing(dir, "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = mnist.LoadFashion(dir)
-		name = "fashion-mnist"
-	case "cifar10":
-		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
-		if o.data == "" {
-			return nil, nil, "", usagef("-dataset cifar10 needs -data PATH: %s", how)
-		}
-		if err := missing(o.data, how); err != nil {
-			return nil, nil, "", err
-		}
-		tr, te, err = cifar.Load10(o.data)
-		name = "cifar10"
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, "", usagef("-data %s: %v", o.data, err)
-		}
-		return nil, nil, "", fmt.Errorf("-data %s: %w", o.data, err)
-	}
-	return tr, te, name, nil
+	return cli.LoadData(o.dataset, o.data, &o.own.DataFlags)
 }
 
 // flagFileError is an error about the file of -flag PATH whose message names the flag

@@ -2,14 +2,24 @@
 package clitest
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -76,4 +86,102 @@ func Checkpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, 
 		t.Fatal(err)
 	}
 	return path
+}
+
+// OwnData trains spec (its InputShape, NumClasses and a last Dense layer's units set from the data) on dataset
+// (csv:PATH, images:DIR or cifar100 with data) read by cli.LoadData with own, as cmd/train does,
+// for ten epochs of non-private SGD, and saves the checkpoint as dir/m.ckpt with the
+// settings cmd/train records ("dataset" and own's). It returns the checkpoint's path
+// and the trainer's own loss and accuracy on the held-out test split.
+func OwnData(t testing.TB, dir string, spec nn.Spec, dataset, data string, own cli.DataFlags) (path string, loss, acc float64) {
+	t.Helper()
+	train, test, name, _, err := cli.LoadData(dataset, data, &own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.InputShape, spec.NumClasses = train.Shape(), train.NumClasses()
+	if last, ok := spec.Layers[len(spec.Layers)-1].(layers.Dense); ok { // as cmd/train sizes its models
+		last.Units = spec.NumClasses
+		spec.Layers = append(spec.Layers[:len(spec.Layers)-1:len(spec.Layers)-1], last)
+	}
+	m, err := nn.New(spec, 16, nn.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{"dataset": dataset}
+	own.Settings(dataset, settings)
+	seed := uint64(2)
+	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Test: test, DatasetName: name, Settings: settings,
+		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: min(16, train.Len()), Epochs: 10, Seed: &seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if loss, acc, err = tr.Evaluate(test); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "m.ckpt")
+	if err := nn.Save(path, c); err != nil {
+		t.Fatal(err)
+	}
+	return path, loss, acc
+}
+
+// TableCSV writes dir/table.csv: a header "x1,x2,kind,x3" and n rows of three
+// overlapping classes ("a", "b", "c"; the label column is named "kind"), features
+// around 2, 5 and 8 by class with noise wide enough that no model separates them and
+// some values outside 0:10 (read it with -scale 0:10,0:10,-2:12).
+func TableCSV(t testing.TB, dir string, n int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	b.WriteString("x1,x2,kind,x3\n")
+	for i := range n {
+		k := i % 3
+		v := func() string { return strconv.FormatFloat(2+3*float64(k)+5*(rng.Float64()-0.5), 'f', 3, 64) }
+		fmt.Fprintf(&b, "%s,%s,%s,%s\n", v(), v(), string(rune('a'+k)), v())
+	}
+	path := filepath.Join(dir, "table.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ImageFolder writes dir/images with two class folders ("dark", "light") of n PNG
+// images each, of sizes that differ (read it with -image-size), colour noise around a
+// dark or a light grey.
+func ImageFolder(t testing.TB, dir string, n int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	root := filepath.Join(dir, "images")
+	for k, class := range []string{"dark", "light"} {
+		if err := os.MkdirAll(filepath.Join(root, class), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			w, h := 9+i%4, 7+(i*3)%5
+			img := image.NewRGBA(image.Rect(0, 0, w, h))
+			for y := range h {
+				for x := range w {
+					c := func() uint8 { return uint8(max(0, min(255, 80+100*k+rng.IntN(141)-70))) }
+					img.Set(x, y, color.RGBA{c(), c(), c(), 255})
+				}
+			}
+			var buf bytes.Buffer
+			if err := png.Encode(&buf, img); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, class, fmt.Sprintf("%03d.png", i)), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
 }
