@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -56,8 +57,8 @@ func newReporter(w io.Writer) *reporter {
 func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Dataset, dataName string) {
 	m, p := t.Model(), t.Plan()
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
-		t.Optimizer().Name(), m.Name(), thousands(m.NumParams()), m.DType(), dataName,
-		thousands(train.Len()), thousands(test.Len()), exampleShape(train.Shape()))
+		t.Optimizer().Name(), m.Name(), cli.Thousands(m.NumParams()), m.DType(), dataName,
+		cli.Thousands(train.Len()), cli.Thousands(test.Len()), exampleShape(train.Shape()))
 	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
 	if p.Private {
@@ -236,16 +237,6 @@ func shapeString(shape []int) string {
 }
 
 // thousands formats n with commas: 26,010.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
 
 // summary is the final report; its JSON form is what -json prints.
 type summary struct {
@@ -374,7 +365,7 @@ func (s *summary) writeJSON(w io.Writer) error {
 func (s *summary) writeText(w io.Writer) {
 	acc := "– (no evaluation ran)"
 	if s.TestAccuracy != nil {
-		acc = fmt.Sprintf("%.2f%% on %s test examples (loss %.4f)", 100**s.TestAccuracy, thousands(s.TestExamples), *s.TestLoss)
+		acc = fmt.Sprintf("%.2f%% on %s test examples (loss %.4f)", 100**s.TestAccuracy, cli.Thousands(s.TestExamples), *s.TestLoss)
 	}
 	fmt.Fprintf(w, "test accuracy   %s\n", acc)
 	if s.Private {
@@ -400,9 +391,9 @@ func (s *summary) writeText(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)
 	}
-	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, thousands(s.TrainExamples), s.Steps, s.Epochs)
-	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, thousands(s.Parameters), s.Optimizer)
-	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), thousands(int(math.Round(s.ExamplesPerSecond))))
+	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
+	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
+	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
 }
 
 func mustSampling(s string) nn.Sampling {

@@ -142,7 +142,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
-		return 0, usagef("-batch %d is larger than the training set (%s examples)", o.batch, thousands(trainSet.Len()))
+		return 0, usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -454,7 +454,7 @@ func checkWritable(flagName, path string) error {
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".train-probe-*")
 	if err != nil {
-		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, statReason(err))
+		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, cli.StatReason(err))
 	}
 	name := probe.Name()
 	probe.Close()
@@ -462,17 +462,6 @@ func checkWritable(flagName, path string) error {
 		return fmt.Errorf("-%s %s: removing the probe file %s: %w", flagName, path, name, err)
 	}
 	return nil
-}
-
-func statReason(err error) string {
-	if errors.Is(err, fs.ErrNotExist) {
-		return "no such file or directory"
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
