@@ -1,0 +1,20 @@
+// Package audit checks a private training run's ε empirically, by the one-run membership
+// audit of Steinke, Nasr & Jagielski ("Privacy Auditing with One (1) Training Run",
+// NeurIPS 2023): m canaries are each included in the training set by an independent fair
+// coin, the model is trained once, every canary gets a score, the auditor guesses "in" for
+// the highest scores and "out" for the lowest, and the number of correct guesses becomes
+// a lower bound on ε that holds with a chosen confidence ([EpsilonLowerBound], the
+// paper's Theorem 1). A lower bound above the ε that the accountant reports means the
+// mechanism does not deliver its guarantee: a bug in clipping, noise, normalisation or
+// accounting.
+//
+// [Run] audits the project's own mechanism end to end: nn.Trainer with its Poisson
+// sampler, per-example clipping, dpoptim.Private (noise, normalisation by the expected
+// batch) and the accountant's ledger, on logistic regression over MNIST digits. Its
+// canaries are white-box gradient canaries realised as training examples: canary i is
+// the unit vector of an input coordinate that no real example uses, so its clipped
+// gradient lies in its own row of the weight matrix, in a direction fixed by its label,
+// with norm C while the row stays near its start (the learning rate is chosen so that
+// it does). The score is the alignment of the row's accumulated update with that
+// direction: the sum of the noisy per-step updates, as in the paper's white-box audit.
+package audit
