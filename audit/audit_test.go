@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/privtrain/privtrain/internal/faults"
+)
+
+// The real mechanism must not be flagged: a (ε, δ)-DP run gives a bound above its ε with
+// probability at most 1 − confidence, and these seeds are fixed.
+func TestRealMechanismIsNotFlagged(t *testing.T) {
+	for _, eps := range []float64{2, 4} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			res, err := Run(context.Background(), Config{Epsilon: eps, Seed: &seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("ε = %.4g, seed %d: lower bound %.3f (%d of %d right)", res.Epsilon, seed, res.EmpiricalEpsilonLowerBound, res.Correct, res.Guesses)
+			if res.Flagged || res.EmpiricalEpsilonLowerBound >= res.Epsilon {
+				t.Errorf("seed %d: the intact mechanism at ε = %.4g gets a lower bound of %.4g", seed, res.Epsilon, res.EmpiricalEpsilonLowerBound)
+			}
+			if res.Epsilon > eps*(1+1e-6) {
+				t.Errorf("ledger reports ε = %v for a plan calibrated to %v", res.Epsilon, eps)
+			}
+		}
+	}
+}
+
+// Each broken mechanism must be flagged: its lower bound exceeds the ε its ledger claims.
+func TestBrokenMechanismsAreFlagged(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault faults.Fault
+		cfg   Config
+	}{
+		{"clipping off", faults.NoClip, Config{Epsilon: 2}},
+		{"noise off", faults.NoNoise, Config{Epsilon: 2}},
+		{"noise divided by 10", faults.NoiseDiv10, Config{Epsilon: 2}},
+		// Resumed 5 steps before the end of a 440-step plan, the ledger claims 5 steps' ε.
+		{"ledger reset on resume", faults.LedgerReset, Config{Epsilon: 4, Epochs: 40, ResumeAfter: 435}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			faults.Enable(t, c.fault)
+			seed := uint64(1)
+			c.cfg.Seed = &seed
+			res, err := Run(context.Background(), c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("claimed ε = %.4g, lower bound %.3f (%d of %d right)", res.Epsilon, res.EmpiricalEpsilonLowerBound, res.Correct, res.Guesses)
+			if !res.Flagged {
+				t.Errorf("not flagged: lower bound %.4g ≤ claimed ε = %.4g", res.EmpiricalEpsilonLowerBound, res.Epsilon)
+			}
+		})
+	}
+}
+
+// The same resumed plan with the ledger intact: the checkpoint carries the ledger, so the
+// claim covers all 440 steps and the audit stays below it.
+func TestResumedRunIsNotFlagged(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		res, err := Run(context.Background(), Config{Epsilon: 4, Epochs: 40, ResumeAfter: 435, Seed: &seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Steps != 440 || res.Epsilon < 4*(1-1e-3) || res.Flagged {
+			t.Errorf("seed %d: %d steps, claimed ε = %.4g, lower bound %.4g; want 440 steps, ε = 4, not flagged", seed, res.Steps, res.Epsilon, res.EmpiricalEpsilonLowerBound)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	for _, c := range []Config{
+		{Canaries: 1}, {Epochs: -1}, {Epsilon: -1}, {Delta: 1}, {Delta: -1e-5}, {Clip: -1},
+		{Confidence: 1}, {Confidence: -0.5}, {Guesses: []int{3}}, {Guesses: []int{2000}},
+		{ResumeAfter: -1}, {ResumeAfter: 1 << 20}, {BatchSize: -2}, {BatchSize: 1 << 20}, {LearningRate: -1},
+	} {
+		if _, err := Run(context.Background(), c); !errors.Is(err, ErrConfig) {
+			t.Errorf("Run(%+v) = %v, want an ErrConfig", c, err)
+		}
+	}
+}
+
+// The score really is the alignment with each canary's direction: with noise off, every
+// included canary scores above every excluded one (which scores exactly 0), so guessing
+// "in" for the top 100 and "out" for the bottom 100 of 200 is wrong only where the coins
+// did not split 100/100: 200 − |included − 100| right.
+func TestNoiselessAuditSeparatesPerfectly(t *testing.T) {
+	faults.Enable(t, faults.NoNoise)
+	seed := uint64(7)
+	res, err := Run(context.Background(), Config{Seed: &seed, Canaries: 200, Guesses: []int{200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Included - 100
+	if d < 0 {
+		d = -d
+	}
+	if res.Guesses != 200 || res.Correct != 200-d {
+		t.Fatalf("noiseless: %d of %d right with %d included, want %d", res.Correct, res.Guesses, res.Included, 200-d)
+	}
+	want, _ := EpsilonLowerBound(200, 200, 200-d, 0.95, 1e-5)
+	if res.EmpiricalEpsilonLowerBound != want {
+		t.Errorf("bound %v, want %v", res.EmpiricalEpsilonLowerBound, want)
+	}
+}
