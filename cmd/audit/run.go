@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/privtrain/privtrain/audit"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the audit could not run
+	exitUsage   = 2 // bad command line
+	exitFlagged = 3 // the empirical lower bound exceeds the accountant's ε
+)
+
+const usage = `usage: audit [flags]
+
+Trains logistic regression privately (DP-SGD: Poisson sampling, flat clipping,
+Gaussian noise, the RDP accountant) once on MNIST digits plus m canaries, each
+included by a fair coin, and reports a lower bound on ε from the number of
+correct membership guesses (Steinke, Nasr & Jagielski, NeurIPS 2023, Theorem 1),
+beside the ε the accountant reports. A bound above the accountant's ε means the
+mechanism does not deliver its guarantee.
+
+Flags:
+`
+
+type options struct {
+	cfg     audit.Config
+	seed    int64
+	guesses string
+	json    bool
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := &o.cfg
+	fs.IntVar(&c.Canaries, "canaries", 5000, "number of canaries m, each included with probability 1/2")
+	fs.IntVar(&c.RealExamples, "real", 1000, "real training examples (digits of the embedded MNIST sample)")
+	fs.IntVar(&c.BatchSize, "batch", 0, "expected batch size b (0: n/10); q = b/n")
+	fs.IntVar(&c.Epochs, "epochs", 10, "epochs; the run has epochs·⌈n/b⌉ steps")
+	fs.Float64Var(&c.Epsilon, "epsilon", 2, "target ε: the noise is calibrated for it")
+	fs.Float64Var(&c.NoiseMultiplier, "noise", 0, "fixed noise multiplier z instead of -epsilon")
+	fs.Float64Var(&c.Delta, "delta", 1e-5, "δ of the accountant's ε and of the bound")
+	fs.Float64Var(&c.Clip, "clip", 0.1, "flat clipping norm C")
+	fs.Float64Var(&c.LearningRate, "lr", 0, "SGD learning rate (0: small enough that every canary's gradient keeps norm C)")
+	fs.Float64Var(&c.Confidence, "confidence", 0.95, "confidence of the lower bound, in (0, 1)")
+	fs.StringVar(&o.guesses, "guesses", "", "comma-separated even guess counts r to try, split over the confidence (default 20,50,100,… up to m)")
+	fs.IntVar(&c.ResumeAfter, "resume-after", 0, "checkpoint after this many steps and finish in a restored trainer (audits resuming)")
+	fs.Int64Var(&o.seed, "seed", -1, "seed for coins, weights, sampling and noise (reproducible; default crypto/rand)")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	return fs
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlagSet(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "audit: unexpected argument %q (see audit -help)\n", fs.Arg(0))
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := o.check(set); err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := audit.Run(ctx, o.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		if errors.Is(err, audit.ErrConfig) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "audit: %v\n", err)
+			return exitFailure
+		}
+	} else {
+		report(stdout, res)
+	}
+	if res.Flagged {
+		return exitFlagged
+	}
+	return exitOK
+}
+
+// check validates the flags that audit.Run would otherwise default silently, and names
+// the flag at fault.
+func (o *options) check(set map[string]bool) error {
+	c := &o.cfg
+	if set["noise"] && set["epsilon"] {
+		return errors.New("-noise and -epsilon: give one (the noise is calibrated for -epsilon, or -noise fixes it)")
+	}
+	if set["noise"] {
+		c.Epsilon = 0
+		if !(c.NoiseMultiplier > 0) {
+			return fmt.Errorf("-noise %v: want a noise multiplier > 0", c.NoiseMultiplier)
+		}
+	} else if !(c.Epsilon > 0) {
+		return fmt.Errorf("-epsilon %v: want ε > 0", c.Epsilon)
+	}
+	positive := []struct {
+		name string
+		ok   bool
+	}{
+		{"canaries", c.Canaries >= 2},
+		{"real", c.RealExamples >= 1},
+		{"batch", c.BatchSize >= 0},
+		{"epochs", c.Epochs >= 1},
+		{"delta", c.Delta > 0 && c.Delta < 1},
+		{"clip", c.Clip > 0},
+		{"lr", c.LearningRate >= 0},
+		{"confidence", c.Confidence > 0 && c.Confidence < 1},
+		{"resume-after", c.ResumeAfter >= 0},
+	}
+	for _, p := range positive {
+		if !p.ok {
+			return fmt.Errorf("-%s: value out of range (see audit -help)", p.name)
+		}
+	}
+	if o.seed < -1 {
+		return fmt.Errorf("-seed %d: want a seed ≥ 0", o.seed)
+	}
+	if o.seed >= 0 {
+		s := uint64(o.seed)
+		c.Seed = &s
+	}
+	if o.guesses != "" {
+		for _, f := range strings.Split(o.guesses, ",") {
+			r, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || r < 2 || r%2 != 0 || r > c.Canaries {
+				return fmt.Errorf("-guesses: %q is not an even count in [2, %d]", f, c.Canaries)
+			}
+			c.Guesses = append(c.Guesses, r)
+		}
+	}
+	return nil
+}
+
+func report(w io.Writer, r audit.Result) {
+	fmt.Fprintf(w, "empirical ε     ≥ %.3f at %g%% confidence, δ = %g (Steinke, Nasr & Jagielski 2023, Theorem 1)\n", r.EmpiricalEpsilonLowerBound, 100*r.Confidence, r.Delta)
+	fmt.Fprintf(w, "accountant ε    %.4f at δ = %g (RDP ledger of the run)\n", r.Epsilon, r.Delta)
+	if r.Flagged {
+		fmt.Fprintf(w, "verdict         FLAGGED: the lower bound exceeds the accountant's ε; the mechanism does not deliver its guarantee\n")
+	} else {
+		fmt.Fprintf(w, "verdict         consistent: the lower bound is below the accountant's ε (%.0f%% of it)\n", 100*r.EmpiricalEpsilonLowerBound/r.Epsilon)
+	}
+	tried := make([]string, len(r.GuessCounts))
+	for i, g := range r.GuessCounts {
+		tried[i] = strconv.Itoa(g)
+	}
+	fmt.Fprintf(w, "canaries        %d (%d included by the coins)\n", r.Canaries, r.Included)
+	fmt.Fprintf(w, "guesses         %d correct of %d (%d \"in\", %d \"out\"; best of r = %s, confidence split over them)\n", r.Correct, r.Guesses, r.Guesses/2, r.Guesses/2, strings.Join(tried, ", "))
+	fmt.Fprintf(w, "mechanism       DP-SGD, noise multiplier z = %.4g, clip C = %g, q = %.4g, %d steps, n = %d (real + included canaries), lr %.3g\n", r.NoiseMultiplier, r.Clip, r.SampleRate, r.Steps, r.DatasetSize, r.LearningRate)
+	fmt.Fprintf(w, "noise source    %s\n", r.Noise)
+	fmt.Fprintf(w, "time            %.1fs\n", r.Seconds)
+}
