@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/privtrain/privtrain/internal/faults"
@@ -104,5 +105,48 @@ func TestNoiselessAuditSeparatesPerfectly(t *testing.T) {
 	want, _ := EpsilonLowerBound(200, 200, 200-d, 0.95, 1e-5)
 	if res.EmpiricalEpsilonLowerBound != want {
 		t.Errorf("bound %v, want %v", res.EmpiricalEpsilonLowerBound, want)
+	}
+}
+
+// The scores follow the distribution the DP-SGD analysis predicts for a canary that adds
+// exactly C in a fixed direction each time it is sampled: in units of one inclusion, an
+// included canary scores Binomial(T, q) + N(0, z²T), an excluded one N(0, z²T). This checks
+// end to end that the trainer samples with q, clips each canary to C, adds noise z·C and
+// divides by the expected batch, and that the canaries stay in their linear regime.
+func TestScoresMatchTheMechanism(t *testing.T) {
+	seed := uint64(11)
+	res, cs, err := run(context.Background(), Config{Seed: &seed, Canaries: 4000, Epsilon: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	T, q, z := float64(res.Steps), res.SampleRate, res.NoiseMultiplier
+	var sum, sq [2]float64
+	var cnt [2]float64
+	for i, s := range cs.scores {
+		k := 0
+		if cs.in[i] {
+			k = 1
+		}
+		x := s / cs.unit
+		sum[k] += x
+		sq[k] += x * x
+		cnt[k]++
+	}
+	for k, name := range []string{"excluded", "included"} {
+		wantMean, wantVar := 0.0, z*z*T
+		if k == 1 {
+			wantMean, wantVar = q*T, z*z*T+T*q*(1-q)
+		}
+		mean := sum[k] / cnt[k]
+		variance := sq[k]/cnt[k] - mean*mean
+		// 4 standard errors of the mean; the sample variance of ~2000 normals is within
+		// 4·√(2/2000) ≈ 13 % of the truth.
+		t.Logf("%s: mean %.3f (want %.3f), variance %.3f (want %.3f)", name, mean, wantMean, variance, wantVar)
+		if se := math.Sqrt(wantVar / cnt[k]); math.Abs(mean-wantMean) > 4*se {
+			t.Errorf("%s canaries: mean score %.3f, want %.3f ± %.3f", name, mean, wantMean, 4*se)
+		}
+		if r := variance / wantVar; r < 0.87 || r > 1.13 {
+			t.Errorf("%s canaries: score variance %.3f, want %.3f (ratio %.3f)", name, variance, wantVar, r)
+		}
 	}
 }

@@ -169,24 +169,37 @@ var errPause = errors.New("audit: pause for the checkpoint")
 // nn.Trainer (Poisson sampling, flat clipping, dpoptim.Private around SGD, the
 // accountant's ledger, and with ResumeAfter its checkpoint and Restore).
 func Run(ctx context.Context, cfg Config) (Result, error) {
+	res, _, err := run(ctx, cfg)
+	return res, err
+}
+
+// canaryScores are the per-canary outcome of a run, for the tests: the scores, the
+// coins, and the unit of a score (the row movement of one inclusion, √2·lr·C/b).
+type canaryScores struct {
+	scores []float64
+	in     []bool
+	unit   float64
+}
+
+func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	start := time.Now()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return Result{}, err
+		return Result{}, canaryScores{}, err
 	}
 	realData := cfg.Real
 	if realData == nil {
 		train, _, err := mnist.Embedded()
 		if err != nil {
-			return Result{}, err
+			return Result{}, canaryScores{}, err
 		}
 		if realData, err = datasets.StratifiedSubset(train, cfg.RealExamples); err != nil {
-			return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
+			return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 	}
 	rng, err := coinSource(cfg.Seed)
 	if err != nil {
-		return Result{}, err
+		return Result{}, canaryScores{}, err
 	}
 	m := cfg.Canaries
 	in := make([]bool, m)
@@ -206,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		b = max(1, n/10)
 	}
 	if b > n {
-		return Result{}, fmt.Errorf("%w: batch size %d for %d examples", ErrConfig, b, n)
+		return Result{}, canaryScores{}, fmt.Errorf("%w: batch size %d for %d examples", ErrConfig, b, n)
 	}
 	steps := cfg.Epochs * ((n + b - 1) / b)
 	q := float64(b) / float64(n)
@@ -215,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		z := cfg.NoiseMultiplier
 		if z == 0 {
 			if z, _, err = accountant.CalibrateNoise(q, steps, cfg.Epsilon, cfg.Delta); err != nil {
-				return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
+				return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
 			}
 		}
 		// The margin of a canary's row moves by lr·C/b per inclusion and by noise of
@@ -261,10 +274,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	tr, err := newTrainer()
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
+		return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if cfg.ResumeAfter >= tr.Plan().Steps {
-		return Result{}, fmt.Errorf("%w: resume after %d steps of a %d-step plan", ErrConfig, cfg.ResumeAfter, tr.Plan().Steps)
+		return Result{}, canaryScores{}, fmt.Errorf("%w: resume after %d steps of a %d-step plan", ErrConfig, cfg.ResumeAfter, tr.Plan().Steps)
 	}
 	before := make([]float64, tr.Model().NumParams())
 	tr.Model().Params(before)
@@ -272,24 +285,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.ResumeAfter > 0 && errors.Is(err, errPause) {
 		c, cerr := tr.Checkpoint()
 		if cerr != nil {
-			return Result{}, cerr
+			return Result{}, canaryScores{}, cerr
 		}
 		if tr, err = newTrainer(); err != nil {
-			return Result{}, err
+			return Result{}, canaryScores{}, err
 		}
 		if err := tr.Restore(c); err != nil {
-			return Result{}, err
+			return Result{}, canaryScores{}, err
 		}
 		_, err = tr.Run(ctx)
 	}
 	if err != nil {
-		return Result{}, err
+		return Result{}, canaryScores{}, err
 	}
 	after := make([]float64, len(before))
 	tr.Model().Params(after)
 	spent, err := tr.Spent()
 	if err != nil {
-		return Result{}, err
+		return Result{}, canaryScores{}, err
 	}
 
 	// Score: the accumulated update of canary i's row along its descent direction
@@ -302,9 +315,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	best, r, v, err := bestBound(scores, in, cfg.Guesses, cfg.Confidence, cfg.Delta)
 	if err != nil {
-		return Result{}, err
+		return Result{}, canaryScores{}, err
 	}
 	plan := tr.Plan()
+	cs := canaryScores{scores: scores, in: in, unit: math.Sqrt2 * lr * cfg.Clip / float64(b)}
 	return Result{
 		Epsilon:                    spent.Epsilon,
 		EmpiricalEpsilonLowerBound: best,
@@ -324,7 +338,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Noise:                      tr.Noise(),
 		Seconds:                    time.Since(start).Seconds(),
 		Flagged:                    best > spent.Epsilon,
-	}, nil
+	}, cs, nil
 }
 
 // bestBound guesses "in" for the r/2 highest scores and "out" for the r/2 lowest, for
