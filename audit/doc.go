@@ -15,6 +15,8 @@
 // the unit vector of an input coordinate that no real example uses, so its clipped
 // gradient lies in its own row of the weight matrix, in a direction fixed by its label,
 // with norm C while the row stays near its start (the learning rate is chosen so that
-// it does). The score is the alignment of the row's accumulated update with that
-// direction: the sum of the noisy per-step updates, as in the paper's white-box audit.
+// it does). A white-box auditor sees every update; the default score sums, over the steps,
+// the log likelihood ratio of the row's movement along that direction under "sampled"
+// versus "not sampled" ([StepLikelihood]); [AccumulatedUpdate] uses the alignment of the
+// final minus the initial weights instead, as in the paper's white-box experiments.
 package audit

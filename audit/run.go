@@ -67,6 +67,34 @@ type Config struct {
 	ResumeAfter int
 	// PhysicalBatch is the model's batch (default 128).
 	PhysicalBatch int
+	// Score is how canaries are scored (default StepLikelihood).
+	Score Score
+}
+
+// Score is a rule for scoring canaries; the auditor guesses "in" for the highest.
+type Score int
+
+const (
+	// StepLikelihood, the default, sums over the steps the log likelihood ratio of the
+	// canary's row movement under "sampled" versus "not sampled" (the white-box auditor
+	// sees every update): the most powerful test for one canary of the
+	// Poisson-subsampled Gaussian mechanism, given the run's q and z.
+	StepLikelihood Score = iota
+	// AccumulatedUpdate is the alignment of the final minus the initial weights with the
+	// canary's direction: the sum of the per-step alignments, as in the paper's
+	// white-box experiments. It needs only the first and last model.
+	AccumulatedUpdate
+)
+
+// String returns "step-likelihood" or "accumulated-update".
+func (s Score) String() string {
+	switch s {
+	case StepLikelihood:
+		return "step-likelihood"
+	case AccumulatedUpdate:
+		return "accumulated-update"
+	}
+	return fmt.Sprintf("Score(%d)", int(s))
 }
 
 // Result is the outcome of an audit. Its JSON field names are those of cmd/audit -json.
@@ -90,6 +118,7 @@ type Result struct {
 	DatasetSize                int     `json:"dataset_size"` // real examples + included canaries
 	LearningRate               float64 `json:"learning_rate"`
 	Noise                      string  `json:"noise"` // "secure" or "seeded(s)"
+	Score                      string  `json:"score"` // "step-likelihood" or "accumulated-update"
 	Seconds                    float64 `json:"seconds"`
 	// Flagged is EmpiricalEpsilonLowerBound > Epsilon.
 	Flagged bool `json:"flagged"`
@@ -140,6 +169,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: confidence %v, want it in (0, 1)", ErrConfig, c.Confidence)
 	case c.ResumeAfter < 0:
 		return c, fmt.Errorf("%w: resume after %d steps, want ≥ 0", ErrConfig, c.ResumeAfter)
+	case c.Score != StepLikelihood && c.Score != AccumulatedUpdate:
+		return c, fmt.Errorf("%w: unknown score %v", ErrConfig, c.Score)
 	case c.PhysicalBatch < 1:
 		return c, fmt.Errorf("%w: physical batch %d, want ≥ 1", ErrConfig, c.PhysicalBatch)
 	}
@@ -176,9 +207,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // canaryScores are the per-canary outcome of a run, for the tests: the scores, the
 // coins, and the unit of a score (the row movement of one inclusion, √2·lr·C/b).
 type canaryScores struct {
-	scores []float64
-	in     []bool
-	unit   float64
+	accumulated, stepLLR []float64
+	in                   []bool
+	unit                 float64
 }
 
 func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
@@ -245,6 +276,28 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	if cfg.Seed != nil {
 		opts = append(opts, nn.WithSeed(*cfg.Seed))
 	}
+	// A white-box auditor sees every step's update. observe scores it for each canary:
+	// x, the movement of the canary's row along its direction in units of one inclusion,
+	// is N(1, z²) in a step that sampled the canary and N(0, z²) otherwise, so the step's
+	// likelihood ratio "in" : "out" is 1 − q + q·exp((x − ½)/z²) (Neyman–Pearson for the
+	// Poisson-subsampled Gaussian). stepLLR sums their logs.
+	var (
+		cur         *nn.Trainer
+		prev, now   []float64
+		stepLLR     = make([]float64, m)
+		unit        = math.Sqrt2 * lr * cfg.Clip / float64(b)
+		zPlan, qRun float64
+	)
+	observe := func() {
+		cur.Model().Params(now)
+		for i := range m {
+			row := (data.realDim + i) * 2
+			y := label[i]
+			x := ((now[row+y] - prev[row+y]) - (now[row+1-y] - prev[row+1-y])) / unit
+			stepLLR[i] += logMixture(qRun, (x-0.5)/(zPlan*zPlan))
+		}
+		prev, now = now, prev
+	}
 	newTrainer := func() (*nn.Trainer, error) {
 		model, err := nn.New(spec, cfg.PhysicalBatch, opts...)
 		if err != nil {
@@ -265,6 +318,7 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 				Delta:           cfg.Delta,
 			},
 			OnStep: func(p nn.StepProgress) error {
+				observe()
 				if cfg.ResumeAfter > 0 && p.GlobalStep == cfg.ResumeAfter {
 					return errPause
 				}
@@ -279,8 +333,10 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	if cfg.ResumeAfter >= tr.Plan().Steps {
 		return Result{}, canaryScores{}, fmt.Errorf("%w: resume after %d steps of a %d-step plan", ErrConfig, cfg.ResumeAfter, tr.Plan().Steps)
 	}
+	cur, zPlan, qRun = tr, tr.Plan().NoiseMultiplier, tr.Plan().SampleRate
 	before := make([]float64, tr.Model().NumParams())
 	tr.Model().Params(before)
+	prev, now = slices.Clone(before), make([]float64, len(before))
 	_, err = tr.Run(ctx)
 	if cfg.ResumeAfter > 0 && errors.Is(err, errPause) {
 		c, cerr := tr.Checkpoint()
@@ -293,6 +349,7 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 		if err := tr.Restore(c); err != nil {
 			return Result{}, canaryScores{}, err
 		}
+		cur = tr
 		_, err = tr.Run(ctx)
 	}
 	if err != nil {
@@ -305,20 +362,24 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 		return Result{}, canaryScores{}, err
 	}
 
-	// Score: the accumulated update of canary i's row along its descent direction
-	// (+1 on its label's logit, −1 on the other).
-	scores := make([]float64, m)
+	// The accumulated update of canary i's row along its descent direction (+1 on its
+	// label's logit, −1 on the other).
+	accumulated := make([]float64, m)
 	for i := range m {
 		row := (data.realDim + i) * 2
 		y := label[i]
-		scores[i] = (after[row+y] - before[row+y]) - (after[row+1-y] - before[row+1-y])
+		accumulated[i] = (after[row+y] - before[row+y]) - (after[row+1-y] - before[row+1-y])
+	}
+	scores := stepLLR
+	if cfg.Score == AccumulatedUpdate {
+		scores = accumulated
 	}
 	best, r, v, err := bestBound(scores, in, cfg.Guesses, cfg.Confidence, cfg.Delta)
 	if err != nil {
 		return Result{}, canaryScores{}, err
 	}
 	plan := tr.Plan()
-	cs := canaryScores{scores: scores, in: in, unit: math.Sqrt2 * lr * cfg.Clip / float64(b)}
+	cs := canaryScores{accumulated: accumulated, stepLLR: stepLLR, in: in, unit: unit}
 	return Result{
 		Epsilon:                    spent.Epsilon,
 		EmpiricalEpsilonLowerBound: best,
@@ -336,6 +397,7 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 		DatasetSize:                n,
 		LearningRate:               lr,
 		Noise:                      tr.Noise(),
+		Score:                      cfg.Score.String(),
 		Seconds:                    time.Since(start).Seconds(),
 		Flagged:                    best > spent.Epsilon,
 	}, cs, nil
@@ -375,6 +437,14 @@ func bestBound(scores []float64, in []bool, guesses []int, confidence, delta flo
 		}
 	}
 	return eps, r, v, nil
+}
+
+// logMixture is log(1 − q + q·e^a) without overflow.
+func logMixture(q, a float64) float64 {
+	if a > 0 {
+		return a + math.Log(q+(1-q)*math.Exp(-a))
+	}
+	return math.Log1p(q * math.Expm1(a))
 }
 
 // coinSource returns the generator of the canaries' coins and labels: ChaCha8 keyed from
