@@ -13,6 +13,9 @@ import (
 // probability at most 1 − confidence, and these seeds are fixed.
 func TestRealMechanismIsNotFlagged(t *testing.T) {
 	for _, eps := range []float64{2, 4} {
+		if eps > 2 && testing.Short() {
+			continue
+		}
 		for seed := uint64(1); seed <= 5; seed++ {
 			res, err := Run(context.Background(), Config{Epsilon: eps, Seed: &seed})
 			if err != nil {
@@ -61,6 +64,9 @@ func TestBrokenMechanismsAreFlagged(t *testing.T) {
 // The same resumed plan with the ledger intact: the checkpoint carries the ledger, so the
 // claim covers all 440 steps and the audit stays below it.
 func TestResumedRunIsNotFlagged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three 440-step audits")
+	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		res, err := Run(context.Background(), Config{Epsilon: 4, Epochs: 40, ResumeAfter: 435, Seed: &seed})
 		if err != nil {

@@ -444,7 +444,10 @@ func logMixture(q, a float64) float64 {
 	if a > 0 {
 		return a + math.Log(q+(1-q)*math.Exp(-a))
 	}
-	return math.Log1p(q * math.Expm1(a))
+	if u := 1 - q + q*math.Exp(a); u < 0.5 { // a sum of two positive terms: accurate
+		return math.Log(u)
+	}
+	return math.Log1p(q * math.Expm1(a)) // near 0: no cancellation in 1 + …
 }
 
 // coinSource returns the generator of the canaries' coins and labels: ChaCha8 keyed from
