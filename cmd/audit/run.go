@@ -39,6 +39,7 @@ type options struct {
 	cfg     audit.Config
 	seed    int64
 	guesses string
+	score   string
 	json    bool
 }
 
@@ -59,6 +60,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.guesses, "guesses", "", "comma-separated even guess counts r to try, split over the confidence (default 20,50,100,… up to m)")
 	fs.IntVar(&c.ResumeAfter, "resume-after", 0, "checkpoint after this many steps and finish in a restored trainer (audits resuming)")
 	fs.Int64Var(&o.seed, "seed", -1, "seed for coins, weights, sampling and noise (reproducible; default crypto/rand)")
+	fs.StringVar(&o.score, "score", "step-likelihood", "canary score: step-likelihood (per-step likelihood ratio) or accumulated-update (final minus initial weights)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	return fs
 }
@@ -145,6 +147,14 @@ func (o *options) check(set map[string]bool) error {
 			return fmt.Errorf("-%s: value out of range (see audit -help)", p.name)
 		}
 	}
+	switch o.score {
+	case "step-likelihood":
+		c.Score = audit.StepLikelihood
+	case "accumulated-update":
+		c.Score = audit.AccumulatedUpdate
+	default:
+		return fmt.Errorf("-score %q: want step-likelihood or accumulated-update", o.score)
+	}
 	if o.seed < -1 {
 		return fmt.Errorf("-seed %d: want a seed ≥ 0", o.seed)
 	}
@@ -176,7 +186,7 @@ func report(w io.Writer, r audit.Result) {
 	for i, g := range r.GuessCounts {
 		tried[i] = strconv.Itoa(g)
 	}
-	fmt.Fprintf(w, "canaries        %d (%d included by the coins)\n", r.Canaries, r.Included)
+	fmt.Fprintf(w, "canaries        %d (%d included by the coins), scored by %s\n", r.Canaries, r.Included, r.Score)
 	fmt.Fprintf(w, "guesses         %d correct of %d (%d \"in\", %d \"out\"; best of r = %s, confidence split over them)\n", r.Correct, r.Guesses, r.Guesses/2, r.Guesses/2, strings.Join(tried, ", "))
 	fmt.Fprintf(w, "mechanism       DP-SGD, noise multiplier z = %.4g, clip C = %g, q = %.4g, %d steps, n = %d (real + included canaries), lr %.3g\n", r.NoiseMultiplier, r.Clip, r.SampleRate, r.Steps, r.DatasetSize, r.LearningRate)
 	fmt.Fprintf(w, "noise source    %s\n", r.Noise)

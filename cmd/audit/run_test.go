@@ -62,7 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-canaries", "1"}, {"-epsilon", "0"}, {"-epsilon", "-1"}, {"-noise", "0"}, {"-noise", "1", "-epsilon", "2"},
 		{"-delta", "1"}, {"-delta", "0"}, {"-confidence", "1"}, {"-clip", "-1"}, {"-epochs", "0"},
 		{"-guesses", "3"}, {"-guesses", "x"}, {"-canaries", "100", "-guesses", "200"}, {"-seed", "-5"},
-		{"-resume-after", "-1"}, {"-bogus"}, {"extra"}, {"-canaries", "100", "-real", "10", "-resume-after", "100000"},
+		{"-resume-after", "-1"}, {"-score", "loss"}, {"-bogus"}, {"extra"}, {"-canaries", "100", "-real", "10", "-resume-after", "100000"},
 	} {
 		code, out, stderr := runArgs(args...)
 		if code != exitUsage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "audit: ") {
