@@ -105,10 +105,10 @@ func TestNoiselessAuditSeparatesPerfectly(t *testing.T) {
 	if d < 0 {
 		d = -d
 	}
-	if res.Guesses != 200 || res.Correct != 200-d {
+	if res.Guesses != 200 || res.GuessesIn != 100 || res.Correct != 200-d {
 		t.Fatalf("noiseless: %d of %d right with %d included, want %d", res.Correct, res.Guesses, res.Included, 200-d)
 	}
-	want, _ := EpsilonLowerBound(200, 200, 200-d, 0.95, 1e-5)
+	want, _ := EpsilonLowerBound(200, 200, 200-d, 0.975, 1e-5) // 2 rules: 100/100 and 200 "in"
 	if res.EmpiricalEpsilonLowerBound != want {
 		t.Errorf("bound %v, want %v", res.EmpiricalEpsilonLowerBound, want)
 	}

@@ -55,9 +55,10 @@ type Config struct {
 	LearningRate float64
 	// Confidence in (0, 1) (default 0.95): the bound holds with this probability.
 	Confidence float64
-	// Guesses lists the guess counts r tried (each r/2 "in" guesses for the highest scores
-	// and r/2 "out" for the lowest); the confidence is split over them (Bonferroni), so
-	// the best one's bound is valid. Default: 20, 50, 100, 200, 500, 1000, … up to m.
+	// Guesses lists the guess counts r tried, each in two ways: r/2 "in" guesses for the
+	// highest scores and r/2 "out" for the lowest, and r "in" guesses only. The confidence
+	// is split over all of them (Bonferroni), so the best one's bound is valid. Default:
+	// 20, 50, 100, 200, 500, 1000, … up to m.
 	Guesses []int
 	// Seed, if not nil, makes the coins, the initial weights, the sampling and the noise
 	// reproducible. nil draws them from crypto/rand.
@@ -108,7 +109,8 @@ type Result struct {
 	Confidence                 float64 `json:"confidence"`
 	Canaries                   int     `json:"canaries"`          // m
 	Included                   int     `json:"included_canaries"` // canaries whose coin said "in"
-	Guesses                    int     `json:"guesses"`           // r of the best guess count
+	Guesses                    int     `json:"guesses"`           // r of the best guessing rule
+	GuessesIn                  int     `json:"guesses_in"`        // its "in" guesses (the rest are "out")
 	Correct                    int     `json:"correct_guesses"`   // correct among them
 	GuessCounts                []int   `json:"guess_counts_tried"`
 	NoiseMultiplier            float64 `json:"noise_multiplier"`
@@ -374,7 +376,7 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	if cfg.Score == AccumulatedUpdate {
 		scores = accumulated
 	}
-	best, r, v, err := bestBound(scores, in, cfg.Guesses, cfg.Confidence, cfg.Delta)
+	best, rule, v, err := bestBound(scores, in, guessRules(cfg.Guesses), cfg.Confidence, cfg.Delta)
 	if err != nil {
 		return Result{}, canaryScores{}, err
 	}
@@ -387,7 +389,8 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 		Confidence:                 cfg.Confidence,
 		Canaries:                   m,
 		Included:                   len(members),
-		Guesses:                    r,
+		Guesses:                    rule.kIn + rule.kOut,
+		GuessesIn:                  rule.kIn,
 		Correct:                    v,
 		GuessCounts:                cfg.Guesses,
 		NoiseMultiplier:            plan.NoiseMultiplier,
@@ -403,40 +406,54 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	}, cs, nil
 }
 
-// bestBound guesses "in" for the r/2 highest scores and "out" for the r/2 lowest, for
-// every r of guesses, and returns the largest bound with its r and correct count. Each
-// bound is computed at confidence 1 − (1 − confidence)/len(guesses), so the largest holds
-// at the given confidence (a union bound over the guess counts tried).
-func bestBound(scores []float64, in []bool, guesses []int, confidence, delta float64) (eps float64, r, v int, err error) {
+// guessRule is one way of guessing: kIn "in" guesses for the highest scores and
+// kOut "out" guesses for the lowest.
+type guessRule struct{ kIn, kOut int }
+
+// guessRules are the rules tried for the guess counts r: r/2 each way, and r "in" only
+// (the paper's k− = 0; for a likelihood-ratio score the top of the ranking is often
+// surer than the bottom).
+func guessRules(guesses []int) []guessRule {
+	var rules []guessRule
+	for _, r := range guesses {
+		rules = append(rules, guessRule{r / 2, r / 2}, guessRule{r, 0})
+	}
+	return rules
+}
+
+// bestBound applies every guessing rule and returns the largest bound with its rule and
+// correct count. Each bound is computed at confidence 1 − (1 − confidence)/len(rules), so
+// the largest holds at the given confidence (a union bound over the rules tried).
+func bestBound(scores []float64, in []bool, rules []guessRule, confidence, delta float64) (eps float64, best guessRule, v int, err error) {
 	m := len(scores)
 	order := make([]int, m)
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
-	each := 1 - (1-confidence)/float64(len(guesses))
-	r, v = guesses[0], -1
-	for _, g := range guesses {
+	each := 1 - (1-confidence)/float64(len(rules))
+	best, v = rules[0], -1
+	for _, g := range rules {
 		correct := 0
-		for _, i := range order[:g/2] {
+		for _, i := range order[:g.kIn] {
 			if in[i] {
 				correct++
 			}
 		}
-		for _, i := range order[m-g/2:] {
+		for _, i := range order[m-g.kOut:] {
 			if !in[i] {
 				correct++
 			}
 		}
-		b, err := EpsilonLowerBound(m, g, correct, each, delta)
+		b, err := EpsilonLowerBound(m, g.kIn+g.kOut, correct, each, delta)
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, guessRule{}, 0, err
 		}
 		if v < 0 || b > eps {
-			eps, r, v = b, g, correct
+			eps, best, v = b, g, correct
 		}
 	}
-	return eps, r, v, nil
+	return eps, best, v, nil
 }
 
 // logMixture is log(1 − q + q·e^a) without overflow.

@@ -50,7 +50,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&c.Canaries, "canaries", 5000, "number of canaries m, each included with probability 1/2")
 	fs.IntVar(&c.RealExamples, "real", 1000, "real training examples (digits of the embedded MNIST sample)")
 	fs.IntVar(&c.BatchSize, "batch", 0, "expected batch size b (0: n/10); q = b/n")
-	fs.IntVar(&c.Epochs, "epochs", 10, "epochs; the run has epochs·⌈n/b⌉ steps")
+	fs.IntVar(&c.Epochs, "epochs", 40, "epochs; the run has epochs·⌈n/b⌉ steps")
 	fs.Float64Var(&c.Epsilon, "epsilon", 2, "target ε: the noise is calibrated for it")
 	fs.Float64Var(&c.NoiseMultiplier, "noise", 0, "fixed noise multiplier z instead of -epsilon")
 	fs.Float64Var(&c.Delta, "delta", 1e-5, "δ of the accountant's ε and of the bound")
@@ -187,7 +187,7 @@ func report(w io.Writer, r audit.Result) {
 		tried[i] = strconv.Itoa(g)
 	}
 	fmt.Fprintf(w, "canaries        %d (%d included by the coins), scored by %s\n", r.Canaries, r.Included, r.Score)
-	fmt.Fprintf(w, "guesses         %d correct of %d (%d \"in\", %d \"out\"; best of r = %s, confidence split over them)\n", r.Correct, r.Guesses, r.Guesses/2, r.Guesses/2, strings.Join(tried, ", "))
+	fmt.Fprintf(w, "guesses         %d correct of %d (%d \"in\", %d \"out\"; best of r = %s, each half-and-half or all \"in\", confidence split over them)\n", r.Correct, r.Guesses, r.GuessesIn, r.Guesses-r.GuessesIn, strings.Join(tried, ", "))
 	fmt.Fprintf(w, "mechanism       DP-SGD, noise multiplier z = %.4g, clip C = %g, q = %.4g, %d steps, n = %d (real + included canaries), lr %.3g\n", r.NoiseMultiplier, r.Clip, r.SampleRate, r.Steps, r.DatasetSize, r.LearningRate)
 	fmt.Fprintf(w, "noise source    %s\n", r.Noise)
 	fmt.Fprintf(w, "time            %.1fs\n", r.Seconds)
