@@ -9,7 +9,7 @@
 //	audit -epsilon 4 -canaries 10000 -seed 1 -json
 //
 // Exit status: 0 the bound is below the accountant's ε; 3 it is above (the mechanism does
-// not deliver its ε); 1 the audit failed; 2 bad command line.
+// not deliver its ε); 1 the audit failed; 2 bad command line; 130 interrupted.
 package main
 
 import "os"

@@ -18,9 +18,10 @@ import (
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the audit could not run
-	exitUsage   = 2 // bad command line
-	exitFlagged = 3 // the empirical lower bound exceeds the accountant's ε
+	exitFailure = 1   // the audit could not run
+	exitUsage   = 2   // bad command line
+	exitFlagged = 3   // the empirical lower bound exceeds the accountant's ε
+	exitSignal  = 130 // interrupted (Ctrl-C), as cmd/train
 )
 
 const usage = `usage: audit [flags]
@@ -95,6 +96,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		if errors.Is(err, audit.ErrConfig) {
 			return exitUsage
+		}
+		if ctx.Err() != nil {
+			return exitSignal
 		}
 		return exitFailure
 	}
