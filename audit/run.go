@@ -100,6 +100,8 @@ func (s Score) String() string {
 
 // Result is the outcome of an audit. Its JSON field names are those of cmd/audit -json.
 type Result struct {
+	// Mode is "one-run" ([Run]) or "multi-run" ([RunMulti]).
+	Mode string `json:"mode"`
 	// Epsilon is what the run's privacy ledger reports at Delta: the claim under audit.
 	Epsilon float64 `json:"epsilon"`
 	// EmpiricalEpsilonLowerBound holds with probability Confidence; above Epsilon it
@@ -108,6 +110,7 @@ type Result struct {
 	Delta                      float64 `json:"delta"`
 	Confidence                 float64 `json:"confidence"`
 	Canaries                   int     `json:"canaries"`          // m
+	Runs                       int     `json:"runs"`              // training runs: 1, or m for RunMulti
 	Included                   int     `json:"included_canaries"` // canaries whose coin said "in"
 	Guesses                    int     `json:"guesses"`           // r of the best guessing rule
 	GuessesIn                  int     `json:"guesses_in"`        // its "in" guesses (the rest are "out")
@@ -383,6 +386,8 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	plan := tr.Plan()
 	cs := canaryScores{accumulated: accumulated, stepLLR: stepLLR, in: in, unit: unit}
 	return Result{
+		Mode:                       "one-run",
+		Runs:                       1,
 		Epsilon:                    spent.Epsilon,
 		EmpiricalEpsilonLowerBound: best,
 		Delta:                      cfg.Delta,
