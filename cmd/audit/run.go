@@ -33,11 +33,22 @@ correct membership guesses (Steinke, Nasr & Jagielski, NeurIPS 2023, Theorem 1),
 beside the ε the accountant reports. A bound above the accountant's ε means the
 mechanism does not deliver its guarantee.
 
+-mode multi-run instead trains R short runs (-runs, default 200) on -filler blank
+examples plus, by a fair coin per run, one canary, and scores each run by what a
+white-box auditor sees in every step's update (its norm reveals the normaliser,
+its canary row the canary): the same theorem with m = R. It flags normalisation
+by the realised batch, which the one-run audit cannot see. Its defaults: ε = 1.5,
+3 filler examples, batch 2, 50 epochs (100 steps), 1024 inputs; -canaries, -real,
+-resume-after and -score apply to one-run only, -runs, -filler and -dim to
+multi-run only.
+
 Flags:
 `
 
 type options struct {
 	cfg     audit.Config
+	multi   audit.MultiConfig
+	mode    string
 	seed    int64
 	guesses string
 	score   string
@@ -63,6 +74,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.seed, "seed", -1, "seed for coins, weights, sampling and noise (reproducible; default crypto/rand)")
 	fs.StringVar(&o.score, "score", "step-likelihood", "canary score: step-likelihood (per-step likelihood ratio) or accumulated-update (final minus initial weights)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.StringVar(&o.mode, "mode", "one-run", "one-run (m canaries, one training run) or multi-run (one canary in each of -runs runs)")
+	fs.IntVar(&o.multi.Runs, "runs", 200, "multi-run: training runs R, one canary each")
+	fs.IntVar(&o.multi.Filler, "filler", 3, "multi-run: blank examples in every run besides the canary")
+	fs.IntVar(&o.multi.Dim, "dim", 1024, "multi-run: input dimension (the model has 2·dim parameters)")
 	return fs
 }
 
@@ -91,7 +106,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := audit.Run(ctx, o.cfg)
+	var res audit.Result
+	var err error
+	if o.mode == "multi-run" {
+		res, err = audit.RunMulti(ctx, o.multi)
+	} else {
+		res, err = audit.Run(ctx, o.cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		if errors.Is(err, audit.ErrConfig) {
@@ -121,6 +142,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 // the flag at fault.
 func (o *options) check(set map[string]bool) error {
 	c := &o.cfg
+	only := map[string][]string{"one-run": {"canaries", "real", "resume-after", "score"}, "multi-run": {"runs", "filler", "dim"}}
+	if _, ok := only[o.mode]; !ok {
+		return fmt.Errorf("-mode %q: want one-run or multi-run", o.mode)
+	}
+	for mode, names := range only {
+		for _, name := range names {
+			if set[name] && mode != o.mode {
+				return fmt.Errorf("-%s applies to -mode %s only", name, mode)
+			}
+		}
+	}
+	if o.mode == "multi-run" {
+		// The multi-run audit has its own defaults (audit.MultiConfig): take only the flags given.
+		if !set["epsilon"] {
+			c.Epsilon = 1.5
+		}
+		if !set["epochs"] {
+			c.Epochs = 50
+		}
+		if !set["batch"] {
+			c.BatchSize = 2
+		}
+		if o.multi.Runs < 2 {
+			return fmt.Errorf("-runs %d: want at least 2 runs", o.multi.Runs)
+		}
+		if o.multi.Filler < 1 {
+			return fmt.Errorf("-filler %d: want at least 1 example", o.multi.Filler)
+		}
+		if o.multi.Dim < 1 {
+			return fmt.Errorf("-dim %d: want at least 1 input", o.multi.Dim)
+		}
+		c.Canaries = o.multi.Runs // the bound for -guesses
+	}
 	if set["noise"] && set["epsilon"] {
 		return errors.New("-noise and -epsilon: give one (the noise is calibrated for -epsilon, or -noise fixes it)")
 	}
@@ -175,6 +229,15 @@ func (o *options) check(set map[string]bool) error {
 			c.Guesses = append(c.Guesses, r)
 		}
 	}
+	if o.mode == "multi-run" {
+		if c.BatchSize < 1 {
+			return errors.New("-batch: want b ≥ 1 in multi-run mode")
+		}
+		m := &o.multi
+		m.BatchSize, m.Epochs, m.Epsilon, m.NoiseMultiplier = c.BatchSize, c.Epochs, c.Epsilon, c.NoiseMultiplier
+		m.Delta, m.Clip, m.LearningRate, m.Confidence = c.Delta, c.Clip, c.LearningRate, c.Confidence
+		m.Guesses, m.Seed = c.Guesses, c.Seed
+	}
 	return nil
 }
 
@@ -190,9 +253,17 @@ func report(w io.Writer, r audit.Result) {
 	for i, g := range r.GuessCounts {
 		tried[i] = strconv.Itoa(g)
 	}
-	fmt.Fprintf(w, "canaries        %d (%d included by the coins), scored by %s\n", r.Canaries, r.Included, r.Score)
+	if r.Mode == "multi-run" {
+		fmt.Fprintf(w, "runs            %d, one canary each (%d included by the coins), scored by %s\n", r.Runs, r.Included, r.Score)
+	} else {
+		fmt.Fprintf(w, "canaries        %d (%d included by the coins), scored by %s\n", r.Canaries, r.Included, r.Score)
+	}
 	fmt.Fprintf(w, "guesses         %d correct of %d (%d \"in\", %d \"out\"; best of r = %s, each half-and-half or all \"in\", confidence split over them)\n", r.Correct, r.Guesses, r.GuessesIn, r.Guesses-r.GuessesIn, strings.Join(tried, ", "))
-	fmt.Fprintf(w, "mechanism       DP-SGD, noise multiplier z = %.4g, clip C = %g, q = %.4g, %d steps, n = %d (real + included canaries), lr %.3g\n", r.NoiseMultiplier, r.Clip, r.SampleRate, r.Steps, r.DatasetSize, r.LearningRate)
+	what := "real + included canaries"
+	if r.Mode == "multi-run" {
+		what = "filler + the canary; q and n of a run with it"
+	}
+	fmt.Fprintf(w, "mechanism       DP-SGD, noise multiplier z = %.4g, clip C = %g, q = %.4g, %d steps, n = %d (%s), lr %.3g\n", r.NoiseMultiplier, r.Clip, r.SampleRate, r.Steps, r.DatasetSize, what, r.LearningRate)
 	fmt.Fprintf(w, "noise source    %s\n", r.Noise)
 	fmt.Fprintf(w, "time            %.1fs\n", r.Seconds)
 }

@@ -63,6 +63,9 @@ func TestUsageErrors(t *testing.T) {
 		{"-delta", "1"}, {"-delta", "0"}, {"-confidence", "1"}, {"-clip", "-1"}, {"-epochs", "0"},
 		{"-guesses", "3"}, {"-guesses", "x"}, {"-canaries", "100", "-guesses", "200"}, {"-seed", "-5"},
 		{"-resume-after", "-1"}, {"-score", "loss"}, {"-bogus"}, {"extra"}, {"-canaries", "100", "-real", "10", "-resume-after", "100000"},
+		{"-mode", "two-run"}, {"-runs", "10"}, {"-mode", "multi-run", "-canaries", "10"}, {"-mode", "multi-run", "-score", "accumulated-update"},
+		{"-mode", "multi-run", "-runs", "1"}, {"-mode", "multi-run", "-filler", "0"}, {"-mode", "multi-run", "-dim", "0"},
+		{"-mode", "multi-run", "-batch", "3"}, {"-mode", "multi-run", "-runs", "10", "-guesses", "20"},
 	} {
 		code, out, stderr := runArgs(args...)
 		if code != exitUsage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "audit: ") {
@@ -83,5 +86,32 @@ func TestFlaggedExitStatus(t *testing.T) {
 	code, out, _ := runArgs("-canaries", "400", "-real", "300", "-seed", "2")
 	if code != exitFlagged || !strings.Contains(out, "FLAGGED") {
 		t.Errorf("noise off: exit %d, want %d:\n%s", code, exitFlagged, out)
+	}
+}
+
+func TestMultiRunJSON(t *testing.T) {
+	code, out, stderr := runArgs("-mode", "multi-run", "-runs", "40", "-seed", "2", "-json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var r audit.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(2)
+	want, err := audit.RunMulti(t.Context(), audit.MultiConfig{Runs: 40, Seed: &seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != "multi-run" || r.Runs != 40 || r.Steps != 100 || r.EmpiricalEpsilonLowerBound != want.EmpiricalEpsilonLowerBound || r.Epsilon != want.Epsilon || r.Correct != want.Correct {
+		t.Errorf("command %+v, library %+v", r, want)
+	}
+}
+
+func TestMultiRunFlagsRealisedBatch(t *testing.T) {
+	faults.Enable(t, faults.RealisedBatch)
+	code, out, _ := runArgs("-mode", "multi-run", "-seed", "4")
+	if code != exitFlagged || !strings.Contains(out, "FLAGGED") || !strings.Contains(out, "runs            200, one canary each") {
+		t.Errorf("realised batch: exit %d, want %d:\n%s", code, exitFlagged, out)
 	}
 }
