@@ -19,4 +19,13 @@
 // the log likelihood ratio of the row's movement along that direction under "sampled"
 // versus "not sampled" ([StepLikelihood]); [AccumulatedUpdate] uses the alignment of the
 // final minus the initial weights instead, as in the paper's white-box experiments.
+//
+// [RunMulti] is the multi-run special case of the same theorem: R independent short
+// training runs, each with one canary included by a fair coin, so m = R. It exists for a
+// bug the one-run audit cannot see, normalisation by the realised batch |B_t| instead of
+// the expected q·n: that leaks the batch size, which all canaries of one run share. Each
+// run trains the real nn.Trainer on a few blank examples plus, by its coin, the canary;
+// the score is the likelihood ratio of the batch sizes that the norm of every step's
+// update reveals when the normaliser is |B_t| (under the correct mechanism the norm is
+// the same in every step) plus the canary row's per-step likelihood ratio.
 package audit
