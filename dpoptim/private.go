@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/privtrain/privtrain/internal/faults"
 )
 
 // PrivateConfig configures a [Private] step.
@@ -158,6 +160,7 @@ func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
 	}
 	g := p.buf
 	std, inv := z*p.c, p.invBatch
+	std, inv = faults.Noise(std, inv, batchSize) // unchanged unless an audit test broke it
 	if std == 0 {
 		for i, s := range clippedSum {
 			g[i] = s * inv

@@ -1,0 +1,523 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
+)
+
+// Config describes an audit run. The zero value of every field is a documented default,
+// so Config{} audits DP-SGD at ε = 2.
+type Config struct {
+	// Canaries m ≥ 2 (default 1000); each is included by a fair coin.
+	Canaries int
+	// Real holds the real training examples (any shape; flattened, labels mod 2). nil:
+	// RealExamples digits of the embedded MNIST training sample.
+	Real datasets.Dataset
+	// RealExamples is the number of embedded MNIST digits when Real is nil (default 1000).
+	RealExamples int
+	// BatchSize is the expected logical batch size b; q = b/n for the n examples actually
+	// trained on (real ones and included canaries). Default: n/10.
+	BatchSize int
+	// Epochs ≥ 1 (default 10): Epochs·⌈n/b⌉ steps.
+	Epochs int
+	// Epsilon is the target ε the noise is calibrated for (default 2, unless
+	// NoiseMultiplier is set).
+	Epsilon float64
+	// NoiseMultiplier, if > 0, fixes z instead; the audit then compares with the ε the
+	// ledger reports for it.
+	NoiseMultiplier float64
+	// Delta in (0, 1) (default 1e-5): the δ of the accountant's ε and of the bound.
+	Delta float64
+	// Clip is the flat clipping norm C (default 0.1, below every canary's gradient norm,
+	// so that each canary contributes exactly C).
+	Clip float64
+	// LearningRate of the SGD steps; 0 picks one that keeps every canary's row near its
+	// start (its logit margin within about ±0.2 of 0), where the canary's gradient has
+	// norm above C and a fixed direction. The bound does not depend on it otherwise.
+	LearningRate float64
+	// Confidence in (0, 1) (default 0.95): the bound holds with this probability.
+	Confidence float64
+	// Guesses lists the guess counts r tried, each in two ways: r/2 "in" guesses for the
+	// highest scores and r/2 "out" for the lowest, and r "in" guesses only. The confidence
+	// is split over all of them (Bonferroni), so the best one's bound is valid. Default:
+	// 20, 50, 100, 200, 500, 1000, … up to m.
+	Guesses []int
+	// Seed, if not nil, makes the coins, the initial weights, the sampling and the noise
+	// reproducible. nil draws them from crypto/rand.
+	Seed *uint64
+	// ResumeAfter > 0 stops training after that many steps, takes a checkpoint, and
+	// finishes the plan in a new trainer restored from it: an audit of the resume path.
+	ResumeAfter int
+	// PhysicalBatch is the model's batch (default 128).
+	PhysicalBatch int
+	// Score is how canaries are scored (default StepLikelihood).
+	Score Score
+}
+
+// Score is a rule for scoring canaries; the auditor guesses "in" for the highest.
+type Score int
+
+const (
+	// StepLikelihood, the default, sums over the steps the log likelihood ratio of the
+	// canary's row movement under "sampled" versus "not sampled" (the white-box auditor
+	// sees every update): the most powerful test for one canary of the
+	// Poisson-subsampled Gaussian mechanism, given the run's q and z.
+	StepLikelihood Score = iota
+	// AccumulatedUpdate is the alignment of the final minus the initial weights with the
+	// canary's direction: the sum of the per-step alignments, as in the paper's
+	// white-box experiments. It needs only the first and last model.
+	AccumulatedUpdate
+)
+
+// String returns "step-likelihood" or "accumulated-update".
+func (s Score) String() string {
+	switch s {
+	case StepLikelihood:
+		return "step-likelihood"
+	case AccumulatedUpdate:
+		return "accumulated-update"
+	}
+	return fmt.Sprintf("Score(%d)", int(s))
+}
+
+// Result is the outcome of an audit. Its JSON field names are those of cmd/audit -json.
+type Result struct {
+	// Mode is "one-run" ([Run]) or "multi-run" ([RunMulti]).
+	Mode string `json:"mode"`
+	// Epsilon is what the run's privacy ledger reports at Delta: the claim under audit.
+	Epsilon float64 `json:"epsilon"`
+	// EmpiricalEpsilonLowerBound holds with probability Confidence; above Epsilon it
+	// means the mechanism does not deliver its claim.
+	EmpiricalEpsilonLowerBound float64 `json:"empirical_epsilon_lower_bound"`
+	Delta                      float64 `json:"delta"`
+	Confidence                 float64 `json:"confidence"`
+	Canaries                   int     `json:"canaries"`          // m
+	Runs                       int     `json:"runs"`              // training runs: 1, or m for RunMulti
+	Included                   int     `json:"included_canaries"` // canaries whose coin said "in"
+	Guesses                    int     `json:"guesses"`           // r of the best guessing rule
+	GuessesIn                  int     `json:"guesses_in"`        // its "in" guesses (the rest are "out")
+	Correct                    int     `json:"correct_guesses"`   // correct among them
+	GuessCounts                []int   `json:"guess_counts_tried"`
+	NoiseMultiplier            float64 `json:"noise_multiplier"`
+	Clip                       float64 `json:"clip"`
+	SampleRate                 float64 `json:"sample_rate"`
+	Steps                      int     `json:"steps"`
+	DatasetSize                int     `json:"dataset_size"` // real examples + included canaries
+	LearningRate               float64 `json:"learning_rate"`
+	Noise                      string  `json:"noise"` // "secure" or "seeded(s)"
+	Score                      string  `json:"score"` // "step-likelihood" or "accumulated-update"
+	Seconds                    float64 `json:"seconds"`
+	// Flagged is EmpiricalEpsilonLowerBound > Epsilon.
+	Flagged bool `json:"flagged"`
+}
+
+// withDefaults fills the zero fields of c and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Canaries, 1000)
+	def(&c.RealExamples, 1000)
+	def(&c.Epochs, 10)
+	def(&c.PhysicalBatch, 128)
+	deff(&c.Delta, 1e-5)
+	deff(&c.Clip, 0.1)
+	deff(&c.Confidence, 0.95)
+	if c.NoiseMultiplier == 0 {
+		deff(&c.Epsilon, 2)
+	}
+	switch {
+	case c.Canaries < 2:
+		return c, fmt.Errorf("%w: %d canaries, want at least 2", ErrConfig, c.Canaries)
+	case c.Real == nil && c.RealExamples < 0:
+		return c, fmt.Errorf("%w: %d real examples, want ≥ 0", ErrConfig, c.RealExamples)
+	case c.Epochs < 1:
+		return c, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, c.Epochs)
+	case c.BatchSize < 0:
+		return c, fmt.Errorf("%w: batch size %d, want ≥ 1 (or 0 for n/10)", ErrConfig, c.BatchSize)
+	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
+		return c, fmt.Errorf("%w: ε = %v, want a finite ε > 0", ErrConfig, c.Epsilon)
+	case !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0):
+		return c, fmt.Errorf("%w: noise multiplier %v, want a finite z > 0", ErrConfig, c.NoiseMultiplier)
+	case !(c.Delta > 0 && c.Delta < 1):
+		return c, fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrConfig, c.Delta)
+	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
+		return c, fmt.Errorf("%w: clip %v, want a finite C > 0", ErrConfig, c.Clip)
+	case !(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 0):
+		return c, fmt.Errorf("%w: learning rate %v, want a finite rate > 0 (or 0 for automatic)", ErrConfig, c.LearningRate)
+	case !(c.Confidence > 0 && c.Confidence < 1):
+		return c, fmt.Errorf("%w: confidence %v, want it in (0, 1)", ErrConfig, c.Confidence)
+	case c.ResumeAfter < 0:
+		return c, fmt.Errorf("%w: resume after %d steps, want ≥ 0", ErrConfig, c.ResumeAfter)
+	case c.Score != StepLikelihood && c.Score != AccumulatedUpdate:
+		return c, fmt.Errorf("%w: unknown score %v", ErrConfig, c.Score)
+	case c.PhysicalBatch < 1:
+		return c, fmt.Errorf("%w: physical batch %d, want ≥ 1", ErrConfig, c.PhysicalBatch)
+	}
+	if c.Guesses == nil {
+		for _, r := range []int{20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000} {
+			if r <= c.Canaries {
+				c.Guesses = append(c.Guesses, r)
+			}
+		}
+		if len(c.Guesses) == 0 {
+			c.Guesses = []int{c.Canaries &^ 1}
+		}
+	}
+	c.Guesses = slices.Clone(c.Guesses)
+	for _, r := range c.Guesses {
+		if r < 2 || r > c.Canaries || r%2 != 0 {
+			return c, fmt.Errorf("%w: guess count %d, want an even count in [2, %d]", ErrConfig, r, c.Canaries)
+		}
+	}
+	return c, nil
+}
+
+// errPause stops the first trainer of a resumed audit.
+var errPause = errors.New("audit: pause for the checkpoint")
+
+// Run trains once with canaries and returns the audit. It drives the real mechanism:
+// nn.Trainer (Poisson sampling, flat clipping, dpoptim.Private around SGD, the
+// accountant's ledger, and with ResumeAfter its checkpoint and Restore).
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res, _, err := run(ctx, cfg)
+	return res, err
+}
+
+// canaryScores are the per-canary outcome of a run, for the tests: the scores, the
+// coins, and the unit of a score (the row movement of one inclusion, √2·lr·C/b).
+type canaryScores struct {
+	accumulated, stepLLR []float64
+	in                   []bool
+	unit                 float64
+}
+
+func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
+	start := time.Now()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, canaryScores{}, err
+	}
+	realData := cfg.Real
+	if realData == nil {
+		train, _, err := mnist.Embedded()
+		if err != nil {
+			return Result{}, canaryScores{}, err
+		}
+		if realData, err = datasets.StratifiedSubset(train, cfg.RealExamples); err != nil {
+			return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
+	rng, err := coinSource(cfg.Seed)
+	if err != nil {
+		return Result{}, canaryScores{}, err
+	}
+	m := cfg.Canaries
+	in := make([]bool, m)
+	label := make([]int, m)
+	var members []int
+	for i := range m {
+		in[i] = rng.Uint64()&1 == 1
+		label[i] = int(rng.Uint64() & 1)
+		if in[i] {
+			members = append(members, i)
+		}
+	}
+	data := newCanaryData(realData, m, members, label)
+	n := data.Len()
+	b := cfg.BatchSize
+	if b == 0 {
+		b = max(1, n/10)
+	}
+	if b > n {
+		return Result{}, canaryScores{}, fmt.Errorf("%w: batch size %d for %d examples", ErrConfig, b, n)
+	}
+	steps := cfg.Epochs * ((n + b - 1) / b)
+	q := float64(b) / float64(n)
+	lr := cfg.LearningRate
+	if lr == 0 {
+		z := cfg.NoiseMultiplier
+		if z == 0 {
+			if z, _, err = accountant.CalibrateNoise(q, steps, cfg.Epsilon, cfg.Delta); err != nil {
+				return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
+			}
+		}
+		// The margin of a canary's row moves by lr·C/b per inclusion and by noise of
+		// standard deviation lr·z·C·√2/b per step: keep both, summed over the run, near 0.2.
+		lr = 0.2 * float64(b) / (cfg.Clip * math.Sqrt(2*float64(steps)) * max(z, q*math.Sqrt(float64(steps)), 1e-3))
+	}
+	spec := nn.Spec{
+		Name:       "audit-logreg",
+		InputShape: []int{data.dim},
+		NumClasses: 2,
+		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
+	}
+	opts := []nn.Option{nn.WithDType(nn.Float64)}
+	if cfg.Seed != nil {
+		opts = append(opts, nn.WithSeed(*cfg.Seed))
+	}
+	// A white-box auditor sees every step's update. observe scores it for each canary:
+	// x, the movement of the canary's row along its direction in units of one inclusion,
+	// is N(1, z²) in a step that sampled the canary and N(0, z²) otherwise, so the step's
+	// likelihood ratio "in" : "out" is 1 − q + q·exp((x − ½)/z²) (Neyman–Pearson for the
+	// Poisson-subsampled Gaussian). stepLLR sums their logs.
+	var (
+		cur         *nn.Trainer
+		prev, now   []float64
+		stepLLR     = make([]float64, m)
+		unit        = math.Sqrt2 * lr * cfg.Clip / float64(b)
+		zPlan, qRun float64
+	)
+	observe := func() {
+		cur.Model().Params(now)
+		for i := range m {
+			row := (data.realDim + i) * 2
+			y := label[i]
+			x := ((now[row+y] - prev[row+y]) - (now[row+1-y] - prev[row+1-y])) / unit
+			stepLLR[i] += logMixture(qRun, (x-0.5)/(zPlan*zPlan))
+		}
+		prev, now = now, prev
+	}
+	newTrainer := func() (*nn.Trainer, error) {
+		model, err := nn.New(spec, cfg.PhysicalBatch, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return nn.NewTrainer(model, nn.TrainerConfig{
+			Train:       data,
+			DatasetName: "audit-canaries",
+			Rule:        dpoptim.NewSGD(dpoptim.Constant(lr)),
+			BatchSize:   b,
+			Epochs:      cfg.Epochs,
+			Seed:        cfg.Seed,
+			Settings:    map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
+			Privacy: &nn.Privacy{
+				Clip:            clipping.Flat{C: cfg.Clip},
+				NoiseMultiplier: cfg.NoiseMultiplier,
+				TargetEpsilon:   cfg.Epsilon,
+				Delta:           cfg.Delta,
+			},
+			OnStep: func(p nn.StepProgress) error {
+				observe()
+				if cfg.ResumeAfter > 0 && p.GlobalStep == cfg.ResumeAfter {
+					return errPause
+				}
+				return nil
+			},
+		})
+	}
+	tr, err := newTrainer()
+	if err != nil {
+		return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if cfg.ResumeAfter >= tr.Plan().Steps {
+		return Result{}, canaryScores{}, fmt.Errorf("%w: resume after %d steps of a %d-step plan", ErrConfig, cfg.ResumeAfter, tr.Plan().Steps)
+	}
+	cur, zPlan, qRun = tr, tr.Plan().NoiseMultiplier, tr.Plan().SampleRate
+	before := make([]float64, tr.Model().NumParams())
+	tr.Model().Params(before)
+	prev, now = slices.Clone(before), make([]float64, len(before))
+	_, err = tr.Run(ctx)
+	if cfg.ResumeAfter > 0 && errors.Is(err, errPause) {
+		c, cerr := tr.Checkpoint()
+		if cerr != nil {
+			return Result{}, canaryScores{}, cerr
+		}
+		if tr, err = newTrainer(); err != nil {
+			return Result{}, canaryScores{}, err
+		}
+		if err := tr.Restore(c); err != nil {
+			return Result{}, canaryScores{}, err
+		}
+		cur = tr
+		_, err = tr.Run(ctx)
+	}
+	if err != nil {
+		return Result{}, canaryScores{}, err
+	}
+	after := make([]float64, len(before))
+	tr.Model().Params(after)
+	spent, err := tr.Spent()
+	if err != nil {
+		return Result{}, canaryScores{}, err
+	}
+
+	// The accumulated update of canary i's row along its descent direction (+1 on its
+	// label's logit, −1 on the other).
+	accumulated := make([]float64, m)
+	for i := range m {
+		row := (data.realDim + i) * 2
+		y := label[i]
+		accumulated[i] = (after[row+y] - before[row+y]) - (after[row+1-y] - before[row+1-y])
+	}
+	scores := stepLLR
+	if cfg.Score == AccumulatedUpdate {
+		scores = accumulated
+	}
+	best, rule, v, err := bestBound(scores, in, guessRules(cfg.Guesses), cfg.Confidence, cfg.Delta)
+	if err != nil {
+		return Result{}, canaryScores{}, err
+	}
+	plan := tr.Plan()
+	cs := canaryScores{accumulated: accumulated, stepLLR: stepLLR, in: in, unit: unit}
+	return Result{
+		Mode:                       "one-run",
+		Runs:                       1,
+		Epsilon:                    spent.Epsilon,
+		EmpiricalEpsilonLowerBound: best,
+		Delta:                      cfg.Delta,
+		Confidence:                 cfg.Confidence,
+		Canaries:                   m,
+		Included:                   len(members),
+		Guesses:                    rule.kIn + rule.kOut,
+		GuessesIn:                  rule.kIn,
+		Correct:                    v,
+		GuessCounts:                cfg.Guesses,
+		NoiseMultiplier:            plan.NoiseMultiplier,
+		Clip:                       cfg.Clip,
+		SampleRate:                 plan.SampleRate,
+		Steps:                      tr.Steps(),
+		DatasetSize:                n,
+		LearningRate:               lr,
+		Noise:                      tr.Noise(),
+		Score:                      cfg.Score.String(),
+		Seconds:                    time.Since(start).Seconds(),
+		Flagged:                    best > spent.Epsilon,
+	}, cs, nil
+}
+
+// guessRule is one way of guessing: kIn "in" guesses for the highest scores and
+// kOut "out" guesses for the lowest.
+type guessRule struct{ kIn, kOut int }
+
+// guessRules are the rules tried for the guess counts r: r/2 each way, and r "in" only
+// (the paper's k− = 0; for a likelihood-ratio score the top of the ranking is often
+// surer than the bottom).
+func guessRules(guesses []int) []guessRule {
+	var rules []guessRule
+	for _, r := range guesses {
+		rules = append(rules, guessRule{r / 2, r / 2}, guessRule{r, 0})
+	}
+	return rules
+}
+
+// bestBound applies every guessing rule and returns the largest bound with its rule and
+// correct count. Each bound is computed at confidence 1 − (1 − confidence)/len(rules), so
+// the largest holds at the given confidence (a union bound over the rules tried).
+func bestBound(scores []float64, in []bool, rules []guessRule, confidence, delta float64) (eps float64, best guessRule, v int, err error) {
+	m := len(scores)
+	order := make([]int, m)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
+	each := 1 - (1-confidence)/float64(len(rules))
+	best, v = rules[0], -1
+	for _, g := range rules {
+		correct := 0
+		for _, i := range order[:g.kIn] {
+			if in[i] {
+				correct++
+			}
+		}
+		for _, i := range order[m-g.kOut:] {
+			if !in[i] {
+				correct++
+			}
+		}
+		b, err := EpsilonLowerBound(m, g.kIn+g.kOut, correct, each, delta)
+		if err != nil {
+			return 0, guessRule{}, 0, err
+		}
+		if v < 0 || b > eps {
+			eps, best, v = b, g, correct
+		}
+	}
+	return eps, best, v, nil
+}
+
+// logMixture is log(1 − q + q·e^a) without overflow.
+func logMixture(q, a float64) float64 {
+	if a > 0 {
+		return a + math.Log(q+(1-q)*math.Exp(-a))
+	}
+	if u := 1 - q + q*math.Exp(a); u < 0.5 { // a sum of two positive terms: accurate
+		return math.Log(u)
+	}
+	return math.Log1p(q * math.Expm1(a)) // near 0: no cancellation in 1 + …
+}
+
+// coinSource returns the generator of the canaries' coins and labels: ChaCha8 keyed from
+// crypto/rand, or from the seed (hashed with a label, so the coins are unrelated to the
+// trainer's sampling and noise streams of the same seed).
+func coinSource(seed *uint64) (*rand.Rand, error) {
+	var key [32]byte
+	if seed != nil {
+		var s [8]byte
+		binary.LittleEndian.PutUint64(s[:], *seed)
+		key = sha256.Sum256(append([]byte("privtrain audit coins\x00"), s[:]...))
+	} else if _, err := crand.Read(key[:]); err != nil {
+		return nil, fmt.Errorf("audit: seeding the canaries' coins from crypto/rand: %w", err)
+	}
+	return rand.New(rand.NewChaCha8(key)), nil
+}
+
+// canaryData is the training set of an audit: the real examples, flattened into the first
+// realDim input coordinates with labels mod 2, then the included canaries. Canary i is the
+// unit vector of coordinate realDim+i, which no real example uses, with its own label.
+type canaryData struct {
+	real             datasets.Dataset
+	realLen, realDim int
+	dim              int
+	members          []int // included canaries, in order
+	label            []int // label of every canary
+}
+
+func newCanaryData(ds datasets.Dataset, m int, members, label []int) *canaryData {
+	d := datasets.Size(ds)
+	return &canaryData{real: ds, realLen: ds.Len(), realDim: d, dim: d + m, members: members, label: label}
+}
+
+func (c *canaryData) Len() int        { return c.realLen + len(c.members) }
+func (c *canaryData) Shape() []int    { return []int{c.dim} }
+func (c *canaryData) NumClasses() int { return 2 }
+
+func (c *canaryData) Example(i int, dst []float32) int {
+	if len(dst) != c.dim {
+		panic(fmt.Sprintf("audit: example buffer of %d values, want %d", len(dst), c.dim))
+	}
+	if i < c.realLen {
+		y := c.real.Example(i, dst[:c.realDim])
+		clear(dst[c.realDim:])
+		return y % 2
+	}
+	k := c.members[i-c.realLen]
+	clear(dst)
+	dst[c.realDim+k] = 1
+	return c.label[k]
+}
