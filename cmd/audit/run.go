@@ -114,7 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		res, err = audit.Run(ctx, o.cfg)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "audit: %v\n", err)
+		// The library's errors start with its package name, which is also this command's.
+		fmt.Fprintf(stderr, "audit: %s\n", strings.TrimPrefix(err.Error(), "audit: "))
 		if errors.Is(err, audit.ErrConfig) {
 			return exitUsage
 		}
