@@ -285,7 +285,7 @@ func TestPLDGridSnapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapped, _ := PLD{}.Epsilon(h, 1e-5)
-	if snapped.Epsilon < exact.Epsilon || snapped.Epsilon > exact.Epsilon*1.001 {
+	if snapped.Epsilon < exact.Epsilon || snapped.Epsilon > exact.Epsilon*(1+DefaultPLDMergeTolerance) {
 		t.Errorf("snapped ε = %v, exact %v", snapped.Epsilon, exact.Epsilon)
 	}
 	re, _ := RDP{}.Epsilon(h, 1e-5)
