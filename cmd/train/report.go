@@ -377,7 +377,8 @@ func (s *summary) writeText(w io.Writer) {
 		if strings.HasPrefix(s.Accountant, "rdp/") {
 			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
 		} else {
-			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the %s accountant (%s)\n", eps, s.Delta, strings.ToUpper(s.Accountant), s.AccountantInfo)
+			name := strings.ToUpper(s.Accountant)
+			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the %s accountant (%s)\n", eps, s.Delta, name, strings.TrimPrefix(s.AccountantInfo, name+", "))
 		}
 		how := "(given)"
 		switch {

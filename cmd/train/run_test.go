@@ -513,7 +513,7 @@ func TestAccountantFlag(t *testing.T) {
 		t.Fatalf("resume under PLD: exit %d: %s", code, stderr)
 	}
 	wantR, _ := accountant.PLD{}.Epsilon([]accountant.Segment{{Q: q, Z: zr, Steps: steps}}, 1e-5)
-	line := fmt.Sprintf("(ε = %.4f, δ = 1e-05) by the PLD accountant (PLD, pessimistic connect-the-dots discretisation Δ = 0.0001", wantR.Epsilon)
+	line := fmt.Sprintf("(ε = %.4f, δ = 1e-05) by the PLD accountant (pessimistic connect-the-dots discretisation Δ = 0.0001", wantR.Epsilon)
 	if !strings.Contains(out, line) || wantR.Epsilon >= rdp["epsilon"].(float64) {
 		t.Errorf("resumed under PLD: want %q (RDP ε %v):\n%s", line, rdp["epsilon"], out)
 	}
