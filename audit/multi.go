@@ -62,26 +62,16 @@ type MultiConfig struct {
 const MultiScore = "batch-and-step-likelihood"
 
 func (c MultiConfig) withDefaults() (MultiConfig, error) {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	deff := func(v *float64, d float64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Runs, 200)
-	def(&c.Filler, 3)
-	def(&c.BatchSize, 2)
-	def(&c.Epochs, 50)
-	def(&c.Dim, 1024)
-	deff(&c.Delta, 1e-5)
-	deff(&c.Clip, 0.1)
-	deff(&c.Confidence, 0.95)
+	setDefault(&c.Runs, 200)
+	setDefault(&c.Filler, 3)
+	setDefault(&c.BatchSize, 2)
+	setDefault(&c.Epochs, 50)
+	setDefault(&c.Dim, 1024)
+	setDefault(&c.Delta, 1e-5)
+	setDefault(&c.Clip, 0.1)
+	setDefault(&c.Confidence, 0.95)
 	if c.NoiseMultiplier == 0 {
-		deff(&c.Epsilon, 1.5)
+		setDefault(&c.Epsilon, 1.5)
 	}
 	switch {
 	case c.Runs < 2:

@@ -129,27 +129,24 @@ type Result struct {
 	Flagged bool `json:"flagged"`
 }
 
+// setDefault sets *v to d when it is zero (an unset Config field).
+func setDefault[T int | float64](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
 // withDefaults fills the zero fields of c and checks the rest.
 func (c Config) withDefaults() (Config, error) {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	deff := func(v *float64, d float64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Canaries, 1000)
-	def(&c.RealExamples, 1000)
-	def(&c.Epochs, 10)
-	def(&c.PhysicalBatch, 128)
-	deff(&c.Delta, 1e-5)
-	deff(&c.Clip, 0.1)
-	deff(&c.Confidence, 0.95)
+	setDefault(&c.Canaries, 1000)
+	setDefault(&c.RealExamples, 1000)
+	setDefault(&c.Epochs, 10)
+	setDefault(&c.PhysicalBatch, 128)
+	setDefault(&c.Delta, 1e-5)
+	setDefault(&c.Clip, 0.1)
+	setDefault(&c.Confidence, 0.95)
 	if c.NoiseMultiplier == 0 {
-		deff(&c.Epsilon, 2)
+		setDefault(&c.Epsilon, 2)
 	}
 	switch {
 	case c.Canaries < 2:
