@@ -58,6 +58,10 @@ func WithAccountant(a Accountant) Option {
 			WithConversion(a.Conversion)(c)
 			c.acct = nil
 		case *RDP:
+			if a == nil {
+				c.err = fmt.Errorf("accountant: nil accountant: %w", ErrInvalidParameter)
+				return
+			}
 			WithAccountant(*a)(c)
 		default:
 			c.acct = a

@@ -104,7 +104,11 @@ type StepProgress struct {
 	TotalSteps    int     // steps of the plan
 	BatchSize     int     // examples in this step's logical batch
 	Loss          float64 // mean training loss over the epoch's examples so far (NaN before any)
-	Epsilon       float64 // ε spent so far at the plan's δ (+Inf for non-private training)
+	// Epsilon is the ε spent so far at the plan's δ (+Inf for non-private training). With
+	// an accountant other than RDP (PLD), whose every answer composes the whole history,
+	// it is updated at epoch ends and at the last step; steps in between repeat the last
+	// value.
+	Epsilon float64
 }
 
 // EpochMetrics describes a finished epoch.
@@ -428,6 +432,18 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("nn: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
 	}
 	spe := t.plan.StepsPerEpoch
+	// The RDP ledger answers ε in one pass over its orders, so every step reports its own.
+	// Other accountants (PLD) compose the whole history per query (tens of milliseconds,
+	// seconds for an ADP-SGD schedule), so they are asked at epoch ends and at the end of
+	// the run; the steps in between report the ε of the last answer.
+	everyStep := true
+	if t.ledger != nil {
+		_, everyStep = t.ledger.Accountant().(accountant.RDP)
+	}
+	spent, err := t.Spent()
+	if err != nil {
+		return res, err
+	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
 			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
@@ -440,9 +456,10 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 		}
 		res.Examples += size
 		t.step++
-		spent, err := t.Spent()
-		if err != nil {
-			return t.result(res, start), err
+		if everyStep || k == spe-1 || t.step == t.plan.Steps {
+			if spent, err = t.Spent(); err != nil {
+				return t.result(res, start), err
+			}
 		}
 		progress := StepProgress{
 			Epoch: (t.step-1)/spe + 1, Step: k + 1, StepsPerEpoch: spe,

@@ -282,6 +282,36 @@ func TestRunCancel(t *testing.T) {
 	}
 }
 
+// TestCallbacksPLD: with the PLD accountant, whose every ε composes the whole history,
+// the steps inside an epoch repeat the ε of the last epoch end, and each epoch end reports
+// the PLD ε of the ledger's history at that step (computed here independently).
+func TestCallbacksPLD(t *testing.T) {
+	train, test := embedded(t, 200)
+	var got []float64
+	pld := accountant.PLD{}
+	var tr *nn.Trainer
+	tr = newTrainer(t, newModel(t, models.LogisticRegression(), 64), nn.TrainerConfig{
+		Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
+		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5,
+			Accountant: []accountant.Option{accountant.WithAccountant(pld)}},
+		OnStep: func(p nn.StepProgress) error {
+			got = append(got, p.Epsilon)
+			if p.Step == p.StepsPerEpoch {
+				want, err := pld.Epsilon(tr.Ledger().History(), 1e-5)
+				if err != nil || p.Epsilon != want.Epsilon {
+					t.Errorf("epoch end %d: ε = %v, PLD of the history %v (%v)", p.GlobalStep, p.Epsilon, want.Epsilon, err)
+				}
+			}
+			return nil
+		},
+	})
+	run(t, tr)
+	want := []float64{0, 0, 0, got[3], got[3], got[3], got[3], got[7]}
+	if !slices.Equal(got, want) || !(0 < got[3] && got[3] < got[7] && got[7] <= 2) {
+		t.Errorf("per-step ε %v, want %v (rising to at most 2)", got, want)
+	}
+}
+
 // TestCallbacks checks what the callbacks see: every step once, every epoch once with a
 // test evaluation, ε rising to the plan's.
 func TestCallbacks(t *testing.T) {
