@@ -204,15 +204,9 @@ const totalsTolerance = 8 * 0x1p-52
 // checkTotals recomputes the RDP totals from history (one RDP evaluation per
 // distinct (q, z)) and refuses stored totals that disagree beyond rounding.
 func checkTotals(cfg config, total []float64, history []Segment) error {
-	want := make([]float64, len(total))
-	r := make([]float64, len(total))
+	want := RDP{}.totals(cfg, history)
 	n := 0
-	for _, s := range mergeHistory(history, 0) {
-		sampledGaussianRDP(s.Q, s.Z, cfg.orders, r)
-		fs := float64(s.Steps)
-		for i := range r {
-			want[i] += fs * r[i]
-		}
+	for _, s := range history {
 		n += s.Steps
 	}
 	tol := 1e-9 + totalsTolerance*float64(n+len(history))
