@@ -35,8 +35,11 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err er
 		return err
 	}
 	tmp := f.Name()
-	live.Store(tmp, true)
-	defer live.Delete(tmp)
+	// The live set is keyed by the cleaned path, as stale looks it up (CreateTemp keeps
+	// a "./" that filepath.Join drops).
+	key := filepath.Clean(tmp)
+	live.Store(key, true)
+	defer live.Delete(key)
 	defer func() {
 		if err != nil {
 			f.Close()

@@ -118,3 +118,34 @@ func TestWriteRemovesStaleTemporaries(t *testing.T) {
 		t.Errorf("a failed Write removed %s: %v", stale, err)
 	}
 }
+
+// TestWriteConcurrentRelative: two Writes of the same relative path ("c.ckpt", as a
+// command run in its working directory names it) overlap in one process; the one that
+// finishes first must not take the other's temporary file for a stale one.
+func TestWriteConcurrentRelative(t *testing.T) {
+	t.Chdir(t.TempDir())
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- Write("c.ckpt", 0o644, func(w io.Writer) error {
+			close(started)
+			<-release
+			_, err := w.Write([]byte("first"))
+			return err
+		})
+	}()
+	<-started
+	if err := Write("c.ckpt", 0o644, func(w io.Writer) error {
+		_, err := w.Write([]byte("second"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the overlapping Write failed: %v", err)
+	}
+	if b, err := os.ReadFile("c.ckpt"); err != nil || string(b) != "first" {
+		t.Errorf("c.ckpt = %q (%v), want the later rename's \"first\"", b, err)
+	}
+}
