@@ -32,43 +32,39 @@ const MinKeyLen = 16
 // the key apart from the checkpoints (cmd/train reads it from PRIVTRAIN_CHECKPOINT_KEY).
 // Load, without a key, still reads the file but cannot check the MAC.
 func SaveWithKey(path string, c *Checkpoint, key []byte) error {
-	if len(key) < MinKeyLen {
-		return fmt.Errorf("nn: checkpoint key of %d bytes, want at least %d", len(key), MinKeyLen)
-	}
-	f, err := c.file()
-	if err != nil {
+	if err := checkKey(key); err != nil {
 		return err
 	}
-	f.Metadata[keyMAC] = hex.EncodeToString(fileMAC(f, key))
-	if err := checkpoint.WriteFile(path, f); err != nil {
-		return fmt.Errorf("nn: saving checkpoint: %w", err)
-	}
-	return nil
+	return save(path, c, key)
 }
 
 // LoadWithKey is Load for a checkpoint written by SaveWithKey: it refuses, with
 // ErrAuthentication, a file without a MAC or whose MAC does not verify under key.
 func LoadWithKey(path string, key []byte) (*Checkpoint, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return load(path, key)
+}
+
+func checkKey(key []byte) error {
 	if len(key) < MinKeyLen {
-		return nil, fmt.Errorf("nn: checkpoint key of %d bytes, want at least %d", len(key), MinKeyLen)
+		return fmt.Errorf("nn: checkpoint key of %d bytes, want at least %d", len(key), MinKeyLen)
 	}
-	f, err := checkpoint.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("nn: loading checkpoint: %w", err)
-	}
+	return nil
+}
+
+// verifyMAC checks the MAC that SaveWithKey stored in f, read from path, under key.
+func verifyMAC(path string, f *checkpoint.File, key []byte) error {
 	stored, ok := f.Metadata[keyMAC]
 	if !ok {
-		return nil, fmt.Errorf("%s: %w: no MAC (the checkpoint was saved without a key)", path, ErrAuthentication)
+		return fmt.Errorf("%s: %w: no MAC (the checkpoint was saved without a key)", path, ErrAuthentication)
 	}
 	mac, err := hex.DecodeString(stored)
 	if err != nil || !hmac.Equal(mac, fileMAC(f, key)) {
-		return nil, fmt.Errorf("%s: %w: the MAC does not verify (another key, or the file was changed)", path, ErrAuthentication)
+		return fmt.Errorf("%s: %w: the MAC does not verify (another key, or the file was changed)", path, ErrAuthentication)
 	}
-	c, err := fromFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return nil
 }
 
 // fileMAC is HMAC-SHA256 under key of f's tensors and metadata (less the MAC itself), in
