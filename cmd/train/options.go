@@ -167,7 +167,7 @@ func (o *options) validate() error {
 	if err := oneOf("activation", o.activation, []string{"relu", "tanh"}); err != nil {
 		return err
 	}
-	if kind, _ := ownDataKind(o.dataset); kind == "" && builtinShape[o.dataset] == nil {
+	if kind, _ := cli.OwnDataKind(o.dataset); kind == "" && builtinShape[o.dataset] == nil {
 		return usagef("-dataset %q: unknown (want %s)", o.dataset, strings.Join(datasetNames, ", "))
 	}
 	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {

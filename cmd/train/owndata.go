@@ -13,9 +13,7 @@ import (
 
 // Defaults of the flags for your own data.
 const (
-	defaultTestFraction = cli.DefaultTestFraction
-	defaultSplitSeed    = cli.DefaultSplitSeed
-	defaultHidden       = 128
+	defaultHidden = 128
 )
 
 // ownDataFlags are the flags of -dataset csv:PATH, images:DIR and cifar100 (shared with
@@ -30,13 +28,9 @@ func addOwnDataFlags(fs *flag.FlagSet, o *ownDataFlags) {
 	fs.IntVar(&o.hidden, "hidden", defaultHidden, "mlp: units of the hidden layer")
 }
 
-// ownDataKind returns "csv" or "images" and the path of -dataset csv:PATH or images:DIR,
-// or "" for the built-in data sets.
-func ownDataKind(dataset string) (kind, path string) { return cli.OwnDataKind(dataset) }
-
 // validateOwnData checks the flags of -dataset csv:, images: and cifar100 that need no data.
 func (o *options) validateOwnData() error {
-	kind, path := ownDataKind(o.dataset)
+	kind, path := cli.OwnDataKind(o.dataset)
 	given := func(names ...string) string {
 		for _, n := range names {
 			if o.set[n] {
@@ -99,7 +93,7 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		want := spec.InputShape
 		if len(shape) != 3 || shape[1] != want[1] || shape[2] != want[2] {
 			return nn.Spec{}, usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",
-				o.model, want[1], want[2], o.dataset, shapeString(shape), modelHint(shape))
+				o.model, want[1], want[2], o.dataset, cli.Shape(shape), modelHint(shape))
 		}
 	}
 	spec.InputShape = append([]int(nil), shape...)
@@ -127,7 +121,7 @@ func defaultModel(shape []int) (string, error) {
 		case shape[1] == 32 && shape[2] == 32:
 			return "cifar-cnn", nil
 		}
-		return "", usagef("no built-in CNN takes %s images (cnn: C×28×28, cifar-cnn: C×32×32); resize with -image-size 28x28 or 32x32, or choose -model logreg or mlp", shapeString(shape))
+		return "", usagef("no built-in CNN takes %s images (cnn: C×28×28, cifar-cnn: C×32×32); resize with -image-size 28x28 or 32x32, or choose -model logreg or mlp", cli.Shape(shape))
 	}
 	return "logreg", nil
 }

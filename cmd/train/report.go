@@ -38,7 +38,6 @@ type reporter struct {
 	// (a resumed run does not count the steps of earlier processes).
 	started   time.Time
 	startStep int // steps done before this process's first step
-	runETA    time.Duration
 }
 
 func newReporter(w io.Writer) *reporter {
@@ -115,7 +114,6 @@ func (r *reporter) step(p nn.StepProgress) {
 	}
 	epochs := (p.TotalSteps + p.StepsPerEpoch - 1) / p.StepsPerEpoch
 	epochETA, runETA := r.etas(p)
-	r.runETA = runETA
 	desc := fmt.Sprintf("epoch %d/%d  step %d/%d  loss %.3f  ε %s  ETA %s, run %s",
 		p.Epoch, epochs, p.Step, p.StepsPerEpoch, p.Loss, epsString(p.Epsilon), etaString(epochETA), etaString(runETA))
 	now := r.now()
@@ -225,18 +223,8 @@ func exampleShape(shape []int) string {
 	if len(shape) == 1 {
 		return fmt.Sprintf("%d features", shape[0])
 	}
-	return shapeString(shape)
+	return cli.Shape(shape)
 }
-
-func shapeString(shape []int) string {
-	parts := make([]string, len(shape))
-	for i, s := range shape {
-		parts[i] = fmt.Sprint(s)
-	}
-	return strings.Join(parts, "×")
-}
-
-// thousands formats n with commas: 26,010.
 
 // summary is the final report; its JSON form is what -json prints.
 type summary struct {

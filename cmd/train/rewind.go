@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -33,7 +34,7 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 	other, err := loadCheckpoint(o.checkpoint)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "train: warning: -checkpoint %s cannot be compared with -resume %s (%s); it will be overwritten\n", o.checkpoint, o.resume, oneLine(err.Error()))
+			fmt.Fprintf(stderr, "train: warning: -checkpoint %s cannot be compared with -resume %s (%s); it will be overwritten\n", o.checkpoint, o.resume, cli.OneLine(err.Error()))
 		}
 		return nil, nil
 	}

@@ -24,10 +24,10 @@ import (
 
 // Exit statuses.
 const (
-	exitOK          = 0
-	exitFailure     = 1   // training or writing an output failed
-	exitUsage       = 2   // bad command line
-	exitInterrupted = 130 // stopped by Ctrl-C (128 + SIGINT, as shells report it)
+	exitOK          = cli.ExitOK
+	exitFailure     = cli.ExitFailure // training or writing an output failed
+	exitUsage       = cli.ExitUsage   // bad command line
+	exitInterrupted = 130             // stopped by Ctrl-C (128 + SIGINT, as shells report it)
 )
 
 const usageHeader = `usage: train [flags]
@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout, flags)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "train: %s (see train -help)\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "train: %s (see train -help)\n", cli.OneLine(err.Error()))
 		return exitUsage
 	}
 	if flags.NArg() > 0 {
@@ -66,13 +66,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var ue *usageError
 		switch {
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "train: %s\n", oneLine(ue.Msg))
+			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(ue.Msg))
 			return exitUsage
 		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
-			fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
 			return exitUsage
 		}
-		fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
 		return exitFailure
 	}
 	return code
@@ -86,7 +86,6 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 }
 
 // oneLine keeps an error message on one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // run state shared by the callbacks.
 type session struct {
@@ -133,7 +132,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	if kind, _ := ownDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
 			return 0, usagef("-dataset %s: %v", o.dataset, err)
 		}
@@ -303,7 +302,7 @@ func (s *session) onEpoch(m nn.EpochMetrics) error {
 // resolve fills the defaults that depend on other flags.
 func (o *options) resolve() {
 	if !o.set["model"] && !contains(o.fromCheckpoint, "model") {
-		if kind, _ := ownDataKind(o.dataset); kind == "csv" {
+		if kind, _ := cli.OwnDataKind(o.dataset); kind == "csv" {
 			o.model = "logreg"
 		} else if shape := builtinShape[o.dataset]; shape != nil {
 			o.model, _ = defaultModel(shape)
