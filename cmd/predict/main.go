@@ -43,7 +43,6 @@ import (
 	"flag"
 	"fmt"
 	"image"
-	"image/color"
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
@@ -295,57 +294,29 @@ func (r *reader) readImage(path string) ([]float32, error) {
 	if err != nil {
 		return nil, cli.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
 	}
-	if r.folder {
-		return r.folderValues(img, path)
-	}
-	return imageValues(img, r.shape, path)
+	return r.imageValues(img, path)
 }
 
-// folderValues converts img as the training images of a run on -dataset images:DIR were
-// converted: resized to the model's size when the run had -image-size, else refused at
-// another size (as training refused it).
-func (r *reader) folderValues(img image.Image, name string) ([]float32, error) {
+// imageValues converts img to the CHW input of the model, as datasets.Images and the
+// image folders of training convert images: grayscale for one channel, RGB for three,
+// each 8-bit value v as v/255. An image of another size is refused, unless the model was
+// trained on -dataset images:DIR with -image-size: then it is resized as training resized.
+func (r *reader) imageValues(img image.Image, name string) ([]float32, error) {
 	shape := r.shape
 	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
-		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image", name, cli.Shape(shape))
+		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
 	}
 	C, H, W := shape[0], shape[1], shape[2]
-	if b := img.Bounds(); !r.resize && (b.Dx() != W || b.Dy() != H) {
-		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
+	if b := img.Bounds(); !(r.folder && r.resize) && (b.Dx() != W || b.Dy() != H) {
+		if r.folder {
+			return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
+		}
+		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
 	}
 	px := datasets.ImageCHW(img, C, W, H)
 	x := make([]float32, len(px))
 	for i, v := range px {
 		x[i] = float32(v) / 255
-	}
-	return x, nil
-}
-
-// imageValues converts img to the CHW input of a model of the given per-example shape:
-// grayscale for one channel, RGB for three, each 8-bit value v as v/255 (the scaling of
-// datasets.Images). An image of another size is refused.
-func imageValues(img image.Image, shape []int, name string) ([]float32, error) {
-	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
-		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
-	}
-	C, H, W := shape[0], shape[1], shape[2]
-	b := img.Bounds()
-	if b.Dx() != W || b.Dy() != H {
-		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
-	}
-	x := make([]float32, C*H*W)
-	for i := range H {
-		for j := range W {
-			c := img.At(b.Min.X+j, b.Min.Y+i)
-			if C == 1 {
-				x[i*W+j] = float32(color.GrayModel.Convert(c).(color.Gray).Y) / 255
-				continue
-			}
-			rgb := color.RGBAModel.Convert(c).(color.RGBA)
-			x[(0*H+i)*W+j] = float32(rgb.R) / 255
-			x[(1*H+i)*W+j] = float32(rgb.G) / 255
-			x[(2*H+i)*W+j] = float32(rgb.B) / 255
-		}
 	}
 	return x, nil
 }

@@ -167,9 +167,10 @@ func referenceLogits(t *testing.T, ckpt string, ds datasets.Dataset, n int) [][]
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := make([]float32, n*784)
+	size := datasets.Size(ds)
+	x := make([]float32, n*size)
 	for i := range n {
-		ds.Example(i, x[i*784:(i+1)*784])
+		ds.Example(i, x[i*size:(i+1)*size])
 	}
 	z := make([]float64, n*10)
 	if err := p.Logits(x, z); err != nil {
@@ -275,4 +276,37 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPredictRGB: for a 3-channel model, opaque RGB PNGs give the logits the model
+// computes on the data set's own examples (channel planes R, G, B, each value v/255).
+func TestPredictRGB(t *testing.T) {
+	dir := t.TempDir()
+	shape := []int{3, 32, 32}
+	ds := clitest.Random(t, shape, 10, 64)
+	ckpt := clitest.Checkpoint(t, dir, models.CIFAR10CNN(models.Tanh), ds)
+	const n = 3
+	want := referenceLogits(t, ckpt, ds, n)
+	x := make([]float32, 3*32*32)
+	var args []string
+	for i := range n {
+		ds.Example(i, x)
+		img := image.NewNRGBA(image.Rect(0, 0, 32, 32))
+		for j := range 32 * 32 {
+			b := func(c int) byte { return byte(math.Round(float64(x[c*1024+j]) * 255)) }
+			img.Set(j%32, j/32, color.NRGBA{b(0), b(1), b(2), 255})
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%d.png", i))
+		writePNG(t, path, img)
+		args = append(args, path)
+	}
+	code, stdout, stderr := runPredict(append([]string{"-checkpoint", ckpt, "-json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for i, l := range parseLines(t, stdout) {
+		if !slices.Equal(l.Logits, want[i]) {
+			t.Errorf("%s: logits %v, want %v", l.Input, l.Logits, want[i])
+		}
+	}
 }
