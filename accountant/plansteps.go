@@ -11,8 +11,10 @@ import (
 // With Poisson sampling an "epoch" has no natural length; privtrain fixes it at ⌈n/b⌉
 // steps, so that every epoch has the same number of steps and a plan of E epochs has
 // E·⌈n/b⌉ — not ⌈E·n/b⌉, TF Privacy's convention, which is fewer steps when b does not
-// divide n. PlanSteps is the one definition that the trainer (package nn), cmd/privacy
-// and the documentation share.
+// divide n. Under shuffling, ⌈n/b⌉ batches visit every example once; under Poisson
+// sampling each example is included ⌈n/b⌉·q ≥ 1 times in expectation. StepsPerEpoch and
+// PlanSteps are the one definition that the trainer (package nn), cmd/privacy and the
+// documentation share.
 func StepsPerEpoch(n, batch int) int {
 	if n < 1 || batch < 1 || batch > n {
 		return 0

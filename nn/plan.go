@@ -148,9 +148,12 @@ func (p Plan) String() string {
 	} else if p.TargetEpsilon > 0 {
 		z += fmt.Sprintf(", budget ε = %g", p.TargetEpsilon)
 	}
-	spent := fmt.Sprintf("ε = %.5g (RDP order %g)", p.Spent.Epsilon, p.Spent.Order)
-	if math.IsInf(p.Spent.Epsilon, 1) {
+	spent := fmt.Sprintf("ε = %.5g", p.Spent.Epsilon)
+	switch {
+	case math.IsInf(p.Spent.Epsilon, 1):
 		spent = "ε = ∞"
+	case p.Spent.Order > 0: // RDP; other accountants have no order
+		spent += fmt.Sprintf(" (RDP order %g)", p.Spent.Order)
 	}
 	return fmt.Sprintf("%s; DP: %s, clip %s, δ = %g, the plan spends %s", s, z, p.ClipRule, p.Delta, spent)
 }

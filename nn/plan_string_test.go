@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
@@ -21,6 +22,10 @@ func TestPlanString(t *testing.T) {
 		"DP: z = 4.3637 calibrated for ε = 3, clip flat C=1, δ = 1e-05, the plan spends ε = 2.9999 (RDP order 7.3)"
 	if got := fmt.Sprint(p); got != want {
 		t.Errorf("Plan.String() =\n%s\nwant\n%s", got, want)
+	}
+	p.Spent = accountant.Spent{Epsilon: 2.7535} // by the PLD accountant, which has no order
+	if got, want := p.String(), "the plan spends ε = 2.7535"; !strings.HasSuffix(got, want) {
+		t.Errorf("PLD Plan.String() = %s, want it to end in %q", got, want)
 	}
 	p.Calibrated, p.Sampling, p.Spent.Epsilon = false, Shuffle, math.Inf(1)
 	want = "shuffle sampling q = 0.256 (batch 2048 of 8000, physical 128), 30 epochs × 4 steps = 120 steps; " +

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-
-	"github.com/privtrain/privtrain/accountant"
 )
 
 // Sampling says how the logical batches of a training run are drawn from the training set.
@@ -48,12 +46,6 @@ func ParseSampling(s string) (Sampling, error) {
 	}
 	return 0, fmt.Errorf("nn: unknown sampling %q (want poisson or shuffle)", s)
 }
-
-// stepsPerEpoch is ⌈n/b⌉: under Shuffle the number of batches that visit every example
-// once; under Poisson the number of steps that include every example at least once in
-// expectation (⌈n/b⌉·q ≥ 1). Rounding up keeps both modes at the same step count. It is
-// accountant.StepsPerEpoch, the definition cmd/privacy plans with too.
-func stepsPerEpoch(n, batch int) int { return accountant.StepsPerEpoch(n, batch) }
 
 // sampler draws the example indices of each logical batch. Its random source is a ChaCha8
 // generator seeded from crypto/rand, or from a seed for reproducible runs.

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/privtrain/privtrain/accountant"
 )
 
 // TestPoissonSampling checks the sampler against the Binomial laws that Poisson sampling
@@ -72,7 +74,7 @@ func TestShuffleSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spe := stepsPerEpoch(n, batch)
+	spe := accountant.StepsPerEpoch(n, batch)
 	if spe != 11 {
 		t.Fatalf("steps per epoch %d, want ⌈103/10⌉ = 11", spe)
 	}

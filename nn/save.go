@@ -652,7 +652,7 @@ func (c *Checkpoint) setPlan(p planJSON) error {
 	switch {
 	case p.DatasetSize < 1 || p.BatchSize < 1 || p.BatchSize > p.DatasetSize:
 		return fmt.Errorf("batch %d for %d examples", p.BatchSize, p.DatasetSize)
-	case p.StepsPerEpoch != stepsPerEpoch(p.DatasetSize, p.BatchSize):
+	case p.StepsPerEpoch != accountant.StepsPerEpoch(p.DatasetSize, p.BatchSize):
 		return fmt.Errorf("%d steps per epoch, want ⌈%d/%d⌉", p.StepsPerEpoch, p.DatasetSize, p.BatchSize)
 	case p.Epochs < 1 || p.Epochs > math.MaxInt32/p.StepsPerEpoch || p.Steps != p.Epochs*p.StepsPerEpoch:
 		return fmt.Errorf("%d epochs, %d steps", p.Epochs, p.Steps)

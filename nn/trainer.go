@@ -226,7 +226,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		cfg.Privacy = &p
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID()}
-	spe := stepsPerEpoch(n, cfg.BatchSize)
+	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
 	t.plan = Plan{
 		DatasetSize:   n,
 		BatchSize:     cfg.BatchSize,
