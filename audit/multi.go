@@ -226,10 +226,13 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 		batchLLR[k] = llr
 	}
 
+	noise := "secure" // every run's generators from crypto/rand
+	if cfg.Seed != nil {
+		noise = fmt.Sprintf("seeded(%d), a seed per run derived from it", *cfg.Seed)
+	}
 	var (
 		ms       = multiScores{score: make([]float64, R), in: in, maxK: make([]int, R), kCount: [2][]int{make([]int, nf+3), make([]int, nf+3)}}
 		claim    = math.NaN()
-		noise    string
 		prev     = make([]float64, d)
 		now      = make([]float64, d)
 		fullNorm = lr * z * cfg.Clip * math.Sqrt(float64(d)) // ‖Δθ‖ when the normaliser is 1
@@ -308,10 +311,7 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 			if err != nil {
 				return Result{}, multiScores{}, err
 			}
-			claim, noise = spent.Epsilon, tr.Noise()
-		}
-		if noise == "" {
-			noise = tr.Noise()
+			claim = spent.Epsilon
 		}
 	}
 	if math.IsNaN(claim) {

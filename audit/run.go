@@ -122,7 +122,7 @@ type Result struct {
 	Steps                      int     `json:"steps"`
 	DatasetSize                int     `json:"dataset_size"` // real examples + included canaries
 	LearningRate               float64 `json:"learning_rate"`
-	Noise                      string  `json:"noise"` // "secure" or "seeded(s)"
+	Noise                      string  `json:"noise"` // "secure" or "seeded(s)" (multi-run: the seed the runs' seeds derive from)
 	Score                      string  `json:"score"` // "step-likelihood" or "accumulated-update"
 	Seconds                    float64 `json:"seconds"`
 	// Flagged is EmpiricalEpsilonLowerBound > Epsilon.

@@ -44,20 +44,8 @@ type TB interface {
 // must not run in parallel with tests of a mechanism that must be intact.
 func Enable(tb TB, f Fault) {
 	tb.Helper()
-	for {
-		old := active.Load()
-		if active.CompareAndSwap(old, old|uint32(f)) {
-			break
-		}
-	}
-	tb.Cleanup(func() {
-		for {
-			old := active.Load()
-			if active.CompareAndSwap(old, old&^uint32(f)) {
-				return
-			}
-		}
-	})
+	active.Or(uint32(f))
+	tb.Cleanup(func() { active.And(^uint32(f)) })
 }
 
 // Noise returns the noise standard deviation and the normaliser 1/(q·n) that
