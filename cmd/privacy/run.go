@@ -271,7 +271,7 @@ func (o *options) plan(cmd string) (*plan, error) {
 	default:
 		return nil, usagef("no sampling rate: give -n and -batch, or -q")
 	}
-	// Steps: -steps, or ⌈epochs/q⌉.
+	// Steps: -steps, or those of -epochs epochs.
 	switch {
 	case o.set["steps"] && o.set["epochs"]:
 		return nil, usagef("-steps and -epochs both given; give the length one way")
@@ -287,17 +287,19 @@ func (o *options) plan(cmd string) (*plan, error) {
 		// The trainer's count (accountant.PlanSteps): an epoch is ⌈n/b⌉ steps, so E
 		// epochs are E·⌈n/b⌉ (a fractional E: ⌈E·⌈n/b⌉⌉). With -q alone an epoch is
 		// ⌈1/q⌉ steps; the small slack keeps exact quotients from rounding up.
-		spe := float64(accountant.StepsPerEpoch(o.n, o.batch))
-		if o.set["q"] {
-			spe = math.Ceil(1/p.q*(1-1e-12) - 1e-9)
-		}
-		s := math.Ceil(o.epochs*spe*(1-1e-15) - 1e-9)
+		var s float64
 		if o.epochs == math.Trunc(o.epochs) && !o.set["q"] && o.epochs <= math.MaxInt32 {
 			n, err := accountant.PlanSteps(o.n, o.batch, int(o.epochs))
 			if err != nil {
 				return nil, usagef("-epochs: %v", err)
 			}
 			s = float64(n)
+		} else {
+			spe := float64(accountant.StepsPerEpoch(o.n, o.batch))
+			if o.set["q"] {
+				spe = math.Ceil(1/p.q*(1-1e-12) - 1e-9)
+			}
+			s = math.Ceil(o.epochs*spe*(1-1e-15) - 1e-9)
 		}
 		if s > float64(math.MaxInt32) {
 			return nil, usagef("-epochs: %v epochs at q = %v is %.3g steps, too many", o.epochs, p.q, s)
