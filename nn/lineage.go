@@ -51,9 +51,12 @@ func (t *Trainer) RunID() string { return t.runID }
 
 // LineageSteps returns the number of steps the run took to reach this checkpoint,
 // counting the steps that rewinds discarded: the private ledger's step count.
-func (c *Checkpoint) LineageSteps() int {
-	n := c.Step
-	for _, r := range c.Rewinds {
+func (c *Checkpoint) LineageSteps() int { return lineageSteps(c.Step, c.Rewinds) }
+
+// lineageSteps is the number of steps taken to reach step after rewinds.
+func lineageSteps(step int, rewinds []Rewind) int {
+	n := step
+	for _, r := range rewinds {
 		n += r.From - r.To
 	}
 	return n
@@ -185,13 +188,7 @@ func (t *Trainer) lineageOf(c *Checkpoint) (rewind bool, err error) {
 }
 
 // lineageSteps is the number of steps the trainer's lineage took.
-func (t *Trainer) lineageSteps() int {
-	n := t.step
-	for _, r := range t.rewinds {
-		n += r.From - r.To
-	}
-	return n
-}
+func (t *Trainer) lineageSteps() int { return lineageSteps(t.step, t.rewinds) }
 
 func isRunID(s string) bool {
 	if len(s) != 32 {
