@@ -14,6 +14,12 @@ import (
 //
 // with t counted from 1. (ε enters after the bias correction, i.e. it is Kingma and Ba's
 // ε̂.) Wrapped in a [Private] step it is DP-Adam, and DP-LSAdam with smoothing.
+//
+// Zero values: [NewAdam] sets the usual defaults β₁ = 0.9, β₂ = 0.999, ε = 1e-8 (those of
+// PyTorch and Kingma and Ba). In a literal, LearningRate, Beta2 and Epsilon are required:
+// a nil schedule, β₂ = 0 or ε = 0 is rejected at the first Step with ErrConfig, so that
+// &Adam{LearningRate: lr} cannot silently run with β₁ = β₂ = 0. β₁ = 0 (no averaging of
+// the first moment, RMSProp-like) is a legitimate value.
 type Adam struct {
 	LearningRate          Schedule
 	Beta1, Beta2, Epsilon float64
@@ -41,6 +47,9 @@ func (a *Adam) Step(params, grad []float64) error {
 	if err := checkMomentum("Adam β₂", a.Beta2); err != nil {
 		return err
 	}
+	if a.Beta2 == 0 {
+		return fmt.Errorf("%w: Adam β₂ = 0: set Beta2 and Epsilon (NewAdam sets β₁ = 0.9, β₂ = 0.999, ε = 1e-8)", ErrConfig)
+	}
 	if !(a.Epsilon > 0) || math.IsInf(a.Epsilon, 0) {
 		return fmt.Errorf("%w: Adam ε = %v, want a finite ε > 0", ErrConfig, a.Epsilon)
 	}
@@ -66,28 +75,22 @@ func (a *Adam) Step(params, grad []float64) error {
 	return nil
 }
 
-// State returns "step" and the moment estimates "m" and "v".
-func (a *Adam) State() map[string][]float64 {
-	return map[string][]float64{
-		"step": scalarState(float64(a.step)),
-		"m":    slices.Clone(a.m),
-		"v":    slices.Clone(a.v),
-	}
+// State returns the step and the moment estimates, vectors "m" and "v".
+func (a *Adam) State() State {
+	return State{Step: a.step, Vectors: map[string][]float64{"m": slices.Clone(a.m), "v": slices.Clone(a.v)}}
 }
 
 // SetState restores a state returned by State.
-func (a *Adam) SetState(state map[string][]float64) error {
-	r := newStateReader("Adam", state, "step", "m", "v")
-	step := r.count("step")
-	d := 0
-	m := r.vector("m", &d)
-	v := r.vector("v", &d)
+func (a *Adam) SetState(state State) error {
+	r := readRuleState("Adam", state, []string{"m", "v"}, nil)
+	m := r.vector("m")
+	v := r.vector("v")
 	if r.err == nil && (m == nil) != (v == nil) {
 		r.fail("moments \"m\" and \"v\" must both be empty or both be set")
 	}
 	if r.err != nil {
 		return r.err
 	}
-	a.step, a.m, a.v = step, m, v
+	a.step, a.m, a.v = state.Step, m, v
 	return nil
 }

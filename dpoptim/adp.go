@@ -18,17 +18,17 @@ import (
 
 // ADPPolynomial is ADP-SGD with the polynomially decaying step η_t = Eta/b_{t+1},
 // b_t = √(A + C·t), and the matched noise α_t² = b_t (Remark 4.1 of the paper). The paper's
-// experiments use Eta = 1 and b_{t+1} = √(20 + t), i.e. A = 19, C = 1.
+// experiments use Eta = 1 and b_{t+1} = √(20 + t), i.e. A = 19, C = 1:
+//
+//	&dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}
+//
+// Zero values: Eta is required (η = 0 is rejected at the first Step with ErrConfig); A = 0
+// or C = 0 alone is legitimate, both 0 is rejected; ConstantNoise false is ADP-SGD.
 type ADPPolynomial struct {
 	Eta, A, C     float64
 	ConstantNoise bool
 
 	step int
-}
-
-// NewADPPolynomial returns ADP-SGD with η_t = eta/√(a + c·(t+1)) and matched noise.
-func NewADPPolynomial(eta, a, c float64) *ADPPolynomial {
-	return &ADPPolynomial{Eta: eta, A: a, C: c}
 }
 
 // Name returns "ADP-SGD (polynomial)", or "SGD (polynomial)" with ConstantNoise.
@@ -75,19 +75,16 @@ func (p *ADPPolynomial) Step(params, grad []float64) error {
 	return nil
 }
 
-// State returns "step".
-func (p *ADPPolynomial) State() map[string][]float64 {
-	return map[string][]float64{"step": scalarState(float64(p.step))}
-}
+// State returns the step; the rule keeps nothing else.
+func (p *ADPPolynomial) State() State { return State{Step: p.step} }
 
 // SetState restores a state returned by State.
-func (p *ADPPolynomial) SetState(state map[string][]float64) error {
-	r := newStateReader(p.Name(), state, "step")
-	step := r.count("step")
+func (p *ADPPolynomial) SetState(state State) error {
+	r := readRuleState(p.Name(), state, nil, nil)
 	if r.err != nil {
 		return r.err
 	}
-	p.step = step
+	p.step = state.Step
 	return nil
 }
 
@@ -105,21 +102,20 @@ func (p *ADPPolynomial) SetState(state map[string][]float64) error {
 // [Private] step the noisy, normalised (and possibly smoothed) one — so the update is
 // post-processing of the Gaussian mechanism and costs no extra privacy. The noise inflates
 // ‖g̃_t‖² by about d·(α_{t+1}·z·C/(q·n))² over ‖g_t‖², so b grows faster than in the paper.
+//
+// Build it as a literal, e.g. &ADPAdaGradNorm{Eta: 1, B0: 2, Nu: 1e-5, C: 0.5}. Zero
+// values: Eta and Nu are required (0 is rejected at the first Step with ErrConfig); B0 = 0
+// or C = 0 alone is legitimate, both 0 is rejected; Beta = 0 means the paper's β = 1;
+// BoostPeriod 0 means no boost; ConstantNoise false is ADP-SGD.
 type ADPAdaGradNorm struct {
 	Eta, B0, Nu, C float64
-	Beta           float64
+	Beta           float64 // β > 0; 0 means 1
 	BoostPeriod    int
 	ConstantNoise  bool
 
 	step int
 	b2   float64 // b_t², set from B0 at the first step
 	init bool
-}
-
-// NewADPAdaGradNorm returns ADP-SGD with the AdaGrad-norm step from b_0 = b0, floor nu,
-// noise constant c and β_t = 1.
-func NewADPAdaGradNorm(eta, b0, nu, c float64) *ADPAdaGradNorm {
-	return &ADPAdaGradNorm{Eta: eta, B0: b0, Nu: nu, C: c, Beta: 1}
 }
 
 // Name returns "ADP-SGD (AdaGrad-norm)", or "SGD (AdaGrad-norm)" with ConstantNoise.
@@ -149,12 +145,20 @@ func (a *ADPAdaGradNorm) NoiseScale(t int) float64 {
 	return math.Sqrt(math.Sqrt(a.B0*a.B0 + float64(t+1)*a.C))
 }
 
+// beta returns β, with the zero value meaning 1.
+func (a *ADPAdaGradNorm) beta() float64 {
+	if a.Beta == 0 {
+		return 1
+	}
+	return a.Beta
+}
+
 // boost returns β_t.
 func (a *ADPAdaGradNorm) boost(t int) float64 {
 	if a.BoostPeriod > 0 {
-		return math.Max(a.Beta/float64(t%a.BoostPeriod+1), 1)
+		return math.Max(a.beta()/float64(t%a.BoostPeriod+1), 1)
 	}
-	return a.Beta
+	return a.beta()
 }
 
 // Step updates b and performs θ ← θ − η/b_{t+1}·g̃.
@@ -182,29 +186,34 @@ func (a *ADPAdaGradNorm) Step(params, grad []float64) error {
 	return nil
 }
 
-// State returns "step" and "b2" (b_t²; empty before the first step).
-func (a *ADPAdaGradNorm) State() map[string][]float64 {
-	var b2 []float64
+// State returns the step and the scalar "b2" (b_t²; absent before the first step).
+func (a *ADPAdaGradNorm) State() State {
+	s := State{Step: a.step}
 	if a.init {
-		b2 = scalarState(a.b2)
+		s.Scalars = map[string]float64{"b2": a.b2}
 	}
-	return map[string][]float64{"step": scalarState(float64(a.step)), "b2": b2}
+	return s
 }
 
 // SetState restores a state returned by State.
-func (a *ADPAdaGradNorm) SetState(state map[string][]float64) error {
-	r := newStateReader(a.Name(), state, "step", "b2")
-	step := r.count("step")
-	var b2 float64
-	init := len(state["b2"]) > 0
-	if init {
-		if b2 = r.scalar("b2"); r.err == nil && !(b2 >= 0) {
-			r.fail("\"b2\" = %v, want b² ≥ 0", b2)
+//
+// For checkpoints written before State had scalars, b_t² may also come as a vector "b2"
+// of length 0 (not yet set) or 1.
+func (a *ADPAdaGradNorm) SetState(state State) error {
+	if v, ok := state.Vectors["b2"]; ok && len(state.Vectors) == 1 && len(v) <= 1 && state.Scalars == nil {
+		state.Vectors = nil
+		if len(v) == 1 {
+			state.Scalars = map[string]float64{"b2": v[0]}
 		}
+	}
+	r := readRuleState(a.Name(), state, nil, []string{"b2"})
+	b2, init := r.scalar("b2")
+	if init && !(b2 >= 0) {
+		r.fail("scalar \"b2\" = %v, want b² ≥ 0", b2)
 	}
 	if r.err != nil {
 		return r.err
 	}
-	a.step, a.b2, a.init = step, b2, init
+	a.step, a.b2, a.init = state.Step, b2, init
 	return nil
 }

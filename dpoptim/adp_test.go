@@ -21,7 +21,7 @@ func TestADPPolynomialMFunctional(t *testing.T) {
 		{23520, 166895.83, 88815.77, 1.8791, 298.020},
 		{39200, 298171.09, 149959.68, 1.9883, 387.246},
 	}
-	adp := NewADPPolynomial(1, 19, 1)
+	adp := &ADPPolynomial{Eta: 1, A: 19, C: 1}
 	dp := &ADPPolynomial{Eta: 1, A: 19, C: 1, ConstantNoise: true}
 	m := func(r *ADPPolynomial, T int) (mValue, sumInvAlpha2 float64) {
 		var s1, s2 float64
@@ -61,7 +61,7 @@ func TestADPPolynomialMFunctional(t *testing.T) {
 // AdaGrad-norm, two steps by hand: b₁² = b₀² + max(β‖g₀‖², ν), θ₁ = θ₀ − η/b₁·g₀, and the
 // floor ν when the gradient is small; the boost β_t = max(β/((t mod P)+1), 1).
 func TestADPAdaGradNormByHand(t *testing.T) {
-	a := NewADPAdaGradNorm(2, 3, 0.5, 1)
+	a := &ADPAdaGradNorm{Eta: 2, B0: 3, Nu: 0.5, C: 1}
 	w := []float64{1, 1}
 	if err := a.Step(w, []float64{3, 4}); err != nil { // b₁² = 9 + 25 = 34
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestADPAdaGradNormByHand(t *testing.T) {
 			t.Fatalf("w = %v, want %v", w, want)
 		}
 	}
-	if s := a.State()["b2"]; len(s) != 1 || math.Abs(s[0]-34.5) > 1e-13 {
+	if s, ok := a.State().Scalars["b2"]; !ok || math.Abs(s-34.5) > 1e-13 {
 		t.Errorf("b² = %v, want 34.5", s)
 	}
 	boosted := &ADPAdaGradNorm{Eta: 1, B0: 1, Nu: 1e-9, C: 1, Beta: 8, BoostPeriod: 3}
@@ -141,9 +141,9 @@ func TestCalibrateScheduleMeetsTarget(t *testing.T) {
 		q, eps float64
 		opts   []accountant.Option
 	}{
-		{"polynomial", NewADPPolynomial(1, 19, 1), 60, 0.05, 1.5, []accountant.Option{accountant.WithOrders(intOrders)}},
-		{"AdaGrad-norm", NewADPAdaGradNorm(1, 4, 1e-5, 0.5), 60, 0.05, 0.8, []accountant.Option{accountant.WithOrders(intOrders)}},
-		{"polynomial, default orders", NewADPPolynomial(1, 19, 1), 8, 0.1, 2, nil},
+		{"polynomial", &ADPPolynomial{Eta: 1, A: 19, C: 1}, 60, 0.05, 1.5, []accountant.Option{accountant.WithOrders(intOrders)}},
+		{"AdaGrad-norm", &ADPAdaGradNorm{Eta: 1, B0: 4, Nu: 1e-5, C: 0.5}, 60, 0.05, 0.8, []accountant.Option{accountant.WithOrders(intOrders)}},
+		{"polynomial, default orders", &ADPPolynomial{Eta: 1, A: 19, C: 1}, 8, 0.1, 2, nil},
 	}
 	const delta = 1e-5
 	for _, c := range cases {
@@ -190,7 +190,7 @@ func TestCalibrateScheduleConstantMatchesAccountant(t *testing.T) {
 }
 
 func TestCalibrateScheduleErrors(t *testing.T) {
-	r := NewADPPolynomial(1, 19, 1)
+	r := &ADPPolynomial{Eta: 1, A: 19, C: 1}
 	if _, _, err := CalibrateSchedule(nil, 0.1, 10, 1, 1e-5); !errors.Is(err, ErrConfig) {
 		t.Errorf("nil scaler: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestCalibrateScheduleErrors(t *testing.T) {
 	if _, _, err := CalibrateSchedule(r, 0.1, 0, 1, 1e-5); !errors.Is(err, ErrConfig) {
 		t.Errorf("steps = 0: %v", err)
 	}
-	if _, _, err := CalibrateSchedule(NewADPPolynomial(1, -5, 1), 0.1, 10, 1, 1e-5); !errors.Is(err, ErrConfig) {
+	if _, _, err := CalibrateSchedule(&ADPPolynomial{Eta: 1, A: -5, C: 1}, 0.1, 10, 1, 1e-5); !errors.Is(err, ErrConfig) {
 		t.Errorf("negative scale: %v", err)
 	}
 	if _, _, err := CalibrateSchedule(r, 0.1, 10, -1, 1e-5); !errors.Is(err, accountant.ErrInvalidParameter) {
@@ -214,7 +214,7 @@ func TestCalibrateScheduleErrors(t *testing.T) {
 // The schedule handed to the paper's Theorem 4.1 calibration: Σ 1/α_t² over the
 // experiments' blue schedule is the digest's 208.235 (T = 11760), and DP-SGD's is T.
 func TestNoiseScheduleForTheorem41(t *testing.T) {
-	alphas, err := NoiseSchedule(NewADPPolynomial(1, 19, 1), 11760)
+	alphas, err := NoiseSchedule(&ADPPolynomial{Eta: 1, A: 19, C: 1}, 11760)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestNoiseScheduleForTheorem41(t *testing.T) {
 	if _, err := NoiseSchedule(nil, 3); !errors.Is(err, ErrConfig) {
 		t.Errorf("nil: %v", err)
 	}
-	if _, err := NoiseSchedule(NewADPPolynomial(1, 1, 1), 0); !errors.Is(err, ErrConfig) {
+	if _, err := NoiseSchedule(&ADPPolynomial{Eta: 1, A: 1, C: 1}, 0); !errors.Is(err, ErrConfig) {
 		t.Errorf("0 steps: %v", err)
 	}
 }

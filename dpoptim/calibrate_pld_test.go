@@ -10,7 +10,7 @@ import (
 // CalibrateSchedule with the PLD accountant: less noise than RDP for the same target,
 // and the PLD ε of the schedule at the returned z meets it.
 func TestCalibrateSchedulePLD(t *testing.T) {
-	rule := NewADPPolynomial(1, 19, 1)
+	rule := &ADPPolynomial{Eta: 1, A: 19, C: 1}
 	const q, steps, eps, delta = 0.05, 40, 0.5, 1e-5
 	zp, ep, err := CalibrateSchedule(rule, q, steps, eps, delta, accountant.WithAccountant(accountant.PLD{}))
 	if err != nil {

@@ -30,6 +30,25 @@
 // bit for bit from [Private.State]. [NonPrivate] applies a rule to the plain mean gradient
 // for non-private baselines.
 //
+// Rules are built as struct literals naming their fields (&dpoptim.HeavyBall{LearningRate:
+// lr, Momentum: 0.9}, &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}); [NewSGD] and [NewAdam]
+// are shorthands for the schedule-only case. Every zero field means the default its type
+// documents (SGD momentum 0 is plain SGD) or is rejected with ErrConfig at the first Step
+// (a nil schedule, Adam's β₂ = 0 or ε = 0, ADP-SGD's η = 0): a literal that forgets a
+// field never runs a silently different algorithm.
+//
+// Checkpoints: every Rule and Optimizer exposes its state as a typed [State] (step count,
+// named vectors, named scalars; a Private step adds its noise generator's bytes and nests
+// the rule's State). Package nn lays a State out as checkpoint tensors.
+//
+// Adding a rule: a type with its configuration as exported fields (zero values documented
+// or rejected in Step), Name, Step (check lengths with checkLengths and the rate with
+// rate, leave params unchanged on error), State/SetState (validate with readRuleState,
+// listing its vector and scalar names), a `var _ Rule = (*T)(nil)` line in interfaces.go,
+// and a case in rules_test.go's ruleCases (state round trip, refusals). If its noise must
+// follow its step size, implement [NoiseScaler] too; Private and nn then record and
+// calibrate the per-step multiplier without further changes.
+//
 // Nothing in this package reads an unclipped or un-noised gradient: in particular the
 // AdaGrad-norm variant of ADP-SGD updates its step size from the noisy gradient estimate,
 // unlike the paper (see [ADPAdaGradNorm]).

@@ -54,7 +54,7 @@ func ExamplePrivate() {
 // so that the whole schedule, whose multiplier z·(20+t)^(1/4) grows every step, spends
 // ε = 2 at δ = 1e-5.
 func ExampleCalibrateSchedule() {
-	rule := dpoptim.NewADPPolynomial(1, 19, 1)
+	rule := &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}
 	z, eps, err := dpoptim.CalibrateSchedule(rule, 0.1, 8, 2, 1e-5)
 	if err != nil {
 		fmt.Println(err)

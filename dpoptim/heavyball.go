@@ -11,17 +11,16 @@ import (
 //
 // Wrapped in a [Private] step it is DP heavy ball with Gaussian noise (the paper adds
 // Laplace noise for pure DP). With a constant rate it matches [SGD] with momentum μ = β.
+//
+// Build it as a literal, &HeavyBall{LearningRate: lr, Momentum: β}. Zero values:
+// LearningRate is required (nil is rejected at the first Step); Momentum 0 is plain
+// gradient descent, a legitimate value.
 type HeavyBall struct {
 	LearningRate Schedule
 	Momentum     float64 // β in [0, 1)
 
 	step  int
 	delta []float64 // x_t − x_{t−1}
-}
-
-// NewHeavyBall returns the heavy-ball method with momentum β.
-func NewHeavyBall(lr Schedule, beta float64) *HeavyBall {
-	return &HeavyBall{LearningRate: lr, Momentum: beta}
 }
 
 // Name returns "HeavyBall".
@@ -53,20 +52,18 @@ func (h *HeavyBall) Step(params, grad []float64) error {
 	return nil
 }
 
-// State returns "step" and "delta", the last displacement x_t − x_{t−1}.
-func (h *HeavyBall) State() map[string][]float64 {
-	return map[string][]float64{"step": scalarState(float64(h.step)), "delta": slices.Clone(h.delta)}
+// State returns the step and the vector "delta", the last displacement x_t − x_{t−1}.
+func (h *HeavyBall) State() State {
+	return State{Step: h.step, Vectors: map[string][]float64{"delta": slices.Clone(h.delta)}}
 }
 
 // SetState restores a state returned by State.
-func (h *HeavyBall) SetState(state map[string][]float64) error {
-	r := newStateReader("HeavyBall", state, "step", "delta")
-	step := r.count("step")
-	d := 0
-	delta := r.vector("delta", &d)
+func (h *HeavyBall) SetState(state State) error {
+	r := readRuleState("HeavyBall", state, []string{"delta"}, nil)
+	delta := r.vector("delta")
 	if r.err != nil {
 		return r.err
 	}
-	h.step, h.delta = step, delta
+	h.step, h.delta = state.Step, delta
 	return nil
 }

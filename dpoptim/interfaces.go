@@ -1,5 +1,7 @@
 package dpoptim
 
+import "github.com/privtrain/privtrain/accountant"
+
 // Rule is a first-order update rule: the base optimizer that a [Private] step feeds with
 // noisy gradient estimates (DP-X for rule X) and that [NonPrivate] feeds with plain mean
 // gradients.
@@ -16,15 +18,15 @@ type Rule interface {
 	// params are unchanged.
 	Step(params, grad []float64) error
 
-	// State returns a copy of the rule's state for a checkpoint: vectors under their
-	// names, scalars (including the step counter "step") as length-1 slices. Vectors not
-	// yet allocated (before the first Step) are empty.
-	State() map[string][]float64
+	// State returns a copy of the rule's state for a checkpoint: its step count, its
+	// vectors under their names (empty before the first Step) and its scalars (absent
+	// before they are set). It shares nothing with the rule.
+	State() State
 
 	// SetState replaces the rule's state by one returned by State of the same kind of
 	// rule. It returns an error wrapping ErrState, and leaves the rule unchanged, if a
-	// key is missing or unknown or a value is malformed.
-	SetState(state map[string][]float64) error
+	// vector is missing or unknown, the step is negative or a value is malformed.
+	SetState(state State) error
 }
 
 // Recorder receives the privacy cost of every private step: sampling rate q, noise
@@ -62,6 +64,28 @@ type Optimizer interface {
 	// Step updates params from gradSum, the sum of the (clipped, for private training)
 	// per-example gradients of a logical batch of batchSize examples.
 	Step(params, gradSum []float64, batchSize int) error
-	State() map[string][]float64
-	SetState(state map[string][]float64) error
+	// State and SetState are as for [Rule]: a [*Private] step's State holds its own step
+	// count (the steps its ledger records), its noise generator and the rule's State.
+	State() State
+	SetState(state State) error
 }
+
+// Compile-time checks that every implementation satisfies its interfaces.
+var (
+	_ Rule        = (*SGD)(nil)
+	_ Rule        = (*Adam)(nil)
+	_ Rule        = (*HeavyBall)(nil)
+	_ Rule        = (*Nesterov)(nil)
+	_ Rule        = (*ADPPolynomial)(nil)
+	_ Rule        = (*ADPAdaGradNorm)(nil)
+	_ NoiseScaler = (*ADPPolynomial)(nil)
+	_ NoiseScaler = (*ADPAdaGradNorm)(nil)
+	_ Optimizer   = (*Private)(nil)
+	_ Optimizer   = (*NonPrivate)(nil)
+	_ Schedule    = Constant(0)
+	_ Schedule    = StepDecay{}
+	_ Schedule    = InverseTime{}
+	_ Schedule    = InverseSqrt{}
+	_ Schedule    = (*ADPPolynomial)(nil)
+	_ Recorder    = (*accountant.Ledger)(nil)
+)

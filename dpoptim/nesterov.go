@@ -14,17 +14,16 @@ import (
 // that gradient as usual, the parameters hold z_t between steps and the rule keeps x_t in
 // its state ("x"); at the end of training the parameters are z_T, which differs from x_T by
 // β·(x_T − x_{T−1}). Wrapped in a [Private] step it is DP-NAG with Gaussian noise.
+//
+// Build it as a literal, &Nesterov{LearningRate: lr, Momentum: β}. Zero values:
+// LearningRate is required (nil is rejected at the first Step); Momentum 0 is plain
+// gradient descent, a legitimate value.
 type Nesterov struct {
 	LearningRate Schedule
 	Momentum     float64 // β in [0, 1); see [NesterovMomentum]
 
 	step int
 	x    []float64 // x_t
-}
-
-// NewNesterov returns Nesterov's method with momentum β.
-func NewNesterov(lr Schedule, beta float64) *Nesterov {
-	return &Nesterov{LearningRate: lr, Momentum: beta}
 }
 
 // NesterovMomentum returns β = (1 − √(αμ))/(1 + √(αμ)), the momentum of Theorem 4.1 of the
@@ -65,20 +64,18 @@ func (n *Nesterov) Step(params, grad []float64) error {
 	return nil
 }
 
-// State returns "step" and "x", the iterate x_t (the parameters hold z_t).
-func (n *Nesterov) State() map[string][]float64 {
-	return map[string][]float64{"step": scalarState(float64(n.step)), "x": slices.Clone(n.x)}
+// State returns the step and the vector "x", the iterate x_t (the parameters hold z_t).
+func (n *Nesterov) State() State {
+	return State{Step: n.step, Vectors: map[string][]float64{"x": slices.Clone(n.x)}}
 }
 
 // SetState restores a state returned by State.
-func (n *Nesterov) SetState(state map[string][]float64) error {
-	r := newStateReader("Nesterov", state, "step", "x")
-	step := r.count("step")
-	d := 0
-	x := r.vector("x", &d)
+func (n *Nesterov) SetState(state State) error {
+	r := readRuleState("Nesterov", state, []string{"x"}, nil)
+	x := r.vector("x")
 	if r.err != nil {
 		return r.err
 	}
-	n.step, n.x = step, x
+	n.step, n.x = state.Step, x
 	return nil
 }

@@ -49,7 +49,7 @@ func (n *NonPrivate) Step(params, gradSum []float64, batchSize int) error {
 }
 
 // State returns the rule's state.
-func (n *NonPrivate) State() map[string][]float64 { return n.rule.State() }
+func (n *NonPrivate) State() State { return n.rule.State() }
 
 // SetState restores the rule's state.
-func (n *NonPrivate) SetState(state map[string][]float64) error { return n.rule.SetState(state) }
+func (n *NonPrivate) SetState(state State) error { return n.rule.SetState(state) }

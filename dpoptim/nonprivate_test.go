@@ -22,7 +22,7 @@ func TestNonPrivateUsesMeanGradient(t *testing.T) {
 	if err := np.Step(w, []float64{4, -8}, 0); err != nil || w[0] != 0.5 || w[1] != 2 {
 		t.Errorf("empty batch: err = %v, w = %v; want no update", err, w)
 	}
-	if s := np.State()["step"]; s[0] != 1 {
+	if s := np.State().Step; s != 1 {
 		t.Errorf("step = %v, want 1 (empty batches are not steps)", s)
 	}
 	if np.Name() != "SGD" {

@@ -193,69 +193,44 @@ func firstNonFinite(v []float64) int {
 	return -1
 }
 
-// State returns the step counter "step", the noise generator under "noise" (the bytes of
-// [Noise.MarshalBinary], one per element) and the rule's state under "rule/<key>". With a
-// seeded Noise, a Private restored from it continues bit for bit.
-func (p *Private) State() map[string][]float64 {
-	state := map[string][]float64{"step": scalarState(float64(p.step))}
-	for k, v := range p.rule.State() {
-		state["rule/"+k] = v
-	}
-	b, err := p.noise.MarshalBinary()
+// State returns the step count (the steps recorded), the noise generator encoded by
+// [Noise.MarshalBinary] and the rule's State. With a seeded Noise, a Private restored from
+// it continues bit for bit.
+func (p *Private) State() State {
+	noise, err := p.noise.MarshalBinary()
 	if err != nil { // not reachable: ChaCha8 encoding does not fail
 		panic(err)
 	}
-	noise := make([]float64, len(b))
-	for i, c := range b {
-		noise[i] = float64(c)
-	}
-	state["noise"] = noise
-	return state
+	rule := p.rule.State()
+	return State{Step: p.step, Noise: noise, Rule: &rule}
 }
 
 // SetState restores a state returned by State. A secure generator is reseeded from
 // crypto/rand (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
-func (p *Private) SetState(state map[string][]float64) error {
-	ruleState := make(map[string][]float64)
-	var r stateReader
-	r.rule, r.state = p.Name(), state
-	for k, v := range state {
-		if rk, ok := strings.CutPrefix(k, "rule/"); ok {
-			ruleState[rk] = v
-		} else if k != "step" && k != "noise" {
-			r.fail("unknown key %q", k)
-		}
+func (p *Private) SetState(state State) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrState, p.Name(), fmt.Sprintf(format, args...))
 	}
-	if _, ok := state["noise"]; !ok {
-		r.fail("missing key %q", "noise")
-	}
-	if _, ok := state["step"]; !ok {
-		r.fail("missing key %q", "step")
-	}
-	step := r.count("step")
-	var noiseBytes []byte
-	if r.err == nil {
-		for _, x := range state["noise"] {
-			if !(x >= 0 && x <= 255 && x == math.Trunc(x)) {
-				r.fail("\"noise\" holds %v, want bytes", x)
-				break
-			}
-			noiseBytes = append(noiseBytes, byte(x))
-		}
-	}
-	if r.err != nil {
-		return r.err
+	switch {
+	case state.Step < 0:
+		return bad("step %d, want ≥ 0", state.Step)
+	case len(state.Vectors) > 0 || len(state.Scalars) > 0:
+		return bad("vectors or scalars of its own (%v); the rule's belong in Rule", state)
+	case state.Noise == nil:
+		return bad("no noise generator")
+	case state.Rule == nil:
+		return bad("no rule state")
 	}
 	var noise Noise
-	if err := noise.UnmarshalBinary(noiseBytes); err != nil {
+	if err := noise.UnmarshalBinary(state.Noise); err != nil {
 		return err
 	}
 	// The rule validates last and leaves itself unchanged on error, so a failure leaves
 	// p unchanged.
-	if err := p.rule.SetState(ruleState); err != nil {
+	if err := p.rule.SetState(*state.Rule); err != nil {
 		return err
 	}
-	p.step = step
+	p.step = state.Step
 	*p.noise = noise
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 )
 
 // mnistLayout is the TF Privacy MNIST tutorial CNN (26,010 parameters, digest §6.1).
+// *smoothing.Laplacian[float64] is the Smoother of DP-LSSGD and DP-LSAdam.
+var _ Smoother = (*smoothing.Laplacian[float64])(nil)
+
 var mnistLayout = []smoothing.Tensor{
 	{Name: "conv1/W", Shape: []int{16, 1, 8, 8}}, {Name: "conv1/b", Shape: []int{16}},
 	{Name: "conv2/W", Shape: []int{32, 16, 4, 4}}, {Name: "conv2/b", Shape: []int{32}},
@@ -161,8 +165,8 @@ func TestPrivateRecordsEachStep(t *testing.T) {
 	}{
 		{NewSGD(Constant(0.1)), func(int) float64 { return 1.5 }},
 		{NewAdam(Constant(0.1)), func(int) float64 { return 1.5 }},
-		{NewADPPolynomial(1, 19, 1), func(t int) float64 { return 1.5 * math.Pow(20+float64(t), 0.25) }},
-		{NewADPAdaGradNorm(1, 2, 1e-5, 0.5), func(t int) float64 { return 1.5 * math.Pow(4+0.5*float64(t+1), 0.25) }},
+		{&ADPPolynomial{Eta: 1, A: 19, C: 1}, func(t int) float64 { return 1.5 * math.Pow(20+float64(t), 0.25) }},
+		{&ADPAdaGradNorm{Eta: 1, B0: 2, Nu: 1e-5, C: 0.5}, func(t int) float64 { return 1.5 * math.Pow(4+0.5*float64(t+1), 0.25) }},
 		{&ADPPolynomial{Eta: 1, A: 19, C: 1, ConstantNoise: true}, func(int) float64 { return 1.5 }},
 	}
 	for _, c := range cases {
@@ -198,12 +202,12 @@ func TestPrivateNames(t *testing.T) {
 		{NewAdam(Constant(1)), nil, "DP-Adam"},
 		{NewAdam(Constant(1)), lap, "DP-LSAdam"},
 		{&SGD{LearningRate: Constant(1), Momentum: 0.9}, nil, "DP-SGD+momentum"},
-		{NewHeavyBall(Constant(1), 0.5), nil, "DP-HeavyBall"},
-		{NewNesterov(Constant(1), 0.5), nil, "DP-Nesterov"},
-		{NewADPPolynomial(1, 1, 1), nil, "ADP-SGD (polynomial)"},
-		{NewADPPolynomial(1, 1, 1), lap, "ADP-LSSGD (polynomial)"},
+		{&HeavyBall{LearningRate: Constant(1), Momentum: 0.5}, nil, "DP-HeavyBall"},
+		{&Nesterov{LearningRate: Constant(1), Momentum: 0.5}, nil, "DP-Nesterov"},
+		{&ADPPolynomial{Eta: 1, A: 1, C: 1}, nil, "ADP-SGD (polynomial)"},
+		{&ADPPolynomial{Eta: 1, A: 1, C: 1}, lap, "ADP-LSSGD (polynomial)"},
 		{&ADPPolynomial{Eta: 1, A: 1, C: 1, ConstantNoise: true}, nil, "DP-SGD (polynomial)"},
-		{NewADPAdaGradNorm(1, 1, 1, 1), nil, "ADP-SGD (AdaGrad-norm)"},
+		{&ADPAdaGradNorm{Eta: 1, B0: 1, Nu: 1, C: 1}, nil, "ADP-SGD (AdaGrad-norm)"},
 	}
 	for _, c := range cases {
 		p := mustPrivate(t, c.rule, PrivateConfig{NoiseMultiplier: 1, ClipNorm: 1, SampleRate: 0.1, DatasetSize: 10,
@@ -369,33 +373,32 @@ func TestPrivateSetStateErrors(t *testing.T) {
 		}
 	}
 	good := p.State()
-	before := fmt.Sprint(p.State())
-	noise := good["noise"]
-	bad := map[string]map[string][]float64{
-		"missing noise": withoutKey(good, "noise"),
-		"missing step":  withoutKey(good, "step"),
-		"unknown key":   withKey(good, "lr", []float64{1}),
-		"bad step":      withKey(good, "step", []float64{-2}),
-		"noise > 255":   withKey(good, "noise", append(append([]float64(nil), noise[:5]...), 300)),
-		"noise frac":    withKey(good, "noise", append(append([]float64(nil), noise[:5]...), 1.5)),
-		"noise corrupt": withKey(good, "noise", noise[:len(noise)-4]),
-		"rule state":    withKey(good, "rule/m", []float64{1}),
-		"rule missing":  withoutKey(good, "rule/v"),
+	before := p.State()
+	edit := func(f func(s *State)) State {
+		s := good.Clone()
+		f(&s)
+		return s
+	}
+	// The map-era cases "noise > 255", "noise frac" (a generator byte stored as a float)
+	// and "missing step" cannot be written as a State; nn's checkpoint codec, which still
+	// reads that encoding, refuses them (nn's TestLoadInconsistent).
+	bad := map[string]State{
+		"missing noise": edit(func(s *State) { s.Noise = nil }),
+		"unknown key":   edit(func(s *State) { s.Vectors = map[string][]float64{"lr": {1}} }),
+		"bad step":      edit(func(s *State) { s.Step = -2 }),
+		"noise corrupt": edit(func(s *State) { s.Noise = s.Noise[:len(s.Noise)-4] }),
+		"rule state":    edit(func(s *State) { s.Rule.Vectors["m"] = []float64{1} }),
+		"rule missing":  edit(func(s *State) { delete(s.Rule.Vectors, "v") }),
+		"no rule":       edit(func(s *State) { s.Rule = nil }),
 	}
 	for name, s := range bad {
 		if err := p.SetState(s); !errors.Is(err, ErrState) {
 			t.Errorf("%s: err = %v, want ErrState", name, err)
 		}
-		if fmt.Sprint(p.State()) != before {
+		if !reflect.DeepEqual(p.State(), before) {
 			t.Errorf("%s: failed SetState changed the step", name)
 		}
 	}
-}
-
-func withoutKey(state map[string][]float64, key string) map[string][]float64 {
-	out := withKey(state, key, nil)
-	delete(out, key)
-	return out
 }
 
 // BenchmarkPrivateStep measures one private step on the MNIST CNN's 26,010 parameters
@@ -474,7 +477,7 @@ func TestDPHeavyBallStationaryError(t *testing.T) {
 		{1, 0, 2.333333}, {0.5, 0.3, 1.232450}, {1, 0.5, 3.9},
 	} {
 		// q·n = 1 and C = 1, so the gradient noise has standard deviation z = σ_T.
-		p := mustPrivate(t, NewHeavyBall(Constant(c.alpha), c.beta), PrivateConfig{NoiseMultiplier: sigmaT,
+		p := mustPrivate(t, &HeavyBall{LearningRate: Constant(c.alpha), Momentum: c.beta}, PrivateConfig{NoiseMultiplier: sigmaT,
 			ClipNorm: 1, SampleRate: 0.5, DatasetSize: 2, Recorder: &fakeRecorder{}, Noise: NewSeededNoise(6)})
 		x := make([]float64, len(lambda)) // x* = 0
 		g := make([]float64, len(lambda))

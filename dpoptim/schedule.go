@@ -5,6 +5,10 @@ import (
 	"math"
 )
 
+// The schedules are plain values: build them as literals. A rate that comes out
+// negative, NaN or infinite (InverseSqrt with A = C = 0, say) is rejected by the rule at
+// the step that would use it, with ErrConfig.
+
 // Constant is a fixed learning rate.
 type Constant float64
 
@@ -12,11 +16,20 @@ type Constant float64
 func (c Constant) Rate(int) float64 { return float64(c) }
 
 // StepDecay is Initial until step At and Initial·Factor from step At on: the DP-LSSGD CNN
-// runs use Factor 0.1 at step 10,000.
+// runs use Factor 0.1 at step 10,000. Zero values: At 0 decays from the first step;
+// Factor 0 is rejected at the first step (it would stop training silently), so set it
+// (1 for no decay).
 type StepDecay struct {
 	Initial float64
 	At      int
 	Factor  float64
+}
+
+func (s StepDecay) check() error {
+	if !(s.Factor > 0) || math.IsInf(s.Factor, 0) || s.At < 0 {
+		return fmt.Errorf("%w: step decay by %v at step %d, want a finite factor > 0 at a step ≥ 0", ErrConfig, s.Factor, s.At)
+	}
+	return nil
 }
 
 // Rate returns the learning rate of step t.
@@ -50,6 +63,11 @@ func (s InverseSqrt) Rate(t int) float64 { return s.Eta / math.Sqrt(s.A+s.C*floa
 func rate(s Schedule, t int) (float64, error) {
 	if s == nil {
 		return 0, fmt.Errorf("%w: nil learning-rate schedule", ErrConfig)
+	}
+	if c, ok := s.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
+			return 0, err
+		}
 	}
 	r := s.Rate(t)
 	if !(r >= 0) || math.IsInf(r, 0) {

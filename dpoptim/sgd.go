@@ -10,15 +10,19 @@ import (
 // w ← w − η_t·g; wrapped in a [Private] step it is DP-SGD (and DP-LSSGD with smoothing).
 // For the paper form of momentum, which does not rescale past steps when η_t changes,
 // see [HeavyBall].
+//
+// Zero values: LearningRate is required (nil is rejected at the first Step); Momentum 0
+// is plain SGD, a legitimate value and the default.
 type SGD struct {
 	LearningRate Schedule
-	Momentum     float64 // μ in [0, 1)
+	Momentum     float64 // μ in [0, 1); 0: no momentum
 
 	step     int
 	velocity []float64
 }
 
-// NewSGD returns plain SGD (no momentum) with the given learning-rate schedule.
+// NewSGD returns plain SGD (no momentum) with the given learning-rate schedule; set
+// Momentum for momentum SGD.
 func NewSGD(lr Schedule) *SGD { return &SGD{LearningRate: lr} }
 
 // Name returns "SGD", or "SGD+momentum" when μ > 0.
@@ -67,21 +71,19 @@ func descend(params, grad []float64, eta float64) {
 	}
 }
 
-// State returns "step" and "velocity" (empty until momentum has been used).
-func (s *SGD) State() map[string][]float64 {
-	return map[string][]float64{"step": scalarState(float64(s.step)), "velocity": slices.Clone(s.velocity)}
+// State returns the step and the vector "velocity" (empty until momentum has been used).
+func (s *SGD) State() State {
+	return State{Step: s.step, Vectors: map[string][]float64{"velocity": slices.Clone(s.velocity)}}
 }
 
 // SetState restores a state returned by State.
-func (s *SGD) SetState(state map[string][]float64) error {
-	r := newStateReader(s.Name(), state, "step", "velocity")
-	step := r.count("step")
-	d := 0
-	v := r.vector("velocity", &d)
+func (s *SGD) SetState(state State) error {
+	r := readRuleState(s.Name(), state, []string{"velocity"}, nil)
+	v := r.vector("velocity")
 	if r.err != nil {
 		return r.err
 	}
-	s.step, s.velocity = step, v
+	s.step, s.velocity = state.Step, v
 	return nil
 }
 
