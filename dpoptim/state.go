@@ -1,6 +1,7 @@
 package dpoptim
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -46,6 +47,16 @@ func (s State) Clone() State {
 		c.Rule = &r
 	}
 	return c
+}
+
+// Equal reports whether s and o hold the same state; an empty vector equals a nil one and
+// an empty map a nil one, as a state read back from a checkpoint may differ so.
+func (s State) Equal(o State) bool {
+	if s.Step != o.Step || !bytes.Equal(s.Noise, o.Noise) || (s.Rule == nil) != (o.Rule == nil) ||
+		!maps.EqualFunc(s.Vectors, o.Vectors, slices.Equal) || !maps.Equal(s.Scalars, o.Scalars) {
+		return false
+	}
+	return s.Rule == nil || s.Rule.Equal(*o.Rule)
 }
 
 // String lists the state's step, vector lengths and scalars, for error messages and

@@ -116,7 +116,7 @@ func TestForgedLedgerRefused(t *testing.T) {
 func adpTrainer(t *testing.T, epochs int) *nn.Trainer {
 	train, _ := embedded(t, 200)
 	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
-		Train: train, DatasetName: "mnist-200", Rule: dpoptim.NewADPPolynomial(1, 19, 1),
+		Train: train, DatasetName: "mnist-200", Rule: &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1},
 		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 0.9, Delta: 1e-5},
 		BatchSize: 50, Epochs: epochs, Seed: seedPtr(5),
 	})

@@ -120,7 +120,7 @@ func TestResumeBitForBit(t *testing.T) {
 			if i := firstDiff(a, b); i >= 0 {
 				t.Errorf("parameter %d: uninterrupted %v, resumed %v", i, a[i], b[i])
 			}
-			if sa, sb := whole.Optimizer().State(), second.Optimizer().State(); !maps.EqualFunc(sa, sb, slices.Equal) {
+			if sa, sb := whole.Optimizer().State(), second.Optimizer().State(); !sa.Equal(sb) {
 				t.Errorf("optimizer states differ")
 			}
 			ea, _ := whole.Spent()
@@ -361,7 +361,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if firstDiff(got.Params, c.Params) >= 0 || !layoutEq(got.Layout, c.Layout) {
 		t.Error("parameters or layout differ after Save and Load")
 	}
-	if !maps.EqualFunc(got.OptimizerState, c.OptimizerState, slices.Equal) {
+	if !got.OptimizerState.Equal(c.OptimizerState) {
 		t.Error("optimizer state differs after Save and Load")
 	}
 	if !maps.Equal(got.Settings, c.Settings) || !got.Dataset.Equal(c.Dataset) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -203,7 +204,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
 		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
 	}
-	cfg.Settings = cloneSettings(cfg.Settings)
+	cfg.Settings = maps.Clone(cfg.Settings)
 	if cfg.Privacy != nil {
 		// A copy, so that changing the caller's value later cannot change a running plan.
 		p := *cfg.Privacy
@@ -211,18 +212,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		// The rule too: the noise is scaled to its bound now, so thresholds the caller
 		// changes later (a PerLayer's slice, a rule passed by pointer) must not reach the
 		// clipping.
-		switch r := p.Clip.(type) {
-		case clipping.PerLayer:
-			p.Clip = clipping.PerLayer{C: slices.Clone(r.C)}
-		case *clipping.PerLayer:
-			if r != nil {
-				p.Clip = clipping.PerLayer{C: slices.Clone(r.C)}
-			}
-		case *clipping.Flat:
-			if r != nil {
-				p.Clip = *r
-			}
-		}
+		p.Clip = frozenClip(p.Clip)
 		cfg.Privacy = &p
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID()}
@@ -290,8 +280,8 @@ func (t *Trainer) setupPrivacy() error {
 	if p.Clip == nil {
 		return fmt.Errorf("%w: private training needs a clipping rule", ErrTrainConfig)
 	}
-	if pl, ok := p.Clip.(clipping.PerLayer); ok && len(pl.C) != len(t.model.ParamLayers()) {
-		return fmt.Errorf("%w: per-layer clipping with %d thresholds, model %s has %d parametrised layers %v", ErrTrainConfig, len(pl.C), t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
+	if err := clipFits(p.Clip, len(t.model.ParamLayers())); err != nil {
+		return fmt.Errorf("%w: %v, model %s has %d parametrised layers %v", ErrTrainConfig, err, t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
 	}
 	bound := p.Clip.Bound()
 	if !(bound > 0) || math.IsInf(bound, 0) {
@@ -363,8 +353,19 @@ func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Privat
 	})
 }
 
-// describeClip names a clipping rule for plans and checkpoints.
+// describeClip names a clipping rule for plans and checkpoints: the rule's own String when
+// it has one (clipping.Rule has no String method yet; see legacyDescribeClip).
 func describeClip(r clipping.Rule) string {
+	if s, ok := r.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return legacyDescribeClip(r)
+}
+
+// legacyDescribeClip is the description of clipping's rules until they are fmt.Stringers
+// ("flat C=1", "per-layer C=[…]", as plans and checkpoints store it). Remove it when
+// clipping.Flat and PerLayer have String methods that give the same text.
+func legacyDescribeClip(r clipping.Rule) string {
 	switch r := r.(type) {
 	case clipping.Flat:
 		return fmt.Sprintf("flat C=%v", r.C)
@@ -374,15 +375,49 @@ func describeClip(r clipping.Rule) string {
 	return fmt.Sprintf("%T bound %v", r, r.Bound())
 }
 
-func cloneSettings(s map[string]string) map[string]string {
-	if len(s) == 0 {
-		return nil
+// clipFits reports whether r fits a model with the given number of parametrised layers:
+// the rule's own Check when it has one (clipping.Rule's check is unexported; see
+// legacyClipFits).
+func clipFits(r clipping.Rule, layers int) error {
+	if c, ok := r.(interface{ Check(layers int) error }); ok {
+		return c.Check(layers)
 	}
-	c := make(map[string]string, len(s))
-	for k, v := range s {
-		c[k] = v
+	return legacyClipFits(r, layers)
+}
+
+// legacyClipFits checks a PerLayer's threshold count until clipping exports the check.
+func legacyClipFits(r clipping.Rule, layers int) error {
+	if pl, ok := r.(clipping.PerLayer); ok && len(pl.C) != layers {
+		return fmt.Errorf("per-layer clipping with %d thresholds", len(pl.C))
 	}
-	return c
+	return nil
+}
+
+// frozenClip returns a copy of r that shares nothing with the caller: the rule's own
+// Clone when it has one (clipping.Rule has none yet; see legacyFrozenClip).
+func frozenClip(r clipping.Rule) clipping.Rule {
+	if c, ok := r.(interface{ Clone() clipping.Rule }); ok {
+		return c.Clone()
+	}
+	return legacyFrozenClip(r)
+}
+
+// legacyFrozenClip copies clipping's rules until they can copy themselves: a PerLayer's
+// thresholds, a rule passed by pointer. Remove it when clipping.Rule has a Clone.
+func legacyFrozenClip(r clipping.Rule) clipping.Rule {
+	switch r := r.(type) {
+	case clipping.PerLayer:
+		return clipping.PerLayer{C: slices.Clone(r.C)}
+	case *clipping.PerLayer:
+		if r != nil {
+			return clipping.PerLayer{C: slices.Clone(r.C)}
+		}
+	case *clipping.Flat:
+		if r != nil {
+			return *r
+		}
+	}
+	return r
 }
 
 // Plan returns the run's plan.

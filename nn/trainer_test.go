@@ -160,7 +160,7 @@ func TestFixedNoisePlan(t *testing.T) {
 // calibrated as a whole schedule and recorded step by step exactly as planned.
 func TestADPSchedule(t *testing.T) {
 	train, _ := embedded(t, 500)
-	rule := dpoptim.NewADPPolynomial(1, 19, 1)
+	rule := &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), nn.TrainerConfig{
 		Train: train, Rule: rule, BatchSize: 50, Epochs: 2, Seed: seedPtr(1),
 		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},

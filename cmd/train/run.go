@@ -492,11 +492,11 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 		return dpoptim.NewAdam(sched), nil
 	case "adp-sgd":
 		// The ADP-SGD paper's experiments: η_t = lr/√(20 + t), noise matched to it.
-		return dpoptim.NewADPPolynomial(o.lr, 19, 1), nil
+		return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1}, nil
 	case "dp-hb":
-		return dpoptim.NewHeavyBall(sched, o.momentum), nil
+		return &dpoptim.HeavyBall{LearningRate: sched, Momentum: o.momentum}, nil
 	case "dp-nag":
-		return dpoptim.NewNesterov(sched, o.momentum), nil
+		return &dpoptim.Nesterov{LearningRate: sched, Momentum: o.momentum}, nil
 	}
 	return nil, usagef("-optimizer %q: unknown", o.optimizer)
 }
