@@ -500,6 +500,20 @@ func TestLoadInconsistent(t *testing.T) {
 		}},
 		{"optimizer step", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{3}) }},
 		{"optimizer state dtype", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.I64([]int{1}, []int64{4}) }},
+		// Cases that dpoptim.State's types rule out, refused where the floats are decoded.
+		{"optimizer step fraction", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{3.5}) }},
+		{"optimizer step NaN", func(f *checkpoint.File) {
+			f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{math.NaN()})
+		}},
+		{"optimizer step negative", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{-4}) }},
+		{"optimizer step two values", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{2}, []float64{4, 4}) }},
+		{"optimizer step missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/step") }},
+		{"rule step missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/rule/step") }},
+		{"noise missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/noise") }},
+		{"noise float > 255", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 300}) }},
+		{"noise float fraction", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 1.5}) }},
+		{"noise corrupt", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.U8([]int{3}, []byte{1, 2, 3}) }},
+		{"optimizer matrix", func(f *checkpoint.File) { f.Tensors["optimizer/rule/m"] = checkpoint.F64([]int{1, 1}, []float64{0}) }},
 		{"sampler kind", func(f *checkpoint.File) { f.Metadata["nn.sampler"] = "secure" }},
 		{"dataset size", func(f *checkpoint.File) {
 			f.Metadata["nn.dataset"] = strings.Replace(f.Metadata["nn.dataset"], `"size":200`, `"size":201`, 1)
