@@ -53,6 +53,9 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
 		Train: train, DatasetName: "mnist-200", Rule: rule(), BatchSize: 50, Epochs: 1, Seed: seedPtr(3),
 	})
+	if s, ok := tr.Seed(); !ok || s != 3 {
+		t.Errorf("Seed() = %d, %v; want 3, true", s, ok)
+	}
 	run(t, tr)
 	c, err := tr.Checkpoint()
 	if err != nil {

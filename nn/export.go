@@ -91,9 +91,7 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 			tensors[name] = checkpoint.F64(shape, v)
 			return
 		}
-		v32 := make([]float32, len(v))
-		convert(v32, v)
-		tensors[name] = checkpoint.F32(shape, v32)
+		tensors[name] = checkpoint.F32(shape, convertSlice[float32](v))
 	}
 	pair := func(a [2]int) string { return "(" + strconv.Itoa(a[0]) + ", " + strconv.Itoa(a[1]) + ")" }
 	var modules []string

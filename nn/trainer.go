@@ -64,8 +64,8 @@ type TrainerConfig struct {
 	// size, shape, classes and a hash of its labels it forms the fingerprint that a
 	// resumed run must match.
 	DatasetName string
-	// Rule is the update rule: dpoptim.NewSGD, NewAdam, NewHeavyBall, NewNesterov,
-	// NewADPPolynomial, … With Privacy it runs as DP-Rule.
+	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
+	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
 	Rule dpoptim.Rule
 	// Privacy makes the run private; nil trains on plain mean gradients, without clipping
 	// or noise, and spends ε = +Inf.
@@ -441,6 +441,16 @@ func (t *Trainer) Noise() string {
 		return "none"
 	}
 	return t.private.Noise().String()
+}
+
+// Seed returns the run's seed and true for a seeded run (TrainerConfig.Seed), and false
+// for one whose sampler and noise come from crypto/rand: the typed form of what Noise
+// describes.
+func (t *Trainer) Seed() (uint64, bool) {
+	if t.cfg.Seed == nil {
+		return 0, false
+	}
+	return *t.cfg.Seed, true
 }
 
 // Steps returns the number of steps completed, including those before a resume.
