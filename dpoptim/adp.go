@@ -131,7 +131,7 @@ func (a *ADPAdaGradNorm) check() error {
 	if !(a.Eta > 0) || !finite(a.Eta) || !(a.B0 >= 0) || !finite(a.B0) || !(a.Nu > 0) || !finite(a.Nu) ||
 		!(a.C >= 0) || !finite(a.C) || a.B0 == 0 && a.C == 0 || !(a.Beta >= 0) || !finite(a.Beta) || a.BoostPeriod < 0 {
 		return fmt.Errorf("%w: %s: η = %v, b₀ = %v, ν = %v, C = %v, β = %v, period %d; want finite η > 0, "+
-			"b₀ ≥ 0, ν > 0, C ≥ 0 with b₀ or C > 0, β ≥ 0, period ≥ 0",
+			"b₀ ≥ 0, ν > 0, C ≥ 0 with b₀ or C > 0, β ≥ 0 (0 means 1), period ≥ 0",
 			ErrConfig, a.Name(), a.Eta, a.B0, a.Nu, a.C, a.Beta, a.BoostPeriod)
 	}
 	return nil

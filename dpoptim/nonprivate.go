@@ -9,7 +9,8 @@ type NonPrivate struct {
 	buf  []float64
 }
 
-// NewNonPrivate returns the non-private step around rule.
+// NewNonPrivate returns the non-private step around rule. The zero NonPrivate is not
+// usable: its Step returns ErrConfig.
 func NewNonPrivate(rule Rule) (*NonPrivate, error) {
 	if rule == nil {
 		return nil, fmt.Errorf("%w: nil rule", ErrConfig)
@@ -26,6 +27,9 @@ func (n *NonPrivate) Rule() Rule { return n.rule }
 // Step applies the rule to gradSum/batchSize. An empty batch (batchSize 0, possible under
 // Poisson sampling) has no mean gradient and leaves params and the rule unchanged.
 func (n *NonPrivate) Step(params, gradSum []float64, batchSize int) error {
+	if n.rule == nil {
+		return fmt.Errorf("%w: a zero NonPrivate: build it with NewNonPrivate", ErrConfig)
+	}
 	if len(gradSum) != len(params) {
 		return fmt.Errorf("%w: %s: %d parameters, gradient sum of length %d", ErrLength, n.Name(), len(params), len(gradSum))
 	}

@@ -51,7 +51,11 @@ type Private struct {
 	buf  []float64
 }
 
-// NewPrivate returns the private step wrapping rule.
+// errZeroPrivate is the error of a Private not made by NewPrivate.
+var errZeroPrivate = fmt.Errorf("%w: a zero Private: build it with NewPrivate", ErrConfig)
+
+// NewPrivate returns the private step wrapping rule. The zero Private is not usable: its
+// Step and SetState return ErrConfig.
 func NewPrivate(rule Rule, cfg PrivateConfig) (*Private, error) {
 	if rule == nil {
 		return nil, fmt.Errorf("%w: nil rule", ErrConfig)
@@ -135,6 +139,9 @@ func (p *Private) multiplier(t int) float64 {
 // Recorder also changes nothing. An error from the smoother or rule comes after the
 // step was recorded, and params are left unchanged.
 func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
+	if p.rule == nil {
+		return errZeroPrivate
+	}
 	d := len(params)
 	if len(clippedSum) != d {
 		return fmt.Errorf("%w: %s: %d parameters, clipped sum of length %d", ErrLength, p.Name(), d, len(clippedSum))
@@ -197,6 +204,9 @@ func firstNonFinite(v []float64) int {
 // [Noise.MarshalBinary] and the rule's State. With a seeded Noise, a Private restored from
 // it continues bit for bit.
 func (p *Private) State() State {
+	if p.rule == nil {
+		return State{}
+	}
 	noise, err := p.noise.MarshalBinary()
 	if err != nil { // not reachable: ChaCha8 encoding does not fail
 		panic(err)
@@ -208,6 +218,9 @@ func (p *Private) State() State {
 // SetState restores a state returned by State. A secure generator is reseeded from
 // crypto/rand (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
 func (p *Private) SetState(state State) error {
+	if p.rule == nil {
+		return errZeroPrivate
+	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrState, p.Name(), fmt.Sprintf(format, args...))
 	}

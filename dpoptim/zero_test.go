@@ -79,3 +79,20 @@ func TestZeroValues(t *testing.T) {
 		}
 	}
 }
+
+// The zero Private and NonPrivate refuse to step instead of panicking.
+func TestZeroSteps(t *testing.T) {
+	w := []float64{1}
+	if err := new(Private).Step(w, []float64{1}, 1); !errors.Is(err, ErrConfig) {
+		t.Errorf("zero Private: err = %v, want ErrConfig", err)
+	}
+	if err := new(Private).SetState(State{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("zero Private SetState: err = %v, want ErrConfig", err)
+	}
+	if err := new(NonPrivate).Step(w, []float64{1}, 1); !errors.Is(err, ErrConfig) {
+		t.Errorf("zero NonPrivate: err = %v, want ErrConfig", err)
+	}
+	if w[0] != 1 {
+		t.Errorf("w = %v", w)
+	}
+}

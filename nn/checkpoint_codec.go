@@ -438,12 +438,19 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 		return errors.New("no optimizer name")
 	}
 	var err error
-	if c.OptimizerState, err = optimizerState(tensors, optimizerPrefix); err != nil {
+	if c.OptimizerState, err = optimizerState(tensors, optimizerPrefix, 1); err != nil {
 		return err
+	}
+	if hasPrivate := c.OptimizerState.Noise != nil || c.OptimizerState.Rule != nil; hasPrivate != c.Plan.Private {
+		return fmt.Errorf("optimizer state with%s a noise generator and rule state for %s training",
+			map[bool]string{true: "", false: "out"}[hasPrivate], map[bool]string{true: "private", false: "non-private"}[c.Plan.Private])
 	}
 	if c.Plan.Private {
 		// A private optimizer counts its steps, and its noise schedule (ADP-SGD) depends on
 		// the count, which must be the ledger's and the plan's.
+		if c.OptimizerState.Rule == nil {
+			return errors.New("private optimizer state without its rule's state")
+		}
 		if c.OptimizerState.Step != c.Step {
 			return fmt.Errorf("optimizer at step %d, checkpoint at step %d", c.OptimizerState.Step, c.Step)
 		}
@@ -524,11 +531,12 @@ func optimizerTensors(dst map[string]checkpoint.Tensor, prefix string, s dpoptim
 	}
 }
 
-// optimizerState reads the dpoptim.State that optimizerTensors laid out under prefix. It
+// optimizerState reads the dpoptim.State that optimizerTensors laid out under prefix, with
+// at most nest levels of nested rule state (1: a Private step around a rule). It
 // also reads the layout of files written before State, which stored the noise generator
 // as one float64 per byte and a rule's scalars as vectors of length 1 (dpoptim's rules
 // accept those where they had scalars).
-func optimizerState(tensors map[string]checkpoint.Tensor, prefix string) (dpoptim.State, error) {
+func optimizerState(tensors map[string]checkpoint.Tensor, prefix string, nest int) (dpoptim.State, error) {
 	var s dpoptim.State
 	hasRule := false
 	for name, t := range tensors {
@@ -586,7 +594,10 @@ func optimizerState(tensors map[string]checkpoint.Tensor, prefix string) (dpopti
 		return s, fmt.Errorf("missing optimizer state %q", prefix+stateStep)
 	}
 	if hasRule {
-		rule, err := optimizerState(tensors, prefix+stateRule)
+		if nest < 1 {
+			return s, fmt.Errorf("optimizer state nested deeper than a private step around a rule (%q…)", prefix+stateRule)
+		}
+		rule, err := optimizerState(tensors, prefix+stateRule, nest-1)
 		if err != nil {
 			return s, err
 		}

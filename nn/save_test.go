@@ -513,6 +513,16 @@ func TestLoadInconsistent(t *testing.T) {
 		{"noise float > 255", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 300}) }},
 		{"noise float fraction", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 1.5}) }},
 		{"noise corrupt", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.U8([]int{3}, []byte{1, 2, 3}) }},
+		{"rule state nested twice", func(f *checkpoint.File) {
+			f.Tensors["optimizer/rule/rule/step"] = checkpoint.F64([]int{1}, []float64{4})
+		}},
+		{"private optimizer without its rule", func(f *checkpoint.File) {
+			for name := range f.Tensors {
+				if strings.HasPrefix(name, "optimizer/rule/") {
+					delete(f.Tensors, name)
+				}
+			}
+		}},
 		{"optimizer matrix", func(f *checkpoint.File) { f.Tensors["optimizer/rule/m"] = checkpoint.F64([]int{1, 1}, []float64{0}) }},
 		{"sampler kind", func(f *checkpoint.File) { f.Metadata["nn.sampler"] = "secure" }},
 		{"dataset size", func(f *checkpoint.File) {
