@@ -5,7 +5,33 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
+
+// The layout of privrand's encoding, which Noise uses: magic, version, mode (0 secure,
+// 1 seeded), then for a seeded generator its stream, seed and ChaCha8 state.
+const (
+	noiseMagic   = privrand.Magic
+	noiseVersion = privrand.Version
+	kindSecure   = 0
+	kindSeeded   = 1
+)
+
+// A seeded Noise draws the privrand.Noise stream of its seed, the derivation that
+// internal/privrand documents and tests, and refuses the state of another stream.
+func TestNoiseStream(t *testing.T) {
+	n, ref := NewSeededNoise(11), privrand.NewSeeded(11, privrand.Noise)
+	for i := range 100 {
+		if a, b := n.Normal(), ref.Normal(); a != b {
+			t.Fatalf("draw %d: %v, privrand's noise stream gives %v", i, a, b)
+		}
+	}
+	enc, _ := privrand.NewSeeded(11, privrand.Sampler).MarshalBinary()
+	if err := n.UnmarshalBinary(enc); !errors.Is(err, ErrState) {
+		t.Errorf("a sampler's state restored as noise: err = %v, want ErrState", err)
+	}
+}
 
 // The noise a Private step adds, measured through the whole step: params start at 0, the
 // clipped sum is 0, SGD with rate 1 makes params = −(noise)/(q·n). Over 10⁶ coordinates

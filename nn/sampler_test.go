@@ -1,13 +1,12 @@
 package nn
 
 import (
-	"encoding/binary"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // TestPoissonSampling checks the sampler against the Binomial laws that Poisson sampling
@@ -113,8 +112,8 @@ func seq(n int) []int {
 }
 
 // TestSamplerSeeding: the same seed gives the same batches, another seed or a secure
-// sampler others; and the sampler's stream is not the noise generator's (dpoptim seeds
-// ChaCha8 with the seed itself as key).
+// sampler others; and the sampler's stream is not the noise generator's (privrand derives
+// the two from the seed under different stream names).
 func TestSamplerSeeding(t *testing.T) {
 	draw := func(seed *uint64) []int {
 		s, err := newSampler(Poisson, 500, 50, seed)
@@ -138,9 +137,7 @@ func TestSamplerSeeding(t *testing.T) {
 	if slices.Equal(draw(nil), draw(nil)) {
 		t.Error("two secure samplers drew the same batches")
 	}
-	var noiseKey [32]byte
-	binary.LittleEndian.PutUint64(noiseKey[:8], 7)
-	noise := rand.NewChaCha8(noiseKey)
+	noise := privrand.NewSeeded(7, privrand.Noise) // dpoptim.NewSeededNoise(7)'s stream
 	s, _ := newSampler(Poisson, 10, 1, ptr(uint64(7)))
 	if noise.Uint64() == s.src.Uint64() {
 		t.Error("the sampler's stream starts like the noise generator's")
@@ -212,7 +209,7 @@ func TestParseSampling(t *testing.T) {
 }
 
 // BenchmarkSampler times one logical batch of Poisson sampling from 60,000 examples at
-// q = 256/60000 (one ChaCha8 draw per example), the sampler's whole cost per step.
+// q = 256/60000 (about 256 geometric gaps), the sampler's whole cost per step.
 func BenchmarkSampler(b *testing.B) {
 	s, err := newSampler(Poisson, 60000, 256, ptr(uint64(1)))
 	if err != nil {

@@ -122,8 +122,9 @@ func (s *Source) Float64() float64 { return s.rng.Float64() }
 // seed (little-endian) and the ChaCha8 state (math/rand/v2's own encoding).
 const (
 	// Magic starts every encoding.
-	Magic       = "privrand"
-	version     = 1
+	Magic = "privrand"
+	// Version follows Magic; it changes with the layout.
+	Version     = 1
 	modeSecure  = 0
 	modeSeeded  = 1
 	headerBytes = len(Magic) + 2
@@ -138,7 +139,7 @@ func (s *Source) MarshalBinary() ([]byte, error) {
 // AppendBinary appends the encoding of MarshalBinary to b.
 func (s *Source) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, Magic...)
-	b = append(b, version)
+	b = append(b, Version)
 	if !s.seeded {
 		return append(b, modeSecure), nil
 	}
@@ -154,7 +155,7 @@ func (s *Source) UnmarshalBinary(data []byte) error {
 	if len(data) < headerBytes || string(data[:len(Magic)]) != Magic {
 		return fmt.Errorf("%w: missing %q header", ErrState, Magic)
 	}
-	if v := data[len(Magic)]; v != version {
+	if v := data[len(Magic)]; v != Version {
 		return fmt.Errorf("%w: unknown version %d", ErrState, v)
 	}
 	mode, rest := data[len(Magic)+1], data[headerBytes:]
