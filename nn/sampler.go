@@ -53,7 +53,7 @@ type sampler struct {
 	mode    Sampling
 	n       int
 	batch   int
-	poisson *privrand.Poisson
+	poisson privrand.Poisson
 	shuffle privrand.Shuffle
 	src     *privrand.Source // replaced, never mutated in place, by restore
 	perm    []int            // Shuffle: the current epoch's permutation; nil before the epoch's first batch

@@ -18,25 +18,25 @@ type Poisson struct {
 
 // NewPoisson returns the sampler of inclusion probability q over n examples. It rejects
 // n < 0 and q outside [0, 1] (NaN included).
-func NewPoisson(n int, q float64) (*Poisson, error) {
+func NewPoisson(n int, q float64) (Poisson, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("privrand: Poisson sampling of %d examples", n)
+		return Poisson{}, fmt.Errorf("privrand: Poisson sampling of %d examples", n)
 	}
 	if !(q >= 0 && q <= 1) {
-		return nil, fmt.Errorf("privrand: Poisson sampling rate %v, want 0 ≤ q ≤ 1", q)
+		return Poisson{}, fmt.Errorf("privrand: Poisson sampling rate %v, want 0 ≤ q ≤ 1", q)
 	}
-	return &Poisson{n: n, q: q, logKeep: math.Log1p(-q)}, nil
+	return Poisson{n: n, q: q, logKeep: math.Log1p(-q)}, nil
 }
 
-// N returns the number of examples and Q the inclusion probability.
-func (p *Poisson) N() int { return p.n }
+// N returns the number of examples.
+func (p Poisson) N() int { return p.n }
 
 // Q returns the inclusion probability.
-func (p *Poisson) Q() float64 { return p.q }
+func (p Poisson) Q() float64 { return p.q }
 
 // Sample draws one step's batch: it returns buf[:0] with the included indices appended in
 // increasing order.
-func (p *Poisson) Sample(r *rand.Rand, buf []int) []int {
+func (p Poisson) Sample(r *rand.Rand, buf []int) []int {
 	buf = buf[:0]
 	switch {
 	case p.q == 0 || p.n == 0:
