@@ -1,6 +1,7 @@
 package dpoptim
 
 import (
+	"encoding"
 	"fmt"
 	"math/rand/v2"
 
@@ -35,6 +36,12 @@ func NewSecureNoise() (*Noise, error) {
 func NewSeededNoise(seed uint64) *Noise {
 	return newNoise(privrand.NewSeeded(seed, privrand.Noise))
 }
+
+var (
+	_ encoding.BinaryMarshaler   = (*Noise)(nil)
+	_ encoding.BinaryUnmarshaler = (*Noise)(nil)
+	_ fmt.Stringer               = (*Noise)(nil)
+)
 
 func newNoise(src *privrand.Source) *Noise { return &Noise{src: src, rng: src.Rand()} }
 
