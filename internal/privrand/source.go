@@ -43,8 +43,9 @@ func (s Stream) valid() bool { return s >= Noise && s <= ERM }
 // Source's encoding.
 var ErrState = errors.New("privrand: malformed generator state")
 
-// Source is a ChaCha8 generator, secure or seeded (see the package doc). It is not safe
-// for concurrent use.
+// Source is a ChaCha8 generator, secure or seeded (see the package doc). The zero Source
+// draws nothing: build one with [NewSecure] or [NewSeeded], or restore one with
+// [Source.UnmarshalBinary]. It is not safe for concurrent use.
 type Source struct {
 	src    *rand.ChaCha8
 	rng    *rand.Rand
