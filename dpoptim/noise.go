@@ -67,6 +67,7 @@ func (n *Noise) MarshalBinary() ([]byte, error) { return n.src.MarshalBinary() }
 // or another stream's state (a sampler's), gives an error wrapping ErrState and leaves n
 // unchanged.
 func (n *Noise) UnmarshalBinary(data []byte) error {
+	data = fromLegacy(data)
 	src := new(privrand.Source)
 	if err := src.UnmarshalBinary(data); err != nil {
 		return fmt.Errorf("%w: noise generator: %w", ErrState, err)
@@ -82,4 +83,24 @@ func (n *Noise) UnmarshalBinary(data []byte) error {
 	}
 	*n = *newNoise(src)
 	return nil
+}
+
+// legacyMagic starts the encoding of checkpoints written before internal/privrand:
+// legacyMagic, version 1, kind (0 secure, 1 seeded), then for a seeded generator the
+// seed (little-endian) and the ChaCha8 state. It is privrand's layout without the
+// stream, so fromLegacy rewrites such input into privrand's encoding of the Noise stream
+// (the stream a seeded run's noise continues in is the saved ChaCha8 state, whatever key
+// it began from) and returns any other input unchanged.
+const legacyMagic = "dpoptim.Noise"
+
+func fromLegacy(data []byte) []byte {
+	if len(data) < len(legacyMagic)+2 || string(data[:len(legacyMagic)]) != legacyMagic || data[len(legacyMagic)] != 1 {
+		return data
+	}
+	kind, rest := data[len(legacyMagic)+1], data[len(legacyMagic)+2:]
+	b := append([]byte(privrand.Magic), privrand.Version, kind)
+	if kind == 1 {
+		b = append(b, byte(privrand.Noise))
+	}
+	return append(b, rest...)
 }

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/privtrain/privtrain/internal/privrand"
@@ -139,7 +141,7 @@ func (s *sampler) restore(kind string, state []byte, perm []int) error {
 	src := new(privrand.Source)
 	switch kind {
 	case samplerSeeded:
-		if err := src.UnmarshalBinary(state); err != nil {
+		if err := src.UnmarshalBinary(fromLegacyState(state)); err != nil {
 			return fmt.Errorf("sampler state: %v", err)
 		}
 		if _, seeded := src.Seed(); !seeded || src.Stream() != privrand.Sampler {
@@ -167,6 +169,21 @@ func (s *sampler) restore(kind string, state []byte, perm []int) error {
 	s.src = src
 	s.perm = perm
 	return nil
+}
+
+// fromLegacyState rewrites the sampler state of checkpoints written before
+// internal/privrand, math/rand/v2's bare ChaCha8 encoding ("chacha8:…"), into privrand's
+// encoding of a seeded Sampler stream, and returns any other state unchanged. The old
+// state holds no seed; seed 0 stands in for it, harmlessly: a sampler never reports its
+// seed (the checkpoint's seed is the noise's), and the draws continue from the saved
+// ChaCha8 position whatever key began them.
+func fromLegacyState(state []byte) []byte {
+	if !bytes.HasPrefix(state, []byte("chacha8:")) {
+		return state
+	}
+	b := append([]byte(privrand.Magic), privrand.Version, 1, byte(privrand.Sampler))
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	return append(b, state...)
 }
 
 // checkPerm reports whether perm is a permutation of 0…n−1.

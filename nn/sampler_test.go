@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -217,5 +218,32 @@ func BenchmarkSampler(b *testing.B) {
 	}
 	for b.Loop() {
 		s.next(0)
+	}
+}
+
+// A checkpoint written before internal/privrand holds a seeded sampler's bare ChaCha8
+// state: the restored sampler continues that ChaCha8 stream, here the Poisson batches
+// that privrand.Poisson draws from a ChaCha8 generator built by hand.
+func TestSamplerRestoreLegacyState(t *testing.T) {
+	var key [32]byte
+	key[3] = 1
+	old := rand.NewChaCha8(key)
+	state, _ := old.MarshalBinary()
+	s, _ := newSampler(Poisson, 300, 30, ptr(uint64(5)))
+	if err := s.restore(samplerSeeded, state, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.kind() != samplerSeeded || s.state() == nil {
+		t.Error("a restored legacy seeded sampler is not seeded")
+	}
+	p, _ := privrand.NewPoisson(300, 0.1)
+	ref := rand.New(old)
+	for k := range 5 {
+		if got, want := s.next(k), p.Sample(ref, nil); !slices.Equal(got, want) {
+			t.Fatalf("step %d: batch %v, the saved stream gives %v", k, got, want)
+		}
+	}
+	if err := s.restore(samplerSeeded, state[:len(state)-1], nil); err == nil {
+		t.Error("a truncated legacy state was accepted")
 	}
 }
