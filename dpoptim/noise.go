@@ -1,132 +1,106 @@
 package dpoptim
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
+	"encoding"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
-// Noise is the random source of the Gaussian noise added by a [Private] step: a ChaCha8
-// generator (math/rand/v2), seeded from crypto/rand ("secure", the default) or from an
-// explicit seed for reproducible runs ("seeded(s)"). Gaussian draws use the ziggurat
-// NormFloat64 of math/rand/v2.
+// Noise is the random source of the Gaussian noise added by a [Private] step: the
+// privrand.Noise stream of a ChaCha8 generator, seeded from crypto/rand ("secure", the
+// default) or from an explicit seed for reproducible runs ("seeded(s)"). Gaussian draws
+// use the ziggurat NormFloat64 of math/rand/v2. See internal/privrand for the key
+// derivation and why a secure generator's state is never written out.
 //
 // A Noise is not safe for concurrent use.
 type Noise struct {
-	src    *rand.ChaCha8
-	rng    *rand.Rand
-	seeded bool
-	seed   uint64
+	src *privrand.Source
+	rng *rand.Rand // src.Rand(), the draws of a step
 }
 
 // NewSecureNoise returns a Noise seeded with 32 bytes from crypto/rand. Its stream cannot
 // be predicted or replayed, and its state is never serialised (see [Noise.MarshalBinary]).
 func NewSecureNoise() (*Noise, error) {
-	var key [32]byte
-	if _, err := crand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("dpoptim: seeding the noise from crypto/rand: %w", err)
+	src, err := privrand.NewSecure(privrand.Noise)
+	if err != nil {
+		return nil, fmt.Errorf("dpoptim: %w", err)
 	}
-	return newNoise(key, false, 0), nil
+	return newNoise(src), nil
 }
 
 // NewSeededNoise returns a Noise whose stream is fixed by seed: runs with the same seed
 // add the same noise. Use it for reproducible experiments only; anyone who knows the seed
 // can subtract the noise, so the run is not private against them.
 func NewSeededNoise(seed uint64) *Noise {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:8], seed)
-	return newNoise(key, true, seed)
+	return newNoise(privrand.NewSeeded(seed, privrand.Noise))
 }
 
-func newNoise(key [32]byte, seeded bool, seed uint64) *Noise {
-	src := rand.NewChaCha8(key)
-	return &Noise{src: src, rng: rand.New(src), seeded: seeded, seed: seed}
-}
+var (
+	_ encoding.BinaryMarshaler   = (*Noise)(nil)
+	_ encoding.BinaryUnmarshaler = (*Noise)(nil)
+	_ fmt.Stringer               = (*Noise)(nil)
+)
 
-// String returns "secure" or "seeded(<seed>)", for logs and checkpoints.
-func (n *Noise) String() string {
-	if n.seeded {
-		return "seeded(" + strconv.FormatUint(n.seed, 10) + ")"
-	}
-	return "secure"
-}
+func newNoise(src *privrand.Source) *Noise { return &Noise{src: src, rng: src.Rand()} }
+
+// String returns "secure" or "seeded(<seed>)", for logs; use [Noise.Seed] to branch on
+// the mode.
+func (n *Noise) String() string { return n.src.String() }
 
 // Seed returns the seed and true for a seeded Noise, and false for a secure one.
-func (n *Noise) Seed() (uint64, bool) { return n.seed, n.seeded }
+func (n *Noise) Seed() (uint64, bool) { return n.src.Seed() }
 
 // Normal returns one standard normal draw.
 func (n *Noise) Normal() float64 { return n.rng.NormFloat64() }
 
-// The serialised form: magic, version, kind, then for a seeded Noise the seed and the
-// ChaCha8 state.
-const (
-	noiseMagic   = "dpoptim.Noise"
-	noiseVersion = 1
-	kindSecure   = 0
-	kindSeeded   = 1
-)
-
-// MarshalBinary encodes the generator for a checkpoint. A seeded Noise encodes its seed
-// and exact position, so that a restored run continues bit for bit. A secure Noise
-// encodes only that it is secure: writing its state to disk would let anyone who reads
-// the checkpoint predict the noise still to come, so [Noise.UnmarshalBinary] reseeds it
-// from crypto/rand instead.
-func (n *Noise) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, len(noiseMagic)+2+8+64)
-	b = append(b, noiseMagic...)
-	b = append(b, noiseVersion)
-	if !n.seeded {
-		return append(b, kindSecure), nil
-	}
-	b = append(b, kindSeeded)
-	b = binary.LittleEndian.AppendUint64(b, n.seed)
-	return n.src.AppendBinary(b)
-}
+// MarshalBinary encodes the generator for a checkpoint (privrand's encoding). A seeded
+// Noise encodes its seed and exact position, so that a restored run continues bit for
+// bit. A secure Noise encodes only that it is secure: writing its state to disk would let
+// anyone who reads the checkpoint predict the noise still to come, so
+// [Noise.UnmarshalBinary] reseeds it from crypto/rand instead.
+func (n *Noise) MarshalBinary() ([]byte, error) { return n.src.MarshalBinary() }
 
 // UnmarshalBinary restores a generator encoded by MarshalBinary: a seeded one to the exact
-// position it was saved at, a secure one freshly seeded from crypto/rand. Malformed input
-// gives an error wrapping ErrState and leaves n unchanged.
+// position it was saved at, a secure one freshly seeded from crypto/rand. Malformed input,
+// or another stream's state (a sampler's), gives an error wrapping ErrState and leaves n
+// unchanged.
 func (n *Noise) UnmarshalBinary(data []byte) error {
-	rest, ok := cutPrefix(data, noiseMagic)
-	if !ok || len(rest) < 2 {
-		return fmt.Errorf("%w: noise generator: missing %q header", ErrState, noiseMagic)
+	data = fromLegacy(data)
+	src := new(privrand.Source)
+	if err := src.UnmarshalBinary(data); err != nil {
+		return fmt.Errorf("%w: noise generator: %w", ErrState, err)
 	}
-	if rest[0] != noiseVersion {
-		return fmt.Errorf("%w: noise generator: unknown version %d", ErrState, rest[0])
-	}
-	kind, rest := rest[1], rest[2:]
-	switch kind {
-	case kindSecure:
-		if len(rest) != 0 {
-			return fmt.Errorf("%w: noise generator: %d trailing bytes after a secure header", ErrState, len(rest))
-		}
-		fresh, err := NewSecureNoise()
+	if _, seeded := src.Seed(); !seeded {
+		fresh, err := privrand.NewSecure(privrand.Noise)
 		if err != nil {
-			return err
+			return fmt.Errorf("dpoptim: %w", err)
 		}
-		*n = *fresh
-		return nil
-	case kindSeeded:
-		if len(rest) < 8 {
-			return fmt.Errorf("%w: noise generator: truncated seed", ErrState)
-		}
-		seed := binary.LittleEndian.Uint64(rest)
-		src := new(rand.ChaCha8)
-		if err := src.UnmarshalBinary(rest[8:]); err != nil {
-			return fmt.Errorf("%w: noise generator: %v", ErrState, err)
-		}
-		*n = Noise{src: src, rng: rand.New(src), seeded: true, seed: seed}
-		return nil
-	default:
-		return fmt.Errorf("%w: noise generator: unknown kind %d", ErrState, kind)
+		src = fresh
+	} else if src.Stream() != privrand.Noise {
+		return fmt.Errorf("%w: noise generator: the state of a %v stream", ErrState, src.Stream())
 	}
+	*n = *newNoise(src)
+	return nil
 }
 
-func cutPrefix(b []byte, prefix string) ([]byte, bool) {
-	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
-		return b, false
+// legacyMagic starts the encoding of checkpoints written before internal/privrand:
+// legacyMagic, version 1, kind (0 secure, 1 seeded), then for a seeded generator the
+// seed (little-endian) and the ChaCha8 state. It is privrand's layout without the
+// stream, so fromLegacy rewrites such input into privrand's encoding of the Noise stream
+// (the stream a seeded run's noise continues in is the saved ChaCha8 state, whatever key
+// it began from) and returns any other input unchanged.
+const legacyMagic = "dpoptim.Noise"
+
+func fromLegacy(data []byte) []byte {
+	if len(data) < len(legacyMagic)+2 || string(data[:len(legacyMagic)]) != legacyMagic || data[len(legacyMagic)] != 1 {
+		return data
 	}
-	return b[len(prefix):], true
+	kind, rest := data[len(legacyMagic)+1], data[len(legacyMagic)+2:]
+	b := append([]byte(privrand.Magic), privrand.Version, kind)
+	if kind == 1 {
+		b = append(b, byte(privrand.Noise))
+	}
+	return append(b, rest...)
 }

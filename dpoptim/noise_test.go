@@ -4,8 +4,35 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
+
+// The layout of privrand's encoding, which Noise uses: magic, version, mode (0 secure,
+// 1 seeded), then for a seeded generator its stream, seed and ChaCha8 state.
+const (
+	noiseMagic   = privrand.Magic
+	noiseVersion = privrand.Version
+	kindSecure   = 0
+	kindSeeded   = 1
+)
+
+// A seeded Noise draws the privrand.Noise stream of its seed, the derivation that
+// internal/privrand documents and tests, and refuses the state of another stream.
+func TestNoiseStream(t *testing.T) {
+	n, ref := NewSeededNoise(11), privrand.NewSeeded(11, privrand.Noise)
+	for i := range 100 {
+		if a, b := n.Normal(), ref.Normal(); a != b {
+			t.Fatalf("draw %d: %v, privrand's noise stream gives %v", i, a, b)
+		}
+	}
+	enc, _ := privrand.NewSeeded(11, privrand.Sampler).MarshalBinary()
+	if err := n.UnmarshalBinary(enc); !errors.Is(err, ErrState) {
+		t.Errorf("a sampler's state restored as noise: err = %v, want ErrState", err)
+	}
+}
 
 // The noise a Private step adds, measured through the whole step: params start at 0, the
 // clipped sum is 0, SGD with rate 1 makes params = −(noise)/(q·n). Over 10⁶ coordinates
@@ -216,6 +243,42 @@ func BenchmarkNoise(b *testing.B) {
 	for b.Loop() {
 		for i := range v {
 			v[i] = n.Normal()
+		}
+	}
+}
+
+// Checkpoints written before internal/privrand hold the old encoding ("dpoptim.Noise",
+// version 1, kind, seed, ChaCha8 state), built here by hand: a secure one restores as a
+// fresh secure generator, a seeded one continues the saved ChaCha8 stream.
+func TestNoiseLegacyEncoding(t *testing.T) {
+	var key [32]byte
+	key[0] = 9
+	old := rand.NewChaCha8(key)
+	state, _ := old.MarshalBinary()
+	seeded := append([]byte("dpoptim.Noise\x01\x01"), 9, 0, 0, 0, 0, 0, 0, 0)
+	seeded = append(seeded, state...)
+	var n Noise
+	if err := n.UnmarshalBinary(seeded); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := n.Seed(); !ok || s != 9 {
+		t.Errorf("legacy seeded noise restored with Seed() = %d, %v", s, ok)
+	}
+	want := rand.New(old)
+	for i := range 100 {
+		if a, b := n.Normal(), want.NormFloat64(); a != b {
+			t.Fatalf("draw %d: %v, the saved ChaCha8 stream gives %v", i, a, b)
+		}
+	}
+	if err := n.UnmarshalBinary([]byte("dpoptim.Noise\x01\x00")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.Seed(); ok {
+		t.Error("a legacy secure encoding restored as seeded")
+	}
+	for _, bad := range [][]byte{seeded[:len(seeded)-1], []byte("dpoptim.Noise\x01\x00\x00"), []byte("dpoptim.Noise\x02\x00")} {
+		if err := n.UnmarshalBinary(bad); !errors.Is(err, ErrState) {
+			t.Errorf("legacy %q: err = %v, want ErrState", bad, err)
 		}
 	}
 }

@@ -1,30 +1,29 @@
 package erm
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
-// NewNoise returns a ChaCha8 generator seeded from seed, for reproducible
-// runs. Seeded noise is predictable by anyone who knows the seed: release
-// models trained with it only if the seed stays secret.
+// NewNoise returns the privrand.ERM stream of seed, a ChaCha8 generator keyed
+// by a hash of the seed and the stream's name (unrelated to data.Synthetic's
+// and to any other use of the same seed), for reproducible runs. Seeded noise
+// is predictable by anyone who knows the seed: release models trained with it
+// only if the seed stays secret.
 func NewNoise(seed uint64) *rand.Rand {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	binary.LittleEndian.PutUint64(key[8:], 0x5851f42d4c957f2d) // separates these streams from data.Synthetic's
-	return rand.New(rand.NewChaCha8(key))
+	return privrand.NewSeeded(seed, privrand.ERM).Rand()
 }
 
 // NewSecureNoise returns a ChaCha8 generator keyed from crypto/rand, the
 // default for releases.
 func NewSecureNoise() (*rand.Rand, error) {
-	var key [32]byte
-	if _, err := crand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("erm: reading crypto/rand: %w", err)
+	src, err := privrand.NewSecure(privrand.ERM)
+	if err != nil {
+		return nil, fmt.Errorf("erm: %w", err)
 	}
-	return rand.New(rand.NewChaCha8(key)), nil
+	return src.Rand(), nil
 }
 
 // laplace draws from the Laplace distribution with scale b (density
@@ -58,26 +57,14 @@ func addGaussian(rng *rand.Rand, v []float64, sigma float64) {
 }
 
 // sampler draws index sets of a fixed size without replacement, each from a
-// fresh uniform draw, reusing one permutation buffer (partial Fisher–Yates).
+// fresh uniform draw (privrand.Subset: a partial Fisher–Yates shuffle of one
+// reused buffer).
 type sampler struct {
-	perm []int
+	subset *privrand.Subset
 }
 
-func newSampler(n int) *sampler {
-	s := &sampler{perm: make([]int, n)}
-	for i := range s.perm {
-		s.perm[i] = i
-	}
-	return s
-}
+func newSampler(n int) *sampler { return &sampler{privrand.NewSubset(n)} }
 
 // sample returns m distinct indices chosen uniformly at random; the slice
 // aliases the sampler's buffer and is valid until the next call.
-func (s *sampler) sample(rng *rand.Rand, m int) []int {
-	n := len(s.perm)
-	for k := range m {
-		j := k + rng.IntN(n-k)
-		s.perm[k], s.perm[j] = s.perm[j], s.perm[k]
-	}
-	return s.perm[:m]
-}
+func (s *sampler) sample(rng *rand.Rand, m int) []int { return s.subset.Sample(rng, m) }

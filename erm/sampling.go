@@ -1,8 +1,9 @@
 package erm
 
 import (
-	"math"
 	"math/rand/v2"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // Sampling selects how the (ε, δ) mini-batch methods (SCD, SequentialSCD,
@@ -32,24 +33,12 @@ func (s Sampling) String() string {
 }
 
 // poissonSample appends to buf[:0] the indices in [0, n) kept independently
-// with probability q, skipping ahead by geometric gaps so the cost is
-// proportional to the batch, not to n.
+// with probability q (all of them for q ≥ 1), by privrand's geometric skipping,
+// so the cost is proportional to the batch, not to n.
 func poissonSample(rng *rand.Rand, n int, q float64, buf []int) []int {
-	buf = buf[:0]
-	if q >= 1 {
-		for i := range n {
-			buf = append(buf, i)
-		}
-		return buf
+	p, err := privrand.NewPoisson(n, min(q, 1))
+	if err != nil { // not reachable: callers pass q = size/n with 1 ≤ size
+		panic("erm: " + err.Error())
 	}
-	logKeep := math.Log1p(-q)
-	for i := -1; ; {
-		// Gap to the next kept index: P(gap = k) = (1−q)^{k−1} q, k ≥ 1.
-		u := 1 - rng.Float64() // in (0, 1]
-		i += 1 + int(math.Floor(math.Log(u)/logKeep))
-		if i >= n || i < 0 {
-			return buf
-		}
-		buf = append(buf, i)
-	}
+	return p.Sample(rng, buf)
 }

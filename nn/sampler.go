@@ -1,11 +1,11 @@
 package nn
 
 import (
-	crand "crypto/rand"
-	"crypto/sha256"
+	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // Sampling says how the logical batches of a training run are drawn from the training set.
@@ -47,18 +47,19 @@ func ParseSampling(s string) (Sampling, error) {
 	return 0, fmt.Errorf("nn: unknown sampling %q (want poisson or shuffle)", s)
 }
 
-// sampler draws the example indices of each logical batch. Its random source is a ChaCha8
-// generator seeded from crypto/rand, or from a seed for reproducible runs.
+// sampler draws the example indices of each logical batch with privrand's samplers, from
+// the privrand.Sampler stream: seeded from crypto/rand, or from the run's seed for
+// reproducible runs (a stream independent of the seed's noise stream, which dpoptim
+// draws).
 type sampler struct {
-	mode   Sampling
-	n      int
-	batch  int
-	q      float64
-	seeded bool
-	src    *rand.ChaCha8
-	rng    *rand.Rand
-	perm   []int // Shuffle: the current epoch's permutation; nil before the epoch's first batch
-	idx    []int // the last batch, reused
+	mode    Sampling
+	n       int
+	batch   int
+	poisson privrand.Poisson
+	shuffle privrand.Shuffle
+	src     *privrand.Source // replaced, never mutated in place, by restore
+	perm    []int            // Shuffle: the current epoch's permutation; nil before the epoch's first batch
+	idx     []int            // the last batch, reused
 }
 
 func newSampler(mode Sampling, n, batch int, seed *uint64) (*sampler, error) {
@@ -68,50 +69,35 @@ func newSampler(mode Sampling, n, batch int, seed *uint64) (*sampler, error) {
 	if n < 1 || batch < 1 || batch > n {
 		return nil, fmt.Errorf("nn: batch size %d for %d examples, want 1 ≤ batch ≤ n", batch, n)
 	}
-	s := &sampler{mode: mode, n: n, batch: batch, q: float64(batch) / float64(n)}
-	var key [32]byte
-	if seed != nil {
-		key = samplerKey(*seed)
-		s.seeded = true
-	} else if _, err := crand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("nn: seeding the sampler from crypto/rand: %w", err)
+	s := &sampler{mode: mode, n: n, batch: batch}
+	var err error
+	if s.poisson, err = privrand.NewPoisson(n, float64(batch)/float64(n)); err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
 	}
-	s.src = rand.NewChaCha8(key)
-	s.rng = rand.New(s.src)
+	if s.shuffle, err = privrand.NewShuffle(n, batch); err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	if seed != nil {
+		s.src = privrand.NewSeeded(*seed, privrand.Sampler)
+	} else if s.src, err = privrand.NewSecure(privrand.Sampler); err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
 	return s, nil
-}
-
-// samplerKey derives the sampler's ChaCha8 key from a run's seed. dpoptim's noise uses the
-// seed itself as its key; hashing it with a label keeps the two streams unrelated, so the
-// batches and the noise of a seeded run are not correlated.
-func samplerKey(seed uint64) [32]byte {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	return sha256.Sum256(append([]byte("privtrain nn sampler\x00"), b[:]...))
 }
 
 // next returns the indices of the logical batch of step k (0-based) of the current epoch,
 // in increasing order under Poisson. The slice is reused by the next call.
 func (s *sampler) next(k int) []int {
-	s.idx = s.idx[:0]
 	switch s.mode {
 	case Poisson:
-		// One Bernoulli(q) draw per example per step: P(Float64() < q) = q to within 2^-53,
-		// independently across examples and steps, as the subsampled-Gaussian analysis
-		// assumes. Geometric skipping would be faster but harder to check; this is n
-		// ChaCha8 draws per step, well under a millisecond for n = 60,000.
-		for i := range s.n {
-			if s.rng.Float64() < s.q {
-				s.idx = append(s.idx, i)
-			}
-		}
+		// Each example independently with probability q = batch/n, as the
+		// subsampled-Gaussian analysis assumes, in O(q·n) draws (privrand.Poisson).
+		s.idx = s.poisson.Sample(s.src.Rand(), s.idx)
 	case Shuffle:
 		if k == 0 || s.perm == nil {
-			s.perm = s.rng.Perm(s.n)
+			s.perm = s.shuffle.Perm(s.src.Rand())
 		}
-		lo := min(k*s.batch, s.n)
-		hi := min(lo+s.batch, s.n)
-		s.idx = append(s.idx, s.perm[lo:hi]...)
+		s.idx = append(s.idx[:0], s.shuffle.Batch(s.perm, k)...)
 	}
 	return s.idx
 }
@@ -119,10 +105,10 @@ func (s *sampler) next(k int) []int {
 // endEpoch forgets the finished epoch's permutation.
 func (s *sampler) endEpoch() { s.perm = nil }
 
-// Sampler state in a checkpoint: a seeded sampler saves its exact ChaCha8 position so a
-// resumed run draws the same batches; a secure one saves nothing and is reseeded from
-// crypto/rand on restore, for the reason dpoptim.Noise gives: whoever reads the checkpoint
-// could otherwise predict which examples the remaining steps include, which is exactly the
+// Sampler state in a checkpoint: a seeded sampler saves its exact generator position
+// (privrand's encoding) so a resumed run draws the same batches; a secure one saves
+// nothing and is reseeded from crypto/rand on restore: whoever reads the checkpoint could
+// otherwise predict which examples the remaining steps include, which is exactly the
 // secret that privacy amplification by subsampling rests on.
 const (
 	samplerSecure = "secure"
@@ -130,7 +116,7 @@ const (
 )
 
 func (s *sampler) kind() string {
-	if s.seeded {
+	if _, seeded := s.src.Seed(); seeded {
 		return samplerSeeded
 	}
 	return samplerSecure
@@ -138,36 +124,37 @@ func (s *sampler) kind() string {
 
 // state returns the generator's state (nil for a secure sampler).
 func (s *sampler) state() []byte {
-	if !s.seeded {
+	if _, seeded := s.src.Seed(); !seeded {
 		return nil
 	}
 	b, err := s.src.MarshalBinary()
-	if err != nil { // not reachable: ChaCha8 encoding does not fail
+	if err != nil { // not reachable: the encoding does not fail
 		panic(err)
 	}
 	return b
 }
 
 // restore sets the generator from a checkpoint: kind is samplerSeeded or samplerSecure,
-// state the ChaCha8 state of a seeded sampler, perm the current epoch's permutation under
-// Shuffle (nil at an epoch boundary). On error s is unchanged.
+// state the generator state of a seeded sampler, perm the current epoch's permutation
+// under Shuffle (nil at an epoch boundary). On error s is unchanged.
 func (s *sampler) restore(kind string, state []byte, perm []int) error {
-	var src *rand.ChaCha8
+	src := new(privrand.Source)
 	switch kind {
 	case samplerSeeded:
-		src = new(rand.ChaCha8)
-		if err := src.UnmarshalBinary(state); err != nil {
+		if err := src.UnmarshalBinary(fromLegacyState(state)); err != nil {
 			return fmt.Errorf("sampler state: %v", err)
+		}
+		if _, seeded := src.Seed(); !seeded || src.Stream() != privrand.Sampler {
+			return fmt.Errorf("sampler state: a %s %v generator, want a seeded sampler", src, src.Stream())
 		}
 	case samplerSecure:
 		if len(state) != 0 {
 			return fmt.Errorf("sampler state of %d bytes for a secure sampler", len(state))
 		}
-		var key [32]byte
-		if _, err := crand.Read(key[:]); err != nil {
-			return fmt.Errorf("reseeding the sampler from crypto/rand: %w", err)
+		var err error
+		if src, err = privrand.NewSecure(privrand.Sampler); err != nil {
+			return fmt.Errorf("reseeding the sampler: %v", err)
 		}
-		src = rand.NewChaCha8(key)
 	default:
 		return fmt.Errorf("sampler kind %q", kind)
 	}
@@ -179,22 +166,25 @@ func (s *sampler) restore(kind string, state []byte, perm []int) error {
 			return err
 		}
 	}
-	s.src, s.rng, s.seeded = src, rand.New(src), kind == samplerSeeded
+	s.src = src
 	s.perm = perm
 	return nil
 }
 
-// checkPerm reports whether perm is a permutation of 0…n−1.
-func checkPerm(perm []int, n int) error {
-	if len(perm) != n {
-		return fmt.Errorf("permutation of %d entries for %d examples", len(perm), n)
+// fromLegacyState rewrites the sampler state of checkpoints written before
+// internal/privrand, math/rand/v2's bare ChaCha8 encoding ("chacha8:…"), into privrand's
+// encoding of a seeded Sampler stream, and returns any other state unchanged. The old
+// state holds no seed; seed 0 stands in for it, harmlessly: a sampler never reports its
+// seed (the checkpoint's seed is the noise's), and the draws continue from the saved
+// ChaCha8 position whatever key began them.
+func fromLegacyState(state []byte) []byte {
+	if !bytes.HasPrefix(state, []byte("chacha8:")) {
+		return state
 	}
-	seen := make([]bool, n)
-	for _, v := range perm {
-		if v < 0 || v >= n || seen[v] {
-			return fmt.Errorf("permutation entry %d is repeated or out of range", v)
-		}
-		seen[v] = true
-	}
-	return nil
+	b := append([]byte(privrand.Magic), privrand.Version, 1, byte(privrand.Sampler))
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	return append(b, state...)
 }
+
+// checkPerm reports whether perm is a permutation of 0…n−1.
+func checkPerm(perm []int, n int) error { return privrand.CheckPerm(perm, n) }

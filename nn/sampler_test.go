@@ -1,13 +1,13 @@
 package nn
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // TestPoissonSampling checks the sampler against the Binomial laws that Poisson sampling
@@ -113,8 +113,8 @@ func seq(n int) []int {
 }
 
 // TestSamplerSeeding: the same seed gives the same batches, another seed or a secure
-// sampler others; and the sampler's stream is not the noise generator's (dpoptim seeds
-// ChaCha8 with the seed itself as key).
+// sampler others; and the sampler's stream is not the noise generator's (privrand derives
+// the two from the seed under different stream names).
 func TestSamplerSeeding(t *testing.T) {
 	draw := func(seed *uint64) []int {
 		s, err := newSampler(Poisson, 500, 50, seed)
@@ -138,9 +138,7 @@ func TestSamplerSeeding(t *testing.T) {
 	if slices.Equal(draw(nil), draw(nil)) {
 		t.Error("two secure samplers drew the same batches")
 	}
-	var noiseKey [32]byte
-	binary.LittleEndian.PutUint64(noiseKey[:8], 7)
-	noise := rand.NewChaCha8(noiseKey)
+	noise := privrand.NewSeeded(7, privrand.Noise) // dpoptim.NewSeededNoise(7)'s stream
 	s, _ := newSampler(Poisson, 10, 1, ptr(uint64(7)))
 	if noise.Uint64() == s.src.Uint64() {
 		t.Error("the sampler's stream starts like the noise generator's")
@@ -212,7 +210,7 @@ func TestParseSampling(t *testing.T) {
 }
 
 // BenchmarkSampler times one logical batch of Poisson sampling from 60,000 examples at
-// q = 256/60000 (one ChaCha8 draw per example), the sampler's whole cost per step.
+// q = 256/60000 (about 256 geometric gaps), the sampler's whole cost per step.
 func BenchmarkSampler(b *testing.B) {
 	s, err := newSampler(Poisson, 60000, 256, ptr(uint64(1)))
 	if err != nil {
@@ -220,5 +218,32 @@ func BenchmarkSampler(b *testing.B) {
 	}
 	for b.Loop() {
 		s.next(0)
+	}
+}
+
+// A checkpoint written before internal/privrand holds a seeded sampler's bare ChaCha8
+// state: the restored sampler continues that ChaCha8 stream, here the Poisson batches
+// that privrand.Poisson draws from a ChaCha8 generator built by hand.
+func TestSamplerRestoreLegacyState(t *testing.T) {
+	var key [32]byte
+	key[3] = 1
+	old := rand.NewChaCha8(key)
+	state, _ := old.MarshalBinary()
+	s, _ := newSampler(Poisson, 300, 30, ptr(uint64(5)))
+	if err := s.restore(samplerSeeded, state, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.kind() != samplerSeeded || s.state() == nil {
+		t.Error("a restored legacy seeded sampler is not seeded")
+	}
+	p, _ := privrand.NewPoisson(300, 0.1)
+	ref := rand.New(old)
+	for k := range 5 {
+		if got, want := s.next(k), p.Sample(ref, nil); !slices.Equal(got, want) {
+			t.Fatalf("step %d: batch %v, the saved stream gives %v", k, got, want)
+		}
+	}
+	if err := s.restore(samplerSeeded, state[:len(state)-1], nil); err == nil {
+		t.Error("a truncated legacy state was accepted")
 	}
 }
