@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/privtrain/privtrain/datasets"
 )
 
 // Errors of the IDX reader. They come wrapped with the file's path and the details of
@@ -13,10 +15,10 @@ import (
 var (
 	ErrMagic         = errors.New("wrong magic number")
 	ErrDimensions    = errors.New("bad dimensions")
-	ErrTruncated     = errors.New("file ends early")
+	ErrTruncated     = datasets.ErrTruncated // the same error in both readers
 	ErrTrailingData  = errors.New("data after the last item")
 	ErrCountMismatch = errors.New("image and label counts differ")
-	ErrLabelRange    = errors.New("label out of range")
+	ErrLabelRange    = datasets.ErrLabelRange
 )
 
 // IDX magic numbers: two zero bytes, the element type (0x08: unsigned byte), the number
