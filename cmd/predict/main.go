@@ -34,9 +34,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -55,6 +52,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
@@ -249,14 +247,12 @@ func (r *reader) read(path string) ([]example, error) {
 		}
 		return []example{{path, x}}, nil
 	}
-	b, err := readMaybeGzip(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) >= 4 && binary.BigEndian.Uint32(b) == idxImages {
-		return r.decodeIDX(path, b)
-	}
-	return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+	defer f.Close()
+	return r.decodeIDX(path, f)
 }
 
 func (r *reader) readDir(dir string) ([]example, error) {
@@ -478,52 +474,27 @@ func finite(s string) bool {
 	return err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
-// idxImages is the magic number of an IDX file of unsigned-byte images.
-const idxImages = 0x00000803
-
-// maxIDX bounds the decompressed size of an IDX file (the MNIST training images are 47 MB).
+// maxIDX bounds the pixel bytes of an IDX file (the MNIST training images are 47 MB).
 const maxIDX = 1 << 30
 
-// readMaybeGzip reads a file, decompressing it if it is gzipped.
-func readMaybeGzip(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+// decodeIDX reads an IDX file of unsigned-byte images, raw or gzipped, as the MNIST
+// reader does (mnist.DecodeImages); any other file is not an input predict knows.
+func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
+	n, h, w, px, err := mnist.DecodeImages(in, maxIDX)
+	if errors.Is(err, mnist.ErrMagic) {
+		return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
 	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		return b, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, cli.Usagef("%s: %v", path, err)
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxIDX+1))
-	if err != nil {
-		return nil, cli.Usagef("%s: %v", path, err)
-	}
-	if len(out) > maxIDX {
-		return nil, cli.Usagef("%s: more than %d bytes decompressed", path, maxIDX)
-	}
-	return out, nil
-}
-
-// decodeIDX reads an IDX3 file: magic, count, rows, columns (big-endian uint32), pixels.
-func (r *reader) decodeIDX(path string, b []byte) ([]example, error) {
-	if len(b) < 16 {
-		return nil, cli.Usagef("%s: IDX header of %d bytes, want 16", path, len(b))
-	}
-	n, h, w := int(binary.BigEndian.Uint32(b[4:])), int(binary.BigEndian.Uint32(b[8:])), int(binary.BigEndian.Uint32(b[12:]))
 	if !slices.Equal(r.shape, []int{1, h, w}) {
 		return nil, cli.Usagef("%s holds %d×%d grayscale images; the model expects %s", path, h, w, cli.Shape(r.shape))
-	}
-	if n < 1 || int64(len(b)-16) != int64(n)*int64(h)*int64(w) {
-		return nil, cli.Usagef("%s: %d bytes of pixels for %d images of %d×%d (truncated or trailing data)", path, len(b)-16, n, h, w)
 	}
 	out := make([]example, n)
 	L := h * w
 	for i := range out {
 		x := make([]float32, L)
-		for j, v := range b[16+i*L : 16+(i+1)*L] {
+		for j, v := range px[i*L : (i+1)*L] {
 			x[j] = float32(v) / 255
 		}
 		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
