@@ -34,6 +34,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -374,14 +375,17 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 }
 
 // decodeTable reads a CSV file for a model trained on -dataset csv:PATH as cmd/train
-// read its data (datasets.LoadCSV): the run's -header rule, its -label column (which
+// read its data, with datasets.ReadCSV: the run's -header rule, its -label column (which
 // the file may have or leave out: a row of size()+1 fields has it, one of size() fields
 // has not) and each feature x scaled by its declared range [lo, hi] to (x−lo)/(hi−lo),
 // clipped to [0, 1].
 func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
-	cr := csv.NewReader(in)
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bytes.NewReader(b))
 	cr.FieldsPerRecord = -1
-	L := r.size()
 	first, err := cr.Read()
 	if err == io.EOF {
 		return nil, cli.Usagef("%s: no rows", path)
@@ -389,89 +393,38 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	if err != nil {
 		return nil, cli.Usagef("%s: %v", path, err)
 	}
-	width := len(first)
-	label := -1 // the label column, if the file has one
-	byName := false
-	switch width {
+	L := r.size()
+	header, err := datasets.ParseHeader(r.table.header)
+	if err != nil {
+		header = datasets.HeaderAuto // a checkpoint from before -header: training's default
+	}
+	opts := datasets.CSVOptions{Header: header, Ranges: r.table.ranges}
+	switch len(first) {
 	case L + 1:
-		label = width - 1
-		if t := r.table.label; t != "" {
-			if k, err := strconv.Atoi(t); err == nil {
-				if k < 0 || k >= width {
-					return nil, cli.Usagef("%s: the model was trained with label column %d; the file has columns 0 to %d", path, k, width-1)
-				}
-				label = k
-			} else {
-				byName = true
-				label = slices.IndexFunc(first, func(s string) bool { return strings.TrimSpace(s) == t })
-				if label < 0 {
-					return nil, cli.Usagef("%s: the model was trained with label column %q, and the first row has no column of that name (%s)", path, t, strings.Join(first, ","))
-				}
-			}
-		}
+		opts.Label = r.table.label
 	case L:
+		opts.Unlabelled = true
 	default:
-		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, width, r.trainedOn, L)
+		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, len(first), r.trainedOn, L)
 	}
-	header := r.table.header == "yes" || byName
-	if r.table.header == "auto" && !header {
-		for j, s := range first {
-			if j != label && !finite(s) {
-				header = true
-				break
-			}
+	t, err := datasets.ReadCSV(bytes.NewReader(b), opts)
+	if err != nil {
+		var ce *datasets.CSVError
+		switch {
+		case errors.As(err, &ce) && ce.Column >= 0:
+			return nil, cli.Usagef("%s line %d column %d: %s", path, ce.Line, ce.Column, ce.Msg)
+		case errors.As(err, &ce):
+			return nil, cli.Usagef("%s line %d: %s", path, ce.Line, ce.Msg)
 		}
+		return nil, cli.Usagef("%s: %s", path, strings.TrimPrefix(err.Error(), "datasets: "+datasets.ErrCSV.Error()+": "))
 	}
-	var out []example
-	row := func(rec []string, line int) error {
-		if len(rec) != width {
-			return cli.Usagef("%s line %d has %d values, want %d as in the first row", path, line, len(rec), width)
-		}
-		x := make([]float32, 0, L)
-		for j, s := range rec {
-			if j == label {
-				continue
-			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return cli.Usagef("%s line %d column %d: %q is not a finite number", path, line, j, s)
-			}
-			rg := r.table.ranges[0]
-			if len(r.table.ranges) > 1 {
-				rg = r.table.ranges[len(x)]
-			}
-			x = append(x, float32(min(max((v-rg.Min)/(rg.Max-rg.Min), 0), 1)))
-		}
-		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
-		return nil
-	}
-	if !header {
-		if err := row(first, 1); err != nil {
-			return nil, err
-		}
-	}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, cli.Usagef("%s: %v", path, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if err := row(rec, line); err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, cli.Usagef("%s: no rows", path)
+	out := make([]example, t.Len())
+	for i := range out {
+		x := make([]float32, L)
+		t.Example(i, x)
+		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
 	}
 	return out, nil
-}
-
-func finite(s string) bool {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	return err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
 // maxIDX bounds the pixel bytes of an IDX file (the MNIST training images are 47 MB).
