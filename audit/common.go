@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // Common holds the settings that [Config] and [MultiConfig] share: the DP-SGD training
@@ -94,6 +97,30 @@ func (c *Common) guesses(candidates func(yield func(int) bool), m int) error {
 		}
 	}
 	return nil
+}
+
+// autoLearningRate is the learning rate when LearningRate is 0, for a run of steps at
+// expected batch b, noise multiplier z, sampling rate q and clipping norm clip: the
+// margin of a canary's row moves by lr·C/b per inclusion and by noise of standard
+// deviation lr·z·C·√2/b per step; keep both, summed over the run, near 0.2.
+func autoLearningRate(b, steps int, z, q, clip float64) float64 {
+	return 0.2 * float64(b) / (clip * math.Sqrt(2*float64(steps)) * max(z, q*math.Sqrt(float64(steps)), 1e-3))
+}
+
+// model is the audited network: two-class logistic regression without bias on dim
+// inputs, in float64, its initial weights seeded by Seed when set.
+func (c *Common) model(name string, dim int) (nn.Spec, []nn.Option) {
+	spec := nn.Spec{
+		Name:       name,
+		InputShape: []int{dim},
+		NumClasses: 2,
+		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
+	}
+	opts := []nn.Option{nn.WithDType(nn.Float64)}
+	if c.Seed != nil {
+		opts = append(opts, nn.WithSeed(*c.Seed))
+	}
+	return spec, opts
 }
 
 // setDefault sets *v to d when it is zero (an unset Config field).

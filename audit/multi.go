@@ -10,7 +10,6 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -139,20 +138,9 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 	}
 	lr := cfg.LearningRate
 	if lr == 0 {
-		// As in Run: the canary's margin moves by lr·C/b per inclusion and by noise of
-		// standard deviation lr·z·C·√2/b per step; keep both, over the run, near 0.2.
-		lr = 0.2 * float64(b) / (cfg.Clip * math.Sqrt(2*float64(steps)) * max(z, qIn*math.Sqrt(float64(steps)), 1e-3))
+		lr = autoLearningRate(b, steps, z, qIn, cfg.Clip)
 	}
-	spec := nn.Spec{
-		Name:       "audit-multi-logreg",
-		InputShape: []int{cfg.Dim},
-		NumClasses: 2,
-		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
-	}
-	opts := []nn.Option{nn.WithDType(nn.Float64)}
-	if cfg.Seed != nil {
-		opts = append(opts, nn.WithSeed(*cfg.Seed))
-	}
+	spec, opts := cfg.model("audit-multi-logreg", cfg.Dim)
 	// One model for all runs, reset to the same initial weights before each (building the
 	// graphs is the slow part).
 	model, err := nn.New(spec, nf+1, opts...)

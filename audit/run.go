@@ -19,7 +19,6 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -200,20 +199,9 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 				return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
 			}
 		}
-		// The margin of a canary's row moves by lr·C/b per inclusion and by noise of
-		// standard deviation lr·z·C·√2/b per step: keep both, summed over the run, near 0.2.
-		lr = 0.2 * float64(b) / (cfg.Clip * math.Sqrt(2*float64(steps)) * max(z, q*math.Sqrt(float64(steps)), 1e-3))
+		lr = autoLearningRate(b, steps, z, q, cfg.Clip)
 	}
-	spec := nn.Spec{
-		Name:       "audit-logreg",
-		InputShape: []int{data.dim},
-		NumClasses: 2,
-		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
-	}
-	opts := []nn.Option{nn.WithDType(nn.Float64)}
-	if cfg.Seed != nil {
-		opts = append(opts, nn.WithSeed(*cfg.Seed))
-	}
+	spec, opts := cfg.model("audit-logreg", data.dim)
 	// A white-box auditor sees every step's update. observe scores it for each canary:
 	// x, the movement of the canary's row along its direction in units of one inclusion,
 	// is N(1, z²) in a step that sampled the canary and N(0, z²) otherwise, so the step's
