@@ -35,6 +35,8 @@ type tarHeader struct {
 	Regular bool
 }
 
+var _ io.Reader = (*tarReader)(nil)
+
 func newTarReader(r io.Reader) *tarReader { return &tarReader{r: r} }
 
 // Next skips the rest of the current member and returns the next one's header, or
