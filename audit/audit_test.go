@@ -17,7 +17,7 @@ func TestRealMechanismIsNotFlagged(t *testing.T) {
 			continue
 		}
 		for seed := uint64(1); seed <= 5; seed++ {
-			res, err := Run(context.Background(), Config{Epsilon: eps, Seed: &seed})
+			res, err := Run(context.Background(), Config{Common: Common{Epsilon: eps, Seed: &seed}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,11 +39,11 @@ func TestBrokenMechanismsAreFlagged(t *testing.T) {
 		fault faults.Fault
 		cfg   Config
 	}{
-		{"clipping off", faults.NoClip, Config{Epsilon: 2}},
-		{"noise off", faults.NoNoise, Config{Epsilon: 2}},
-		{"noise divided by 10", faults.NoiseDiv10, Config{Epsilon: 2}},
+		{"clipping off", faults.NoClip, Config{Common: Common{Epsilon: 2}}},
+		{"noise off", faults.NoNoise, Config{Common: Common{Epsilon: 2}}},
+		{"noise divided by 10", faults.NoiseDiv10, Config{Common: Common{Epsilon: 2}}},
 		// Resumed 5 steps before the end of a 440-step plan, the ledger claims 5 steps' ε.
-		{"ledger reset on resume", faults.LedgerReset, Config{Epsilon: 4, Epochs: 40, ResumeAfter: 435}},
+		{"ledger reset on resume", faults.LedgerReset, Config{Common: Common{Epsilon: 4, Epochs: 40}, ResumeAfter: 435}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			faults.Enable(t, c.fault)
@@ -68,7 +68,7 @@ func TestResumedRunIsNotFlagged(t *testing.T) {
 		t.Skip("three 440-step audits")
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
-		res, err := Run(context.Background(), Config{Epsilon: 4, Epochs: 40, ResumeAfter: 435, Seed: &seed})
+		res, err := Run(context.Background(), Config{Common: Common{Epsilon: 4, Epochs: 40, Seed: &seed}, ResumeAfter: 435})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +80,9 @@ func TestResumedRunIsNotFlagged(t *testing.T) {
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	for _, c := range []Config{
-		{Canaries: 1}, {Epochs: -1}, {Epsilon: -1}, {Delta: 1}, {Delta: -1e-5}, {Clip: -1},
-		{Confidence: 1}, {Confidence: -0.5}, {Guesses: []int{3}}, {Guesses: []int{2000}},
-		{ResumeAfter: -1}, {ResumeAfter: 1 << 20}, {BatchSize: -2}, {BatchSize: 1 << 20}, {LearningRate: -1},
+		{Canaries: 1}, {Common: Common{Epochs: -1}}, {Common: Common{Epsilon: -1}}, {Common: Common{Delta: 1}}, {Common: Common{Delta: -1e-5}}, {Common: Common{Clip: -1}},
+		{Common: Common{Confidence: 1}}, {Common: Common{Confidence: -0.5}}, {Common: Common{Guesses: []int{3}}}, {Common: Common{Guesses: []int{2000}}},
+		{ResumeAfter: -1}, {ResumeAfter: 1 << 20}, {Common: Common{BatchSize: -2}}, {Common: Common{BatchSize: 1 << 20}}, {Common: Common{LearningRate: -1}},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrConfig) {
 			t.Errorf("Run(%+v) = %v, want an ErrConfig", c, err)
@@ -97,7 +97,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 func TestNoiselessAuditSeparatesPerfectly(t *testing.T) {
 	faults.Enable(t, faults.NoNoise)
 	seed := uint64(7)
-	res, err := Run(context.Background(), Config{Seed: &seed, Canaries: 200, Guesses: []int{200}})
+	res, err := Run(context.Background(), Config{Common: Common{Seed: &seed, Guesses: []int{200}}, Canaries: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestNoiselessAuditSeparatesPerfectly(t *testing.T) {
 // divides by the expected batch, and that the canaries stay in their linear regime.
 func TestScoresMatchTheMechanism(t *testing.T) {
 	seed := uint64(11)
-	res, cs, err := run(context.Background(), Config{Seed: &seed, Canaries: 4000, Epsilon: 3})
+	res, cs, err := run(context.Background(), Config{Common: Common{Seed: &seed, Epsilon: 3}, Canaries: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}

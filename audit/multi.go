@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -19,6 +17,13 @@ import (
 // with one canary whose inclusion is a fair coin. The zero value of every field is a
 // documented default, so MultiConfig{} audits DP-SGD at ε = 1.5 with 200 runs.
 type MultiConfig struct {
+	// Common: the training audited and the bound's confidence and guesses. Defaults
+	// here: BatchSize 2, Epochs 50 (100 steps per run), Epsilon 1.5 (at the canary's
+	// sampling rate q = b/(Filler+1)), and Guesses 20, 40, 60, … up to R. BatchSize must
+	// keep the step count the same with and without the canary (⌈Filler/b⌉ =
+	// ⌈(Filler+1)/b⌉), so that a run's length does not reveal the coin: the trainer sets
+	// q = b/n and ⌈n/b⌉ steps per epoch from the n examples it gets.
+	Common
 	// Runs R ≥ 2 (default 200): the number of training runs, one canary each, so m = R in
 	// the bound.
 	Runs int
@@ -26,36 +31,10 @@ type MultiConfig struct {
 	// (all-zero inputs, whose gradient is exactly zero): they count in the realised batch
 	// but add nothing to the clipped sum, so the two worlds differ only by the canary.
 	Filler int
-	// BatchSize is the expected logical batch size b (default 2). The trainer sets
-	// q = b/n and ⌈n/b⌉ steps per epoch from the n examples it gets; b must keep the step
-	// count the same with and without the canary (⌈Filler/b⌉ = ⌈(Filler+1)/b⌉), so that
-	// a run's length does not reveal the coin.
-	BatchSize int
-	// Epochs ≥ 1 (default 50): Epochs·⌈n/b⌉ steps per run (100 by default).
-	Epochs int
 	// Dim is the model's input dimension (default 1024): logistic regression with two
 	// classes has 2·Dim parameters, and the more there are, the more sharply the norm of a
 	// step's update reveals its normaliser.
 	Dim int
-	// Epsilon is the target ε the noise is calibrated for (default 1.5, unless
-	// NoiseMultiplier is set), at the canary's sampling rate q = b/(Filler+1).
-	Epsilon float64
-	// NoiseMultiplier, if > 0, fixes z instead.
-	NoiseMultiplier float64
-	// Delta in (0, 1) (default 1e-5).
-	Delta float64
-	// Clip is the flat clipping norm C (default 0.1, below the canary's gradient norm).
-	Clip float64
-	// LearningRate of the SGD steps; 0 keeps the canary's logit margin within about ±0.2.
-	LearningRate float64
-	// Confidence in (0, 1) (default 0.95).
-	Confidence float64
-	// Guesses lists the guess counts r tried, each half "in" and half "out" and all "in",
-	// the confidence split over them. Default: 20, 40, 60, … up to R.
-	Guesses []int
-	// Seed, if not nil, makes the coins, the sampling and the noise of every run
-	// reproducible (each run gets its own seed derived from it). nil: crypto/rand.
-	Seed *uint64
 }
 
 // MultiScore is the score of [RunMulti], reported in Result.Score.
@@ -67,12 +46,7 @@ func (c MultiConfig) withDefaults() (MultiConfig, error) {
 	setDefault(&c.BatchSize, 2)
 	setDefault(&c.Epochs, 50)
 	setDefault(&c.Dim, 1024)
-	setDefault(&c.Delta, 1e-5)
-	setDefault(&c.Clip, 0.1)
-	setDefault(&c.Confidence, 0.95)
-	if c.NoiseMultiplier == 0 {
-		setDefault(&c.Epsilon, 1.5)
-	}
+	c.Common.defaults(1.5)
 	switch {
 	case c.Runs < 2:
 		return c, fmt.Errorf("%w: %d runs, want at least 2", ErrConfig, c.Runs)
@@ -82,38 +56,17 @@ func (c MultiConfig) withDefaults() (MultiConfig, error) {
 		return c, fmt.Errorf("%w: batch size %d, want 1 ≤ b ≤ %d (the filler examples)", ErrConfig, c.BatchSize, c.Filler)
 	case (c.Filler+c.BatchSize-1)/c.BatchSize != (c.Filler+c.BatchSize)/c.BatchSize:
 		return c, fmt.Errorf("%w: batch size %d divides the %d filler examples, so a run with the canary would take more steps per epoch than one without", ErrConfig, c.BatchSize, c.Filler)
-	case c.Epochs < 1:
-		return c, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, c.Epochs)
 	case c.Dim < 1:
 		return c, fmt.Errorf("%w: input dimension %d, want ≥ 1", ErrConfig, c.Dim)
-	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
-		return c, fmt.Errorf("%w: ε = %v, want a finite ε > 0", ErrConfig, c.Epsilon)
-	case !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0):
-		return c, fmt.Errorf("%w: noise multiplier %v, want a finite z > 0", ErrConfig, c.NoiseMultiplier)
-	case !(c.Delta > 0 && c.Delta < 1):
-		return c, fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrConfig, c.Delta)
-	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
-		return c, fmt.Errorf("%w: clip %v, want a finite C > 0", ErrConfig, c.Clip)
-	case !(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 0):
-		return c, fmt.Errorf("%w: learning rate %v, want a finite rate > 0 (or 0 for automatic)", ErrConfig, c.LearningRate)
-	case !(c.Confidence > 0 && c.Confidence < 1):
-		return c, fmt.Errorf("%w: confidence %v, want it in (0, 1)", ErrConfig, c.Confidence)
 	}
-	if c.Guesses == nil {
-		for r := 20; r <= c.Runs; r += 20 {
-			c.Guesses = append(c.Guesses, r)
-		}
-		if len(c.Guesses) == 0 {
-			c.Guesses = []int{c.Runs &^ 1}
+	if err := c.Common.check(); err != nil {
+		return c, err
+	}
+	everyTwenty := func(yield func(int) bool) {
+		for r := 20; yield(r); r += 20 {
 		}
 	}
-	c.Guesses = slices.Clone(c.Guesses)
-	for _, r := range c.Guesses {
-		if r < 2 || r > c.Runs || r%2 != 0 {
-			return c, fmt.Errorf("%w: guess count %d, want an even count in [2, %d]", ErrConfig, r, c.Runs)
-		}
-	}
-	return c, nil
+	return c, c.Common.guesses(everyTwenty, c.Runs)
 }
 
 // RunMulti audits the mechanism with R independent training runs, one canary each: the
@@ -185,20 +138,9 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 	}
 	lr := cfg.LearningRate
 	if lr == 0 {
-		// As in Run: the canary's margin moves by lr·C/b per inclusion and by noise of
-		// standard deviation lr·z·C·√2/b per step; keep both, over the run, near 0.2.
-		lr = 0.2 * float64(b) / (cfg.Clip * math.Sqrt(2*float64(steps)) * max(z, qIn*math.Sqrt(float64(steps)), 1e-3))
+		lr = autoLearningRate(b, steps, z, qIn, cfg.Clip)
 	}
-	spec := nn.Spec{
-		Name:       "audit-multi-logreg",
-		InputShape: []int{cfg.Dim},
-		NumClasses: 2,
-		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
-	}
-	opts := []nn.Option{nn.WithDType(nn.Float64)}
-	if cfg.Seed != nil {
-		opts = append(opts, nn.WithSeed(*cfg.Seed))
-	}
+	spec, opts := cfg.model("audit-multi-logreg", cfg.Dim)
 	// One model for all runs, reset to the same initial weights before each (building the
 	// graphs is the slow part).
 	model, err := nn.New(spec, nf+1, opts...)

@@ -14,7 +14,7 @@ import (
 func TestMultiRunFlagsRealisedBatch(t *testing.T) {
 	faults.Enable(t, faults.RealisedBatch)
 	seed := uint64(1)
-	res, ms, err := runMulti(context.Background(), MultiConfig{Seed: &seed})
+	res, ms, err := runMulti(context.Background(), MultiConfig{Common: Common{Seed: &seed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestMultiRunFlagsRealisedBatch(t *testing.T) {
 // it (q = b/n as the trainer sets it).
 func TestMultiRunBatchSizesMatchTheMechanism(t *testing.T) {
 	seed := uint64(3)
-	cfg := MultiConfig{Seed: &seed, Runs: 60}
+	cfg := MultiConfig{Common: Common{Seed: &seed}, Runs: 60}
 	t.Run("correct", func(t *testing.T) {
 		_, ms, err := runMulti(context.Background(), cfg)
 		if err != nil {
@@ -99,7 +99,7 @@ func TestMultiRunRealMechanismIsNotFlagged(t *testing.T) {
 		if seed > 2 && testing.Short() {
 			break
 		}
-		res, err := RunMulti(context.Background(), MultiConfig{Seed: &seed})
+		res, err := RunMulti(context.Background(), MultiConfig{Common: Common{Seed: &seed}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestMultiRunRealMechanismIsNotFlagged(t *testing.T) {
 func TestMultiRunNoiselessSeparatesPerfectly(t *testing.T) {
 	faults.Enable(t, faults.NoNoise)
 	seed := uint64(5)
-	res, err := RunMulti(context.Background(), MultiConfig{Seed: &seed, Runs: 40, Guesses: []int{40}})
+	res, err := RunMulti(context.Background(), MultiConfig{Common: Common{Seed: &seed, Guesses: []int{40}}, Runs: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,9 @@ func TestMultiRunNoiselessSeparatesPerfectly(t *testing.T) {
 
 func TestRunMultiRejectsBadConfig(t *testing.T) {
 	for _, c := range []MultiConfig{
-		{Runs: 1}, {Filler: -1}, {Filler: 4, BatchSize: 2}, {BatchSize: 4}, {Epochs: -1}, {Dim: -3},
-		{Epsilon: -1}, {NoiseMultiplier: math.Inf(1)}, {Delta: 1}, {Clip: -1}, {LearningRate: -1},
-		{Confidence: 1}, {Guesses: []int{3}}, {Guesses: []int{400}},
+		{Runs: 1}, {Filler: -1}, {Common: Common{BatchSize: 2}, Filler: 4}, {Common: Common{BatchSize: 4}}, {Common: Common{Epochs: -1}}, {Dim: -3},
+		{Common: Common{Epsilon: -1}}, {Common: Common{NoiseMultiplier: math.Inf(1)}}, {Common: Common{Delta: 1}}, {Common: Common{Clip: -1}}, {Common: Common{LearningRate: -1}},
+		{Common: Common{Confidence: 1}}, {Common: Common{Guesses: []int{3}}}, {Common: Common{Guesses: []int{400}}},
 	} {
 		if _, err := RunMulti(context.Background(), c); !errors.Is(err, ErrConfig) {
 			t.Errorf("RunMulti(%+v) = %v, want an ErrConfig", c, err)

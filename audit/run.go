@@ -19,13 +19,17 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
 // Config describes an audit run. The zero value of every field is a documented default,
 // so Config{} audits DP-SGD at ε = 2.
 type Config struct {
+	// Common: the training audited and the bound's confidence and guesses. Defaults
+	// here: BatchSize n/10 (q = b/n for the n examples actually trained on, real ones
+	// and included canaries), Epochs 10, Epsilon 2, and Guesses 20, 50, 100, 200, 500,
+	// 1000, … up to m.
+	Common
 	// Canaries m ≥ 2 (default 1000); each is included by a fair coin.
 	Canaries int
 	// Real holds the real training examples (any shape; flattened, labels mod 2). nil:
@@ -33,36 +37,6 @@ type Config struct {
 	Real datasets.Dataset
 	// RealExamples is the number of embedded MNIST digits when Real is nil (default 1000).
 	RealExamples int
-	// BatchSize is the expected logical batch size b; q = b/n for the n examples actually
-	// trained on (real ones and included canaries). Default: n/10.
-	BatchSize int
-	// Epochs ≥ 1 (default 10): Epochs·⌈n/b⌉ steps.
-	Epochs int
-	// Epsilon is the target ε the noise is calibrated for (default 2, unless
-	// NoiseMultiplier is set).
-	Epsilon float64
-	// NoiseMultiplier, if > 0, fixes z instead; the audit then compares with the ε the
-	// ledger reports for it.
-	NoiseMultiplier float64
-	// Delta in (0, 1) (default 1e-5): the δ of the accountant's ε and of the bound.
-	Delta float64
-	// Clip is the flat clipping norm C (default 0.1, below every canary's gradient norm,
-	// so that each canary contributes exactly C).
-	Clip float64
-	// LearningRate of the SGD steps; 0 picks one that keeps every canary's row near its
-	// start (its logit margin within about ±0.2 of 0), where the canary's gradient has
-	// norm above C and a fixed direction. The bound does not depend on it otherwise.
-	LearningRate float64
-	// Confidence in (0, 1) (default 0.95): the bound holds with this probability.
-	Confidence float64
-	// Guesses lists the guess counts r tried, each in two ways: r/2 "in" guesses for the
-	// highest scores and r/2 "out" for the lowest, and r "in" guesses only. The confidence
-	// is split over all of them (Bonferroni), so the best one's bound is valid. Default:
-	// 20, 50, 100, 200, 500, 1000, … up to m.
-	Guesses []int
-	// Seed, if not nil, makes the coins, the initial weights, the sampling and the noise
-	// reproducible. nil draws them from crypto/rand.
-	Seed *uint64
 	// ResumeAfter > 0 stops training after that many steps, takes a checkpoint, and
 	// finishes the plan in a new trainer restored from it: an audit of the resume path.
 	ResumeAfter int
@@ -129,46 +103,20 @@ type Result struct {
 	Flagged bool `json:"flagged"`
 }
 
-// setDefault sets *v to d when it is zero (an unset Config field).
-func setDefault[T int | float64](v *T, d T) {
-	if *v == 0 {
-		*v = d
-	}
-}
-
 // withDefaults fills the zero fields of c and checks the rest.
 func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.Canaries, 1000)
 	setDefault(&c.RealExamples, 1000)
 	setDefault(&c.Epochs, 10)
 	setDefault(&c.PhysicalBatch, 128)
-	setDefault(&c.Delta, 1e-5)
-	setDefault(&c.Clip, 0.1)
-	setDefault(&c.Confidence, 0.95)
-	if c.NoiseMultiplier == 0 {
-		setDefault(&c.Epsilon, 2)
-	}
+	c.Common.defaults(2)
 	switch {
 	case c.Canaries < 2:
 		return c, fmt.Errorf("%w: %d canaries, want at least 2", ErrConfig, c.Canaries)
 	case c.Real == nil && c.RealExamples < 0:
 		return c, fmt.Errorf("%w: %d real examples, want ≥ 0", ErrConfig, c.RealExamples)
-	case c.Epochs < 1:
-		return c, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, c.Epochs)
 	case c.BatchSize < 0:
 		return c, fmt.Errorf("%w: batch size %d, want ≥ 1 (or 0 for n/10)", ErrConfig, c.BatchSize)
-	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
-		return c, fmt.Errorf("%w: ε = %v, want a finite ε > 0", ErrConfig, c.Epsilon)
-	case !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0):
-		return c, fmt.Errorf("%w: noise multiplier %v, want a finite z > 0", ErrConfig, c.NoiseMultiplier)
-	case !(c.Delta > 0 && c.Delta < 1):
-		return c, fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrConfig, c.Delta)
-	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
-		return c, fmt.Errorf("%w: clip %v, want a finite C > 0", ErrConfig, c.Clip)
-	case !(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 0):
-		return c, fmt.Errorf("%w: learning rate %v, want a finite rate > 0 (or 0 for automatic)", ErrConfig, c.LearningRate)
-	case !(c.Confidence > 0 && c.Confidence < 1):
-		return c, fmt.Errorf("%w: confidence %v, want it in (0, 1)", ErrConfig, c.Confidence)
 	case c.ResumeAfter < 0:
 		return c, fmt.Errorf("%w: resume after %d steps, want ≥ 0", ErrConfig, c.ResumeAfter)
 	case c.Score != StepLikelihood && c.Score != AccumulatedUpdate:
@@ -176,23 +124,10 @@ func (c Config) withDefaults() (Config, error) {
 	case c.PhysicalBatch < 1:
 		return c, fmt.Errorf("%w: physical batch %d, want ≥ 1", ErrConfig, c.PhysicalBatch)
 	}
-	if c.Guesses == nil {
-		for _, r := range []int{20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000} {
-			if r <= c.Canaries {
-				c.Guesses = append(c.Guesses, r)
-			}
-		}
-		if len(c.Guesses) == 0 {
-			c.Guesses = []int{c.Canaries &^ 1}
-		}
+	if err := c.Common.check(); err != nil {
+		return c, err
 	}
-	c.Guesses = slices.Clone(c.Guesses)
-	for _, r := range c.Guesses {
-		if r < 2 || r > c.Canaries || r%2 != 0 {
-			return c, fmt.Errorf("%w: guess count %d, want an even count in [2, %d]", ErrConfig, r, c.Canaries)
-		}
-	}
-	return c, nil
+	return c, c.Common.guesses(slices.Values([]int{20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000}), c.Canaries)
 }
 
 // errPause stops the first trainer of a resumed audit.
@@ -264,20 +199,9 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 				return Result{}, canaryScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
 			}
 		}
-		// The margin of a canary's row moves by lr·C/b per inclusion and by noise of
-		// standard deviation lr·z·C·√2/b per step: keep both, summed over the run, near 0.2.
-		lr = 0.2 * float64(b) / (cfg.Clip * math.Sqrt(2*float64(steps)) * max(z, q*math.Sqrt(float64(steps)), 1e-3))
+		lr = autoLearningRate(b, steps, z, q, cfg.Clip)
 	}
-	spec := nn.Spec{
-		Name:       "audit-logreg",
-		InputShape: []int{data.dim},
-		NumClasses: 2,
-		Layers:     []layers.Layer{layers.Dense{Units: 2, NoBias: true}},
-	}
-	opts := []nn.Option{nn.WithDType(nn.Float64)}
-	if cfg.Seed != nil {
-		opts = append(opts, nn.WithSeed(*cfg.Seed))
-	}
+	spec, opts := cfg.model("audit-logreg", data.dim)
 	// A white-box auditor sees every step's update. observe scores it for each canary:
 	// x, the movement of the canary's row along its direction in units of one inclusion,
 	// is N(1, z²) in a step that sampled the canary and N(0, z²) otherwise, so the step's

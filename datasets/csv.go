@@ -17,6 +17,23 @@ import (
 // the column.
 var ErrCSV = errors.New("bad CSV data")
 
+// CSVError is an ErrCSV at a place in the file: its line and, for a bad cell, its column
+// (from 0, the label column counted; −1: the whole row). errors.As finds it, so that a
+// caller can name the place in its own words; errors.Is(err, ErrCSV) holds.
+type CSVError struct {
+	Line, Column int
+	Msg          string // what is wrong, without the place
+}
+
+func (e *CSVError) Error() string {
+	if e.Column >= 0 {
+		return fmt.Sprintf("%v: line %d: column %d: %s", ErrCSV, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("%v: line %d: %s", ErrCSV, e.Line, e.Msg)
+}
+
+func (e *CSVError) Unwrap() error { return ErrCSV }
+
 // Range is a closed interval [Min, Max] of feature values declared by the user. Features
 // are scaled to [0, 1] as (x − Min)/(Max − Min), values outside the range clipped to it.
 type Range struct{ Min, Max float64 }
@@ -59,6 +76,19 @@ const (
 	HeaderNo
 )
 
+// ParseHeader reads a Header written as auto, yes or no.
+func ParseHeader(s string) (Header, error) {
+	switch s {
+	case "auto":
+		return HeaderAuto, nil
+	case "yes":
+		return HeaderYes, nil
+	case "no":
+		return HeaderNo, nil
+	}
+	return 0, fmt.Errorf("datasets: header %q: want auto, yes or no", s)
+}
+
 // CSVOptions say how to read a CSV file; the zero value is not enough: Ranges must
 // declare the features' range.
 type CSVOptions struct {
@@ -75,6 +105,10 @@ type CSVOptions struct {
 	Ranges []Range
 	// Comma is the field separator (default ',').
 	Comma rune
+	// Unlabelled: the file has no label column, every column is a feature (Label must be
+	// empty). The Table then has no classes: NumClasses is 0 and every example's label
+	// 0. For new data to predict, read as the training file was.
+	Unlabelled bool
 }
 
 // Table is an in-memory Dataset of numeric features read from a CSV file, of shape
@@ -154,7 +188,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	}
 	cr.ReuseRecord = true
 	bad := func(line int, format string, a ...any) error {
-		return fmt.Errorf("%w: line %d: %s", ErrCSV, line, fmt.Sprintf(format, a...))
+		return &CSVError{Line: line, Column: -1, Msg: fmt.Sprintf(format, a...)}
 	}
 	first, err := cr.Read()
 	if err == io.EOF {
@@ -165,10 +199,15 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	}
 	first = slices.Clone(first)
 	width := len(first)
-	if width < 2 {
+	label := width - 1
+	if opts.Unlabelled {
+		if opts.Label != "" {
+			return nil, fmt.Errorf("%w: label column %q given, but the file is read as unlabelled", ErrCSV, opts.Label)
+		}
+		label = -1
+	} else if width < 2 {
 		return nil, bad(1, "%d column; want at least one feature and a label", width)
 	}
-	label := width - 1
 	byName := false
 	if opts.Label != "" {
 		if k, err := strconv.Atoi(opts.Label); err == nil {
@@ -196,7 +235,10 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 			}
 		}
 	}
-	features := width - 1
+	features := width
+	if label >= 0 {
+		features--
+	}
 	switch len(opts.Ranges) {
 	case 0:
 		return nil, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
@@ -230,7 +272,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 			}
 			x, err := parseFeature(s)
 			if err != nil {
-				return bad(line, "column %d: %v", j, err)
+				return &CSVError{Line: line, Column: j, Msg: err.Error()}
 			}
 			rg := opts.Ranges[0]
 			if len(opts.Ranges) > 1 {
@@ -268,8 +310,16 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 			return nil, err
 		}
 	}
-	if len(names) == 0 {
+	rows := len(names)
+	if opts.Unlabelled {
+		rows = len(t.values) / max(features, 1)
+	}
+	if rows == 0 {
 		return nil, fmt.Errorf("%w: a header but no data rows", ErrCSV)
+	}
+	if opts.Unlabelled {
+		t.labels = make([]int32, rows)
+		return t, nil
 	}
 	if err := t.setLabels(names); err != nil {
 		return nil, err

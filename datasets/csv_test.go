@@ -179,3 +179,78 @@ func FuzzReadCSV(f *testing.F) {
 		}
 	})
 }
+
+// TestReadCSVUnlabelled: a file without its label column, read Unlabelled, gives the
+// features that the labelled file gives (same scaling, clipping and header rule), every
+// label 0 and no classes; a label column named for an unlabelled read is refused.
+func TestReadCSVUnlabelled(t *testing.T) {
+	r := []Range{{0, 10}, {-2, 2}}
+	labelled := "a,kind,b\n1,x,0\n12,y,-3\n5,x,1.5\n"
+	unlabelled := "a,b\n1,0\n12,-3\n5,1.5\n"
+	want, err := ReadCSV(strings.NewReader(labelled), CSVOptions{Label: "kind", Ranges: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCSV(strings.NewReader(unlabelled), CSVOptions{Unlabelled: true, Ranges: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Len() != 3 || got.NumClasses() != 0 || !slices.Equal(got.Shape(), []int{2}) || got.Clipped != want.Clipped || !slices.Equal(got.FeatureNames, []string{"a", "b"}) {
+		t.Fatalf("unlabelled table: %d rows, %d classes, shape %v, %d clipped, names %v", got.Len(), got.NumClasses(), got.Shape(), got.Clipped, got.FeatureNames)
+	}
+	x, y := make([]float32, 2), make([]float32, 2)
+	for i := range 3 {
+		if label := got.Example(i, x); label != 0 {
+			t.Errorf("row %d: label %d, want 0", i, label)
+		}
+		want.Example(i, y)
+		if !slices.Equal(x, y) {
+			t.Errorf("row %d: %v, want %v as read with the label column", i, x, y)
+		}
+	}
+	// (12−0)/10 is clipped to 1, (−3+2)/4 to 0: the scaling by hand.
+	got.Example(1, x)
+	if x[0] != 1 || x[1] != 0 {
+		t.Errorf("row 1 scaled to %v, want [1 0]", x)
+	}
+	one, err := ReadCSV(strings.NewReader("5\n"), CSVOptions{Unlabelled: true, Ranges: []Range{{0, 10}}})
+	if err != nil || one.Len() != 1 {
+		t.Errorf("one column, unlabelled: %v, %v", one, err)
+	}
+	if _, err := ReadCSV(strings.NewReader(unlabelled), CSVOptions{Unlabelled: true, Label: "b", Ranges: r}); !errors.Is(err, ErrCSV) {
+		t.Errorf("Unlabelled with a label column: %v, want ErrCSV", err)
+	}
+	if _, err := ReadCSV(strings.NewReader("a,b\n"), CSVOptions{Unlabelled: true, Ranges: r}); !errors.Is(err, ErrCSV) {
+		t.Errorf("a header and no rows: %v, want ErrCSV", err)
+	}
+}
+
+// TestCSVErrorPlace: a bad cell's error carries its line and column (errors.As), a bad
+// row its line, and both match ErrCSV.
+func TestCSVErrorPlace(t *testing.T) {
+	for _, tc := range []struct {
+		in           string
+		line, column int
+	}{
+		{"1,0\n2,0\n3,x,0\n", 3, -1},
+		{"a,b,label\n1,2,0\n3,NaN,1\n", 3, 1},
+		{"1,0\n\n\noops,1\n", 4, 0},
+	} {
+		_, err := ReadCSV(strings.NewReader(tc.in), CSVOptions{Header: HeaderAuto, Ranges: []Range{{0, 5}}})
+		var ce *CSVError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCSV) || ce.Line != tc.line || ce.Column != tc.column {
+			t.Errorf("%q: %v (%+v), want line %d column %d", tc.in, err, ce, tc.line, tc.column)
+		}
+	}
+}
+
+func TestParseHeader(t *testing.T) {
+	for s, want := range map[string]Header{"auto": HeaderAuto, "yes": HeaderYes, "no": HeaderNo} {
+		if h, err := ParseHeader(s); err != nil || h != want {
+			t.Errorf("ParseHeader(%q) = %v, %v", s, h, err)
+		}
+	}
+	if _, err := ParseHeader("maybe"); err == nil {
+		t.Error("ParseHeader(maybe) accepted")
+	}
+}

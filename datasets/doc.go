@@ -14,7 +14,8 @@
 //
 //   - LoadCSV reads numeric features and a label column from a CSV file into a Table,
 //     scaled to [0, 1] by ranges the user declares (never by the data's own statistics,
-//     which differential privacy does not cover).
+//     which differential privacy does not cover). With CSVOptions.Unlabelled it reads
+//     new data without the label column the same way (cmd/predict).
 //   - LoadImageFolder reads PNG and JPEG images from one subfolder per class, as
 //     torchvision's ImageFolder does, into an *Images (pixels b/255).
 //   - HoldOut splits a dataset into training and test sets, stratified by label, the

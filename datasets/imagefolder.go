@@ -44,6 +44,8 @@ type ImageFolder struct {
 	Files      []string // example i was read from Files[i], relative to the folder
 }
 
+var _ Dataset = (*ImageFolder)(nil)
+
 // LoadImageFolder reads a folder of images with one subfolder per class, as
 // torchvision's ImageFolder does:
 //

@@ -70,6 +70,11 @@ func NewImages(shape []int, numClasses int, pixels, labels []byte) (*Images, err
 	}, nil
 }
 
+var (
+	_ Dataset = (*Images)(nil)
+	_ Labeler = (*Images)(nil)
+)
+
 // Len returns the number of examples.
 func (m *Images) Len() int { return len(m.labels) }
 

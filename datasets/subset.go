@@ -31,6 +31,11 @@ type subset struct {
 	indices []int
 }
 
+var (
+	_ Dataset = (*subset)(nil)
+	_ Labeler = (*subset)(nil)
+)
+
 func (s *subset) Len() int        { return len(s.indices) }
 func (s *subset) Shape() []int    { return s.base.Shape() }
 func (s *subset) NumClasses() int { return s.base.NumClasses() }

@@ -2,27 +2,27 @@ package models
 
 import "github.com/privtrain/privtrain/nn"
 
+// builtin makes the ready specs of this package, one per name.
+var builtin = []func() nn.Spec{
+	LogisticRegression,
+	func() nn.Spec { return MNISTCNN(ReLU) }, func() nn.Spec { return MNISTCNN(Tanh) },
+	func() nn.Spec { return CIFAR10CNN(ReLU) }, func() nn.Spec { return CIFAR10CNN(Tanh) },
+}
+
 // Builtin lists the ready specs of this package, one per name: what the round-trip tests
 // cover, and what nn.ModelFromCheckpoint falls back to for checkpoints written before
 // checkpoints stored their architecture.
 func Builtin() []nn.Spec {
-	return []nn.Spec{
-		LogisticRegression(),
-		MNISTCNN(ReLU), MNISTCNN(Tanh),
-		CIFAR10CNN(ReLU), CIFAR10CNN(Tanh),
+	specs := make([]nn.Spec, len(builtin))
+	for i, build := range builtin {
+		specs[i] = build()
 	}
+	return specs
 }
 
+// init registers each spec under its name; a lookup builds that one spec only.
 func init() {
-	for _, s := range Builtin() {
-		name := s.Name
-		nn.RegisterSpec(name, func() nn.Spec {
-			for _, s := range Builtin() {
-				if s.Name == name {
-					return s
-				}
-			}
-			panic("models: spec " + name + " vanished")
-		})
+	for _, build := range builtin {
+		nn.RegisterSpec(build().Name, build)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/privtrain/privtrain/internal/jsonnum"
 	"io"
 	"math"
 	"slices"
@@ -78,13 +79,6 @@ type positionJSON struct {
 	Rewinds       [][2]int `json:"rewinds,omitempty"` // [from, to] per rewind, oldest first
 }
 
-func finiteOrNil(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
-}
-
 // file lays c out as named tensors and metadata.
 func (c *Checkpoint) file() (*checkpoint.File, error) {
 	if len(c.Params) != layoutSize(c.Layout) {
@@ -110,8 +104,8 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 	}
 	pos := positionJSON{
 		Step: c.Step, EpochLoss: c.epochLoss, EpochCorrect: c.epochCorrect,
-		EpochExamples: c.epochExamples, TestLoss: finiteOrNil(c.testLoss),
-		TestAccuracy: finiteOrNil(c.testAccuracy), RunID: c.RunID,
+		EpochExamples: c.epochExamples, TestLoss: jsonnum.FiniteOrNil(c.testLoss),
+		TestAccuracy: jsonnum.FiniteOrNil(c.testAccuracy), RunID: c.RunID,
 	}
 	for _, r := range c.Rewinds {
 		pos.Rewinds = append(pos.Rewinds, [2]int{r.From, r.To})

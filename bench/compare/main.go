@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
@@ -352,10 +353,7 @@ func trainPrivately(steps int) error {
 	rule := clipping.Flat{C: clip}
 	rng := rand.New(rand.NewPCG(1, 2))
 	L := train.Len()
-	size := 1
-	for _, s := range train.Shape() {
-		size *= s
-	}
+	size := datasets.Size(train)
 	x, labels := make([]float32, batch*size), make([]int, batch)
 	grad, theta := make([]float64, m.NumParams()), make([]float64, m.NumParams())
 	t0 := time.Now()

@@ -234,10 +234,7 @@ func (o *options) check(set map[string]bool) error {
 		if c.BatchSize < 1 {
 			return errors.New("-batch: want b ≥ 1 in multi-run mode")
 		}
-		m := &o.multi
-		m.BatchSize, m.Epochs, m.Epsilon, m.NoiseMultiplier = c.BatchSize, c.Epochs, c.Epsilon, c.NoiseMultiplier
-		m.Delta, m.Clip, m.LearningRate, m.Confidence = c.Delta, c.Clip, c.LearningRate, c.Confidence
-		m.Guesses, m.Seed = c.Guesses, c.Seed
+		o.multi.Common = c.Common // the flags both modes share
 	}
 	return nil
 }

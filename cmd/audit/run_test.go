@@ -36,7 +36,7 @@ func TestJSONHasTheIssueFields(t *testing.T) {
 	}
 	// The same seed through the library gives the same audit.
 	seed := uint64(3)
-	want, err := audit.Run(t.Context(), audit.Config{Canaries: 400, RealExamples: 300, Epochs: 40, Seed: &seed})
+	want, err := audit.Run(t.Context(), audit.Config{Common: audit.Common{Epochs: 40, Seed: &seed}, Canaries: 400, RealExamples: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMultiRunJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(2)
-	want, err := audit.RunMulti(t.Context(), audit.MultiConfig{Runs: 40, Seed: &seed})
+	want, err := audit.RunMulti(t.Context(), audit.MultiConfig{Common: audit.Common{Seed: &seed}, Runs: 40})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,10 @@ import (
 	"github.com/privtrain/privtrain/erm/data"
 )
 
-// seedFlag is -seed: a seed ≥ 0, or −1 for crypto/rand. Unset, it prints as "", so
-// -help shows only the usage's "(default: crypto/rand)" and not also "(default -1)".
+// seedFlag is -seed: a seed ≥ 0; a negative one is refused, as cmd/train's unsigned
+// -seed refuses it. Left out (stored as −1), the noise comes from crypto/rand; it then
+// prints as "", so -help shows only the usage's "(default: crypto/rand)" and not also
+// "(default -1)".
 type seedFlag struct{ seed *int64 }
 
 func (f seedFlag) String() string {

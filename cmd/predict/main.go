@@ -35,8 +35,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -55,6 +53,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
@@ -249,14 +248,12 @@ func (r *reader) read(path string) ([]example, error) {
 		}
 		return []example{{path, x}}, nil
 	}
-	b, err := readMaybeGzip(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) >= 4 && binary.BigEndian.Uint32(b) == idxImages {
-		return r.decodeIDX(path, b)
-	}
-	return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+	defer f.Close()
+	return r.decodeIDX(path, f)
 }
 
 func (r *reader) readDir(dir string) ([]example, error) {
@@ -378,14 +375,17 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 }
 
 // decodeTable reads a CSV file for a model trained on -dataset csv:PATH as cmd/train
-// read its data (datasets.LoadCSV): the run's -header rule, its -label column (which
+// read its data, with datasets.ReadCSV: the run's -header rule, its -label column (which
 // the file may have or leave out: a row of size()+1 fields has it, one of size() fields
 // has not) and each feature x scaled by its declared range [lo, hi] to (x−lo)/(hi−lo),
 // clipped to [0, 1].
 func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
-	cr := csv.NewReader(in)
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bytes.NewReader(b))
 	cr.FieldsPerRecord = -1
-	L := r.size()
 	first, err := cr.Read()
 	if err == io.EOF {
 		return nil, cli.Usagef("%s: no rows", path)
@@ -393,137 +393,61 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	if err != nil {
 		return nil, cli.Usagef("%s: %v", path, err)
 	}
-	width := len(first)
-	label := -1 // the label column, if the file has one
-	byName := false
-	switch width {
+	L := r.size()
+	header, err := datasets.ParseHeader(r.table.header)
+	if err != nil {
+		header = datasets.HeaderAuto // a checkpoint from before -header: training's default
+	}
+	opts := datasets.CSVOptions{Header: header, Ranges: r.table.ranges}
+	switch len(first) {
 	case L + 1:
-		label = width - 1
-		if t := r.table.label; t != "" {
-			if k, err := strconv.Atoi(t); err == nil {
-				if k < 0 || k >= width {
-					return nil, cli.Usagef("%s: the model was trained with label column %d; the file has columns 0 to %d", path, k, width-1)
-				}
-				label = k
-			} else {
-				byName = true
-				label = slices.IndexFunc(first, func(s string) bool { return strings.TrimSpace(s) == t })
-				if label < 0 {
-					return nil, cli.Usagef("%s: the model was trained with label column %q, and the first row has no column of that name (%s)", path, t, strings.Join(first, ","))
-				}
-			}
-		}
+		opts.Label = r.table.label
 	case L:
+		opts.Unlabelled = true
 	default:
-		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, width, r.trainedOn, L)
+		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, len(first), r.trainedOn, L)
 	}
-	header := r.table.header == "yes" || byName
-	if r.table.header == "auto" && !header {
-		for j, s := range first {
-			if j != label && !finite(s) {
-				header = true
-				break
-			}
+	t, err := datasets.ReadCSV(bytes.NewReader(b), opts)
+	if err != nil {
+		var ce *datasets.CSVError
+		switch {
+		case errors.As(err, &ce) && ce.Column >= 0:
+			return nil, cli.Usagef("%s line %d column %d: %s", path, ce.Line, ce.Column, ce.Msg)
+		case errors.As(err, &ce):
+			return nil, cli.Usagef("%s line %d: %s", path, ce.Line, ce.Msg)
 		}
+		return nil, cli.Usagef("%s: %s", path, strings.TrimPrefix(err.Error(), "datasets: "+datasets.ErrCSV.Error()+": "))
 	}
-	var out []example
-	row := func(rec []string, line int) error {
-		if len(rec) != width {
-			return cli.Usagef("%s line %d has %d values, want %d as in the first row", path, line, len(rec), width)
-		}
-		x := make([]float32, 0, L)
-		for j, s := range rec {
-			if j == label {
-				continue
-			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return cli.Usagef("%s line %d column %d: %q is not a finite number", path, line, j, s)
-			}
-			rg := r.table.ranges[0]
-			if len(r.table.ranges) > 1 {
-				rg = r.table.ranges[len(x)]
-			}
-			x = append(x, float32(min(max((v-rg.Min)/(rg.Max-rg.Min), 0), 1)))
-		}
-		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
-		return nil
-	}
-	if !header {
-		if err := row(first, 1); err != nil {
-			return nil, err
-		}
-	}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, cli.Usagef("%s: %v", path, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if err := row(rec, line); err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, cli.Usagef("%s: no rows", path)
+	out := make([]example, t.Len())
+	for i := range out {
+		x := make([]float32, L)
+		t.Example(i, x)
+		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
 	}
 	return out, nil
 }
 
-func finite(s string) bool {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	return err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
-}
-
-// idxImages is the magic number of an IDX file of unsigned-byte images.
-const idxImages = 0x00000803
-
-// maxIDX bounds the decompressed size of an IDX file (the MNIST training images are 47 MB).
+// maxIDX bounds the pixel bytes of an IDX file (the MNIST training images are 47 MB).
 const maxIDX = 1 << 30
 
-// readMaybeGzip reads a file, decompressing it if it is gzipped.
-func readMaybeGzip(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+// decodeIDX reads an IDX file of unsigned-byte images, raw or gzipped, as the MNIST
+// reader does (mnist.DecodeImages); any other file is not an input predict knows.
+func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
+	n, h, w, px, err := mnist.DecodeImages(in, maxIDX)
+	if errors.Is(err, mnist.ErrMagic) {
+		return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
 	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		return b, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, cli.Usagef("%s: %v", path, err)
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxIDX+1))
-	if err != nil {
-		return nil, cli.Usagef("%s: %v", path, err)
-	}
-	if len(out) > maxIDX {
-		return nil, cli.Usagef("%s: more than %d bytes decompressed", path, maxIDX)
-	}
-	return out, nil
-}
-
-// decodeIDX reads an IDX3 file: magic, count, rows, columns (big-endian uint32), pixels.
-func (r *reader) decodeIDX(path string, b []byte) ([]example, error) {
-	if len(b) < 16 {
-		return nil, cli.Usagef("%s: IDX header of %d bytes, want 16", path, len(b))
-	}
-	n, h, w := int(binary.BigEndian.Uint32(b[4:])), int(binary.BigEndian.Uint32(b[8:])), int(binary.BigEndian.Uint32(b[12:]))
 	if !slices.Equal(r.shape, []int{1, h, w}) {
 		return nil, cli.Usagef("%s holds %d×%d grayscale images; the model expects %s", path, h, w, cli.Shape(r.shape))
-	}
-	if n < 1 || int64(len(b)-16) != int64(n)*int64(h)*int64(w) {
-		return nil, cli.Usagef("%s: %d bytes of pixels for %d images of %d×%d (truncated or trailing data)", path, len(b)-16, n, h, w)
 	}
 	out := make([]example, n)
 	L := h * w
 	for i := range out {
 		x := make([]float32, L)
-		for j, v := range b[16+i*L : 16+(i+1)*L] {
+		for j, v := range px[i*L : (i+1)*L] {
 			x[j] = float32(v) / 255
 		}
 		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}

@@ -263,7 +263,7 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		check(r.decodeCSV("f.csv", bytes.NewReader(b)))
-		check(r.decodeIDX("f", b))
+		check(r.decodeIDX("f", bytes.NewReader(b)))
 		ex, err := table.decodeCSV("f.csv", bytes.NewReader(b))
 		for _, e := range ex {
 			if err == nil && len(e.x) != 4 {

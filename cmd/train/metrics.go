@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -71,9 +72,9 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 
 func (l *metricsLog) write(m nn.EpochMetrics) error {
 	r := metricRecord{
-		Epoch: m.Epoch, Step: m.Step, Loss: finiteOrNil(m.TrainLoss),
-		TrainAccuracy: finiteOrNil(m.TrainAccuracy), TestLoss: finiteOrNil(m.TestLoss),
-		TestAccuracy: finiteOrNil(m.TestAccuracy), Epsilon: finiteOrNil(m.Epsilon), Seconds: m.Seconds,
+		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
+		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),
+		TestAccuracy: jsonnum.FiniteOrNil(m.TestAccuracy), Epsilon: jsonnum.FiniteOrNil(m.Epsilon), Seconds: m.Seconds,
 	}
 	l.records = append(l.records, r)
 	if l.f == nil {

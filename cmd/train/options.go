@@ -35,23 +35,9 @@ const (
 	defaultNonPrivateEpochs = 10
 )
 
-// defaultLR is the learning rate of each optimizer when -lr is not given.
-var defaultLR = map[string]float64{
-	"sgd":       0.2,
-	"adam":      3e-3,
-	"dp-sgd":    3,
-	"dp-adam":   1e-2,
-	"dp-lssgd":  4,
-	"dp-lsadam": 1e-2,
-	"adp-sgd":   16,
-	"dp-hb":     0.4,
-	"dp-nag":    0.4,
-}
-
 var (
-	modelNames     = []string{"logreg", "mlp", "cnn", "cifar-cnn"}
-	optimizerNames = []string{"sgd", "adam", "dp-sgd", "dp-adam", "dp-lssgd", "dp-lsadam", "adp-sgd", "dp-hb", "dp-nag"}
-	datasetNames   = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
+	modelNames   = []string{"logreg", "mlp", "cnn", "cifar-cnn"}
+	datasetNames = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
 	// builtinShape is the example shape of the built-in data sets.
 	builtinShape = cli.BuiltinShape
 )
@@ -105,10 +91,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs: relu | tanh")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
-	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", "optimizer: "+strings.Join(optimizerNames, " | ")+" (sgd and adam are not private)")
+	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())
 	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
 	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
-	fs.Float64Var(&o.momentum, "momentum", 0, fmt.Sprintf("momentum in [0, 1): sgd, dp-sgd, dp-lssgd: heavy-ball momentum (default 0); dp-hb, dp-nag: β (default %g)", defaultHeavyMomentum))
 	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
@@ -118,7 +103,6 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.epsilon, "epsilon", defaultEpsilon, "target ε: the noise multiplier is calibrated so that the whole plan spends at most ε")
 	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
 	fs.StringVar(&o.accountant, "accountant", "rdp", "privacy accountant that calibrates the noise and reports ε (also for a resumed checkpoint): rdp (Rényi DP, Balle et al. conversion; long-standing, conservative) | pld (privacy loss distribution, pessimistic discretisation: a tighter upper bound, about 8-10% less noise for the same ε)")
-	fs.Float64Var(&o.lsSigma, "ls-sigma", defaultLSSigma, "Laplacian smoothing σ of dp-lssgd and dp-lsadam")
 	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: crypto/rand)")
 	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
@@ -129,16 +113,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	for _, f := range optimizerFlags {
+		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
+	}
 	addOwnDataFlags(fs, &o.own)
 	return fs
-}
-
-func lrDefaults() string {
-	var parts []string
-	for _, name := range optimizerNames {
-		parts = append(parts, fmt.Sprintf("%s %g", name, defaultLR[name]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // usageError is bad command-line input; its one-line message names the flag. It is
@@ -155,8 +134,6 @@ func oneOf(flagName, v string, allowed []string) error {
 	}
 	return usagef("-%s %q: unknown (want %s)", flagName, v, strings.Join(allowed, ", "))
 }
-
-func private(optimizer string) bool { return optimizer != "sgd" && optimizer != "adam" }
 
 // validate checks the flags that need no data; resolve has filled the defaults that depend
 // on other flags.
@@ -190,17 +167,11 @@ func (o *options) validate() error {
 	if !(o.lr > 0) || math.IsInf(o.lr, 0) {
 		return usagef("-lr %v: want a finite learning rate > 0", o.lr)
 	}
-	if !(o.momentum >= 0 && o.momentum < 1) {
-		return usagef("-momentum %v: want a value in [0, 1)", o.momentum)
-	}
-	if o.set["momentum"] && (o.optimizer == "adam" || o.optimizer == "dp-adam" || o.optimizer == "dp-lsadam" || o.optimizer == "adp-sgd") {
-		return usagef("-momentum applies to sgd, dp-sgd, dp-lssgd, dp-hb and dp-nag, not %s", o.optimizer)
-	}
 	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
 		return err
 	}
-	if o.optimizer == "adp-sgd" && o.lrSchedule != "constant" {
-		return usagef("-lr-schedule %s: adp-sgd has its own step size lr/√(20+t); leave -lr-schedule at constant", o.lrSchedule)
+	if err := o.validateOptimizer(); err != nil {
+		return err
 	}
 	if o.batch < 1 {
 		return usagef("-batch %d: want ≥ 1", o.batch)
@@ -217,12 +188,6 @@ func (o *options) validate() error {
 	if o.checkpointEvery > 0 && o.checkpoint == "" {
 		return usagef("-checkpoint-every needs -checkpoint FILE")
 	}
-	if o.set["ls-sigma"] && o.optimizer != "dp-lssgd" && o.optimizer != "dp-lsadam" {
-		return usagef("-ls-sigma applies to dp-lssgd and dp-lsadam, not %s", o.optimizer)
-	}
-	if !(o.lsSigma >= 0) || math.IsInf(o.lsSigma, 0) {
-		return usagef("-ls-sigma %v: want a finite σ ≥ 0", o.lsSigma)
-	}
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
 		return usagef("-plot %s: want a .png file name", o.plot)
 	}
@@ -230,12 +195,7 @@ func (o *options) validate() error {
 		return usagef("-accountant %q: want rdp or pld", o.accountant)
 	}
 	if !private(o.optimizer) {
-		for _, f := range []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant"} {
-			if o.set[f] {
-				return usagef("-%s: optimizer %s is not private (no clipping, no noise, ε = ∞); use dp-%s for private training", f, o.optimizer, o.optimizer)
-			}
-		}
-		return nil
+		return nil // validateOptimizer rejected the privacy flags
 	}
 	if o.set["noise"] && o.set["epsilon"] {
 		return usagef("-noise and -epsilon: give one (-noise z reports the ε it spends; -epsilon ε calibrates z)")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -207,17 +208,6 @@ func noiseDescription(noise string) string {
 	return noise
 }
 
-func lrString(o *options) string {
-	if o.optimizer == "adp-sgd" {
-		return fmt.Sprintf("step size %g/√(20+t)", o.lr)
-	}
-	s := fmt.Sprintf("lr %g (%s)", o.lr, o.lrSchedule)
-	if o.momentum > 0 {
-		s += fmt.Sprintf(", momentum %g", o.momentum)
-	}
-	return s
-}
-
 // exampleShape describes an example's shape: "3 features" for a table, "1×28×28" else.
 func exampleShape(shape []int) string {
 	if len(shape) == 1 {
@@ -265,10 +255,10 @@ type summary struct {
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
 	p := t.Plan()
 	s := &summary{
-		TestAccuracy:    finiteOrNil(res.TestAccuracy),
-		TestLoss:        finiteOrNil(res.TestLoss),
+		TestAccuracy:    jsonnum.FiniteOrNil(res.TestAccuracy),
+		TestLoss:        jsonnum.FiniteOrNil(res.TestLoss),
 		Private:         p.Private,
-		Epsilon:         finiteOrNil(res.Spent.Epsilon),
+		Epsilon:         jsonnum.FiniteOrNil(res.Spent.Epsilon),
 		Delta:           p.Delta,
 		TargetEpsilon:   p.TargetEpsilon,
 		NoiseMultiplier: p.NoiseMultiplier,
@@ -336,13 +326,6 @@ func resumedNoise(calibratedFor, target float64) string {
 		budget = "; no ε budget"
 	}
 	return fmt.Sprintf("(the checkpoint's, %s%s)", how, budget)
-}
-
-func finiteOrNil(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }
 
 func (s *summary) writeJSON(w io.Writer) error {

@@ -308,21 +308,22 @@ func (o *options) resolve() {
 			o.model, _ = defaultModel(shape)
 		}
 	}
-	if !o.set["lr"] && !contains(o.fromCheckpoint, "lr") {
-		o.lr = defaultLR[o.optimizer]
-	}
-	if !o.set["momentum"] && !contains(o.fromCheckpoint, "momentum") && (o.optimizer == "dp-hb" || o.optimizer == "dp-nag") {
-		o.momentum = defaultHeavyMomentum
-	}
+	o.resolveOptimizer()
 	if !private(o.optimizer) {
-		if !o.set["batch"] && !contains(o.fromCheckpoint, "batch") {
+		if !o.given("batch") {
 			o.batch = defaultNonPrivateBatch
 		}
-		if !o.set["epochs"] && !contains(o.fromCheckpoint, "epochs") {
+		if !o.given("epochs") {
 			o.epochs = defaultNonPrivateEpochs
 		}
 	}
-	o.physicalBatchDefaulted = !o.set["physical-batch"] && !contains(o.fromCheckpoint, "physical-batch")
+	o.physicalBatchDefaulted = !o.given("physical-batch")
+}
+
+// given says whether flag name was given on the command line or taken from the
+// resumed checkpoint (and so is not to be defaulted).
+func (o *options) given(name string) bool {
+	return o.set[name] || contains(o.fromCheckpoint, name)
 }
 
 func contains(list []string, s string) bool {
@@ -349,13 +350,7 @@ func (o *options) settings() map[string]string {
 	if o.model != "logreg" {
 		s["activation"] = o.activation
 	}
-	switch o.optimizer {
-	case "sgd", "dp-sgd", "dp-lssgd", "dp-hb", "dp-nag":
-		s["momentum"] = strconv.FormatFloat(o.momentum, 'g', -1, 64)
-	}
-	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
-		s["ls-sigma"] = strconv.FormatFloat(o.lsSigma, 'g', -1, 64)
-	}
+	o.optimizerSettings(s)
 	o.ownDataSettings(s)
 	if o.calibratedForSetting != "" {
 		s[settingCalibratedFor] = o.calibratedForSetting
@@ -483,22 +478,11 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch o.optimizer {
-	case "sgd", "dp-sgd", "dp-lssgd":
-		r := dpoptim.NewSGD(sched)
-		r.Momentum = o.momentum
-		return r, nil
-	case "adam", "dp-adam", "dp-lsadam":
-		return dpoptim.NewAdam(sched), nil
-	case "adp-sgd":
-		// The ADP-SGD paper's experiments: η_t = lr/√(20 + t), noise matched to it.
-		return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1}, nil
-	case "dp-hb":
-		return &dpoptim.HeavyBall{LearningRate: sched, Momentum: o.momentum}, nil
-	case "dp-nag":
-		return &dpoptim.Nesterov{LearningRate: sched, Momentum: o.momentum}, nil
+	spec := lookupOptimizer(o.optimizer)
+	if spec == nil {
+		return nil, usagef("-optimizer %q: unknown", o.optimizer)
 	}
-	return nil, usagef("-optimizer %q: unknown", o.optimizer)
+	return spec.build(o, sched), nil
 }
 
 func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
@@ -517,7 +501,7 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 	} else {
 		p.TargetEpsilon = o.epsilon
 	}
-	if o.optimizer == "dp-lssgd" || o.optimizer == "dp-lsadam" {
+	if lookupOptimizer(o.optimizer).takesFlag("ls-sigma") {
 		var layout []smoothing.Tensor
 		for _, t := range m.Layout() {
 			layout = append(layout, smoothing.Tensor{Name: t.Name, Shape: t.Shape})

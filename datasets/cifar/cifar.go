@@ -20,8 +20,8 @@ import (
 // with errors.Is.
 var (
 	ErrRecordSize    = errors.New("not a whole number of records")
-	ErrTruncated     = errors.New("file ends early")
-	ErrLabelRange    = errors.New("label out of range")
+	ErrTruncated     = datasets.ErrTruncated // the same error in both readers
+	ErrLabelRange    = datasets.ErrLabelRange
 	ErrLabelConflict = errors.New("fine class in more than one coarse class")
 )
 

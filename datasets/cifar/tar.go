@@ -35,6 +35,8 @@ type tarHeader struct {
 	Regular bool
 }
 
+var _ io.Reader = (*tarReader)(nil)
+
 func newTarReader(r io.Reader) *tarReader { return &tarReader{r: r} }
 
 // Next skips the rest of the current member and returns the next one's header, or
@@ -69,15 +71,19 @@ func (t *tarReader) Next() (*tarHeader, error) {
 			}
 		}
 		flag := b[156]
-		if t.pending.name != "" {
-			name, t.pending.name = t.pending.name, ""
-		}
-		if t.pending.set && flag != 'x' && flag != 'g' && flag != 'L' {
-			size, t.pending.set = t.pending.size, false
+		// GNU long name and link ('L', 'K'), PAX extended and global headers ('x',
+		// 'g') are not members: what 'L' and 'x' say belongs to the next header that is.
+		meta := flag == 'L' || flag == 'K' || flag == 'x' || flag == 'g'
+		if !meta {
+			if t.pending.name != "" {
+				name, t.pending.name = t.pending.name, ""
+			}
+			if t.pending.set {
+				size, t.pending.set = t.pending.size, false
+			}
 		}
 		t.left, t.pad = size, (512-size%512)%512
-		switch flag {
-		case 'L', 'x': // GNU long name, PAX extended header: they describe the next member
+		if meta {
 			if size > 1<<20 {
 				return nil, fmt.Errorf("%w: %d-byte extended header", errTarHeader, size)
 			}
@@ -90,11 +96,14 @@ func (t *tarReader) Next() (*tarHeader, error) {
 				return nil, err
 			}
 			t.pad = 0
-			if flag == 'L' {
+			switch flag {
+			case 'L':
 				t.pending.name = strings.TrimRight(string(data), "\x00")
-			} else if err := t.pax(data); err != nil {
-				return nil, err
-			}
+			case 'x':
+				if err := t.pax(data); err != nil {
+					return nil, err
+				}
+			} // 'K' (a link's target) and 'g' (archive-wide defaults): nothing the reader needs
 			continue
 		}
 		return &tarHeader{Name: name, Size: size, Regular: flag == '0' || flag == 0 || flag == '7'}, nil

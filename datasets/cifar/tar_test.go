@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,61 @@ func TestTarReaderFaults(t *testing.T) {
 	r.Next()
 	if _, err := r.Next(); err != io.ErrUnexpectedEOF {
 		t.Errorf("no end-of-archive blocks: %v", err)
+	}
+}
+
+// rawTarHeader is a 512-byte tar header block of a member name, type flag and size, with
+// its checksum (the POSIX sum of the bytes, the checksum field counted as spaces).
+func rawTarHeader(name string, flag byte, size int) []byte {
+	b := make([]byte, 512)
+	copy(b, name)
+	copy(b[100:], "0000644\x00")
+	copy(b[124:], []byte(strconv.FormatInt(int64(size), 8)+"\x00"))
+	b[156] = flag
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:156], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], []byte(strconv.FormatInt(int64(sum), 8)+"\x00"))
+	return b
+}
+
+// tarMember is a header block and its data padded to whole blocks.
+func tarMember(name string, flag byte, data string, size int) []byte {
+	b := rawTarHeader(name, flag, size)
+	b = append(b, data...)
+	return append(b, make([]byte, (512-len(data)%512)%512)...)
+}
+
+// TestTarLongNameGoesToTheMember: a GNU long name ('L') names the next member, not an
+// extended ('x'), global ('g') or long-link ('K') header that comes between; a PAX size
+// likewise; and it names only that member.
+func TestTarLongNameGoesToTheMember(t *testing.T) {
+	long := strings.Repeat("n", 150) + ".bin"
+	var b []byte
+	b = append(b, tarMember("././@LongLink", 'L', long+"\x00", len(long)+1)...)
+	b = append(b, tarMember("pax", 'x', "10 size=5\n", 10)...)
+	b = append(b, tarMember("global", 'g', "13 comment=a\n", 13)...)
+	b = append(b, tarMember("././@LongLink", 'K', "target\x00", 7)...)
+	b = append(b, tarMember("short.bin", '0', "hello", 0)...) // the PAX size (5) applies
+	b = append(b, tarMember("next.bin", '0', "abc", 3)...)
+	b = append(b, make([]byte, 1024)...)
+	r := newTarReader(bytes.NewReader(b))
+	for _, want := range []struct {
+		name, data string
+	}{{long, "hello"}, {"next.bin", "abc"}} {
+		h, err := r.Next()
+		if err != nil {
+			t.Fatalf("want %s: %v", want.name, err)
+		}
+		got, _ := io.ReadAll(r)
+		if h.Name != want.name || !h.Regular || h.Size != int64(len(want.data)) || string(got) != want.data {
+			t.Errorf("member %+v with %q, want %s (regular, %q)", h, got, want.name, want.data)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Errorf("after the last member: %v, want io.EOF", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/privtrain/privtrain/datasets"
 )
 
 // Errors of the IDX reader. They come wrapped with the file's path and the details of
@@ -13,10 +15,10 @@ import (
 var (
 	ErrMagic         = errors.New("wrong magic number")
 	ErrDimensions    = errors.New("bad dimensions")
-	ErrTruncated     = errors.New("file ends early")
+	ErrTruncated     = datasets.ErrTruncated // the same error in both readers
 	ErrTrailingData  = errors.New("data after the last item")
 	ErrCountMismatch = errors.New("image and label counts differ")
-	ErrLabelRange    = errors.New("label out of range")
+	ErrLabelRange    = datasets.ErrLabelRange
 )
 
 // IDX magic numbers: two zero bytes, the element type (0x08: unsigned byte), the number
@@ -42,6 +44,12 @@ const (
 // the buffer; without it the buffer grows as data arrives, so that a corrupt header
 // cannot make the reader allocate more than the data it actually has.
 func decodeImages(r io.Reader, hint int) (n, rows, cols int, pixels []byte, err error) {
+	return decodeImagesMax(r, hint, 0)
+}
+
+// decodeImagesMax is decodeImages with a bound maxBytes > 0 on the pixel bytes (0: none
+// but maxItems and maxSide).
+func decodeImagesMax(r io.Reader, hint, maxBytes int) (n, rows, cols int, pixels []byte, err error) {
 	var h [16]byte
 	if err := readHeader(r, h[:], magicImages, "3 dimensions"); err != nil {
 		return 0, 0, 0, nil, err
@@ -54,6 +62,9 @@ func decodeImages(r io.Reader, hint int) (n, rows, cols int, pixels []byte, err 
 			ErrDimensions, n64, r64, c64, maxItems, maxSide)
 	}
 	n, rows, cols = int(n64), int(r64), int(c64)
+	if maxBytes > 0 && int64(n)*int64(rows)*int64(cols) > int64(maxBytes) {
+		return 0, 0, 0, nil, fmt.Errorf("%w: %d images of %d×%d, more than %d bytes", ErrDimensions, n, rows, cols, maxBytes)
+	}
 	pixels, err = readBody(r, n*rows*cols, hint)
 	if err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("%w (header: %d images of %d×%d)", err, n, rows, cols)

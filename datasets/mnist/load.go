@@ -139,25 +139,55 @@ func (f idxFile) decode(dec func(r io.Reader, hint int) error) error {
 	if err != nil {
 		return fmt.Errorf("mnist: %s: %w", f.path, err)
 	}
-	br := bufio.NewReaderSize(file, 1<<16)
-	var r io.Reader = br
 	hint := int(st.Size())
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("mnist: %s: gzip: %w", f.path, err)
-		}
-		defer zr.Close()
-		r = zr
+	r, zipped, err := maybeGunzip(bufio.NewReaderSize(file, 1<<16))
+	if err != nil {
+		return fmt.Errorf("mnist: %s: %w", f.path, err)
+	}
+	if zipped {
 		hint = gzipSize(file, st.Size())
 	}
-	if err := dec(r, hint); err != nil {
-		if err == io.ErrUnexpectedEOF { // from gzip: the compressed stream is cut short
-			err = fmt.Errorf("%w: compressed stream incomplete", ErrTruncated)
-		}
+	if err := gzipTruncated(dec(r, hint)); err != nil {
 		return fmt.Errorf("mnist: %s: %w", f.path, err)
 	}
 	return nil
+}
+
+// maybeGunzip undoes gzip when the content starts with gzip's magic bytes (IDX files
+// start with two zero bytes, so the two cannot be confused).
+func maybeGunzip(br *bufio.Reader) (r io.Reader, zipped bool, err error) {
+	if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, false, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, false, fmt.Errorf("gzip: %w", err)
+	}
+	return zr, true, nil
+}
+
+// gzipTruncated reports the io.ErrUnexpectedEOF of a gzip stream cut short as
+// ErrTruncated.
+func gzipTruncated(err error) error {
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: compressed stream incomplete", ErrTruncated)
+	}
+	return err
+}
+
+// DecodeImages reads an IDX file of unsigned-byte images (magic 0x00000803: the number of
+// images, rows and columns as big-endian uint32, then the pixels, image after image, row
+// after row), raw or gzipped, as Load reads the images of MNIST. maxBytes > 0 bounds the
+// pixel bytes that the header may announce (a larger file is ErrDimensions); the buffer
+// grows only as data arrives. Errors match ErrMagic, ErrDimensions, ErrTruncated and
+// ErrTrailingData under errors.Is.
+func DecodeImages(r io.Reader, maxBytes int) (n, rows, cols int, pixels []byte, err error) {
+	in, _, err := maybeGunzip(bufio.NewReader(r))
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	n, rows, cols, pixels, err = decodeImagesMax(in, 0, maxBytes)
+	return n, rows, cols, pixels, gzipTruncated(err)
 }
 
 // gzipSize returns the uncompressed size recorded in a gzip file's last four bytes

@@ -143,9 +143,7 @@ func (o *DataFlags) Validate(dataset string) error {
 		if _, err := datasets.ParseRanges(o.Scale); err != nil {
 			return Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
-		switch o.Header {
-		case "auto", "yes", "no":
-		default:
+		if _, err := datasets.ParseHeader(o.Header); err != nil {
 			return Usagef("-header %q: unknown (want auto, yes, no)", o.Header)
 		}
 		return nil
@@ -270,7 +268,7 @@ func loadOwnData(dataset, data string, o *DataFlags) (train, test datasets.Datas
 		if err != nil {
 			return nil, nil, "", nil, Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
-		header := map[string]datasets.Header{"auto": datasets.HeaderAuto, "yes": datasets.HeaderYes, "no": datasets.HeaderNo}[o.Header]
+		header, _ := datasets.ParseHeader(o.Header) // checked by Validate; as before, a checkpoint's unknown value reads as auto
 		t, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: o.Label, Header: header, Ranges: ranges})
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
