@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/privtrain/privtrain/internal/jsonnum"
 	"io"
 	"math"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
