@@ -90,6 +90,9 @@ var _ Gradient[float32] = formed[float32]{}
 
 func (f formed[T]) RowScratch() int { return f.NumParams() }
 
+// Unwrap is the ExampleKind (for tests and diagnostics that read a kind's buffers).
+func (f formed[T]) Unwrap() ExampleKind[T] { return f.ExampleKind }
+
 func (f formed[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	if s, ok := f.ExampleKind.(Scatterer[T]); ok {
 		s.Scatter(g, dst, overwrite)
