@@ -22,12 +22,18 @@ import (
 // Gorgonia's layouts (conv Z NCHW, im2col [B, OH, OW, k] with k ordered (c, kh, kw)).
 func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) (logits []float64, gradZ, tapIn [][]float64) {
 	t.Helper()
+	logits, gradZ, tapIn, _ = stackReferenceTaps(t, ls, in, b, params, x, r)
+	return logits, gradZ, tapIn
+}
+
+// stackReferenceTaps is stackReference with the taps.
+func stackReferenceTaps(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) (logits []float64, gradZ, tapIn [][]float64, taps []*Tap) {
+	t.Helper()
 	g := G.NewGraph()
 	shape := append([]int{b}, in...)
 	h := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), x...)))))
 	cur := in
-	var taps []*Tap
 	for li, l := range ls {
 		var nodes []*G.Node
 		for j, p := range l.Params(cur) {
@@ -89,9 +95,13 @@ func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]floa
 	// it from a forward-only graph of the layers before the dense layer instead.
 	ti := 0
 	for li, l := range ls {
-		switch l.(type) {
+		switch l := l.(type) {
 		case Conv2D, *Conv2D:
 			ti++
+		case GroupNorm:
+			if !l.NoAffine {
+				ti++
+			}
 		case Dense, *Dense:
 			if li > 0 {
 				tapIn[ti] = stackForward(t, ls[:li], in, b, params, x)
@@ -99,7 +109,7 @@ func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]floa
 			ti++
 		}
 	}
-	return append([]float64(nil), (*lv).Data().([]float64)...), gradZ, tapIn
+	return append([]float64(nil), (*lv).Data().([]float64)...), gradZ, tapIn, taps
 }
 
 // stackForward is the output of a forward-only Gorgonia graph of ls.
@@ -299,7 +309,9 @@ type rawTap[T clipping.Float] struct {
 }
 
 func raw[T clipping.Float](g clipping.Gradient[T]) rawTap[T] {
-	if u, ok := g.(interface{ Unwrap() clipping.ExampleKind[T] }); ok {
+	if u, ok := g.(interface {
+		Unwrap() clipping.ExampleKind[T]
+	}); ok {
 		c := u.Unwrap().(*clipping.Conv[T])
 		return rawTap[T]{conv: true, In: c.In, GradZ: c.GradZ, InDim: c.InDim, OutDim: c.OutDim, Positions: c.Positions,
 			InOrder: c.InOrder, Patches: c.Patches}
