@@ -9,8 +9,8 @@ import (
 // forms example i's gradient (outer(A_i, dZ_i), then dZ_i) into a buffer.
 type exampleDense[T Float] struct{ d *Dense[T] }
 
-func (e exampleDense[T]) NumParams() int                      { return e.d.NumParams() }
-func (e exampleDense[T]) Check(batch int) error               { return e.d.Check(batch) }
+func (e exampleDense[T]) NumParams() int                       { return e.d.NumParams() }
+func (e exampleDense[T]) Check(batch int) error                { return e.d.Check(batch) }
 func (e exampleDense[T]) NewExampleScratch() ExampleScratch[T] { return e }
 func (e exampleDense[T]) Example(_, i int, g []T) {
 	k, F := e.d.InDim, e.d.OutDim
