@@ -202,7 +202,7 @@ func (n *net[T]) run(train bool, b Batch) (float64, int, error) {
 	if train {
 		gr = n.train
 		if len(n.eval.tapIn) > 0 {
-			// The dense layers' inputs come from the evaluation graph (graph.denseIn).
+			// The taps' inputs come from the evaluation graph (graph.tapIn).
 			if _, _, err := n.run(false, b); err != nil {
 				return 0, 0, err
 			}
