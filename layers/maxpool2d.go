@@ -26,32 +26,39 @@ type MaxPool2D struct {
 // Kind is "maxpool".
 func (MaxPool2D) Kind() string { return "maxpool" }
 
-func (l MaxPool2D) stride() [2]int {
-	s := l.Stride
-	for i := range s {
-		if s[i] == 0 {
-			s[i] = l.Kernel[i]
+func (l MaxPool2D) stride() [2]int { return poolStride(l.Kernel, l.Stride) }
+
+// poolStride is stride with zero entries replaced by the kernel size.
+func poolStride(kernel, stride [2]int) [2]int {
+	for i := range stride {
+		if stride[i] == 0 {
+			stride[i] = kernel[i]
 		}
 	}
-	return s
+	return stride
 }
 
 // OutputShape is [C, OH, OW] with OH = (H + 2·Padding[0] − kh)/stride + 1 (floor).
 func (l MaxPool2D) OutputShape(in []int) ([]int, error) {
-	s := l.stride()
+	return poolShape("maxpool", l.Kernel, l.Stride, l.Padding, in)
+}
+
+// poolShape is the output shape of a pooling layer (see MaxPool2D.OutputShape).
+func poolShape(kind string, kernel, stride, padding [2]int, in []int) ([]int, error) {
+	s := poolStride(kernel, stride)
 	switch {
-	case l.Kernel[0] <= 0 || l.Kernel[1] <= 0:
-		return nil, fmt.Errorf("maxpool: kernel %v", l.Kernel)
+	case kernel[0] <= 0 || kernel[1] <= 0:
+		return nil, fmt.Errorf("%s: kernel %v", kind, kernel)
 	case s[0] <= 0 || s[1] <= 0:
-		return nil, fmt.Errorf("maxpool: stride %v", l.Stride)
-	case l.Padding[0] < 0 || l.Padding[1] < 0 || 2*l.Padding[0] > l.Kernel[0] || 2*l.Padding[1] > l.Kernel[1]:
-		return nil, fmt.Errorf("maxpool: padding %v must be between 0 and half the kernel %v", l.Padding, l.Kernel)
+		return nil, fmt.Errorf("%s: stride %v", kind, stride)
+	case padding[0] < 0 || padding[1] < 0 || 2*padding[0] > kernel[0] || 2*padding[1] > kernel[1]:
+		return nil, fmt.Errorf("%s: padding %v must be between 0 and half the kernel %v", kind, padding, kernel)
 	case len(in) != 3 || num.Prod(in) <= 0:
-		return nil, fmt.Errorf("maxpool: input shape %v is not [channels, height, width]", in)
+		return nil, fmt.Errorf("%s: input shape %v is not [channels, height, width]", kind, in)
 	}
-	h, w := in[1]+2*l.Padding[0]-l.Kernel[0], in[2]+2*l.Padding[1]-l.Kernel[1]
+	h, w := in[1]+2*padding[0]-kernel[0], in[2]+2*padding[1]-kernel[1]
 	if h < 0 || w < 0 {
-		return nil, fmt.Errorf("maxpool: kernel %v larger than padded input %v", l.Kernel, in)
+		return nil, fmt.Errorf("%s: kernel %v larger than padded input %v", kind, kernel, in)
 	}
 	return []int{in[0], h/s[0] + 1, w/s[1] + 1}, nil
 }
@@ -104,21 +111,28 @@ func newMaxPoolOp[T clipping.Float](l MaxPool2D, in activation) (*maxPoolOp[T], 
 	if o.h*o.w*o.c >= 1<<31 {
 		return nil, activation{}, fmt.Errorf("layers: maxpool of %d×%d×%d too large", o.c, o.h, o.w)
 	}
-	o.start = make([]int32, 0, o.oh*o.ow+1)
-	for oy := range o.oh {
-		y0 := oy*s[0] - l.Padding[0]
-		for ox := range o.ow {
-			x0 := ox*s[1] - l.Padding[1]
-			o.start = append(o.start, int32(len(o.cells)))
-			for r := max(y0, 0); r < min(y0+l.Kernel[0], o.h); r++ {
-				for q := max(x0, 0); q < min(x0+l.Kernel[1], o.w); q++ {
-					o.cells = append(o.cells, int32((r*o.w+q)*o.c))
+	o.cells, o.start = poolWindows(in, o.oh, o.ow, l.Kernel, s, l.Padding)
+	return o, activation{image: true, nhwc: true, h: o.oh, w: o.ow, c: o.c, n: o.oh * o.ow * o.c}, nil
+}
+
+// poolWindows lists the input cells of each output pixel p of a pool over NHWC image in:
+// cells[start[p]…start[p+1]−1] are the offsets of the window's cells inside the image, in
+// row-major window order, padded cells left out.
+func poolWindows(in activation, oh, ow int, kernel, stride, padding [2]int) (cells, start []int32) {
+	start = make([]int32, 0, oh*ow+1)
+	for oy := range oh {
+		y0 := oy*stride[0] - padding[0]
+		for ox := range ow {
+			x0 := ox*stride[1] - padding[1]
+			start = append(start, int32(len(cells)))
+			for r := max(y0, 0); r < min(y0+kernel[0], in.h); r++ {
+				for q := max(x0, 0); q < min(x0+kernel[1], in.w); q++ {
+					cells = append(cells, int32((r*in.w+q)*in.c))
 				}
 			}
 		}
 	}
-	o.start = append(o.start, int32(len(o.cells)))
-	return o, activation{image: true, nhwc: true, h: o.oh, w: o.ow, c: o.c, n: o.oh * o.ow * o.c}, nil
+	return cells, append(start, int32(len(cells)))
 }
 
 func (o *maxPoolOp[T]) alias() bool             { return false }
