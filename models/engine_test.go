@@ -22,15 +22,16 @@ func tanhBeforeFlatten() nn.Spec {
 	}}
 }
 
-// groupNormNet has GroupNorm with and without parameters, after a tanh and before a ReLU.
+// groupNormNet has GroupNorm with and without parameters, after a tanh and before a ReLU,
+// and average pooling with padding.
 func groupNormNet() nn.Spec {
-	return nn.Spec{Name: "groupnorm", InputShape: []int{2, 6, 6}, NumClasses: 3, Layers: []layers.Layer{
+	return nn.Spec{Name: "groupnorm-avgpool", InputShape: []int{2, 6, 6}, NumClasses: 3, Layers: []layers.Layer{
 		layers.GroupNorm{Groups: 2, NoAffine: true},
 		layers.Conv2D{Filters: 4, Kernel: [2]int{3, 3}},
 		layers.Tanh{},
 		layers.GroupNorm{Groups: 2},
 		layers.ReLU{},
-		layers.MaxPool2D{Kernel: [2]int{2, 2}},
+		layers.AvgPool2D{Kernel: [2]int{2, 2}, Padding: [2]int{1, 1}},
 		layers.Flatten{},
 		layers.Dense{Units: 3},
 	}}
