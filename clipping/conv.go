@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Conv is the per-example gradient of a convolution computed as Z_i = W·U_iᵀ + b, with W
@@ -16,7 +17,7 @@ import (
 // By default the layout is Gorgonia's (GradZ channels first, In's columns in the weight's
 // order). The native engine's NHWC layout sets PositionsMajor and InOrder, and rebuilds
 // patches on demand (Patches) instead of keeping In for the whole batch.
-type Conv[T Float] struct {
+type Conv[T num.Float] struct {
 	// In is U, [B × Positions × InDim]; nil when Patches stands in for it.
 	In []T
 	// GradZ is ∂loss/∂Z, [B × OutDim × Positions] ([B × Positions × OutDim] with
@@ -118,7 +119,7 @@ func (t *Conv[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	scatter(g[k*F:], dst[k*F:], overwrite)
 }
 
-type convScratch[T Float] struct {
+type convScratch[T num.Float] struct {
 	t       *Conv[T]
 	ones    []T
 	patches []T

@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Dense is the per-example gradient of a fully connected layer Z = A·W + b with W of shape
 // [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i) for W (row-major) and dZ_i for
 // b. No per-example gradient is ever formed: ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and
 // Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
-type Dense[T Float] struct {
+type Dense[T num.Float] struct {
 	// In is the layer input A, [B × InDim]; GradZ is ∂loss/∂Z, [B × OutDim].
 	In, GradZ     []T
 	InDim, OutDim int
@@ -95,7 +96,7 @@ func (t *Dense[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	scatter(g[k*F:], dst[k*F:], overwrite)
 }
 
-type denseScratch[T Float] struct {
+type denseScratch[T num.Float] struct {
 	t              *Dense[T]
 	packIn, packGZ []T // a chunk's rows of In and (scaled) GradZ
 	ones           []T // for bias sums

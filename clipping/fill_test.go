@@ -7,12 +7,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // relayout returns taps holding the same per-example gradients as taps, stored the way a
 // native NHWC network stores them: conv GradZ positions-major, and the columns of In
 // permuted (InOrder says where each one goes).
-func relayout[T Float](rng *rand.Rand, taps []Tap[T], batch int) []Tap[T] {
+func relayout[T num.Float](rng *rand.Rand, taps []Tap[T], batch int) []Tap[T] {
 	out := make([]Tap[T], len(taps))
 	for l, t := range taps {
 		k, F, P := t.InDim, t.OutDim, t.positions()

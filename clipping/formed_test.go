@@ -3,11 +3,13 @@ package clipping
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // exampleDense is a test-only kind written the way a new layer would be first: it only
 // forms example i's gradient (outer(A_i, dZ_i), then dZ_i) into a buffer.
-type exampleDense[T Float] struct{ d *Dense[T] }
+type exampleDense[T num.Float] struct{ d *Dense[T] }
 
 func (e exampleDense[T]) NumParams() int                       { return e.d.NumParams() }
 func (e exampleDense[T]) Check(batch int) error                { return e.d.Check(batch) }

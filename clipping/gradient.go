@@ -7,9 +7,6 @@ import (
 	"github.com/privtrain/privtrain/internal/num"
 )
 
-// Float is the element type of a network's gradients: its dtype.
-type Float = num.Float
-
 // Gradient is one parametrised layer's per-example gradients, as a layer kind forms them
 // from what its network's backward pass left (typically the layer's input and the gradient
 // of the summed loss at its output, refreshed in place before every Workspace call). It is
@@ -19,7 +16,7 @@ type Float = num.Float
 // The layer's parameters occupy NumParams consecutive entries of the flat parameter vector.
 // A kind may keep sums in an order of its own ("kind order", e.g. a permuted weight);
 // Scatter maps that order to the flat layout.
-type Gradient[T Float] interface {
+type Gradient[T num.Float] interface {
 	// NumParams is the number of parameters of the layer.
 	NumParams() int
 	// Check reports (ErrShape) whether the kind's buffers fit a batch of the given size.
@@ -39,7 +36,7 @@ type Gradient[T Float] interface {
 // Scratch is a Gradient's work for one worker. rows are batch rows (real examples,
 // increasing); worker is the Filler's worker whose fill the call follows (its activations
 // may still be in that worker's cache) or −1. A method reads only the given rows.
-type Scratch[T Float] interface {
+type Scratch[T num.Float] interface {
 	// SquaredNorms writes ‖g_i‖² of example rows[q]'s gradient into sq[q].
 	SquaredNorms(worker int, rows []int, sq []float64)
 	// ClippedSum adds Σ_q coef[q]·g_{rows[q]} to acc (NumParams values, kind order). It is
@@ -55,7 +52,7 @@ type Scratch[T Float] interface {
 // ExampleKind is the least a new layer kind implements: forming one example's gradient
 // into a buffer. Formed turns it into a Gradient that forms a chunk's gradients in
 // per-worker scratch, takes their norms, and adds their clipped sum with one GEMM.
-type ExampleKind[T Float] interface {
+type ExampleKind[T num.Float] interface {
 	NumParams() int
 	Check(batch int) error
 	// NewExampleScratch returns one worker's buffers for forming examples.
@@ -63,7 +60,7 @@ type ExampleKind[T Float] interface {
 }
 
 // ExampleScratch forms examples for one worker.
-type ExampleScratch[T Float] interface {
+type ExampleScratch[T num.Float] interface {
 	// Example writes example i's gradient into g (NumParams values, in the flat layout
 	// unless the kind is a Scatterer).
 	Example(worker, i int, g []T)
@@ -71,20 +68,20 @@ type ExampleScratch[T Float] interface {
 
 // ExampleAdder is an optional ExampleScratch method for plain sums: acc += g_i without
 // forming g_i.
-type ExampleAdder[T Float] interface {
+type ExampleAdder[T num.Float] interface {
 	AddExample(worker, i int, acc []T)
 }
 
 // Scatterer is an optional ExampleKind method for a kind whose gradients are not in the
 // flat layout (see Gradient.Scatter).
-type Scatterer[T Float] interface {
+type Scatterer[T num.Float] interface {
 	Scatter(g []T, dst []float64, overwrite bool)
 }
 
 // Formed is the Gradient of an ExampleKind.
-func Formed[T Float](k ExampleKind[T]) Gradient[T] { return formed[T]{k} }
+func Formed[T num.Float](k ExampleKind[T]) Gradient[T] { return formed[T]{k} }
 
-type formed[T Float] struct{ ExampleKind[T] }
+type formed[T num.Float] struct{ ExampleKind[T] }
 
 var _ Gradient[float32] = formed[float32]{}
 
@@ -105,7 +102,7 @@ func (f formed[T]) NewScratch(chunk int) Scratch[T] {
 	return &formedScratch[T]{ex: f.NewExampleScratch(), np: f.NumParams(), grads: make([]T, chunk*f.NumParams())}
 }
 
-type formedScratch[T Float] struct {
+type formedScratch[T num.Float] struct {
 	ex    ExampleScratch[T]
 	np    int
 	grads []T // [chunk × np]: the last SquaredNorms' gradients
@@ -145,7 +142,7 @@ func (s *formedScratch[T]) Sum(worker int, rows []int, acc []T) {
 func (s *formedScratch[T]) Example(worker, i int, g []T) { s.ex.Example(worker, i, g) }
 
 // scatter adds (or writes) g into dst, both in the same order.
-func scatter[T Float](g []T, dst []float64, overwrite bool) {
+func scatter[T num.Float](g []T, dst []float64, overwrite bool) {
 	if overwrite {
 		for j, v := range g {
 			dst[j] = float64(v)
@@ -158,7 +155,7 @@ func scatter[T Float](g []T, dst []float64, overwrite bool) {
 }
 
 // checkLen reports a buffer whose length is not want.
-func checkLen[T Float](kind, what string, buf []T, want int) error {
+func checkLen[T num.Float](kind, what string, buf []T, want int) error {
 	if len(buf) != want {
 		return fmt.Errorf("%w: %s %s has %d values, want %d", ErrShape, kind, what, len(buf), want)
 	}
@@ -194,7 +191,7 @@ type Shape interface {
 }
 
 // Bind binds s to buffers of T.
-func Bind[T Float](s Shape, in, gradZ []T) Gradient[T] {
+func Bind[T num.Float](s Shape, in, gradZ []T) Gradient[T] {
 	switch b := any(in).(type) {
 	case []float32:
 		return any(s.Bind32(b, any(gradZ).([]float32))).(Gradient[T])

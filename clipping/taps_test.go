@@ -1,5 +1,7 @@
 package clipping
 
+import "github.com/privtrain/privtrain/internal/num"
+
 // The tests describe layers by the fields of the former Tap struct and turn them into the
 // kinds' Gradients (Dense, Conv) through gradients.
 
@@ -11,7 +13,7 @@ const (
 )
 
 // Tap is one test layer: a dense or conv gradient's fields in one struct.
-type Tap[T Float] struct {
+type Tap[T num.Float] struct {
 	Kind                     testKind
 	In, GradZ                []T
 	InDim, OutDim, Positions int
@@ -48,7 +50,7 @@ func (t Tap[T]) gradient() Gradient[T] {
 	return nil
 }
 
-func gradients[T Float](taps []Tap[T]) []Gradient[T] {
+func gradients[T num.Float](taps []Tap[T]) []Gradient[T] {
 	if taps == nil {
 		return nil
 	}

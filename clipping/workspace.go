@@ -27,7 +27,7 @@ import (
 // buffers hold there.
 //
 // A Workspace is not safe for concurrent use.
-type Workspace[T Float] struct {
+type Workspace[T num.Float] struct {
 	grads   []Gradient[T]
 	batch   int
 	offsets []int // first flat index of each layer's parameters
@@ -56,7 +56,7 @@ const (
 )
 
 // scratch is one worker's buffers for one chunk.
-type scratch[T Float] struct {
+type scratch[T num.Float] struct {
 	chunk     int
 	kinds     []Scratch[T] // per layer
 	coef      []T          // the chunk's factors for one layer
@@ -85,7 +85,7 @@ type Filler func(worker, lo, hi int) error
 // NewWorkspace prepares buffers for the gradients of a batch of the given size. The
 // gradients' buffers are kept (not copied): the caller refreshes their contents in place
 // before each call (or from a Filler). The flat parameter order is the order of grads.
-func NewWorkspace[T Float](grads []Gradient[T], batch int) (*Workspace[T], error) {
+func NewWorkspace[T num.Float](grads []Gradient[T], batch int) (*Workspace[T], error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("%w: batch size %d", ErrShape, batch)
 	}
@@ -375,7 +375,7 @@ func (w *Workspace[T]) reduce(groups int, dst []float64) {
 // c·dZ (dense layers) and of the GEMM that adds one example's coef·g: each rounds by at
 // most half an ulp, well inside the 4-ulp margin. The noise is calibrated to C exactly,
 // so a contribution above C would break the guarantee, however slightly.
-func clipCoef[T Float](f float64) T {
+func clipCoef[T num.Float](f float64) T {
 	if !(f < 1) {
 		return 1
 	}

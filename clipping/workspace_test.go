@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // tapSpec describes one random layer of a test network.
@@ -23,7 +25,7 @@ var testSpecs = []tapSpec{
 
 // randomTaps draws taps whose per-example scales spread over three orders of magnitude, so
 // that with C = 1 some examples are clipped and some are not.
-func randomTaps[T Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
+func randomTaps[T num.Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
 	scale := make([]float64, batch)
 	for i := range scale {
 		scale[i] = math.Pow(10, -2+3*rng.Float64())
@@ -46,7 +48,7 @@ func randomTaps[T Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
 }
 
 // bruteGradient is example i's gradient written out from the chain rule, loop by loop.
-func bruteGradient[T Float](taps []Tap[T], i int) [][]float64 {
+func bruteGradient[T num.Float](taps []Tap[T], i int) [][]float64 {
 	out := make([][]float64, len(taps))
 	for l, t := range taps {
 		F, k := t.OutDim, t.InDim
@@ -116,7 +118,7 @@ func assertClose(t *testing.T, what string, got, want []float64, rel float64) {
 	}
 }
 
-func newWorkspace[T Float](t *testing.T, taps []Tap[T], batch int) *Workspace[T] {
+func newWorkspace[T num.Float](t *testing.T, taps []Tap[T], batch int) *Workspace[T] {
 	t.Helper()
 	w, err := NewWorkspace(gradients(taps), batch)
 	if err != nil {
@@ -253,7 +255,7 @@ func TestClippedContributionProperties(t *testing.T) {
 	}
 }
 
-func checkContributions[T Float](t *testing.T, taps []Tap[T], batch int, rng *rand.Rand, untouchedTol float64) {
+func checkContributions[T num.Float](t *testing.T, taps []Tap[T], batch int, rng *rand.Rand, untouchedTol float64) {
 	w := newWorkspace(t, taps, batch)
 	c := 0.05 + rng.Float64()
 	perLayer := make([]float64, len(taps))

@@ -6,7 +6,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // ReLU is max(x, 0), elementwise.
@@ -63,14 +63,14 @@ func (l Tanh) compileNative(c nativeCompiler) error {
 func (l ReLU) fusedAct() (actFunc, Layer) { return actReLU, l }
 func (l Tanh) fusedAct() (actFunc, Layer) { return actTanh, l }
 
-func compileActivation[T clipping.Float, L fusedActivation](c *compiler[T], l L) error {
+func compileActivation[T num.Float, L fusedActivation](c *compiler[T], l L) error {
 	f, _ := l.fusedAct()
 	c.add(&activationOp[T]{f: f}, c.cur, false)
 	return nil
 }
 
 // activationOp is ReLU or Tanh on its own (not after a Conv2D or Dense).
-type activationOp[T clipping.Float] struct{ f actFunc }
+type activationOp[T num.Float] struct{ f actFunc }
 
 func (o *activationOp[T]) alias() bool             { return false }
 func (o *activationOp[T]) scratchSize() (int, int) { return 0, 0 }

@@ -6,7 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // AvgPool2D averages Kernel-sized windows of each channel. Padded cells are left out of
@@ -91,7 +91,7 @@ func (l AvgPool2D) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileAvgPool[float32], compileAvgPool[float64])
 }
 
-func compileAvgPool[T clipping.Float](c *compiler[T], l AvgPool2D) error {
+func compileAvgPool[T num.Float](c *compiler[T], l AvgPool2D) error {
 	if err := c.image("avgpool"); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (l GlobalAvgPool2D) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileGlobalAvgPool[float32], compileGlobalAvgPool[float64])
 }
 
-func compileGlobalAvgPool[T clipping.Float](c *compiler[T], l GlobalAvgPool2D) error {
+func compileGlobalAvgPool[T num.Float](c *compiler[T], l GlobalAvgPool2D) error {
 	if _, err := l.OutputShape(shapeOf(c.cur)); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func compileGlobalAvgPool[T clipping.Float](c *compiler[T], l GlobalAvgPool2D) e
 
 // avgPoolOp is AvgPool2D on NHWC images: output pixel p is the mean of its window's cells
 // cells[start[p]…start[p+1]−1] (see poolWindows); backward spreads g/k back onto them.
-type avgPoolOp[T clipping.Float] struct {
+type avgPoolOp[T num.Float] struct {
 	h, w, c, oh, ow int
 	cells, start    []int32
 }

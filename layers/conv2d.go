@@ -105,7 +105,7 @@ func (l Conv2D) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileConv[float32], compileConv[float64])
 }
 
-func compileConv[T clipping.Float](c *compiler[T], l Conv2D) error {
+func compileConv[T num.Float](c *compiler[T], l Conv2D) error {
 	if err := c.image("conv"); err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func compileConv[T clipping.Float](c *compiler[T], l Conv2D) error {
 // where Wp is the weight with its columns in U's order (tap InOrder). Backward: dZ =
 // dy ⊙ act'(y) is the tap's GradZ; dU = dZ·Wp, and col2im adds dU's rows back onto the
 // input positions they came from.
-type convOp[T clipping.Float] struct {
+type convOp[T num.Float] struct {
 	h, w, c, f             int
 	kh, kw, sh, sw, ph, pw int
 	oh, ow, k, p           int
@@ -146,7 +146,7 @@ type convOp[T clipping.Float] struct {
 	padded   []uint8
 }
 
-func newConvOp[T clipping.Float](l Conv2D, in activation, batch int, ps [][]T, act actFunc, train, needIn bool) (*convOp[T], activation, error) {
+func newConvOp[T num.Float](l Conv2D, in activation, batch int, ps [][]T, act actFunc, train, needIn bool) (*convOp[T], activation, error) {
 	outShape, err := l.OutputShape(shapeOf(in))
 	if err != nil {
 		return nil, activation{}, err

@@ -5,7 +5,6 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -45,7 +44,7 @@ func (l CenterCrop) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileCrop[float32], compileCrop[float64])
 }
 
-func compileCrop[T clipping.Float](c *compiler[T], l CenterCrop) error {
+func compileCrop[T num.Float](c *compiler[T], l CenterCrop) error {
 	if err := c.image("crop"); err != nil {
 		return err
 	}
@@ -62,7 +61,7 @@ func compileCrop[T clipping.Float](c *compiler[T], l CenterCrop) error {
 }
 
 // cropOp is CenterCrop on NHWC images.
-type cropOp[T clipping.Float] struct{ h, w, c, oh, ow, top, left int }
+type cropOp[T num.Float] struct{ h, w, c, oh, ow, top, left int }
 
 func (o *cropOp[T]) alias() bool             { return false }
 func (o *cropOp[T]) prepare()                {}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Dense is a fully connected layer Z = A·W + b with W of shape [in, Units] (as Keras) and b
@@ -64,7 +65,7 @@ func (l Dense) compileNative(c nativeCompiler) error {
 // acceptsOrder: a Dense takes its input in any order by permuting its weight rows.
 func (Dense) acceptsOrder() {}
 
-func compileDense[T clipping.Float](c *compiler[T], l Dense) error {
+func compileDense[T num.Float](c *compiler[T], l Dense) error {
 	if c.cur.image {
 		return fmt.Errorf("layers: dense on a %v; put a Flatten before it", c.cur)
 	}
@@ -79,7 +80,7 @@ func compileDense[T clipping.Float](c *compiler[T], l Dense) error {
 //
 // With order (after a Flatten of an NHWC image), input j is weight row order[j]: the op
 // multiplies by a copy of the weight with its rows permuted, and the tap says so (InOrder).
-type denseOp[T clipping.Float] struct {
+type denseOp[T num.Float] struct {
 	nIn, nOut    int
 	in           int // index of the input activation (the tap's In)
 	act          actFunc
@@ -90,7 +91,7 @@ type denseOp[T clipping.Float] struct {
 	gradZ        []T   // batch-sized tap (train)
 }
 
-func newDenseOp[T clipping.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, train bool, order []int) *denseOp[T] {
+func newDenseOp[T num.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, train bool, order []int) *denseOp[T] {
 	o := &denseOp[T]{nIn: nIn, nOut: l.Units, act: act, weight: ps[0], wt: make([]T, nIn*l.Units), order: order}
 	if order != nil {
 		o.wperm = make([]T, nIn*l.Units)

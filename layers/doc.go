@@ -1,6 +1,7 @@
 // Package layers holds the building blocks of privtrain networks — Dense, Conv2D,
-// MaxPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop — as Gorgonia graph fragments that
-// expose what per-example gradient clipping needs, each with a native kernel beside it.
+// MaxPool2D, AvgPool2D, GlobalAvgPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop — as
+// Gorgonia graph fragments that expose what per-example gradient clipping needs, each
+// with a native kernel beside it.
 //
 // A Layer is configuration only. nn.Model asks each layer for its output shape and
 // parameter specs, lays the parameters out in one flat vector (declaration order, weight

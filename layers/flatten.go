@@ -6,7 +6,6 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -45,7 +44,7 @@ func (l Flatten) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileFlatten[float32], compileFlatten[float64])
 }
 
-func compileFlatten[T clipping.Float](c *compiler[T], _ Flatten) error {
+func compileFlatten[T num.Float](c *compiler[T], _ Flatten) error {
 	cur := c.cur
 	out := activation{n: cur.n}
 	_, reorders := c.next().(reordered)
@@ -72,7 +71,7 @@ func compileFlatten[T clipping.Float](c *compiler[T], _ Flatten) error {
 
 // transposeOp converts images between CHW and NHWC (toNHWC), or NHWC to CHW order for
 // Flatten.
-type transposeOp[T clipping.Float] struct {
+type transposeOp[T num.Float] struct {
 	h, w, c int
 	toNHWC  bool
 }
@@ -111,7 +110,7 @@ func (o *transposeOp[T]) backward(_ *nativeScratch[T], _ int, _, _, gOut, gIn []
 
 // aliasOp is a Flatten whose output is its input (a flat vector, or one channel, or one
 // pixel, where NHWC and CHW orders agree).
-type aliasOp[T clipping.Float] struct{}
+type aliasOp[T num.Float] struct{}
 
 func (aliasOp[T]) alias() bool             { return true }
 func (aliasOp[T]) prepare()                {}

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // GroupNorm normalises each example on its own (Wu & He, "Group Normalization", ECCV
@@ -188,7 +189,7 @@ func (l GroupNorm) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileGroupNorm[float32], compileGroupNorm[float64])
 }
 
-func compileGroupNorm[T clipping.Float](c *compiler[T], l GroupNorm) error {
+func compileGroupNorm[T num.Float](c *compiler[T], l GroupNorm) error {
 	if err := c.image("groupnorm"); err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func compileGroupNorm[T clipping.Float](c *compiler[T], l GroupNorm) error {
 // scratch. Backward, with g = dy·γ (dy without affine) and means over the group:
 //
 //	dx = (g − mean(g) − x̂·mean(g·x̂)) / sqrt(σ² + ε)
-type groupNormOp[T clipping.Float] struct {
+type groupNormOp[T num.Float] struct {
 	c, p, groups int
 	gamma, beta  []T // views [C]; nil without affine
 	xhat, gradZ  []T // batch-sized x̂ and dy (the tap), or nil
@@ -327,7 +328,7 @@ func (o *groupNormOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn [
 }
 
 // groupNormTapOp is a GroupNorm with γ and β: its tap is x̂ and dy.
-type groupNormTapOp[T clipping.Float] struct{ *groupNormOp[T] }
+type groupNormTapOp[T num.Float] struct{ *groupNormOp[T] }
 
 func (o *groupNormTapOp[T]) gradient(*Native[T], int) clipping.Gradient[T] {
 	return clipping.Formed[T](&groupNormGradient[T]{xhat: o.xhat, dy: o.gradZ, c: o.c, p: o.p, nhwc: true})

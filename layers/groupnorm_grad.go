@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // groupNormGradient is GroupNorm's per-example gradient: with x̂ the normalised input and
@@ -12,7 +13,7 @@ import (
 //	∂ℓ_i/∂γ_c = Σ_positions dy_i·x̂_i (channel c),   ∂ℓ_i/∂β_c = Σ_positions dy_i (channel c).
 //
 // It forms the 2C values per example (clipping.Formed does the rest).
-type groupNormGradient[T clipping.Float] struct {
+type groupNormGradient[T num.Float] struct {
 	xhat, dy []T // [B × C × P] (CHW), or [B × P × C] with nhwc
 	c, p     int
 	nhwc     bool

@@ -151,7 +151,7 @@ func bruteExampleGradient(t *testing.T, ls []Layer, in []int, params [][][]float
 
 // nativeExampleGradients runs the stack natively in T on a batch and returns every
 // example's per-example gradient (from the taps through clipping) and the logits.
-func nativeExampleGradients[T clipping.Float](t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) [][]float64 {
+func nativeExampleGradients[T num.Float](t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) [][]float64 {
 	t.Helper()
 	ps := make([][][]T, len(params))
 	for li, p := range params {
@@ -175,7 +175,7 @@ func nativeExampleGradients[T clipping.Float](t *testing.T, ls []Layer, in []int
 	return perExample(t, nv.Taps(), b)
 }
 
-func perExample[T clipping.Float](t *testing.T, taps []clipping.Gradient[T], b int) [][]float64 {
+func perExample[T num.Float](t *testing.T, taps []clipping.Gradient[T], b int) [][]float64 {
 	t.Helper()
 	ws, err := clipping.NewWorkspace(taps, b)
 	if err != nil {
@@ -191,7 +191,7 @@ func perExample[T clipping.Float](t *testing.T, taps []clipping.Gradient[T], b i
 	return out
 }
 
-func convertTo[T clipping.Float](v []float64) []T {
+func convertTo[T num.Float](v []float64) []T {
 	out := make([]T, len(v))
 	for j, x := range v {
 		out[j] = T(x)

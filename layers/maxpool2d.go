@@ -6,7 +6,6 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -80,7 +79,7 @@ func (l MaxPool2D) compileNative(c nativeCompiler) error {
 	return compileAs(c, l, compileMaxPool[float32], compileMaxPool[float64])
 }
 
-func compileMaxPool[T clipping.Float](c *compiler[T], l MaxPool2D) error {
+func compileMaxPool[T num.Float](c *compiler[T], l MaxPool2D) error {
 	if err := c.image("maxpool"); err != nil {
 		return err
 	}
@@ -96,12 +95,12 @@ func compileMaxPool[T clipping.Float](c *compiler[T], l MaxPool2D) error {
 // for backward. The window of output pixel p is cells[start[p]…start[p+1]−1], the input
 // offsets of its cells in row-major window order, padded cells left out (never won); the
 // first maximum in that order wins.
-type maxPoolOp[T clipping.Float] struct {
+type maxPoolOp[T num.Float] struct {
 	h, w, c, oh, ow int
 	cells, start    []int32
 }
 
-func newMaxPoolOp[T clipping.Float](l MaxPool2D, in activation) (*maxPoolOp[T], activation, error) {
+func newMaxPoolOp[T num.Float](l MaxPool2D, in activation) (*maxPoolOp[T], activation, error) {
 	outShape, err := l.OutputShape(shapeOf(in))
 	if err != nil {
 		return nil, activation{}, err
@@ -168,7 +167,7 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 
 // maxInto sets d[ch] = max(d[ch], src[ch]) and, where src wins (strictly greater, so the
 // first maximum in window order stays), best[ch] = at + ch.
-func maxInto[T clipping.Float](d []T, best []int32, src []T, at int32) {
+func maxInto[T num.Float](d []T, best []int32, src []T, at int32) {
 	best = best[:len(d)]
 	src = src[:len(d)]
 	for ch, v := range src {

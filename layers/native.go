@@ -32,7 +32,7 @@ var ErrNotNative = errors.New("layers: no native kernel")
 //
 // Only the network input, the logits and the taps are batch-sized; everything else lives in
 // per-worker scratch of Chunk rows, so one chunk's forward and backward stay in cache.
-type Native[T clipping.Float] struct {
+type Native[T num.Float] struct {
 	batch  int
 	train  bool
 	chunk  int
@@ -47,7 +47,7 @@ type Native[T clipping.Float] struct {
 }
 
 // nativeOp is one step of a Native.
-type nativeOp[T clipping.Float] interface {
+type nativeOp[T num.Float] interface {
 	// forward computes n rows of out from in (rows lo… of the batch).
 	forward(sc *nativeScratch[T], k int, in, out []T, n, lo int)
 	// backward turns gOut, the gradient at n rows of out, into gIn at in (nil when no
@@ -62,14 +62,14 @@ type nativeOp[T clipping.Float] interface {
 }
 
 // actBuf is an activation: batch-sized storage, or scratch slot slot of each worker.
-type actBuf[T clipping.Float] struct {
+type actBuf[T num.Float] struct {
 	size  int
 	batch []T
 	slot  int
 }
 
 // nativeScratch is one worker's memory for one chunk of rows.
-type nativeScratch[T clipping.Float] struct {
+type nativeScratch[T num.Float] struct {
 	lo, hi  int       // rows of the last Forward (their conv patches are in floats)
 	acts    [][]T     // activation slots
 	grads   [2][]T    // gradient ping-pong buffers
@@ -153,7 +153,7 @@ type reordered interface{ acceptsOrder() }
 // tapOp is a parametrised op: it writes its layer's per-example gradient buffers in
 // Backward and hands them over as a clipping.Gradient once Native knows where every
 // activation lives.
-type tapOp[T clipping.Float] interface {
+type tapOp[T num.Float] interface {
 	nativeOp[T]
 	// gradient is the layer's per-example gradient; op k of nv is this op.
 	gradient(nv *Native[T], k int) clipping.Gradient[T]
@@ -162,7 +162,7 @@ type tapOp[T clipping.Float] interface {
 }
 
 // compiler is NewNative's state while it walks the layers.
-type compiler[T clipping.Float] struct {
+type compiler[T num.Float] struct {
 	nv           *Native[T]
 	layers       []Layer
 	i            int // the layer being compiled
@@ -246,7 +246,7 @@ func (c *compiler[T]) takeOrder() []int {
 // flat layout; Native reads them in Prepare. With train, it keeps the taps and can run
 // Backward; without, it only runs Forward. It returns ErrNotNative, naming the layer, for
 // a layer without a native kernel (any layer of another package).
-func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][][]T, train bool) (*Native[T], error) {
+func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool) (*Native[T], error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("layers: batch size %d", batch)
 	}

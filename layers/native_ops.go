@@ -3,11 +3,11 @@ package layers
 import (
 	"math"
 
-	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // tanhInPlace replaces every value by its hyperbolic tangent.
-func tanhInPlace[T clipping.Float](x []T) {
+func tanhInPlace[T num.Float](x []T) {
 	for j, v := range x {
 		x[j] = T(math.Tanh(float64(v)))
 	}
@@ -15,7 +15,7 @@ func tanhInPlace[T clipping.Float](x []T) {
 
 // activationGrad writes dz = g ⊙ act'(y) from the activation's output y: ReLU passes g
 // where y > 0, Tanh multiplies by 1 − y².
-func activationGrad[T clipping.Float](f actFunc, dz, g, y []T) {
+func activationGrad[T num.Float](f actFunc, dz, g, y []T) {
 	switch f {
 	case actNone:
 		copy(dz, g)

@@ -300,7 +300,7 @@ func fromPositionsMajor(v []float64, b, p, f int) []float64 {
 }
 
 // rawTap is a native tap's buffers: a clipping.Dense's or a clipping.Conv's fields.
-type rawTap[T clipping.Float] struct {
+type rawTap[T num.Float] struct {
 	conv                     bool
 	In, GradZ                []T
 	InDim, OutDim, Positions int
@@ -308,7 +308,7 @@ type rawTap[T clipping.Float] struct {
 	Patches                  func(worker, i int, buf []T) []T
 }
 
-func raw[T clipping.Float](g clipping.Gradient[T]) rawTap[T] {
+func raw[T num.Float](g clipping.Gradient[T]) rawTap[T] {
 	if u, ok := g.(interface {
 		Unwrap() clipping.ExampleKind[T]
 	}); ok {
@@ -322,7 +322,7 @@ func raw[T clipping.Float](g clipping.Gradient[T]) rawTap[T] {
 
 // tapInput is a tap's input for the whole batch in the weight layout's column order: In,
 // or the patches rebuilt example by example, with InOrder undone.
-func tapInput[T clipping.Float](tp rawTap[T], b int) []T {
+func tapInput[T num.Float](tp rawTap[T], b int) []T {
 	in := tp.In
 	if tp.Patches != nil {
 		n := tp.Positions * tp.InDim
@@ -338,7 +338,7 @@ func tapInput[T clipping.Float](tp rawTap[T], b int) []T {
 }
 
 // unorder puts each row's column j at InOrder[j].
-func unorder[T clipping.Float](v []T, order []int) []T {
+func unorder[T num.Float](v []T, order []int) []T {
 	k := len(order)
 	out := make([]T, len(v))
 	for r := 0; r < len(v); r += k {

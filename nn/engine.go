@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // A Model runs on one of two engines (Engine): the Gorgonia engine (gorgonia.go), the
@@ -31,7 +32,7 @@ type network interface {
 }
 
 // convert copies src into dst (of the same length), converting between float32 and float64.
-func convert[D, S clipping.Float](dst []D, src []S) {
+func convert[D, S num.Float](dst []D, src []S) {
 	for j, v := range src {
 		dst[j] = D(v)
 	}
@@ -52,7 +53,7 @@ func checkBatch(b Batch, B, L int) error {
 
 // loadRow writes example i of b into row (zeros for a padding row) and says whether it is
 // real; it checks the values are finite and the label (if any) is one of K classes.
-func loadRow[T clipping.Float](b Batch, i, L, K int, row []T) (bool, error) {
+func loadRow[T num.Float](b Batch, i, L, K int, row []T) (bool, error) {
 	if b.Mask != nil && !b.Mask[i] {
 		clear(row)
 		return false, nil
@@ -79,7 +80,7 @@ func loadRow[T clipping.Float](b Batch, i, L, K int, row []T) (bool, error) {
 }
 
 // argmax is the first index of the largest value.
-func argmax[T clipping.Float](v []T) int {
+func argmax[T num.Float](v []T) int {
 	best := 0
 	for j := 1; j < len(v); j++ {
 		if v[j] > v[best] {

@@ -13,7 +13,7 @@ import (
 )
 
 // net is a Model's Gorgonia graphs and buffers for one element type (EngineGorgonia).
-type net[T clipping.Float] struct {
+type net[T num.Float] struct {
 	m     *Model
 	flat  []T // parameter values; every parameter node's tensor is a view into it
 	train *graph[T]
@@ -24,7 +24,7 @@ type net[T clipping.Float] struct {
 
 // graph is one compiled Gorgonia graph with the buffers its inputs are bound to and its
 // outputs are read into. The buffers are allocated once; each run overwrites them.
-type graph[T clipping.Float] struct {
+type graph[T num.Float] struct {
 	g      *G.ExprGraph
 	vm     G.VM
 	x, y   []T      // input batch [B × example] and masked one-hot targets [B × K]
@@ -37,7 +37,7 @@ type graph[T clipping.Float] struct {
 	tapIn [][]T
 }
 
-func dtypeOf[T clipping.Float]() tensor.Dtype {
+func dtypeOf[T num.Float]() tensor.Dtype {
 	var z T
 	if _, ok := any(z).(float32); ok {
 		return tensor.Float32
@@ -45,7 +45,7 @@ func dtypeOf[T clipping.Float]() tensor.Dtype {
 	return tensor.Float64
 }
 
-func newNet[T clipping.Float](m *Model, plan []plannedLayer, init []float64) (*net[T], error) {
+func newNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*net[T], error) {
 	n := &net[T]{m: m, flat: make([]T, len(init))}
 	convert(n.flat, init)
 	var taps []clipping.Gradient[T]
@@ -68,7 +68,7 @@ func newNet[T clipping.Float](m *Model, plan []plannedLayer, init []float64) (*n
 // readInto makes the graph copy node's value into buf each run. Reading through the graph
 // (not node.Value() afterwards) matters: the tape machine may reuse a dead node's register
 // for a later op, and the read keeps the value live until it is copied.
-func readInto[T clipping.Float](node *G.Node, buf []T) *G.Value {
+func readInto[T num.Float](node *G.Node, buf []T) *G.Value {
 	v := new(G.Value)
 	*v = tensor.New(tensor.WithShape(node.Shape().Clone()...), tensor.WithBacking(buf))
 	G.Read(node, v)
@@ -83,7 +83,7 @@ func readInto[T clipping.Float](node *G.Node, buf []T) *G.Value {
 //
 // The training graph takes the taps' inputs from tapIn, the evaluation graph's reads (see
 // graph.tapIn): a training step runs the evaluation graph first.
-func buildGraph[T clipping.Float](m *Model, plan []plannedLayer, flat []T, train bool, tapIn [][]T) (*graph[T], []clipping.Gradient[T], error) {
+func buildGraph[T num.Float](m *Model, plan []plannedLayer, flat []T, train bool, tapIn [][]T) (*graph[T], []clipping.Gradient[T], error) {
 	dt := dtypeOf[T]()
 	B, K := m.batch, m.numClasses
 	g := G.NewGraph()

@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // softmaxCrossEntropy is the summed loss Σ_i Σ_k −t_ik·log softmax(z_i)_k of logits z [B, K]
@@ -157,7 +159,7 @@ func denseData(v G.Value) any {
 	return v.Data()
 }
 
-func targets[T float32 | float64](vals []G.Value, n int) ([]T, int, error) {
+func targets[T num.Float](vals []G.Value, n int) ([]T, int, error) {
 	s := vals[0].Shape()
 	if len(s) != 2 || !vals[1].Shape().Eq(s) {
 		return nil, 0, fmt.Errorf("softmax cross-entropy: logits %v and targets %v", s, vals[1].Shape())

@@ -17,7 +17,7 @@ import (
 // parallel pass over chunks of rows: each chunk is loaded, run forward, its loss and the
 // gradient at the logits formed, run backward to the taps and clipped while it is still in
 // cache (clipping.Workspace.ClippedSumFill drives the chunks).
-type nativeNet[T clipping.Float] struct {
+type nativeNet[T num.Float] struct {
 	m           *Model
 	flat        []T
 	train, eval *layers.Native[T]
@@ -33,7 +33,7 @@ type nativeNet[T clipping.Float] struct {
 	errs     []error
 }
 
-func newNativeNet[T clipping.Float](m *Model, plan []plannedLayer, init []float64) (*nativeNet[T], error) {
+func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*nativeNet[T], error) {
 	n := &nativeNet[T]{m: m, flat: make([]T, len(init)), rowLoss: make([]float64, m.batch), rowRight: make([]bool, m.batch)}
 	convert(n.flat, init)
 	ls := make([]layers.Layer, len(plan))
