@@ -17,7 +17,8 @@ const (
 	HeNormal
 	// Zeros sets every value to 0, the Keras default for biases.
 	Zeros
-	// Ones sets every value to 1, the default scale of a normalisation layer.
+	// Ones sets every value to 1: the scale of a normalisation layer (GroupNorm), not a
+	// kernel initializer (a Dense or Conv2D checkpoint cannot store it).
 	Ones
 )
 
