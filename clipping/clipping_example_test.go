@@ -10,12 +10,12 @@ import (
 // (3, 4) and ∂loss/∂z = 1: its gradient is (3, 4) for the weight and 1 for the bias, norm
 // √26 ≈ 5.099, so with C = 1 it is scaled by 1/√26. Example 1 is padding.
 func ExampleWorkspace_ClippedSum() {
-	tap := clipping.Tap[float64]{
-		Kind: clipping.Dense, InDim: 2, OutDim: 1, Bias: true,
+	layer := &clipping.Dense[float64]{
+		InDim: 2, OutDim: 1, Bias: true,
 		In:    []float64{3, 4, 100, 100},
 		GradZ: []float64{1, 100},
 	}
-	ws, err := clipping.NewWorkspace([]clipping.Tap[float64]{tap}, 2)
+	ws, err := clipping.NewWorkspace([]clipping.Gradient[float64]{layer}, 2)
 	if err != nil {
 		panic(err)
 	}

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // relayout returns taps holding the same per-example gradients as taps, stored the way a
 // native NHWC network stores them: conv GradZ positions-major, and the columns of In
 // permuted (InOrder says where each one goes).
-func relayout[T Float](rng *rand.Rand, taps []Tap[T], batch int) []Tap[T] {
+func relayout[T num.Float](rng *rand.Rand, taps []Tap[T], batch int) []Tap[T] {
 	out := make([]Tap[T], len(taps))
 	for l, t := range taps {
 		k, F, P := t.InDim, t.OutDim, t.positions()
@@ -25,7 +27,7 @@ func relayout[T Float](rng *rand.Rand, taps []Tap[T], batch int) []Tap[T] {
 				n.In[r*k+j] = t.In[r*k+perm[j]]
 			}
 		}
-		if t.Kind == Conv {
+		if t.Kind == convKind {
 			n.PositionsMajor = true
 			n.GradZ = make([]T, len(t.GradZ))
 			for i := range batch {
@@ -93,7 +95,7 @@ func TestPatchesStandInForIn(t *testing.T) {
 	var mu sync.Mutex
 	for l, tp := range taps {
 		lazy[l] = tp
-		if tp.Kind != Conv {
+		if tp.Kind != convKind {
 			continue
 		}
 		n := tp.Positions * tp.InDim
@@ -156,10 +158,10 @@ func TestPatchesStandInForIn(t *testing.T) {
 }
 
 func TestBadInOrder(t *testing.T) {
-	tap := Tap[float64]{Kind: Dense, InDim: 3, OutDim: 1, In: make([]float64, 3), GradZ: make([]float64, 1)}
+	tap := Tap[float64]{Kind: denseKind, InDim: 3, OutDim: 1, In: make([]float64, 3), GradZ: make([]float64, 1)}
 	for _, order := range [][]int{{0, 1}, {0, 1, 1}, {0, 1, 3}, {-1, 0, 1}} {
 		tap.InOrder = order
-		if _, err := NewWorkspace([]Tap[float64]{tap}, 1); !errors.Is(err, ErrShape) {
+		if _, err := NewWorkspace(gradients([]Tap[float64]{tap}), 1); !errors.Is(err, ErrShape) {
 			t.Errorf("InOrder %v: error %v, want ErrShape", order, err)
 		}
 	}

@@ -6,20 +6,15 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/internal/parallel"
 )
 
-// Workspace turns the taps of one network at one physical batch size into per-example
-// norms and (clipped) gradient sums. It allocates its buffers once and reuses them on
-// every call, so a training step allocates nothing here.
-//
-// How each layer is handled (all exact, no approximation):
-//   - Dense: the norm of outer(A_i, dZ_i) is ‖A_i‖·‖dZ_i‖ (no per-example gradient is
-//     formed), and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
-//   - Conv: example i's gradient dZ_i·U_i is formed (one small GEMM) into a buffer that
-//     holds one chunk of examples, its norm taken, and the chunk's clipped sum Σ c_i·G_i is
-//     one more GEMM. No [B × NumParams] matrix is ever held.
+// Workspace turns the per-example gradients of one network's parametrised layers at one
+// physical batch size into per-example norms and (clipped) gradient sums. It allocates its
+// buffers once and reuses them on every call, so a training step allocates nothing here.
+// It knows no layer kind: each layer's Gradient forms its norms and sums (all exact, no
+// approximation), the Workspace schedules them and reduces the results.
 //
 // The real rows are cut into chunks of ChunkRows, and the chunks into at most 16 groups of
 // consecutive chunks (fewer for models too large for 16 partial sums in 32 MiB); the groups run on up to GOMAXPROCS goroutines, each summing into its
@@ -28,14 +23,14 @@ import (
 // of cores or the scheduling, and a batch with padding rows gives exactly the result of the
 // same real rows without them.
 //
-// Rows outside the mask are never read: they contribute exactly zero whatever the taps
-// hold there.
+// Rows outside the mask are never read: they contribute exactly zero whatever the layers'
+// buffers hold there.
 //
 // A Workspace is not safe for concurrent use.
-type Workspace[T Float] struct {
-	taps    []Tap[T]
+type Workspace[T num.Float] struct {
+	grads   []Gradient[T]
 	batch   int
-	offsets []int // first flat index of each tap's parameters
+	offsets []int // first flat index of each layer's parameters
 	d       int
 	chunk   int // real rows per chunk
 
@@ -45,7 +40,7 @@ type Workspace[T Float] struct {
 	norms      []float64   // [example] total norm before clipping
 	factor     [][]float64 // [layer][example] clip factor
 
-	partial [][]T // [group] partial sums, each tap's weight in tap order (see InOrder)
+	partial [][]T // [group] partial sums, each layer's in its kind order
 	groups  int   // most groups (partial sums) a call uses
 	errs    []error
 
@@ -61,14 +56,11 @@ const (
 )
 
 // scratch is one worker's buffers for one chunk.
-type scratch[T Float] struct {
-	grads     [][]T // conv taps: [chunk × NumParams] per-example gradients; nil for dense
-	packIn    []T   // dense: the chunk's real rows of In, when they are not consecutive
-	packGZ    []T   // dense: the chunk's real rows of GradZ, scaled by their factors
-	coef      []T   // the chunk's factors for one layer
-	ones      []T   // all ones, for bias sums
-	patches   []T   // one example's im2col'd input, for taps with Patches
-	worker    int   // whose scratch this is: the Filler's worker, or −1 without a Filler
+type scratch[T num.Float] struct {
+	chunk     int
+	kinds     []Scratch[T] // per layer
+	coef      []T          // the chunk's factors for one layer
+	sq        []float64    // the chunk's squared norms for one layer
 	sqEx, fEx []float64
 }
 
@@ -84,62 +76,55 @@ type Stats struct {
 	Clipped int
 }
 
-// Filler refreshes the taps' rows lo…hi−1 in place (a network's forward and backward pass
-// over those rows). Workspace calls it concurrently for disjoint ranges, and never twice
-// at once with the same worker, so worker can index the caller's per-worker scratch.
+// Filler refreshes the layers' buffers at rows lo…hi−1 in place (a network's forward and
+// backward pass over those rows). Workspace calls it concurrently for disjoint ranges, and
+// never twice at once with the same worker, so worker can index the caller's per-worker
+// scratch.
 type Filler func(worker, lo, hi int) error
 
-// NewWorkspace prepares buffers for taps of a batch of the given size. The taps' In and
-// GradZ arrays are kept (not copied): the caller refreshes their contents in place before
-// each call (or from a Filler). The flat parameter order is the order of taps, each tap's
-// weight then bias.
-func NewWorkspace[T Float](taps []Tap[T], batch int) (*Workspace[T], error) {
+// NewWorkspace prepares buffers for the gradients of a batch of the given size. The
+// gradients' buffers are kept (not copied): the caller refreshes their contents in place
+// before each call (or from a Filler). The flat parameter order is the order of grads.
+func NewWorkspace[T num.Float](grads []Gradient[T], batch int) (*Workspace[T], error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("%w: batch size %d", ErrShape, batch)
 	}
-	if len(taps) == 0 {
-		return nil, fmt.Errorf("%w: no taps", ErrShape)
+	if len(grads) == 0 {
+		return nil, fmt.Errorf("%w: no parametrised layers", ErrShape)
 	}
 	w := &Workspace[T]{
-		taps:       append([]Tap[T](nil), taps...),
+		grads:      append([]Gradient[T](nil), grads...),
 		batch:      batch,
-		offsets:    make([]int, len(taps)),
+		offsets:    make([]int, len(grads)),
 		rows:       make([]int, 0, batch),
-		sq:         make([][]float64, len(taps)),
-		layerNorms: make([][]float64, len(taps)),
-		factor:     make([][]float64, len(taps)),
+		sq:         make([][]float64, len(grads)),
+		layerNorms: make([][]float64, len(grads)),
+		factor:     make([][]float64, len(grads)),
 		norms:      make([]float64, batch),
 		errs:       make([]error, maxGroups),
 	}
-	convParams := 0
-	for l, t := range taps {
-		if err := t.check(batch); err != nil {
-			return nil, fmt.Errorf("tap %d: %w", l, err)
+	rowScratch := 0
+	for l, g := range grads {
+		if g == nil {
+			return nil, fmt.Errorf("%w: layer %d has no gradient", ErrShape, l)
+		}
+		if err := g.Check(batch); err != nil {
+			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
 		w.offsets[l] = w.d
-		w.d += t.NumParams()
+		w.d += g.NumParams()
 		w.sq[l] = make([]float64, batch)
 		w.layerNorms[l] = make([]float64, batch)
 		w.factor[l] = make([]float64, batch)
-		if t.Kind == Conv {
-			convParams += t.NumParams()
-		}
+		rowScratch += g.RowScratch()
 	}
 	// Default chunk: the per-example gradients of a chunk fill about 256 KiB.
-	w.chunk = max(1, min(batch, 256<<10/max(1, convParams*sizeOf[T]())))
-	w.groups = max(2, min(maxGroups, partialBytes/(w.d*sizeOf[T]())))
+	w.chunk = max(1, min(batch, 256<<10/max(1, rowScratch*num.SizeOf[T]())))
+	w.groups = max(2, min(maxGroups, partialBytes/(w.d*num.SizeOf[T]())))
 	return w, nil
 }
 
-func sizeOf[T Float]() int {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return 4
-	}
-	return 8
-}
-
-// NumParams is the length of the flat gradient: Σ over taps of Tap.NumParams.
+// NumParams is the length of the flat gradient: Σ over layers of Gradient.NumParams.
 func (w *Workspace[T]) NumParams() int { return w.d }
 
 // Batch is the physical batch size.
@@ -171,7 +156,7 @@ func (w *Workspace[T]) ClippedSumFill(mask []bool, rule Rule, dst []float64, fil
 	if rule == nil {
 		return Stats{}, fmt.Errorf("%w: nil rule", ErrRule)
 	}
-	if err := rule.check(len(w.taps)); err != nil {
+	if err := rule.check(len(w.grads)); err != nil {
 		return Stats{}, err
 	}
 	if err := w.run(mask, rule, dst, fill); err != nil {
@@ -179,7 +164,7 @@ func (w *Workspace[T]) ClippedSumFill(mask []bool, rule Rule, dst []float64, fil
 	}
 	clipped := 0
 	for _, i := range w.rows {
-		for l := range w.taps {
+		for l := range w.grads {
 			if w.factor[l][i] < 1 {
 				clipped++
 				break
@@ -209,28 +194,10 @@ func (w *Workspace[T]) PerExample(i int, dst []float64) error {
 	if len(dst) != w.d {
 		return fmt.Errorf("%w: gradient buffer has %d entries, want %d", ErrShape, len(dst), w.d)
 	}
-	for l, t := range w.taps {
-		g := make([]T, t.NumParams())
-		switch t.Kind {
-		case Dense:
-			k, F := t.InDim, t.OutDim
-			a, dz := t.In[i*k:(i+1)*k], t.GradZ[i*F:(i+1)*F]
-			for r, av := range a {
-				for o, zv := range dz {
-					g[r*F+o] = av * zv
-				}
-			}
-			if t.Bias {
-				copy(g[k*F:], dz)
-			}
-		case Conv:
-			ones := make([]T, t.Positions)
-			for p := range ones {
-				ones[p] = 1
-			}
-			w.convGradient(t, -1, i, g, ones, make([]T, t.Positions*t.InDim))
-		}
-		w.addTap(l, g, dst, true)
+	for l, gr := range w.grads {
+		g := make([]T, gr.NumParams())
+		gr.NewScratch(1).Example(-1, i, g)
+		gr.Scatter(g, dst[w.offsets[l]:w.offsets[l]+len(g)], true)
 	}
 	return nil
 }
@@ -249,7 +216,7 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 			w.rows = append(w.rows, i)
 		}
 	}
-	for l := range w.taps {
+	for l := range w.grads {
 		clear(w.sq[l])
 		clear(w.layerNorms[l])
 		clear(w.factor[l])
@@ -267,9 +234,9 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 	workers := runtime.GOMAXPROCS(0)
 	parallel.For(workers, groups, 1, func(worker, g, _ int) {
 		sc := w.scratchFor(worker)
-		sc.worker = -1
+		who := -1 // the worker whose fill the chunk follows
 		if fill != nil {
-			sc.worker = worker
+			who = worker
 		}
 		acc := w.partial[g]
 		clear(acc)
@@ -293,9 +260,9 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 				}
 			}
 			if rule != nil {
-				w.clipChunk(sc, rows, rule, acc)
+				w.clipChunk(sc, who, rows, rule, acc)
 			} else {
-				w.sumChunk(sc, rows, acc)
+				w.sumChunk(sc, who, rows, acc)
 			}
 		}
 	})
@@ -321,102 +288,38 @@ func (w *Workspace[T]) scratchFor(worker int) *scratch[T] {
 	for len(w.scratch) <= worker {
 		w.scratch = append(w.scratch, nil)
 	}
-	if sc := w.scratch[worker]; sc != nil && len(sc.coef) == w.chunk {
+	if sc := w.scratch[worker]; sc != nil && sc.chunk == w.chunk {
 		return sc
 	}
 	sc := &scratch[T]{
-		grads: make([][]T, len(w.taps)),
+		chunk: w.chunk,
+		kinds: make([]Scratch[T], len(w.grads)),
 		coef:  make([]T, w.chunk),
-		sqEx:  make([]float64, len(w.taps)),
-		fEx:   make([]float64, len(w.taps)),
+		sq:    make([]float64, w.chunk),
+		sqEx:  make([]float64, len(w.grads)),
+		fEx:   make([]float64, len(w.grads)),
 	}
-	var maxIn, maxGZ, maxOnes, maxPatches int
-	for l, t := range w.taps {
-		switch t.Kind {
-		case Conv:
-			sc.grads[l] = make([]T, w.chunk*t.NumParams())
-			maxOnes = max(maxOnes, t.Positions)
-			if t.Patches != nil {
-				maxPatches = max(maxPatches, t.Positions*t.InDim)
-			}
-		case Dense:
-			maxIn = max(maxIn, w.chunk*t.InDim)
-			maxGZ = max(maxGZ, w.chunk*t.OutDim)
-		}
-	}
-	sc.packIn, sc.packGZ = make([]T, maxIn), make([]T, maxGZ)
-	sc.patches = make([]T, maxPatches)
-	sc.ones = make([]T, max(maxOnes, w.chunk))
-	for j := range sc.ones {
-		sc.ones[j] = 1
+	for l, g := range w.grads {
+		sc.kinds[l] = g.NewScratch(w.chunk)
 	}
 	w.scratch[worker] = sc
 	return sc
 }
 
-// patchesOf is example i's im2col'd input for conv tap t: a slice of In, or from Patches
-// (worker's cache, or built into buf).
-func patchesOf[T Float](t Tap[T], worker, i int, buf []T) []T {
-	n := t.Positions * t.InDim
-	if t.Patches != nil {
-		u := t.Patches(worker, i, buf[:n])
-		if len(u) != n {
-			panic(fmt.Sprintf("clipping: Patches returned %d values, want %d", len(u), n))
-		}
-		return u
-	}
-	return t.In[i*n : (i+1)*n]
-}
-
-// convGradient writes example i's gradient for conv tap t into g (weight [OutDim × InDim]
-// in tap order, then the bias); ones holds Positions ones, buf room for Patches.
-func (w *Workspace[T]) convGradient(t Tap[T], worker, i int, g, ones, buf []T) {
-	F, k, P := t.OutDim, t.InDim, t.Positions
-	dz, u := t.GradZ[i*F*P:(i+1)*F*P], patchesOf(t, worker, i, buf)
-	// Weight: dZ_i [F × P] · U_i [P × k], dZ_i stored [P × F] when PositionsMajor.
-	a := gemm.Matrix[T]{Data: dz, Stride: P}
-	if t.PositionsMajor {
-		a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
-	}
-	gemm.Gemm(F, k, P, a, u, k, g, k, nil, 0)
-	if !t.Bias {
-		return
-	}
-	b := g[F*k : F*k+F]
-	if t.PositionsMajor {
-		gemm.Gemm(1, F, P, gemm.Matrix[T]{Data: ones[:P], Stride: P}, dz, F, b, F, nil, 0)
-	} else {
-		gemm.Gemm(F, 1, P, gemm.Matrix[T]{Data: dz, Stride: P}, ones[:P], 1, b, 1, nil, 0)
-	}
-}
-
 // clipChunk forms the norms of the chunk's real rows, their clip factors, and adds the
 // chunk's clipped sum to acc.
-func (w *Workspace[T]) clipChunk(sc *scratch[T], rows []int, rule Rule, acc []T) {
-	for l, t := range w.taps {
-		switch t.Kind {
-		case Conv:
-			np := t.NumParams()
-			for q, i := range rows {
-				g := sc.grads[l][q*np : (q+1)*np]
-				w.convGradient(t, sc.worker, i, g, sc.ones, sc.patches)
-				w.sq[l][i] = gemm.SumSquares(g)
-			}
-		case Dense:
-			k, F := t.InDim, t.OutDim
-			for _, i := range rows {
-				za := gemm.SumSquares(t.GradZ[i*F : (i+1)*F])
-				s := gemm.SumSquares(t.In[i*k:(i+1)*k]) * za // ‖outer(a, dz)‖_F = ‖a‖·‖dz‖
-				if t.Bias {
-					s += za
-				}
-				w.sq[l][i] = s
-			}
+func (w *Workspace[T]) clipChunk(sc *scratch[T], worker int, rows []int, rule Rule, acc []T) {
+	n := len(rows)
+	for l, ks := range sc.kinds {
+		sq := sc.sq[:n]
+		ks.SquaredNorms(worker, rows, sq)
+		for q, i := range rows {
+			w.sq[l][i] = sq[q]
 		}
 	}
 	for _, i := range rows {
 		var s float64
-		for l := range w.taps {
+		for l := range w.grads {
 			sc.sqEx[l] = w.sq[l][i]
 			s += sc.sqEx[l]
 			w.layerNorms[l][i] = math.Sqrt(sc.sqEx[l])
@@ -427,92 +330,23 @@ func (w *Workspace[T]) clipChunk(sc *scratch[T], rows []int, rule Rule, acc []T)
 			w.factor[l][i] = f
 		}
 	}
-	n := len(rows)
-	for l, t := range w.taps {
+	for l, ks := range sc.kinds {
 		coef := sc.coef[:n]
 		for q, i := range rows {
 			coef[q] = clipCoef[T](w.factor[l][i])
 		}
 		off := w.offsets[l]
-		switch t.Kind {
-		case Conv:
-			// acc += coefᵀ · G, one GEMM with the chunk's examples as the inner dimension.
-			np := t.NumParams()
-			gemm.Gemm(1, np, n, gemm.Matrix[T]{Data: coef, Stride: 1, ColMajor: true}, sc.grads[l], np,
-				acc[off:off+np], np, nil, gemm.Accumulate)
-		case Dense:
-			F := t.OutDim
-			s := sc.packGZ[:n*F]
-			for q, i := range rows {
-				c := coef[q]
-				for o, v := range t.GradZ[i*F : (i+1)*F] {
-					s[q*F+o] = c * v
-				}
-			}
-			w.denseAdd(sc, t, rows, s, acc[off:off+t.NumParams()])
-		}
+		ks.ClippedSum(worker, rows, coef, acc[off:off+w.grads[l].NumParams()])
 	}
 }
 
 // sumChunk adds the chunk's plain gradient sum to acc.
-func (w *Workspace[T]) sumChunk(sc *scratch[T], rows []int, acc []T) {
-	for l, t := range w.taps {
+func (w *Workspace[T]) sumChunk(sc *scratch[T], worker int, rows []int, acc []T) {
+	for l, ks := range sc.kinds {
 		off := w.offsets[l]
-		switch t.Kind {
-		case Conv:
-			F, k, P := t.OutDim, t.InDim, t.Positions
-			g := acc[off : off+t.NumParams()]
-			for _, i := range rows {
-				dz, u := t.GradZ[i*F*P:(i+1)*F*P], patchesOf(t, sc.worker, i, sc.patches)
-				a := gemm.Matrix[T]{Data: dz, Stride: P}
-				if t.PositionsMajor {
-					a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
-				}
-				gemm.Gemm(F, k, P, a, u, k, g, k, nil, gemm.Accumulate)
-				if t.Bias {
-					if t.PositionsMajor {
-						gemm.Gemm(1, F, P, gemm.Matrix[T]{Data: sc.ones[:P], Stride: P}, dz, F, g[F*k:], F, nil, gemm.Accumulate)
-					} else {
-						gemm.Gemm(F, 1, P, gemm.Matrix[T]{Data: dz, Stride: P}, sc.ones[:P], 1, g[F*k:], 1, nil, gemm.Accumulate)
-					}
-				}
-			}
-		case Dense:
-			F := t.OutDim
-			var s []T
-			if consecutive(rows) {
-				s = t.GradZ[rows[0]*F : (rows[len(rows)-1]+1)*F]
-			} else {
-				s = sc.packGZ[:len(rows)*F]
-				for q, i := range rows {
-					copy(s[q*F:(q+1)*F], t.GradZ[i*F:(i+1)*F])
-				}
-			}
-			w.denseAdd(sc, t, rows, s, acc[off:off+t.NumParams()])
-		}
+		ks.Sum(worker, rows, acc[off:off+w.grads[l].NumParams()])
 	}
 }
-
-// denseAdd adds Aᵀ·S (weight) and Σ_q S_q (bias) to acc for the chunk's rows of A and the
-// rows S that go with them.
-func (w *Workspace[T]) denseAdd(sc *scratch[T], t Tap[T], rows []int, s, acc []T) {
-	k, F, n := t.InDim, t.OutDim, len(rows)
-	var a []T
-	if consecutive(rows) {
-		a = t.In[rows[0]*k : (rows[n-1]+1)*k]
-	} else {
-		a = sc.packIn[:n*k]
-		for q, i := range rows {
-			copy(a[q*k:(q+1)*k], t.In[i*k:(i+1)*k])
-		}
-	}
-	gemm.Gemm(k, F, n, gemm.Matrix[T]{Data: a, Stride: k, ColMajor: true}, s, F, acc[:k*F], F, nil, gemm.Accumulate)
-	if t.Bias {
-		gemm.Gemm(1, F, n, gemm.Matrix[T]{Data: sc.ones[:n], Stride: n}, s, F, acc[k*F:k*F+F], F, nil, gemm.Accumulate)
-	}
-}
-
-func consecutive(rows []int) bool { return rows[len(rows)-1]-rows[0] == len(rows)-1 }
 
 // reduce adds the groups' partial sums, in group order, to dst in the flat layout.
 func (w *Workspace[T]) reduce(groups int, dst []float64) {
@@ -527,44 +361,9 @@ func (w *Workspace[T]) reduce(groups int, dst []float64) {
 			}
 		}
 	})
-	for l := range w.taps {
-		w.addTap(l, tmp[w.offsets[l]:w.offsets[l]+w.taps[l].NumParams()], dst, false)
-	}
-}
-
-// addTap writes (overwrite) or adds tap l's gradient g, in tap order, into the flat dst.
-func (w *Workspace[T]) addTap(l int, g []T, dst []float64, overwrite bool) {
-	t := w.taps[l]
-	out := dst[w.offsets[l] : w.offsets[l]+t.NumParams()]
-	put := func(j int, v T) {
-		if overwrite {
-			out[j] = float64(v)
-		} else {
-			out[j] += float64(v)
-		}
-	}
-	k, F := t.InDim, t.OutDim
-	switch {
-	case t.InOrder == nil:
-		for j, v := range g {
-			put(j, v)
-		}
-		return
-	case t.Kind == Conv:
-		for f := range F {
-			for j, v := range g[f*k : (f+1)*k] {
-				put(f*k+t.InOrder[j], v)
-			}
-		}
-	case t.Kind == Dense:
-		for j := range k {
-			for o, v := range g[j*F : (j+1)*F] {
-				put(t.InOrder[j]*F+o, v)
-			}
-		}
-	}
-	for j := k * F; j < len(g); j++ {
-		put(j, g[j])
+	for l, g := range w.grads {
+		lo, hi := w.offsets[l], w.offsets[l]+g.NumParams()
+		g.Scatter(tmp[lo:hi], dst[lo:hi], false)
 	}
 }
 
@@ -576,7 +375,7 @@ func (w *Workspace[T]) addTap(l int, g []T, dst []float64, overwrite bool) {
 // c·dZ (dense layers) and of the GEMM that adds one example's coef·g: each rounds by at
 // most half an ulp, well inside the 4-ulp margin. The noise is calibrated to C exactly,
 // so a contribution above C would break the guarantee, however slightly.
-func clipCoef[T Float](f float64) T {
+func clipCoef[T num.Float](f float64) T {
 	if !(f < 1) {
 		return 1
 	}

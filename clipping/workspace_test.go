@@ -5,25 +5,27 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // tapSpec describes one random layer of a test network.
 type tapSpec struct {
-	kind                     Kind
+	kind                     testKind
 	inDim, outDim, positions int
 	bias                     bool
 }
 
 var testSpecs = []tapSpec{
-	{Conv, 6, 3, 7, true},
-	{Conv, 4, 2, 5, false},
-	{Dense, 9, 4, 1, true},
-	{Dense, 4, 3, 1, false},
+	{convKind, 6, 3, 7, true},
+	{convKind, 4, 2, 5, false},
+	{denseKind, 9, 4, 1, true},
+	{denseKind, 4, 3, 1, false},
 }
 
 // randomTaps draws taps whose per-example scales spread over three orders of magnitude, so
 // that with C = 1 some examples are clipped and some are not.
-func randomTaps[T Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
+func randomTaps[T num.Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
 	scale := make([]float64, batch)
 	for i := range scale {
 		scale[i] = math.Pow(10, -2+3*rng.Float64())
@@ -46,13 +48,13 @@ func randomTaps[T Float](rng *rand.Rand, specs []tapSpec, batch int) []Tap[T] {
 }
 
 // bruteGradient is example i's gradient written out from the chain rule, loop by loop.
-func bruteGradient[T Float](taps []Tap[T], i int) [][]float64 {
+func bruteGradient[T num.Float](taps []Tap[T], i int) [][]float64 {
 	out := make([][]float64, len(taps))
 	for l, t := range taps {
 		F, k := t.OutDim, t.InDim
 		g := make([]float64, t.NumParams())
 		switch t.Kind {
-		case Dense:
+		case denseKind:
 			for a := range k {
 				for o := range F {
 					g[a*F+o] = float64(t.In[i*k+a]) * float64(t.GradZ[i*F+o])
@@ -63,7 +65,7 @@ func bruteGradient[T Float](taps []Tap[T], i int) [][]float64 {
 					g[k*F+o] = float64(t.GradZ[i*F+o])
 				}
 			}
-		case Conv:
+		case convKind:
 			P := t.Positions
 			for f := range F {
 				for j := range k {
@@ -116,9 +118,9 @@ func assertClose(t *testing.T, what string, got, want []float64, rel float64) {
 	}
 }
 
-func newWorkspace[T Float](t *testing.T, taps []Tap[T], batch int) *Workspace[T] {
+func newWorkspace[T num.Float](t *testing.T, taps []Tap[T], batch int) *Workspace[T] {
 	t.Helper()
-	w, err := NewWorkspace(taps, batch)
+	w, err := NewWorkspace(gradients(taps), batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +255,7 @@ func TestClippedContributionProperties(t *testing.T) {
 	}
 }
 
-func checkContributions[T Float](t *testing.T, taps []Tap[T], batch int, rng *rand.Rand, untouchedTol float64) {
+func checkContributions[T num.Float](t *testing.T, taps []Tap[T], batch int, rng *rand.Rand, untouchedTol float64) {
 	w := newWorkspace(t, taps, batch)
 	c := 0.05 + rng.Float64()
 	perLayer := make([]float64, len(taps))
@@ -488,13 +490,13 @@ func TestWorkspaceErrors(t *testing.T) {
 	}{
 		{"no taps", nil, 3},
 		{"zero batch", taps, 0},
-		{"short input", []Tap[float64]{{Kind: Dense, InDim: 2, OutDim: 2, In: make([]float64, 3), GradZ: make([]float64, 4)}}, 2},
-		{"short grad", []Tap[float64]{{Kind: Conv, InDim: 2, OutDim: 2, Positions: 3, In: make([]float64, 12), GradZ: make([]float64, 11)}}, 2},
-		{"bad kind", []Tap[float64]{{Kind: Kind(7), InDim: 1, OutDim: 1, In: make([]float64, 1), GradZ: make([]float64, 1)}}, 1},
-		{"zero positions", []Tap[float64]{{Kind: Conv, InDim: 1, OutDim: 1, In: nil, GradZ: nil}}, 1},
+		{"short input", []Tap[float64]{{Kind: denseKind, InDim: 2, OutDim: 2, In: make([]float64, 3), GradZ: make([]float64, 4)}}, 2},
+		{"short grad", []Tap[float64]{{Kind: convKind, InDim: 2, OutDim: 2, Positions: 3, In: make([]float64, 12), GradZ: make([]float64, 11)}}, 2},
+		{"bad kind", []Tap[float64]{{Kind: testKind(7), InDim: 1, OutDim: 1, In: make([]float64, 1), GradZ: make([]float64, 1)}}, 1},
+		{"zero positions", []Tap[float64]{{Kind: convKind, InDim: 1, OutDim: 1, In: nil, GradZ: nil}}, 1},
 	}
 	for _, tc := range bad {
-		if _, err := NewWorkspace(tc.taps, tc.batch); !errors.Is(err, ErrShape) {
+		if _, err := NewWorkspace(gradients(tc.taps), tc.batch); !errors.Is(err, ErrShape) {
 			t.Errorf("NewWorkspace %s: error %v, want ErrShape", tc.name, err)
 		}
 	}

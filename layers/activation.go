@@ -2,8 +2,11 @@ package layers
 
 import (
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // ReLU is max(x, 0), elementwise.
@@ -47,4 +50,47 @@ func (Tanh) Apply(x *G.Node, _ []*G.Node) (*G.Node, *Tap, error) {
 		return nil, nil, fmt.Errorf("tanh: %w", err)
 	}
 	return y, nil, nil
+}
+
+func (l ReLU) compileNative(c nativeCompiler) error {
+	return compileAs(c, l, compileActivation[float32, ReLU], compileActivation[float64, ReLU])
+}
+
+func (l Tanh) compileNative(c nativeCompiler) error {
+	return compileAs(c, l, compileActivation[float32, Tanh], compileActivation[float64, Tanh])
+}
+
+func (l ReLU) fusedAct() (actFunc, Layer) { return actReLU, l }
+func (l Tanh) fusedAct() (actFunc, Layer) { return actTanh, l }
+
+func compileActivation[T num.Float, L fusedActivation](c *compiler[T], l L) error {
+	f, _ := l.fusedAct()
+	c.add(&activationOp[T]{f: f}, c.cur, false)
+	return nil
+}
+
+// activationOp is ReLU or Tanh on its own (not after a Conv2D or Dense).
+type activationOp[T num.Float] struct{ f actFunc }
+
+func (o *activationOp[T]) alias() bool             { return false }
+func (o *activationOp[T]) scratchSize() (int, int) { return 0, 0 }
+func (o *activationOp[T]) prepare()                {}
+
+func (o *activationOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, _, _ int) {
+	switch o.f {
+	case actReLU:
+		for j, v := range in {
+			out[j] = max(v, 0)
+		}
+	case actTanh:
+		for j, v := range in {
+			out[j] = T(math.Tanh(float64(v)))
+		}
+	}
+}
+
+func (o *activationOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn []T, _, _ int) {
+	if gIn != nil {
+		activationGrad(o.f, gIn, gOut, out)
+	}
 }

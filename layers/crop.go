@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // CenterCrop keeps the central Height×Width window of each channel, as the TF CIFAR-10
@@ -15,7 +17,7 @@ func (CenterCrop) Kind() string { return "crop" }
 
 // OutputShape is [C, Height, Width].
 func (l CenterCrop) OutputShape(in []int) ([]int, error) {
-	if len(in) != 3 || prod(in) <= 0 {
+	if len(in) != 3 || num.Prod(in) <= 0 {
 		return nil, fmt.Errorf("crop: input shape %v is not [channels, height, width]", in)
 	}
 	if l.Height <= 0 || l.Width <= 0 || l.Height > in[1] || l.Width > in[2] {
@@ -36,4 +38,55 @@ func (l CenterCrop) Apply(x *G.Node, _ []*G.Node) (*G.Node, *Tap, error) {
 		return nil, nil, fmt.Errorf("crop: %w", err)
 	}
 	return y, nil, nil
+}
+
+func (l CenterCrop) compileNative(c nativeCompiler) error {
+	return compileAs(c, l, compileCrop[float32], compileCrop[float64])
+}
+
+func compileCrop[T num.Float](c *compiler[T], l CenterCrop) error {
+	if err := c.image("crop"); err != nil {
+		return err
+	}
+	cur := c.cur
+	if _, err := l.OutputShape(shapeOf(cur)); err != nil {
+		return err
+	}
+	op := &cropOp[T]{h: cur.h, w: cur.w, c: cur.c, oh: l.Height, ow: l.Width,
+		top: (cur.h - l.Height) / 2, left: (cur.w - l.Width) / 2}
+	out := cur
+	out.h, out.w, out.n = l.Height, l.Width, l.Height*l.Width*cur.c
+	c.add(op, out, false)
+	return nil
+}
+
+// cropOp is CenterCrop on NHWC images.
+type cropOp[T num.Float] struct{ h, w, c, oh, ow, top, left int }
+
+func (o *cropOp[T]) alias() bool             { return false }
+func (o *cropOp[T]) prepare()                {}
+func (o *cropOp[T]) scratchSize() (int, int) { return 0, 0 }
+
+func (o *cropOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) {
+	inN, outN, row := o.h*o.w*o.c, o.oh*o.ow*o.c, o.ow*o.c
+	for e := range n {
+		for y := range o.oh {
+			s := ((y+o.top)*o.w + o.left) * o.c
+			copy(out[e*outN+y*row:][:row], in[e*inN+s:][:row])
+		}
+	}
+}
+
+func (o *cropOp[T]) backward(_ *nativeScratch[T], _ int, _, _, gOut, gIn []T, n, _ int) {
+	if gIn == nil {
+		return
+	}
+	inN, outN, row := o.h*o.w*o.c, o.oh*o.ow*o.c, o.ow*o.c
+	clear(gIn)
+	for e := range n {
+		for y := range o.oh {
+			s := ((y+o.top)*o.w + o.left) * o.c
+			copy(gIn[e*inN+s:][:row], gOut[e*outN+y*row:][:row])
+		}
+	}
 }

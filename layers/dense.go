@@ -6,6 +6,8 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Dense is a fully connected layer Z = A·W + b with W of shape [in, Units] (as Keras) and b
@@ -52,6 +54,103 @@ func (l Dense) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 			return nil, nil, fmt.Errorf("dense bias: %w", err)
 		}
 	}
-	tap := &Tap{Kind: clipping.Dense, In: x, Z: z, InDim: x.Shape()[1], OutDim: l.Units, Positions: 1, Bias: !l.NoBias}
+	tap := &Tap{In: x, Z: z, Shape: clipping.DenseShape{InDim: x.Shape()[1], OutDim: l.Units, Bias: !l.NoBias}}
 	return z, tap, nil
+}
+
+func (l Dense) compileNative(c nativeCompiler) error {
+	return compileAs(c, l, compileDense[float32], compileDense[float64])
+}
+
+// acceptsOrder: a Dense takes its input in any order by permuting its weight rows.
+func (Dense) acceptsOrder() {}
+
+func compileDense[T num.Float](c *compiler[T], l Dense) error {
+	if c.cur.image {
+		return fmt.Errorf("layers: dense on a %v; put a Flatten before it", c.cur)
+	}
+	op := newDenseOp(l, c.cur.n, c.batch, c.params, c.fuse(), c.train, c.takeOrder())
+	op.in = c.inputIndex()
+	c.add(op, activation{n: l.Units}, c.train) // the input is the tap's In
+	return nil
+}
+
+// denseOp is Dense (with the activation that follows it): y = act(x·W + b); backward
+// dZ = dy ⊙ act'(y) (the tap's GradZ) and dx = dZ·Wᵀ.
+//
+// With order (after a Flatten of an NHWC image), input j is weight row order[j]: the op
+// multiplies by a copy of the weight with its rows permuted, and the tap says so (InOrder).
+type denseOp[T num.Float] struct {
+	nIn, nOut    int
+	in           int // index of the input activation (the tap's In)
+	act          actFunc
+	weight, bias []T   // views: [nIn × nOut], [nOut]
+	order        []int // nil: identity
+	wperm        []T   // with order: the weight, rows permuted
+	wt           []T   // packed (permuted) Wᵀ [nOut × nIn]
+	gradZ        []T   // batch-sized tap (train)
+}
+
+func newDenseOp[T num.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, train bool, order []int) *denseOp[T] {
+	o := &denseOp[T]{nIn: nIn, nOut: l.Units, act: act, weight: ps[0], wt: make([]T, nIn*l.Units), order: order}
+	if order != nil {
+		o.wperm = make([]T, nIn*l.Units)
+	}
+	if !l.NoBias {
+		o.bias = ps[1]
+	}
+	if train {
+		o.gradZ = make([]T, batch*l.Units)
+	}
+	return o
+}
+
+// gradient is the layer's clipping.Dense: its input activation (batch-sized) and dZ.
+func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
+	return &clipping.Dense[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
+		Bias: o.bias != nil, InOrder: o.order}
+}
+
+func (o *denseOp[T]) tapRow() int { return o.nOut }
+
+// w is the weight as the op multiplies by it.
+func (o *denseOp[T]) w() []T {
+	if o.order != nil {
+		return o.wperm
+	}
+	return o.weight
+}
+
+func (o *denseOp[T]) alias() bool             { return false }
+func (o *denseOp[T]) scratchSize() (int, int) { return 0, 0 }
+
+func (o *denseOp[T]) prepare() {
+	for i, src := range o.order {
+		copy(o.wperm[i*o.nOut:(i+1)*o.nOut], o.weight[src*o.nOut:(src+1)*o.nOut])
+	}
+	w := o.w()
+	for i := range o.nIn {
+		for j := range o.nOut {
+			o.wt[j*o.nIn+i] = w[i*o.nOut+j]
+		}
+	}
+}
+
+func (o *denseOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) {
+	var flags gemm.Flags
+	if o.act == actReLU {
+		flags = gemm.ReLU
+	}
+	gemm.Gemm(n, o.nOut, o.nIn, gemm.Matrix[T]{Data: in, Stride: o.nIn}, o.w(), o.nOut, out, o.nOut, o.bias, flags)
+	if o.act == actTanh {
+		tanhInPlace(out)
+	}
+}
+
+func (o *denseOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn []T, n, lo int) {
+	dz := o.gradZ[lo*o.nOut : (lo+n)*o.nOut]
+	activationGrad(o.act, dz, gOut, out)
+	if gIn != nil {
+		gemm.Gemm(n, o.nIn, o.nOut, gemm.Matrix[T]{Data: dz, Stride: o.nOut}, o.wt, o.nIn, gIn, o.nIn, nil, 0)
+	}
 }

@@ -1,14 +1,15 @@
 // Package layers holds the building blocks of privtrain networks — Dense, Conv2D,
-// MaxPool2D, ReLU, Tanh, Flatten, CenterCrop — as Gorgonia graph fragments that expose
-// what per-example gradient clipping needs.
+// MaxPool2D, AvgPool2D, GlobalAvgPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop — as
+// Gorgonia graph fragments that expose what per-example gradient clipping needs, each
+// with a native kernel beside it.
 //
 // A Layer is configuration only. nn.Model asks each layer for its output shape and
 // parameter specs, lays the parameters out in one flat vector (declaration order, weight
 // before bias, each tensor row-major) and calls Apply to add the layer to its graphs. A
 // parametrised layer returns a Tap: its input node (for Conv2D, the im2col node Gorgonia's
 // Conv2d multiplies by the filter) and its pre-activation output Z, to which the model
-// backpropagates the summed loss once. The clipping package turns the two into per-example
-// gradients.
+// backpropagates the summed loss once, and a clipping.Shape that binds their values to the
+// layer kind's clipping.Gradient, which turns them into per-example gradients.
 //
 // Conventions (Keras-compatible where it matters for reproducing the tutorials):
 //   - images are CHW per example, NCHW in the graph;
@@ -26,4 +27,17 @@
 // AVX-512 or AVX2 assembly where the CPU has it, with Go versions elsewhere (tested to agree
 // bit for bit). nn uses Native whenever every layer of a network is one of these; tests
 // hold it to the Gorgonia graphs to 1e-12 in float64.
+//
+// One file per layer kind holds the layer, its Gorgonia fragment (Apply, the reference)
+// and its native op, which it adds to NewNative's compiler in compileNative: NewNative
+// knows no kind. An activation that a Conv2D or Dense can apply as it stores its output
+// says so with fusedAct; a layer that takes its flat input in any order (Dense) with
+// acceptsOrder. A parametrised native op also implements tapOp: it hands over its layer's
+// clipping.Gradient once the activations' storage is known.
+//
+// Adding a parametrised layer is two new files: the layer (fragment + native op, e.g.
+// groupnorm.go) and its per-example gradient (a clipping.ExampleKind or a full
+// clipping.Gradient, with the clipping.Shape that binds the fragment's tap, e.g.
+// groupnorm_grad.go). A layer without a native op still runs, on nn's Gorgonia engine;
+// NewNative's ErrNotNative (and nn.Model.EngineReason) name it.
 package layers

@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // applied is one layer applied to random float64 input in a fresh graph and run forward.
@@ -35,12 +37,12 @@ func runLayer(t *testing.T, l Layer, b int, in []int, rng *rand.Rand) applied {
 	}
 	g := G.NewGraph()
 	shape := append([]int{b}, in...)
-	res := applied{x: randomValues(rng, prod(shape))}
+	res := applied{x: randomValues(rng, num.Prod(shape))}
 	x := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), res.x...)))))
 	var nodes []*G.Node
 	for _, p := range l.Params(in) {
-		v := randomValues(rng, prod(p.Shape))
+		v := randomValues(rng, num.Prod(p.Shape))
 		res.params = append(res.params, v)
 		gs := p.GraphShape()
 		nodes = append(nodes, G.NewTensor(g, tensor.Float64, len(gs), G.WithShape(gs...), G.WithName(p.Name),
@@ -69,7 +71,7 @@ func runLayer(t *testing.T, l Layer, b int, in []int, rng *rand.Rand) applied {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.outDim; len(got) != len(want)+1 || got[0] != b || prod(got[1:]) != prod(want) {
+	if got := res.outDim; len(got) != len(want)+1 || got[0] != b || num.Prod(got[1:]) != num.Prod(want) {
 		t.Fatalf("%s: output node shape %v, OutputShape %v", l.Kind(), got, want)
 	}
 	return res

@@ -17,6 +17,9 @@ const (
 	HeNormal
 	// Zeros sets every value to 0, the Keras default for biases.
 	Zeros
+	// Ones sets every value to 1: the scale of a normalisation layer (GroupNorm), not a
+	// kernel initializer (a Dense or Conv2D checkpoint cannot store it).
+	Ones
 )
 
 func (in Initializer) String() string {
@@ -27,6 +30,8 @@ func (in Initializer) String() string {
 		return "he-normal"
 	case Zeros:
 		return "zeros"
+	case Ones:
+		return "ones"
 	}
 	return fmt.Sprintf("Initializer(%d)", int(in))
 }
@@ -52,6 +57,10 @@ func (in Initializer) Fill(dst []float64, fanIn, fanOut int, rng *rand.Rand) err
 		}
 	case Zeros:
 		clear(dst)
+	case Ones:
+		for j := range dst {
+			dst[j] = 1
+		}
 	default:
 		return fmt.Errorf("layers: unknown initializer %v", in)
 	}

@@ -53,25 +53,17 @@ func (p ParamSpec) GraphShape() []int {
 	return p.Shape
 }
 
-// Tap names the graph nodes that per-example gradients of one parametrised layer are
-// formed from (see clipping.Tap for the arithmetic).
+// Tap names the graph nodes that the per-example gradients of one parametrised layer are
+// formed from, and the kind that forms them.
 type Tap struct {
-	Kind clipping.Kind
-	// In is the layer input: dense, A of shape [B, InDim]; conv, the im2col'd input U of
-	// shape [B, OH, OW, InDim], the very node Conv2d multiplies by the filter.
+	// In is the value the per-example gradient is formed from besides Z's gradient, in
+	// Gorgonia's layout: dense, the input A [B, InDim]; conv, the im2col'd input U
+	// [B, OH, OW, InDim], the very node Conv2d multiplies by the filter; group norm, the
+	// normalised input.
 	In *G.Node
-	// Z is the pre-activation output, whose gradient the model backpropagates to:
-	// dense [B, OutDim], conv [B, OutDim, OH, OW].
+	// Z is the output whose gradient the model backpropagates to (the pre-activation).
 	Z *G.Node
-	// InDim, OutDim, Positions and Bias are as in clipping.Tap.
-	InDim, OutDim, Positions int
-	Bias                     bool
-}
-
-func prod(s []int) int {
-	n := 1
-	for _, v := range s {
-		n *= v
-	}
-	return n
+	// Shape binds In's value and Z's gradient to the layer's clipping.Gradient; its
+	// NumParams is the number of parameters the layer has.
+	Shape clipping.Shape
 }

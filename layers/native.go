@@ -3,9 +3,11 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // ErrNotNative reports a layer stack that Native cannot run: a layer type without a native
@@ -30,14 +32,14 @@ var ErrNotNative = errors.New("layers: no native kernel")
 //
 // Only the network input, the logits and the taps are batch-sized; everything else lives in
 // per-worker scratch of Chunk rows, so one chunk's forward and backward stay in cache.
-type Native[T clipping.Float] struct {
+type Native[T num.Float] struct {
 	batch  int
 	train  bool
 	chunk  int
 	ops    []nativeOp[T]
 	acts   []actBuf[T] // acts[i] is the input of ops[i]; acts[len(ops)] the logits
 	first  int         // first parametrised op: the backward pass stops there
-	taps   []clipping.Tap[T]
+	taps   []clipping.Gradient[T]
 	gradSz int // largest activation, for the two gradient buffers
 
 	mu      sync.Mutex
@@ -45,7 +47,7 @@ type Native[T clipping.Float] struct {
 }
 
 // nativeOp is one step of a Native.
-type nativeOp[T clipping.Float] interface {
+type nativeOp[T num.Float] interface {
 	// forward computes n rows of out from in (rows lo… of the batch).
 	forward(sc *nativeScratch[T], k int, in, out []T, n, lo int)
 	// backward turns gOut, the gradient at n rows of out, into gIn at in (nil when no
@@ -60,14 +62,14 @@ type nativeOp[T clipping.Float] interface {
 }
 
 // actBuf is an activation: batch-sized storage, or scratch slot slot of each worker.
-type actBuf[T clipping.Float] struct {
+type actBuf[T num.Float] struct {
 	size  int
 	batch []T
 	slot  int
 }
 
 // nativeScratch is one worker's memory for one chunk of rows.
-type nativeScratch[T clipping.Float] struct {
+type nativeScratch[T num.Float] struct {
 	lo, hi  int       // rows of the last Forward (their conv patches are in floats)
 	acts    [][]T     // activation slots
 	grads   [2][]T    // gradient ping-pong buffers
@@ -101,12 +103,150 @@ const (
 	actTanh
 )
 
+// nativeLayer is a Layer with a native kernel: compileNative adds its op (or, fused with
+// the activation that follows, ops) to c, a *compiler[float32] or *compiler[float64].
+// Each layer's file implements it beside the layer's Gorgonia fragment; compileAs turns
+// the dtype-free call into the layer's generic compile function.
+type nativeLayer interface {
+	compileNative(c nativeCompiler) error
+}
+
+// nativeCompiler is *compiler[float32] or *compiler[float64].
+type nativeCompiler interface {
+	dtype() string
+	current() Layer
+}
+
+// compileAs calls f32 or f64 with l, whichever dtype c compiles for. The layer being
+// compiled must be an L or *L: a type that only embeds L inherits its compileNative but
+// may compute something else, so it has no native kernel.
+func compileAs[L Layer](c nativeCompiler, l L, f32 func(*compiler[float32], L) error, f64 func(*compiler[float64], L) error) error {
+	if !own(c.current(), l) {
+		return fmt.Errorf("%w: layer %T", ErrNotNative, c.current())
+	}
+	switch c := c.(type) {
+	case *compiler[float32]:
+		return f32(c, l)
+	case *compiler[float64]:
+		return f64(c, l)
+	}
+	panic(fmt.Sprintf("layers: compiler for %s", c.dtype()))
+}
+
+// fusedActivation is an activation a parametrised op can apply as it stores its output
+// (ReLU and Tanh): a Conv2D or Dense followed by one is one op.
+// fusedAct returns the function and the receiver (see own).
+type fusedActivation interface{ fusedAct() (actFunc, Layer) }
+
+// own says l is self or points to it: not a type that embeds self's and so inherits its
+// methods while it may compute something else.
+func own(l, self Layer) bool {
+	t, s := reflect.TypeOf(l), reflect.TypeOf(self)
+	return t == s || t == reflect.PointerTo(s)
+}
+
+// reordered is a layer that takes its flat input in any order, given which input each
+// position holds (Dense permutes its weight rows): a Flatten before it leaves an NHWC
+// image as it is instead of transposing it.
+type reordered interface{ acceptsOrder() }
+
+// tapOp is a parametrised op: it writes its layer's per-example gradient buffers in
+// Backward and hands them over as a clipping.Gradient once Native knows where every
+// activation lives.
+type tapOp[T num.Float] interface {
+	nativeOp[T]
+	// gradient is the layer's per-example gradient; op k of nv is this op.
+	gradient(nv *Native[T], k int) clipping.Gradient[T]
+	// tapRow is the number of values per row the op's tap writes in Backward.
+	tapRow() int
+}
+
+// compiler is NewNative's state while it walks the layers.
+type compiler[T num.Float] struct {
+	nv           *Native[T]
+	layers       []Layer
+	i            int // the layer being compiled
+	params       [][]T
+	batch        int
+	train        bool
+	cur          activation
+	shapes       []activation
+	needBatch    []bool
+	pendingOrder []int // a Flatten left NHWC order for the reordered layer after it
+}
+
+func (c *compiler[T]) dtype() string { return fmt.Sprintf("%T", T(0)) }
+
+func (c *compiler[T]) current() Layer { return c.layers[c.i] }
+
+// add appends op with output shape out; inBatch says its input must be batch-sized (a
+// tap reads it after the chunk's scratch is gone).
+func (c *compiler[T]) add(op nativeOp[T], out activation, inBatch bool) {
+	nv := c.nv
+	if _, ok := op.(tapOp[T]); ok && nv.first < 0 {
+		nv.first = len(nv.ops)
+	}
+	nv.ops = append(nv.ops, op)
+	c.shapes = append(c.shapes, out)
+	c.needBatch[len(c.needBatch)-1] = c.needBatch[len(c.needBatch)-1] || inBatch
+	c.needBatch = append(c.needBatch, false)
+	c.cur = out
+}
+
+// inputIndex is the activation index of the next op's input.
+func (c *compiler[T]) inputIndex() int { return len(c.shapes) - 1 }
+
+// toNHWC makes the current image channels-innermost.
+func (c *compiler[T]) toNHWC() {
+	if c.cur.image && !c.cur.nhwc {
+		next := c.cur
+		next.nhwc = true
+		c.add(&transposeOp[T]{h: c.cur.h, w: c.cur.w, c: c.cur.c, toNHWC: true}, next, false)
+	}
+}
+
+// image checks the current activation is an image and makes it NHWC.
+func (c *compiler[T]) image(what string) error {
+	if !c.cur.image {
+		return fmt.Errorf("layers: %s on a %v", what, c.cur)
+	}
+	c.toNHWC()
+	return nil
+}
+
+// next is the layer after the current one, or nil.
+func (c *compiler[T]) next() Layer {
+	if c.i+1 < len(c.layers) {
+		return c.layers[c.i+1]
+	}
+	return nil
+}
+
+// fuse takes the activation after the current layer into its op, when it is one that can
+// be fused, and returns it (actNone otherwise).
+func (c *compiler[T]) fuse() actFunc {
+	if f, ok := c.next().(fusedActivation); ok {
+		if act, self := f.fusedAct(); own(c.next(), self) {
+			c.i++
+			return act
+		}
+	}
+	return actNone
+}
+
+// takeOrder returns (and clears) the input order a Flatten left.
+func (c *compiler[T]) takeOrder() []int {
+	o := c.pendingOrder
+	c.pendingOrder = nil
+	return o
+}
+
 // NewNative compiles layers for input shape in (per example, CHW or flat) at the given
 // batch size. params[i] holds views of layer i's parameters, one per ParamSpec, in the
 // flat layout; Native reads them in Prepare. With train, it keeps the taps and can run
-// Backward; without, it only runs Forward. It returns ErrNotNative for a layer of another
-// package.
-func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][][]T, train bool) (*Native[T], error) {
+// Backward; without, it only runs Forward. It returns ErrNotNative, naming the layer, for
+// a layer without a native kernel (any layer of another package).
+func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool) (*Native[T], error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("layers: batch size %d", batch)
 	}
@@ -114,163 +254,39 @@ func NewNative[T clipping.Float](layers []Layer, in []int, batch int, params [][
 		return nil, fmt.Errorf("layers: %d parameter lists for %d layers", len(params), len(layers))
 	}
 	nv := &Native[T]{batch: batch, train: train, first: -1}
-	cur := activation{n: prod(in)}
+	cur := activation{n: num.Prod(in)}
 	if len(in) == 3 {
-		cur = activation{image: true, h: in[1], w: in[2], c: in[0], n: prod(in)}
+		cur = activation{image: true, h: in[1], w: in[2], c: in[0], n: num.Prod(in)}
 		cur.nhwc = cur.toNHWCFree()
 	}
-	shapes := []activation{cur}
-	needBatch := []bool{true} // the input is batch-sized: the caller fills it
-	add := func(op nativeOp[T], out activation, inBatch bool) {
-		nv.ops = append(nv.ops, op)
-		shapes = append(shapes, out)
-		needBatch[len(needBatch)-1] = needBatch[len(needBatch)-1] || inBatch
-		needBatch = append(needBatch, false)
-	}
-	var pendingOrder []int // a Flatten left NHWC order for the Dense that follows it
-	toNHWC := func() {
-		if cur.image && !cur.nhwc {
-			next := cur
-			next.nhwc = true
-			add(&transposeOp[T]{h: cur.h, w: cur.w, c: cur.c, toNHWC: true}, next, false)
-			cur = next
+	c := &compiler[T]{nv: nv, layers: layers, batch: batch, train: train, cur: cur,
+		shapes: []activation{cur}, needBatch: []bool{true}} // the input is batch-sized: the caller fills it
+	for c.i = 0; c.i < len(layers); c.i++ {
+		l := layers[c.i]
+		c.params = params[c.i]
+		if want := len(l.Params(shapeOf(c.cur))); len(c.params) != want {
+			return nil, fmt.Errorf("layers: layer %d (%s) has %d parameter views, want %d", c.i, l.Kind(), len(c.params), want)
+		}
+		nl, ok := l.(nativeLayer)
+		if !ok {
+			return nil, fmt.Errorf("%w: layer %d (%s, %T)", ErrNotNative, c.i, l.Kind(), l)
+		}
+		if err := nl.compileNative(c); err != nil {
+			if errors.Is(err, ErrNotNative) {
+				return nil, fmt.Errorf("%w: layer %d (%s, %T)", ErrNotNative, c.i, l.Kind(), l)
+			}
+			return nil, err
 		}
 	}
-	for i := 0; i < len(layers); i++ {
-		l := layers[i]
-		ps := params[i]
-		if want := len(l.Params(shapeOf(cur))); len(ps) != want {
-			return nil, fmt.Errorf("layers: layer %d (%s) has %d parameter views, want %d", i, l.Kind(), len(ps), want)
-		}
-		act := actNone
-		if i+1 < len(layers) {
-			switch layers[i+1].(type) {
-			case ReLU, *ReLU:
-				act = actReLU
-			case Tanh, *Tanh:
-				act = actTanh
-			}
-		}
-		switch l := deref(l).(type) {
-		case Conv2D:
-			if !cur.image {
-				return nil, fmt.Errorf("layers: conv on a %v", cur)
-			}
-			toNHWC()
-			op, out, err := newConvOp(l, cur, batch, ps, act, train, nv.first >= 0)
-			if err != nil {
-				return nil, err
-			}
-			if nv.first < 0 {
-				nv.first = len(nv.ops)
-			}
-			add(op, out, train) // the tap rebuilds patches from the input
-			op.in = len(shapes) - 2
-			nv.taps = append(nv.taps, op.tap())
-			if act != actNone {
-				i++
-			}
-		case Dense:
-			if cur.image {
-				return nil, fmt.Errorf("layers: dense on a %v; put a Flatten before it", cur)
-			}
-			op := newDenseOp(l, cur.n, batch, ps, act, train, pendingOrder)
-			pendingOrder = nil
-			if nv.first < 0 {
-				nv.first = len(nv.ops)
-			}
-			add(op, activation{n: l.Units}, train) // the input is the tap's In
-			op.in = len(shapes) - 2
-			nv.taps = append(nv.taps, op.tap())
-			if act != actNone {
-				i++
-			}
-		case MaxPool2D:
-			if !cur.image {
-				return nil, fmt.Errorf("layers: maxpool on a %v", cur)
-			}
-			toNHWC()
-			op, out, err := newMaxPoolOp[T](l, cur)
-			if err != nil {
-				return nil, err
-			}
-			add(op, out, false)
-		case CenterCrop:
-			if !cur.image {
-				return nil, fmt.Errorf("layers: crop on a %v", cur)
-			}
-			toNHWC()
-			if _, err := l.OutputShape(shapeOf(cur)); err != nil {
-				return nil, err
-			}
-			op := &cropOp[T]{h: cur.h, w: cur.w, c: cur.c, oh: l.Height, ow: l.Width,
-				top: (cur.h - l.Height) / 2, left: (cur.w - l.Width) / 2}
-			out := cur
-			out.h, out.w, out.n = l.Height, l.Width, l.Height*l.Width*cur.c
-			add(op, out, false)
-		case ReLU:
-			add(&activationOp[T]{f: actReLU}, cur, false)
-		case Tanh:
-			add(&activationOp[T]{f: actTanh}, cur, false)
-		case Flatten:
-			out := activation{n: cur.n}
-			switch {
-			case !cur.image || !cur.nhwc || cur.toNHWCFree():
-				add(aliasOp[T]{}, out, false)
-			case i+1 < len(layers) && isDense(layers[i+1]):
-				// Leave the NHWC order; the Dense permutes its weight rows instead
-				// (flat input j' = p·C + c is weight row c·HW + p).
-				hw := cur.h * cur.w
-				pendingOrder = make([]int, cur.n)
-				for p := range hw {
-					for c := range cur.c {
-						pendingOrder[p*cur.c+c] = c*hw + p
-					}
-				}
-				add(aliasOp[T]{}, out, false)
-			default:
-				add(&transposeOp[T]{h: cur.h, w: cur.w, c: cur.c}, out, false)
-			}
-		default:
-			return nil, fmt.Errorf("%w: %T", ErrNotNative, l)
-		}
-		cur = shapes[len(shapes)-1]
-	}
-	if cur.image {
-		return nil, fmt.Errorf("layers: network output is a %v, not a vector", cur)
+	if c.cur.image {
+		return nil, fmt.Errorf("layers: network output is a %v, not a vector", c.cur)
 	}
 	if nv.first < 0 && train {
 		return nil, fmt.Errorf("layers: no parametrised layer")
 	}
-	needBatch[len(needBatch)-1] = true // logits
-	nv.layout(shapes, needBatch)
+	c.needBatch[len(c.needBatch)-1] = true // logits
+	nv.layout(c.shapes, c.needBatch)
 	return nv, nil
-}
-
-func isDense(l Layer) bool {
-	_, ok := deref(l).(Dense)
-	return ok
-}
-
-// deref lets pointer layers (&Conv2D{…}) through the type switch.
-func deref(l Layer) Layer {
-	switch p := l.(type) {
-	case *Conv2D:
-		return *p
-	case *Dense:
-		return *p
-	case *MaxPool2D:
-		return *p
-	case *CenterCrop:
-		return *p
-	case *ReLU:
-		return *p
-	case *Tanh:
-		return *p
-	case *Flatten:
-		return *p
-	}
-	return l
 }
 
 func shapeOf(a activation) []int {
@@ -311,69 +327,31 @@ func (nv *Native[T]) layout(shapes []activation, needBatch []bool) {
 		perRow += f + x/2
 	}
 	// Tap rows written and read in the same call count too.
-	for _, t := range nv.taps {
-		perRow += len(t.In)/nv.batch + len(t.GradZ)/nv.batch
+	for _, op := range nv.ops {
+		if t, ok := op.(tapOp[T]); ok {
+			perRow += t.tapRow()
+		}
 	}
 	// A chunk's working set of about 1 MiB stays in a core's L2.
-	nv.chunk = max(1, min(nv.batch, (1<<20)/(perRow*sizeOf[T]())))
-	// Taps read their layers' input activations: dense taps directly, conv taps by
-	// rebuilding patches from them.
-	ti := 0
+	nv.chunk = max(1, min(nv.batch, (1<<20)/(perRow*num.SizeOf[T]())))
+	// The taps read activations, whose storage is known now.
 	for k, op := range nv.ops {
-		switch o := op.(type) {
-		case *convOp[T]:
-			if nv.train {
-				nv.taps[ti].Patches = nv.patches(o, k)
-			}
-			ti++
-		case *denseOp[T]:
-			nv.taps[ti].In = nv.acts[o.in].batch
-			ti++
+		if t, ok := op.(tapOp[T]); ok {
+			nv.taps = append(nv.taps, t.gradient(nv, k))
 		}
 	}
 }
 
-// patches is the Patches function of conv op o (the k-th op): the patches of example i
-// are still in worker's scratch if its last Forward covered i, else rebuilt from the
-// batch-sized input.
-func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) []T {
-	src, size, n := nv.acts[o.in].batch, nv.acts[o.in].size, o.p*o.k
-	return func(worker, i int, buf []T) []T {
-		if worker >= 0 {
-			nv.mu.Lock()
-			var sc *nativeScratch[T]
-			if worker < len(nv.scratch) {
-				sc = nv.scratch[worker]
-			}
-			nv.mu.Unlock()
-			// The worker's scratch is only written by the goroutine now asking.
-			if sc != nil && sc.lo <= i && i < sc.hi {
-				return sc.floats[k][(i-sc.lo)*n : (i-sc.lo+1)*n]
-			}
-		}
-		o.im2col(src[i*size:(i+1)*size], buf[:n])
-		return buf[:n]
-	}
-}
-
-func sizeOf[T clipping.Float]() int {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return 4
-	}
-	return 8
-}
-
-// Input is the batch input, [batch × prod(in)], each example CHW (as datasets produce it).
+// Input is the batch input, [batch × num.Prod(in)], each example CHW (as datasets produce it).
 // The caller writes rows before Forward reads them.
 func (nv *Native[T]) Input() []T { return nv.acts[0].batch }
 
 // Logits is the network output, [batch × classes], written by Forward.
 func (nv *Native[T]) Logits() []T { return nv.acts[len(nv.acts)-1].batch }
 
-// Taps are the parametrised layers' taps (train only), in layer order; Backward writes
-// their rows.
-func (nv *Native[T]) Taps() []clipping.Tap[T] { return nv.taps }
+// Taps are the parametrised layers' per-example gradients (train only), in layer order;
+// Backward writes their rows.
+func (nv *Native[T]) Taps() []clipping.Gradient[T] { return nv.taps }
 
 // Chunk is the number of rows per Forward/Backward call that keeps one call's working set
 // in cache.

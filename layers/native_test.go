@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // stackReference runs layers as a Gorgonia graph on x (batch b): the logits, and after ONE
@@ -20,12 +22,18 @@ import (
 // Gorgonia's layouts (conv Z NCHW, im2col [B, OH, OW, k] with k ordered (c, kh, kw)).
 func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) (logits []float64, gradZ, tapIn [][]float64) {
 	t.Helper()
+	logits, gradZ, tapIn, _ = stackReferenceTaps(t, ls, in, b, params, x, r)
+	return logits, gradZ, tapIn
+}
+
+// stackReferenceTaps is stackReference with the taps.
+func stackReferenceTaps(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) (logits []float64, gradZ, tapIn [][]float64, taps []*Tap) {
+	t.Helper()
 	g := G.NewGraph()
 	shape := append([]int{b}, in...)
 	h := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), x...)))))
 	cur := in
-	var taps []*Tap
 	for li, l := range ls {
 		var nodes []*G.Node
 		for j, p := range l.Params(cur) {
@@ -87,17 +95,21 @@ func stackReference(t *testing.T, ls []Layer, in []int, b int, params [][][]floa
 	// it from a forward-only graph of the layers before the dense layer instead.
 	ti := 0
 	for li, l := range ls {
-		switch deref(l).(type) {
-		case Conv2D:
+		switch l := l.(type) {
+		case Conv2D, *Conv2D:
 			ti++
-		case Dense:
+		case GroupNorm:
+			if !l.NoAffine {
+				ti++
+			}
+		case Dense, *Dense:
 			if li > 0 {
 				tapIn[ti] = stackForward(t, ls[:li], in, b, params, x)
 			}
 			ti++
 		}
 	}
-	return append([]float64(nil), (*lv).Data().([]float64)...), gradZ, tapIn
+	return append([]float64(nil), (*lv).Data().([]float64)...), gradZ, tapIn, taps
 }
 
 // stackForward is the output of a forward-only Gorgonia graph of ls.
@@ -175,15 +187,15 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 			cur := st.in
 			for li, l := range st.ls {
 				for _, p := range l.Params(cur) {
-					params[li] = append(params[li], randomValues(rng, prod(p.Shape)))
+					params[li] = append(params[li], randomValues(rng, num.Prod(p.Shape)))
 				}
 				var err error
 				if cur, err = l.OutputShape(cur); err != nil {
 					t.Fatal(err)
 				}
 			}
-			x := randomValues(rng, b*prod(st.in))
-			r := randomValues(rng, b*prod(cur))
+			x := randomValues(rng, b*num.Prod(st.in))
+			r := randomValues(rng, b*num.Prod(cur))
 			wantLogits, wantGZ, wantIn := stackReference(t, st.ls, st.in, b, params, x, r)
 
 			nv, err := NewNative[float64](st.ls, st.in, b, params, true)
@@ -192,7 +204,7 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 			}
 			copy(nv.Input(), x)
 			nv.Prepare()
-			k := prod(cur)
+			k := num.Prod(cur)
 			// Chunks of 1–3 rows on three workers at once.
 			var wg sync.WaitGroup
 			ranges := [][2]int{{0, 1}, {1, 3}, {3, 4}, {4, 7}}
@@ -217,9 +229,10 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 			if len(taps) != len(wantGZ) {
 				t.Fatalf("%d taps, want %d", len(taps), len(wantGZ))
 			}
-			for l, tp := range taps {
+			for l, g := range taps {
+				tp := raw(g)
 				gz, in := tp.GradZ, tapInput(tp, b)
-				if tp.Kind == clipping.Conv {
+				if tp.conv {
 					gz = fromPositionsMajor(gz, b, tp.Positions, tp.OutDim)
 				}
 				assertRel(t, fmt.Sprintf("tap %d GradZ", l), gz, wantGZ[l], 1e-12)
@@ -229,7 +242,8 @@ func TestNativeMatchesGorgonia(t *testing.T) {
 			// Patches of the rows of a worker's last Forward come from its scratch, equal
 			// to rebuilt ones.
 			nv.Forward(1, 4, 7)
-			for _, tp := range taps {
+			for _, g := range taps {
+				tp := raw(g)
 				if tp.Patches == nil {
 					continue
 				}
@@ -285,9 +299,30 @@ func fromPositionsMajor(v []float64, b, p, f int) []float64 {
 	return out
 }
 
+// rawTap is a native tap's buffers: a clipping.Dense's or a clipping.Conv's fields.
+type rawTap[T num.Float] struct {
+	conv                     bool
+	In, GradZ                []T
+	InDim, OutDim, Positions int
+	InOrder                  []int
+	Patches                  func(worker, i int, buf []T) []T
+}
+
+func raw[T num.Float](g clipping.Gradient[T]) rawTap[T] {
+	if u, ok := g.(interface {
+		Unwrap() clipping.ExampleKind[T]
+	}); ok {
+		c := u.Unwrap().(*clipping.Conv[T])
+		return rawTap[T]{conv: true, In: c.In, GradZ: c.GradZ, InDim: c.InDim, OutDim: c.OutDim, Positions: c.Positions,
+			InOrder: c.InOrder, Patches: c.Patches}
+	}
+	d := g.(*clipping.Dense[T])
+	return rawTap[T]{In: d.In, GradZ: d.GradZ, InDim: d.InDim, OutDim: d.OutDim, Positions: 1, InOrder: d.InOrder}
+}
+
 // tapInput is a tap's input for the whole batch in the weight layout's column order: In,
 // or the patches rebuilt example by example, with InOrder undone.
-func tapInput[T clipping.Float](tp clipping.Tap[T], b int) []T {
+func tapInput[T num.Float](tp rawTap[T], b int) []T {
 	in := tp.In
 	if tp.Patches != nil {
 		n := tp.Positions * tp.InDim
@@ -303,7 +338,7 @@ func tapInput[T clipping.Float](tp clipping.Tap[T], b int) []T {
 }
 
 // unorder puts each row's column j at InOrder[j].
-func unorder[T clipping.Float](v []T, order []int) []T {
+func unorder[T num.Float](v []T, order []int) []T {
 	k := len(order)
 	out := make([]T, len(v))
 	for r := 0; r < len(v); r += k {
@@ -320,6 +355,11 @@ func TestNativeRejectsForeignLayers(t *testing.T) {
 	_, err := NewNative[float32]([]Layer{Flatten{}, foreign{}, Dense{Units: 2}}, []int{4}, 2, make([][][]float32, 3), true)
 	if !errors.Is(err, ErrNotNative) {
 		t.Fatalf("error %v, want ErrNotNative", err)
+	}
+	// Nor is it fused into the Dense before it, as a ReLU would be.
+	_, err = NewNative[float32]([]Layer{Dense{Units: 2, NoBias: true}, foreign{}}, []int{4}, 2, [][][]float32{{make([]float32, 8)}, nil}, false)
+	if !errors.Is(err, ErrNotNative) || !strings.Contains(err.Error(), "layer 1") {
+		t.Fatalf("error %v, want ErrNotNative naming layer 1", err)
 	}
 }
 
@@ -353,12 +393,12 @@ func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Lay
 			cur := st.in
 			for li, l := range st.ls {
 				for _, p := range l.Params(cur) {
-					params[li] = append(params[li], toFloat32(randomValues(rng, prod(p.Shape))))
+					params[li] = append(params[li], toFloat32(randomValues(rng, num.Prod(p.Shape))))
 				}
 				cur, _ = l.OutputShape(cur)
 			}
-			x := toFloat32(randomValues(rng, b*prod(st.in)))
-			r := toFloat32(randomValues(rng, b*prod(cur)))
+			x := toFloat32(randomValues(rng, b*num.Prod(st.in)))
+			r := toFloat32(randomValues(rng, b*num.Prod(cur)))
 			run := func(asm bool) ([]float32, [][]float32) {
 				defer func(v, w bool) { useAsm, useAVX2 = v, w }(useAsm, useAVX2)
 				useAsm, useAVX2 = asm && avx512, asm && !avx512
@@ -368,14 +408,15 @@ func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Lay
 				}
 				copy(nv.Input(), x)
 				nv.Prepare()
-				k := prod(cur)
+				k := num.Prod(cur)
 				for lo := 0; lo < b; lo += nv.Chunk() {
 					hi := min(lo+nv.Chunk(), b)
 					nv.Forward(0, lo, hi)
 					nv.Backward(0, lo, hi, r[lo*k:hi*k])
 				}
 				var out [][]float32
-				for _, tp := range nv.Taps() {
+				for _, g := range nv.Taps() {
+					tp := raw(g)
 					out = append(out, append([]float32(nil), tp.GradZ...), tapInput(tp, b))
 				}
 				return append([]float32(nil), nv.Logits()...), out

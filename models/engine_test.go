@@ -22,6 +22,21 @@ func tanhBeforeFlatten() nn.Spec {
 	}}
 }
 
+// groupNormNet has GroupNorm with and without parameters, after a tanh and before a ReLU,
+// and average pooling with padding.
+func groupNormNet() nn.Spec {
+	return nn.Spec{Name: "groupnorm-avgpool", InputShape: []int{2, 6, 6}, NumClasses: 3, Layers: []layers.Layer{
+		layers.GroupNorm{Groups: 2, NoAffine: true},
+		layers.Conv2D{Filters: 4, Kernel: [2]int{3, 3}},
+		layers.Tanh{},
+		layers.GroupNorm{Groups: 2},
+		layers.ReLU{},
+		layers.AvgPool2D{Kernel: [2]int{2, 2}, Padding: [2]int{1, 1}},
+		layers.Flatten{},
+		layers.Dense{Units: 3},
+	}}
+}
+
 // TestEnginesAgree runs each model on both engines in float64 with the same parameters and
 // batch (padding rows included) and compares everything a step returns: loss, correct
 // count, per-example gradients and norms, flat and per-layer clipped sums, the plain sum,
@@ -36,6 +51,7 @@ func TestEnginesAgree(t *testing.T) {
 		{MNISTCNN(Tanh), 5},
 		{CIFAR10CNN(ReLU), 3},
 		{tanhBeforeFlatten(), 6},
+		{groupNormNet(), 5},
 	}
 	for ci, tc := range cases {
 		t.Run(tc.spec.Name, func(t *testing.T) {

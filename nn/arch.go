@@ -23,11 +23,13 @@ var ErrArchitecture = errors.New("nn: cannot rebuild the model")
 // nothing but the file. The element type is the checkpoint's DType.
 //
 // The layers of package layers are stored under their Kind ("conv", "dense", "maxpool",
-// "relu", "tanh", "flatten", "crop") with their settings in snake_case:
+// "avgpool", "globalavgpool", "groupnorm", "relu", "tanh", "flatten", "crop") with their
+// settings in snake_case:
 //
 //	{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}
+//	{"type":"groupnorm","settings":{"groups":9,"no_affine":true}}
 //	{"type":"crop","settings":{"height":24,"width":24}}
 //	{"type":"tanh"}
 //
@@ -144,6 +146,10 @@ type (
 		Stride  [2]int `json:"stride"`
 		Padding [2]int `json:"padding"`
 	}
+	groupNormSettings struct {
+		Groups   int  `json:"groups"`
+		NoAffine bool `json:"no_affine"`
+	}
 	cropSettings struct {
 		Height int `json:"height"`
 		Width  int `json:"width"`
@@ -212,6 +218,17 @@ func init() {
 	}, func(s cropSettings) (layers.CenterCrop, error) {
 		return layers.CenterCrop{Height: s.Height, Width: s.Width}, nil
 	})
+	builtin(func(l layers.AvgPool2D) poolSettings {
+		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
+	}, func(s poolSettings) (layers.AvgPool2D, error) {
+		return layers.AvgPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
+	})
+	builtin(func(l layers.GroupNorm) groupNormSettings {
+		return groupNormSettings{Groups: l.Groups, NoAffine: l.NoAffine}
+	}, func(s groupNormSettings) (layers.GroupNorm, error) {
+		return layers.GroupNorm{Groups: s.Groups, NoAffine: s.NoAffine}, nil
+	})
+	plain[layers.GlobalAvgPool2D]()
 	plain[layers.ReLU]()
 	plain[layers.Tanh]()
 	plain[layers.Flatten]()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -99,7 +100,7 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 		idx := strconv.Itoa(i)
 		param := func(j int) []float64 {
 			off := pl.paramOffs[j]
-			return flat[off : off+prodInts(pl.params[j].Shape)]
+			return flat[off : off+num.Prod(pl.params[j].Shape)]
 		}
 		var mod string
 		switch l := pl.layer.(type) {

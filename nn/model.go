@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 )
 
@@ -123,25 +123,10 @@ type Model struct {
 	numParams  int
 	exampleLen int
 	engine     Engine
-	net        network
-	layers     []layers.Layer // the spec's layers, for Architecture and export
-}
-
-// network is the engine- and dtype-specific part of a Model.
-type network interface {
-	params(dst []float64)
-	setParams(src []float64)
-	// clippedStep runs the training pass on b and adds the clipped sum to dst.
-	clippedStep(b Batch, rule clipping.Rule, dst []float64) (loss float64, correct int, st clipping.Stats, err error)
-	// sumStep runs the training pass on b and adds the plain gradient sum to dst.
-	sumStep(b Batch, dst []float64) (loss float64, correct int, err error)
-	// evaluate runs the forward pass on b; predictions reads its logits.
-	evaluate(b Batch) (loss float64, correct int, err error)
-	perExample(i int, dst []float64) error
-	predictions(dst []int)
-	// logits copies the logits of the last evaluate into dst (BatchSize × NumClasses).
-	logits(dst []float64)
-	stepped() bool
+	// engineReason says which layer kept EngineAuto off the native engine.
+	engineReason string
+	net          network
+	layers       []layers.Layer // the spec's layers, for Architecture and export
 }
 
 // plannedLayer is one layer with its shapes and parameters resolved.
@@ -178,7 +163,7 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	for _, pl := range plan {
 		for j, p := range pl.params {
 			off := pl.paramOffs[j]
-			if err := p.Init.Fill(init[off:off+prodInts(p.Shape)], p.FanIn, p.FanOut, rng); err != nil {
+			if err := p.Init.Fill(init[off:off+num.Prod(p.Shape)], p.FanIn, p.FanOut, rng); err != nil {
 				return nil, fmt.Errorf("%w: %s.%s: %v", ErrSpec, pl.name, p.Name, err)
 			}
 		}
@@ -201,6 +186,7 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 		case m.engine == EngineNative || !errors.Is(err, layers.ErrNotNative):
 			return nil, err
 		}
+		m.engineReason = err.Error()
 	}
 	m.engine = EngineGorgonia
 	switch cfg.dtype {
@@ -218,9 +204,14 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 // Engine is the engine the model runs on: EngineNative or EngineGorgonia.
 func (m *Model) Engine() Engine { return m.engine }
 
+// EngineReason says why a model built with EngineAuto runs on the (much slower) Gorgonia
+// engine: which layer has no native kernel. It is empty on the native engine or when
+// EngineGorgonia was asked for.
+func (m *Model) EngineReason() string { return m.engineReason }
+
 // planLayers checks the shapes through the network and lays the parameters out.
 func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
-	if len(spec.InputShape) == 0 || prodInts(spec.InputShape) <= 0 || slices.ContainsFunc(spec.InputShape, func(s int) bool { return s <= 0 }) {
+	if len(spec.InputShape) == 0 || num.Prod(spec.InputShape) <= 0 || slices.ContainsFunc(spec.InputShape, func(s int) bool { return s <= 0 }) {
 		return nil, nil, fmt.Errorf("%w: input shape %v", ErrSpec, spec.InputShape)
 	}
 	if spec.NumClasses < 2 {
@@ -233,7 +224,7 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 		name:       spec.Name,
 		inputShape: slices.Clone(spec.InputShape),
 		numClasses: spec.NumClasses,
-		exampleLen: prodInts(spec.InputShape),
+		exampleLen: num.Prod(spec.InputShape),
 		layers:     slices.Clone(spec.Layers),
 	}
 	plan := make([]plannedLayer, len(spec.Layers))
@@ -255,7 +246,7 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 			for _, p := range pl.params {
 				pl.paramOffs = append(pl.paramOffs, m.numParams)
 				m.layout = append(m.layout, ParamInfo{Name: pl.name + "." + p.Name, Shape: slices.Clone(p.Shape)})
-				m.numParams += prodInts(p.Shape)
+				m.numParams += num.Prod(p.Shape)
 			}
 		}
 		plan[i] = pl
@@ -268,14 +259,6 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 		return nil, nil, fmt.Errorf("%w: no parameters", ErrSpec)
 	}
 	return plan, m, nil
-}
-
-func prodInts(s []int) int {
-	n := 1
-	for _, v := range s {
-		n *= v
-	}
-	return n
 }
 
 // Name is the spec's name.

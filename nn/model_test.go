@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 )
 
@@ -30,7 +31,7 @@ func assertClose(t *testing.T, what string, got, want []float64, rel float64) {
 }
 
 func randomInputs(rng *rand.Rand, spec Spec, batch int) ([]float32, []int) {
-	x := make([]float32, batch*prodInts(spec.InputShape))
+	x := make([]float32, batch*num.Prod(spec.InputShape))
 	for i := range x {
 		x[i] = rng.Float32()
 	}
@@ -357,7 +358,7 @@ func TestPaddingRowsDoNotMatter(t *testing.T) {
 	x1, l1 := randomInputs(rng, spec, B)
 	x2, l2 := randomInputs(rng, spec, B)
 	mask := []bool{false, true, true, false, true}
-	ex := prodInts(spec.InputShape)
+	ex := num.Prod(spec.InputShape)
 	for i, real := range mask {
 		if real {
 			copy(x2[i*ex:(i+1)*ex], x1[i*ex:(i+1)*ex])

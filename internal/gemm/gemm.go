@@ -7,10 +7,12 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
-// Float is the element type of a product.
-type Float interface{ float32 | float64 }
+// Float is the element type of a product (num.Float).
+type Float = num.Float
 
 // Flags modify a product.
 type Flags int

@@ -1,0 +1,178 @@
+package clipping
+
+import (
+	"fmt"
+
+	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/num"
+)
+
+// Dense is the per-example gradient of a fully connected layer Z = A·W + b with W of shape
+// [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i) for W (row-major) and dZ_i for
+// b. No per-example gradient is ever formed: ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and
+// Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
+type Dense[T num.Float] struct {
+	// In is the layer input A, [B × InDim]; GradZ is ∂loss/∂Z, [B × OutDim].
+	In, GradZ     []T
+	InDim, OutDim int
+	// Bias says whether the layer has a bias of OutDim entries after its weight.
+	Bias bool
+	// InOrder, when not nil, says that column j of In is multiplied by weight row
+	// InOrder[j] (a permutation of 0…InDim−1): a network whose input arrives in another
+	// order (NHWC flattened) permutes the weight rows instead of the input.
+	InOrder []int
+}
+
+var _ Gradient[float32] = (*Dense[float32])(nil)
+
+// DenseShape is a Dense gradient before it is bound to buffers.
+type DenseShape struct {
+	InDim, OutDim int
+	Bias          bool
+}
+
+var _ Shape = DenseShape{}
+
+// NumParams is InDim·OutDim, plus OutDim with a bias.
+func (s DenseShape) NumParams() int {
+	return (&Dense[float32]{InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}).NumParams()
+}
+
+// Bind32 is the Dense gradient of float32 buffers.
+func (s DenseShape) Bind32(in, gradZ []float32) Gradient[float32] {
+	return &Dense[float32]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
+}
+
+// Bind64 is the Dense gradient of float64 buffers.
+func (s DenseShape) Bind64(in, gradZ []float64) Gradient[float64] {
+	return &Dense[float64]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
+}
+
+// NumParams is InDim·OutDim, plus OutDim with a bias.
+func (t *Dense[T]) NumParams() int {
+	n := t.InDim * t.OutDim
+	if t.Bias {
+		n += t.OutDim
+	}
+	return n
+}
+
+// Check checks In and GradZ hold batch rows and InOrder is a permutation.
+func (t *Dense[T]) Check(batch int) error {
+	if t.InDim <= 0 || t.OutDim <= 0 {
+		return fmt.Errorf("%w: dense gradient with InDim %d, OutDim %d", ErrShape, t.InDim, t.OutDim)
+	}
+	if err := checkLen("dense", "input", t.In, batch*t.InDim); err != nil {
+		return err
+	}
+	if err := checkLen("dense", "gradient", t.GradZ, batch*t.OutDim); err != nil {
+		return err
+	}
+	return checkOrder("dense", t.InOrder, t.InDim)
+}
+
+// RowScratch is 0: nothing is formed per example.
+func (t *Dense[T]) RowScratch() int { return 0 }
+
+// NewScratch holds a chunk's packed rows when they are not consecutive.
+func (t *Dense[T]) NewScratch(chunk int) Scratch[T] {
+	sc := &denseScratch[T]{t: t, packIn: make([]T, chunk*t.InDim), packGZ: make([]T, chunk*t.OutDim), ones: make([]T, chunk)}
+	for j := range sc.ones {
+		sc.ones[j] = 1
+	}
+	return sc
+}
+
+// Scatter maps the weight rows back through InOrder.
+func (t *Dense[T]) Scatter(g []T, dst []float64, overwrite bool) {
+	if t.InOrder == nil {
+		scatter(g, dst, overwrite)
+		return
+	}
+	k, F := t.InDim, t.OutDim
+	for j, r := range t.InOrder {
+		scatter(g[j*F:(j+1)*F], dst[r*F:(r+1)*F], overwrite)
+	}
+	scatter(g[k*F:], dst[k*F:], overwrite)
+}
+
+type denseScratch[T num.Float] struct {
+	t              *Dense[T]
+	packIn, packGZ []T // a chunk's rows of In and (scaled) GradZ
+	ones           []T // for bias sums
+}
+
+func (s *denseScratch[T]) SquaredNorms(_ int, rows []int, sq []float64) {
+	t := s.t
+	k, F := t.InDim, t.OutDim
+	for q, i := range rows {
+		za := gemm.SumSquares(t.GradZ[i*F : (i+1)*F])
+		v := gemm.SumSquares(t.In[i*k:(i+1)*k]) * za // ‖outer(a, dz)‖_F = ‖a‖·‖dz‖
+		if t.Bias {
+			v += za
+		}
+		sq[q] = v
+	}
+}
+
+func (s *denseScratch[T]) ClippedSum(_ int, rows []int, coef, acc []T) {
+	F := s.t.OutDim
+	sc := s.packGZ[:len(rows)*F]
+	for q, i := range rows {
+		c := coef[q]
+		for o, v := range s.t.GradZ[i*F : (i+1)*F] {
+			sc[q*F+o] = c * v
+		}
+	}
+	s.add(rows, sc, acc)
+}
+
+func (s *denseScratch[T]) Sum(_ int, rows []int, acc []T) {
+	F := s.t.OutDim
+	var gz []T
+	if consecutive(rows) {
+		gz = s.t.GradZ[rows[0]*F : (rows[len(rows)-1]+1)*F]
+	} else {
+		gz = s.packGZ[:len(rows)*F]
+		for q, i := range rows {
+			copy(gz[q*F:(q+1)*F], s.t.GradZ[i*F:(i+1)*F])
+		}
+	}
+	s.add(rows, gz, acc)
+}
+
+// add adds Aᵀ·S (weight) and Σ_q S_q (bias) to acc for the chunk's rows of A and the rows
+// S that go with them.
+func (s *denseScratch[T]) add(rows []int, gz, acc []T) {
+	t := s.t
+	k, F, n := t.InDim, t.OutDim, len(rows)
+	var a []T
+	if consecutive(rows) {
+		a = t.In[rows[0]*k : (rows[n-1]+1)*k]
+	} else {
+		a = s.packIn[:n*k]
+		for q, i := range rows {
+			copy(a[q*k:(q+1)*k], t.In[i*k:(i+1)*k])
+		}
+	}
+	gemm.Gemm(k, F, n, gemm.Matrix[T]{Data: a, Stride: k, ColMajor: true}, gz, F, acc[:k*F], F, nil, gemm.Accumulate)
+	if t.Bias {
+		gemm.Gemm(1, F, n, gemm.Matrix[T]{Data: s.ones[:n], Stride: n}, gz, F, acc[k*F:k*F+F], F, nil, gemm.Accumulate)
+	}
+}
+
+func (s *denseScratch[T]) Example(_ int, i int, g []T) {
+	t := s.t
+	k, F := t.InDim, t.OutDim
+	a, dz := t.In[i*k:(i+1)*k], t.GradZ[i*F:(i+1)*F]
+	for r, av := range a {
+		for o, zv := range dz {
+			g[r*F+o] = av * zv
+		}
+	}
+	if t.Bias {
+		copy(g[k*F:], dz)
+	}
+}
+
+func consecutive(rows []int) bool { return rows[len(rows)-1]-rows[0] == len(rows)-1 }
