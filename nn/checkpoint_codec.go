@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -90,7 +91,7 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		v := c.Params[off : off+p.Size()]
 		off += p.Size()
 		if c.DType == Float32 {
-			f.Tensors[paramPrefix+p.Name] = checkpoint.F32(p.Shape, convertSlice[float32](v))
+			f.Tensors[paramPrefix+p.Name] = checkpoint.F32(p.Shape, num.Converted[float32](v))
 		} else {
 			f.Tensors[paramPrefix+p.Name] = checkpoint.F64(p.Shape, v)
 		}
@@ -100,7 +101,7 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		f.Tensors[tensorSampler] = checkpoint.U8([]int{len(c.samplerState)}, c.samplerState)
 	}
 	if c.perm != nil {
-		f.Tensors[tensorPerm] = checkpoint.I64([]int{len(c.perm)}, convertSlice[int64](c.perm))
+		f.Tensors[tensorPerm] = checkpoint.I64([]int{len(c.perm)}, num.Converted[int64](c.perm))
 	}
 	pos := positionJSON{
 		Step: c.Step, EpochLoss: c.epochLoss, EpochCorrect: c.epochCorrect,
@@ -304,7 +305,7 @@ func (c *Checkpoint) setLayoutAndParams(tensors map[string]checkpoint.Tensor) er
 			if err != nil {
 				return fmt.Errorf("parameter %s: %v", p.Name, err)
 			}
-			v = convertSlice[float64](v32)
+			v = num.Converted[float64](v32)
 		case c.DType == Float64 && t.DType == checkpoint.Float64:
 			var err error
 			if v, err = t.Float64s(); err != nil {
@@ -423,7 +424,7 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 					return fmt.Errorf("sampler permutation entry %d", x)
 				}
 			}
-			c.perm = convertSlice[int](v)
+			c.perm = num.Converted[int](v)
 		default:
 			return fmt.Errorf("unknown tensor %q", name)
 		}
@@ -618,22 +619,7 @@ func noiseBytes(t checkpoint.Tensor) ([]byte, error) {
 			return nil, fmt.Errorf("holds %v, want bytes", x)
 		}
 	}
-	return convertSlice[byte](v), nil
+	return num.Converted[byte](v), nil
 }
 
 // number is what convertSlice converts between.
-type number interface {
-	~float32 | ~float64 | ~int | ~int64 | ~uint8
-}
-
-// convertSlice returns src converted element by element to D: the codec's one conversion
-// routine (float64 parameters to float32 and back, permutations to int64 and back, old
-// noise bytes). Callers check ranges first where the conversion could lose information.
-// TODO(lead): merge with network.go's convert.
-func convertSlice[D, S number](src []S) []D {
-	dst := make([]D, len(src))
-	for i, x := range src {
-		dst[i] = D(x)
-	}
-	return dst
-}

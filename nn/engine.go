@@ -31,13 +31,6 @@ type network interface {
 	stepped() bool
 }
 
-// convert copies src into dst (of the same length), converting between float32 and float64.
-func convert[D, S num.Float](dst []D, src []S) {
-	for j, v := range src {
-		dst[j] = D(v)
-	}
-}
-
 // checkBatch checks the lengths of b's slices for batch size B and example length L.
 func checkBatch(b Batch, B, L int) error {
 	switch {

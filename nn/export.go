@@ -92,7 +92,7 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 			tensors[name] = checkpoint.F64(shape, v)
 			return
 		}
-		tensors[name] = checkpoint.F32(shape, convertSlice[float32](v))
+		tensors[name] = checkpoint.F32(shape, num.Converted[float32](v))
 	}
 	pair := func(a [2]int) string { return "(" + strconv.Itoa(a[0]) + ", " + strconv.Itoa(a[1]) + ")" }
 	var modules []string

@@ -47,7 +47,7 @@ func dtypeOf[T num.Float]() tensor.Dtype {
 
 func newNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*net[T], error) {
 	n := &net[T]{m: m, flat: make([]T, len(init))}
-	convert(n.flat, init)
+	num.Convert(n.flat, init)
 	var taps []clipping.Gradient[T]
 	var err error
 	if n.eval, _, err = buildGraph(m, plan, n.flat, false, nil); err != nil {
@@ -192,9 +192,9 @@ func checkTap(pl plannedLayer, tap *layers.Tap) error {
 	return nil
 }
 
-func (n *net[T]) params(dst []float64) { convert(dst, n.flat) }
+func (n *net[T]) params(dst []float64) { num.Convert(dst, n.flat) }
 
-func (n *net[T]) setParams(src []float64) { convert(n.flat, src) }
+func (n *net[T]) setParams(src []float64) { num.Convert(n.flat, src) }
 
 // run loads the batch and runs the training or evaluation graph.
 func (n *net[T]) run(train bool, b Batch) (float64, int, error) {

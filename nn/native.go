@@ -35,7 +35,7 @@ type nativeNet[T num.Float] struct {
 
 func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*nativeNet[T], error) {
 	n := &nativeNet[T]{m: m, flat: make([]T, len(init)), rowLoss: make([]float64, m.batch), rowRight: make([]bool, m.batch)}
-	convert(n.flat, init)
+	num.Convert(n.flat, init)
 	ls := make([]layers.Layer, len(plan))
 	views := make([][][]T, len(plan))
 	for i, pl := range plan {
@@ -69,9 +69,9 @@ func wrapNative(err error) error {
 	return fmt.Errorf("%w: %v", ErrSpec, err)
 }
 
-func (n *nativeNet[T]) params(dst []float64) { convert(dst, n.flat) }
+func (n *nativeNet[T]) params(dst []float64) { num.Convert(dst, n.flat) }
 
-func (n *nativeNet[T]) setParams(src []float64) { convert(n.flat, src) }
+func (n *nativeNet[T]) setParams(src []float64) { num.Convert(n.flat, src) }
 
 func (n *nativeNet[T]) gradBuf(worker int) []T {
 	n.mu.Lock()

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
-func (n *net[T]) logits(dst []float64) { convert(dst, n.eval.logits) }
+func (n *net[T]) logits(dst []float64) { num.Convert(dst, n.eval.logits) }
 
-func (n *nativeNet[T]) logits(dst []float64) { convert(dst, n.eval.Logits()[:len(dst)]) }
+func (n *nativeNet[T]) logits(dst []float64) { num.Convert(dst, n.eval.Logits()[:len(dst)]) }
 
 // Logits runs the forward-only pass on the BatchSize examples of b.X and writes their
 // logits, BatchSize × NumClasses values row by row, into dst. Rows masked out by b.Mask

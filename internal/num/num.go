@@ -24,3 +24,27 @@ func Prod(shape []int) int {
 	}
 	return n
 }
+
+// Number is any element type privtrain converts between: floats of either width, and
+// the integer types checkpoints store indices and bytes in.
+type Number interface {
+	~float32 | ~float64 | ~int | ~int64 | ~uint8
+}
+
+// Convert copies src into dst element by element, converting each value to D; dst must
+// be at least as long as src. It is privtrain's one conversion routine (float64
+// parameters to the model's dtype and back, permutations to int64 and back); callers
+// check ranges first where a conversion could lose information.
+func Convert[D, S Number](dst []D, src []S) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = D(x)
+	}
+}
+
+// Converted returns a new slice holding src converted to D (see Convert).
+func Converted[D, S Number](src []S) []D {
+	dst := make([]D, len(src))
+	Convert(dst, src)
+	return dst
+}
