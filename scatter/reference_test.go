@@ -157,19 +157,21 @@ func referenceScattering(img []float64, H, W, J, L int) [][]float64 {
 		}
 		return out
 	}
-	S := [][]float64{unpad(convSub(x, phi[0], step))}
+	S0 := [][]float64{unpad(convSub(x, phi[0], step))}
+	var S1, S2 [][]float64
 	for _, p1 := range psi {
 		u1 := absGrid(convSub(x, p1.levels[0], 1<<p1.j))
-		S = append(S, unpad(convSub(u1, phi[p1.j], 1<<(J-p1.j))))
+		S1 = append(S1, unpad(convSub(u1, phi[p1.j], 1<<(J-p1.j))))
 		for _, p2 := range psi {
 			if p2.j <= p1.j {
 				continue
 			}
 			u2 := absGrid(convSub(u1, p2.levels[p1.j], 1<<(p2.j-p1.j)))
-			S = append(S, unpad(convSub(u2, phi[p2.j], 1<<(J-p2.j))))
+			S2 = append(S2, unpad(convSub(u2, phi[p2.j], 1<<(J-p2.j))))
 		}
 	}
-	return S
+	// Kymatio's layout: order 0, then every order-1 path, then every order-2 path.
+	return append(append(S0, S1...), S2...)
 }
 
 // testImage is a smooth random image with edges: a few Gaussian blobs and a step, values

@@ -173,25 +173,25 @@ func (w *worker) channel(img []float64, out []float64) {
 		}
 	}
 	w.f.forward(w.x0, M, N)
-	oh, ow := M>>J-2, N>>J-2
-	k := 0
-	emit := func(spec []complex128, res int) {
-		w.lowpass(spec, res, out[k*oh*ow:(k+1)*oh*ow])
-		k++
+	area := (M>>J - 2) * (N>>J - 2)
+	emit := func(k int, spec []complex128, res int) {
+		w.lowpass(spec, res, out[k*area:(k+1)*area])
 	}
-	emit(w.x0, 0)
+	emit(0, w.x0, 0)
 	psi := s.Bank.Psi
-	for _, p1 := range psi {
+	k2 := 1 + len(psi) // all of order 1 comes before order 2
+	for n1, p1 := range psi {
 		j1 := p1.J
 		// U1 = |x ⋆ ψ₁| at resolution j1, kept as its spectrum.
 		w.bandpass(w.u1, w.x0, p1.Levels[0], 0, j1)
-		emit(w.u1, j1)
+		emit(1+n1, w.u1, j1)
 		for _, p2 := range psi {
 			if p2.J <= j1 {
 				continue
 			}
 			w.bandpass(w.b, w.u1, p2.Levels[j1], j1, p2.J)
-			emit(w.b, p2.J)
+			emit(k2, w.b, p2.J)
+			k2++
 		}
 	}
 }
