@@ -164,3 +164,19 @@ func keep(i, M, res int) bool {
 	length := M - M>>res
 	return i < start || i >= start+length
 }
+
+// Spatial returns the m×n spatial filter (row-major, complex) whose DFT is the real
+// spectrum spec, such as a Wavelet level or a Phi level of the same grid: convolving with
+// it circularly is multiplying by spec in the Fourier domain.
+func Spatial(spec []float64, m, n int) []complex128 {
+	if len(spec) != m*n {
+		panic("scatter: Spatial: spectrum is not m×n")
+	}
+	h := make([]complex128, m*n)
+	for i, v := range spec {
+		h[i] = complex(v, 0)
+	}
+	var f fft2
+	f.inverse(h, m, n)
+	return h
+}

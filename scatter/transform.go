@@ -31,30 +31,52 @@ type Scattering struct {
 // New returns the transform of H×W images with J scales and L angles. H and W must be at
 // least 2^J, as in Kymatio.
 func New(J, L, H, W int) (*Scattering, error) {
-	if J < 1 || J > maxJ {
-		return nil, fmt.Errorf("scatter: J = %d, want 1…%d", J, maxJ)
-	}
-	if L < 1 || L > maxL {
-		return nil, fmt.Errorf("scatter: L = %d, want 1…%d", L, maxL)
-	}
-	if H < 1<<J || W < 1<<J {
-		return nil, fmt.Errorf("scatter: image %d×%d is smaller than 2^J = %d on a side", H, W, 1<<J)
-	}
-	if H > 1<<14 || W > 1<<14 {
-		return nil, fmt.Errorf("scatter: image %d×%d is larger than 16384 on a side", H, W)
+	if err := check(J, L, H, W); err != nil {
+		return nil, err
 	}
 	s := &Scattering{J: J, L: L, H: H, W: W}
-	// Kymatio's compute_padding: the next multiple of 2^J above H + 2^J, so that at
-	// least 2^J reflected pixels border the image; unpadding drops one coarse pixel per side.
-	step := 1 << J
-	s.mp = ((H+step)/step + 1) * step
-	s.np = ((W+step)/step + 1) * step
+	s.mp, s.np = paddedSize(J, H), paddedSize(J, W)
 	s.top, s.left = (s.mp-H)/2, (s.np-W)/2
 	var err error
 	if s.Bank, err = NewBank(s.mp, s.np, J, L); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// paddedSize is Kymatio's compute_padding: the next multiple of 2^J above n + 2^J, so that
+// at least 2^J reflected pixels border the image; unpadding drops one coarse pixel a side.
+func paddedSize(J, n int) int {
+	step := 1 << J
+	return ((n+step)/step + 1) * step
+}
+
+// OutputShape is the per-example feature shape [C·Channels(J, L), H/2^J, W/2^J] of C×H×W
+// images, or the error New or Transform would report; it builds no filters.
+func OutputShape(J, L, C, H, W int) ([]int, error) {
+	if err := check(J, L, H, W); err != nil {
+		return nil, err
+	}
+	if C < 1 {
+		return nil, fmt.Errorf("scatter: %d channels, want at least 1", C)
+	}
+	return []int{C * Channels(J, L), paddedSize(J, H)>>J - 2, paddedSize(J, W)>>J - 2}, nil
+}
+
+func check(J, L, H, W int) error {
+	if J < 1 || J > maxJ {
+		return fmt.Errorf("scatter: J = %d, want 1…%d", J, maxJ)
+	}
+	if L < 1 || L > maxL {
+		return fmt.Errorf("scatter: L = %d, want 1…%d", L, maxL)
+	}
+	if H < 1<<J || W < 1<<J {
+		return fmt.Errorf("scatter: image %d×%d is smaller than 2^J = %d on a side", H, W, 1<<J)
+	}
+	if H > 1<<14 || W > 1<<14 {
+		return fmt.Errorf("scatter: image %d×%d is larger than 16384 on a side", H, W)
+	}
+	return nil
 }
 
 // Channels is Channels(s.J, s.L).
@@ -72,8 +94,18 @@ func (s *Scattering) PaddedSize() (M, N int) { return s.mp, s.np }
 
 // Transform computes the features of a batch of images, each C×H×W row-major (CHW), laid
 // end to end in images. The output holds one OutputShape(C) block per image. Images are
-// spread over GOMAXPROCS goroutines; the result does not depend on their number.
+// spread over GOMAXPROCS goroutines; the result does not depend on their number. The
+// arithmetic is float64 throughout; only the result is rounded to float32.
 func (s *Scattering) Transform(images []float32, C int) ([]float32, error) {
+	return transform(s, images, C)
+}
+
+// Transform64 is Transform for float64 images and features.
+func (s *Scattering) Transform64(images []float64, C int) ([]float64, error) {
+	return transform(s, images, C)
+}
+
+func transform[T float32 | float64](s *Scattering, images []T, C int) ([]T, error) {
 	if C < 1 {
 		return nil, fmt.Errorf("scatter: %d channels, want at least 1", C)
 	}
@@ -89,7 +121,7 @@ func (s *Scattering) Transform(images []float32, C int) ([]float32, error) {
 	n := len(images) / per
 	outShape := s.OutputShape(C)
 	outPer := outShape[0] * outShape[1] * outShape[2]
-	out := make([]float32, n*outPer)
+	out := make([]T, n*outPer)
 	hw, perC := s.H*s.W, outPer/C
 	s.parallel(n, func(w *worker, i int) {
 		for c := 0; c < C; c++ {
@@ -100,7 +132,7 @@ func (s *Scattering) Transform(images []float32, C int) ([]float32, error) {
 			w.channel(w.img, w.out)
 			dst := out[i*outPer+c*perC : i*outPer+(c+1)*perC]
 			for k, v := range w.out {
-				dst[k] = float32(v)
+				dst[k] = T(v)
 			}
 		}
 	})
