@@ -35,6 +35,9 @@ func TestChannelsAndShapes(t *testing.T) {
 		if len(got) != 3 || got[0] != c.want[0] || got[1] != c.want[1] || got[2] != c.want[2] {
 			t.Errorf("%d×%d×%d: OutputShape %v, want %v", c.C, c.H, c.W, got, c.want)
 		}
+		if free, err := OutputShape(2, 8, c.C, c.H, c.W); err != nil || len(free) != 3 || free[0] != c.want[0] || free[1] != c.want[1] || free[2] != c.want[2] {
+			t.Errorf("OutputShape(2, 8, %d, %d, %d) = %v, %v; want %v", c.C, c.H, c.W, free, err, c.want)
+		}
 		feats, err := s.Transform(make([]float32, 2*c.C*c.H*c.W), c.C)
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +82,15 @@ func TestErrors(t *testing.T) {
 		if _, err := s.Transform(c.x, c.C); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Transform(%d values, C=%d) = %v, want an error containing %q", len(c.x), c.C, err, c.want)
 		}
+	}
+	if _, err := OutputShape(2, 8, 1, 3, 8); err == nil || !strings.Contains(err.Error(), "smaller than 2^J = 4") {
+		t.Errorf("OutputShape of a 3×8 image with J = 2: %v", err)
+	}
+	if _, err := OutputShape(2, 8, 0, 8, 8); err == nil || !strings.Contains(err.Error(), "0 channels") {
+		t.Errorf("OutputShape with 0 channels: %v", err)
+	}
+	if _, err := s.Transform64([]float64{math.Inf(1)}, 1); err == nil || !strings.Contains(err.Error(), "not a whole number") {
+		t.Errorf("Transform64 of one value: %v", err)
 	}
 	if _, err := NewBank(30, 36, 2, 8); err == nil || !strings.Contains(err.Error(), "multiple of 2^J") {
 		t.Errorf("NewBank(30, 36, 2, 8) = %v, want a grid-size error", err)
