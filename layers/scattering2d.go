@@ -54,6 +54,9 @@ func (l Scattering2D) Apply(x *G.Node, _ []*G.Node) (*G.Node, *Tap, error) {
 	if len(xs) != 4 {
 		return nil, nil, fmt.Errorf("scattering2d: input node shape %v, want [B C H W]", xs)
 	}
+	if dt := x.Dtype(); dt != tensor.Float64 && dt != tensor.Float32 {
+		return nil, nil, fmt.Errorf("scattering2d: input dtype %v, want float32 or float64", dt)
+	}
 	B, C, H, W := xs[0], xs[1], xs[2], xs[3]
 	s, err := scatter.New(l.J, l.L, H, W)
 	if err != nil {

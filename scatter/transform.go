@@ -5,7 +5,8 @@ import (
 	"math"
 	"math/cmplx"
 	"runtime"
-	"sync"
+
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 const (
@@ -152,27 +153,15 @@ func Transform(J, L int, images []float32, C, H, W int) ([]float32, error) {
 // parallel runs do(w, i) for i in [0, n) on GOMAXPROCS workers, each with its own scratch.
 func (s *Scattering) parallel(n int, do func(w *worker, i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := s.newWorker()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				do(w, i)
-			}
-		}()
-	}
-	wg.Wait()
+	scratch := make([]*worker, workers)
+	parallel.For(workers, n, 1, func(wk, lo, hi int) {
+		if scratch[wk] == nil {
+			scratch[wk] = s.newWorker()
+		}
+		for i := lo; i < hi; i++ {
+			do(scratch[wk], i)
+		}
+	})
 }
 
 // worker holds one goroutine's FFT plans and buffers.
