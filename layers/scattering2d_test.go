@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/scatter"
 )
 
@@ -62,7 +63,7 @@ func TestScattering2DGraph(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, c := range cases {
 		shape := []int{c.B, c.C, c.H, c.W}
-		x := make([]float64, prod(shape))
+		x := make([]float64, num.Prod(shape))
 		for i := range x {
 			x[i] = rng.Float64()
 		}
