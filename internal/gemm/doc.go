@@ -13,3 +13,4 @@
 package gemm
 
 //go:generate go run gen_kernels.go
+//go:generate go run gen_act.go
