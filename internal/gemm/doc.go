@@ -10,6 +10,14 @@
 // rows loaded as vectors, A's entries broadcast, the last partial vector of a row masked, and
 // the bias and ReLU applied on the way out. Elsewhere, and for float64, it calls gonum's
 // BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
+//
+// The activations a product feeds are here too: Tanh and Sigmoid on slices (TanhBias and
+// SigmoidBias add a per-column bias first), and TanhGrad and SigmoidGrad, the backward
+// step from the activation's output. float32 runs on generated AVX-512 or AVX2 kernels
+// (gen_act.go) or a pure-Go loop of the same method, within a few ulps of the correctly
+// rounded value over the whole float32 range (act_test.go); float64 uses math.Tanh and
+// math.Exp.
 package gemm
 
 //go:generate go run gen_kernels.go
+//go:generate go run gen_act.go
