@@ -2,10 +2,10 @@ package layers
 
 import (
 	"fmt"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -83,9 +83,7 @@ func (o *activationOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, _, _ 
 			out[j] = max(v, 0)
 		}
 	case actTanh:
-		for j, v := range in {
-			out[j] = T(math.Tanh(float64(v)))
-		}
+		gemm.Tanh(out, in)
 	}
 }
 

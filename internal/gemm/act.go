@@ -235,7 +235,7 @@ func tanh32(x float32) float32 {
 		t = a + a*u*p
 	default:
 		e := expNeg32(min(2*a, expLimit))
-		t = (1 - e) / (1 + e)
+		t = 1 - 2*(e/(1+e))
 	}
 	return math.Float32frombits(math.Float32bits(t) | bits&(1<<31))
 }

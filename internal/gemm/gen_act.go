@@ -13,7 +13,11 @@
 //	       exp(−s) by its Taylor polynomial of degree 7 (|s| ≤ ln2/2: truncation < 0.1 ulp),
 //	       times 2ⁿ (VSCALEFPS, or two exponent-field multiplies so subnormals round once).
 //	tanh:  a < 0.625: a + a³·P(a²), P the degree-6 interpolant of (tanh √u − √u)/u^{3/2}
-//	       at Chebyshev nodes on [0, 0.625²] (near-minimax); else (1 − E)/(1 + E), E = E(2a).
+//	       at Chebyshev nodes on [0, 0.625²] (near-minimax); else 1 − 2·E/(1 + E), E = E(2a):
+//	       near saturation the result is then one rounding of 1 minus a small, accurate
+//	       term (correctly rounded in practice), where (1 − E)/(1 + E) rounds three times
+//	       and may land an ulp off; a normalisation after a saturated tanh (GroupNorm)
+//	       amplifies that ulp.
 //	sigmoid: E = E(a); 1/(1 + E) for x ≥ 0, E/(1 + E) for x < 0 (no cancellation anywhere,
 //	       so tiny results keep their relative accuracy down to the subnormals).
 //
@@ -219,9 +223,10 @@ func (x isa) tanhBody(w *bytes.Buffer) {
 	fmt.Fprintf(w, "\tVADDPS %s, %s, %s\n", r(1), r(1), r(3))
 	fmt.Fprintf(w, "\tVMINPS %s, %s, %s\n", r(3), r(14), r(3)) // NaN stays NaN
 	x.expNeg(w)
-	fmt.Fprintf(w, "\tVSUBPS %s, %s, %s\n", r(5), r(15), r(6)) // 1 − E
 	fmt.Fprintf(w, "\tVADDPS %s, %s, %s\n", r(5), r(15), r(7)) // 1 + E
-	fmt.Fprintf(w, "\tVDIVPS %s, %s, %s\n", r(7), r(6), r(6))
+	fmt.Fprintf(w, "\tVDIVPS %s, %s, %s\n", r(7), r(5), r(6))  // q = E/(1 + E)
+	fmt.Fprintf(w, "\tVADDPS %s, %s, %s\n", r(6), r(6), r(6))  // 2q, exact
+	fmt.Fprintf(w, "\tVSUBPS %s, %s, %s\n", r(6), r(15), r(6)) // 1 − 2q
 	// small branch: a + a·u·P(u)
 	fmt.Fprintf(w, "\tVMULPS %s, %s, %s\n", r(1), r(1), r(8)) // u
 	fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", x.c(fmt.Sprintf("p%d", polyDeg)), r(9))
