@@ -186,7 +186,6 @@ func (sg *scatterGraph) reflectPad(u *G.Node, axis, before, size, n int) (*G.Nod
 	return G.Concat(axis, pieces...)
 }
 
-
 // circular correlates each map of u [Q, 1, m, n] with the flipped filters (so that it
 // convolves circularly) at stride k: the map is extended periodically to (2m−1)×(2n−1)
 // and Conv2d slides the m×n kernels over it. kernels holds F filters of m×n values.
