@@ -177,26 +177,13 @@ func (sg *scatterGraph) reflectPad(u *G.Node, axis, before, size, n int) (*G.Nod
 			i += n
 			continue
 		}
-		src := reflectIndex(i-before, n)
+		src := scatter.Reflect(i-before, n)
 		if err := slice(src, src+1); err != nil {
 			return nil, err
 		}
 		i++
 	}
 	return G.Concat(axis, pieces...)
-}
-
-// reflectIndex maps i into [0, n) by mirror reflection without repeating the edge.
-func reflectIndex(i, n int) int {
-	period := 2 * (n - 1)
-	i %= period
-	if i < 0 {
-		i += period
-	}
-	if i >= n {
-		i = period - i
-	}
-	return i
 }
 
 // circular correlates each map of u [Q, 1, m, n] with the flipped filters (so that it
