@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 	"github.com/privtrain/privtrain/smoothing"
 )
 
-// BenchmarkStep times one whole float32 training step at batch 256: forward, the backward
+// BenchmarkStep times one whole float32 training step of every built-in model (benchModels)
+// at batch 256: forward, the backward
 // pass to every layer's pre-activation, then
 //   - nonprivate: the plain summed gradient and an SGD update;
 //   - dp: flat-clipped per-example gradients summed, Gaussian noise on every coordinate,
@@ -50,12 +52,26 @@ func BenchmarkStep(b *testing.B) {
 
 var stepModes = []string{"nonprivate", "dp", "dp-lssgd"}
 
-var benchModels = []struct {
+// benchModels is every built-in model (Builtin), ReLU and tanh variants alike, under its
+// spec name — except the two that the benchmark had before it covered them all, which keep
+// their old case names (logreg, and mnistcnn for mnist-cnn-relu) so that results from
+// before and after compare.
+var benchModels = func() []benchModel {
+	legacy := map[string]string{"logreg": "logreg", "mnist-cnn-relu": "mnistcnn"}
+	var out []benchModel
+	for _, spec := range Builtin() {
+		name := spec.Name
+		if l, ok := legacy[name]; ok {
+			name = l
+		}
+		out = append(out, benchModel{name, spec})
+	}
+	return out
+}()
+
+type benchModel struct {
 	name string
 	spec nn.Spec
-}{
-	{"logreg", LogisticRegression()},
-	{"mnistcnn", MNISTCNN(ReLU)},
 }
 
 // newBenchStep returns one training step of mode on a fresh model with a fixed random batch.
@@ -150,4 +166,62 @@ func BenchmarkStepRatio(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkActRatio alternates private (dp) steps of the ReLU and the tanh variant of each
+// built-in architecture (the specs named …-relu and …-tanh), order swapped every
+// iteration, at batch 256, and reports tanh's time over ReLU's: wall time (tanh/relu) and
+// process CPU time (tanh/relu-cpu, what the machine's other load disturbs least), with
+// each variant's examples/s. Issue 12's target is tanh/relu ≤ 1.15 for both CNNs.
+//
+//	go test -run '^$' -bench ActRatio -count 5 ./models
+func BenchmarkActRatio(b *testing.B) {
+	const B = 256
+	for _, pair := range actPairs() {
+		b.Run(fmt.Sprintf("%s/B=%d", pair.arch, B), func(b *testing.B) {
+			steps := [2]func(){newBenchStep(b, "dp", pair.relu, B), newBenchStep(b, "dp", pair.tanh, B)}
+			var took, cpu [2]time.Duration
+			i := 0
+			for b.Loop() {
+				for j := range 2 {
+					k := (i + j) % 2
+					t0, c0 := time.Now(), cpuTime()
+					steps[k]()
+					took[k] += time.Since(t0)
+					cpu[k] += cpuTime() - c0
+				}
+				i++
+			}
+			b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "tanh/relu")
+			b.ReportMetric(cpu[1].Seconds()/cpu[0].Seconds(), "tanh/relu-cpu")
+			b.ReportMetric(float64(B*b.N)/took[0].Seconds(), "relu-examples/s")
+			b.ReportMetric(float64(B*b.N)/took[1].Seconds(), "tanh-examples/s")
+			b.ReportMetric(cpu[0].Seconds()*1e3/float64(b.N), "relu-cpu-ms/op")
+			b.ReportMetric(cpu[1].Seconds()*1e3/float64(b.N), "tanh-cpu-ms/op")
+		})
+	}
+}
+
+type actPair struct {
+	arch       string
+	relu, tanh nn.Spec
+}
+
+// actPairs pairs the built-in specs that differ only in the activation suffix.
+func actPairs() []actPair {
+	byName := map[string]nn.Spec{}
+	for _, s := range Builtin() {
+		byName[s.Name] = s
+	}
+	var out []actPair
+	for _, s := range Builtin() {
+		arch, ok := strings.CutSuffix(s.Name, "-relu")
+		if !ok {
+			continue
+		}
+		if t, ok := byName[arch+"-tanh"]; ok {
+			out = append(out, actPair{arch, s, t})
+		}
+	}
+	return out
 }
