@@ -23,6 +23,9 @@ type nativeNet[T num.Float] struct {
 	train, eval *layers.Native[T]
 	ws          *clipping.Workspace[T]
 	ran         bool
+	// trainReady and evalReady say the program has re-read flat since setParams last
+	// wrote it: a logical batch runs in many physical calls on the same parameters.
+	trainReady, evalReady bool
 
 	// State of the current call, indexed by row or by worker.
 	batch    Batch
@@ -71,7 +74,18 @@ func wrapNative(err error) error {
 
 func (n *nativeNet[T]) params(dst []float64) { num.Convert(dst, n.flat) }
 
-func (n *nativeNet[T]) setParams(src []float64) { num.Convert(n.flat, src) }
+func (n *nativeNet[T]) setParams(src []float64) {
+	num.Convert(n.flat, src)
+	n.trainReady, n.evalReady = false, false
+}
+
+// prepare re-reads the parameters into the program's packed copies if they changed.
+func prepare[T num.Float](nv *layers.Native[T], ready *bool) {
+	if !*ready {
+		nv.Prepare()
+		*ready = true
+	}
+}
 
 func (n *nativeNet[T]) gradBuf(worker int) []T {
 	n.mu.Lock()
@@ -161,7 +175,7 @@ func (n *nativeNet[T]) clippedStep(b Batch, rule clipping.Rule, dst []float64) (
 	if err := n.begin(b); err != nil {
 		return 0, 0, clipping.Stats{}, err
 	}
-	n.train.Prepare()
+	prepare(n.train, &n.trainReady)
 	st, err := n.ws.ClippedSumFill(b.Mask, rule, dst, n.fill)
 	loss, correct := n.finish()
 	if err != nil {
@@ -178,7 +192,7 @@ func (n *nativeNet[T]) sumStep(b Batch, dst []float64) (float64, int, error) {
 	if err := n.begin(b); err != nil {
 		return 0, 0, err
 	}
-	n.train.Prepare()
+	prepare(n.train, &n.trainReady)
 	err := n.ws.SumFill(b.Mask, dst, n.fill)
 	loss, correct := n.finish()
 	if err != nil {
@@ -195,7 +209,7 @@ func (n *nativeNet[T]) evaluate(b Batch) (float64, int, error) {
 	if err := n.begin(b); err != nil {
 		return 0, 0, err
 	}
-	n.eval.Prepare()
+	prepare(n.eval, &n.evalReady)
 	chunk := n.eval.Chunk()
 	chunks := (n.m.batch + chunk - 1) / chunk
 	if len(n.errs) < chunks {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 var (
@@ -614,16 +616,26 @@ func (t *Trainer) trainStep(k int) (int, error) {
 }
 
 // load fills the physical batch with the examples idx (at most BatchSize of them) and
-// masks the rest.
+// masks the rest. Large batches load on all cores (Example is safe for concurrent use):
+// the model's workers would otherwise wait for one goroutine copying (or decoding) rows.
 func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
 	size := len(t.x) / len(t.labels)
-	for r := range t.labels {
-		if r < len(idx) {
-			t.labels[r] = ds.Example(idx[r], t.x[r*size:(r+1)*size])
-			t.mask[r] = true
-		} else {
-			t.mask[r] = false
+	rows := func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if r < len(idx) {
+				t.labels[r] = ds.Example(idx[r], t.x[r*size:(r+1)*size])
+				t.mask[r] = true
+			} else {
+				t.mask[r] = false
+			}
 		}
+	}
+	// About 16k values (tens of µs) a range: below that, a goroutine costs more than it saves.
+	const perWorker = 1 << 14
+	if workers := runtime.GOMAXPROCS(0); workers > 1 && len(idx)*size >= 2*perWorker {
+		parallel.For(workers, len(t.labels), max(1, perWorker/size), rows)
+	} else {
+		rows(0, 0, len(t.labels))
 	}
 	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
 }

@@ -3,10 +3,15 @@ package nn_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -35,4 +40,112 @@ func BenchmarkTrainerEpoch(b *testing.B) {
 			b.ReportMetric(float64(examples)/b.Elapsed().Seconds(), "examples/s")
 		})
 	}
+}
+
+// BenchmarkTrainerVsStep measures issue 12's target that the default cmd/train run
+// (MNIST CNN, tanh, DP-SGD, expected batch 2048 of the 8,000 embedded digits, physical
+// batch 128, the 2,000 test digits evaluated after every epoch) reaches ≥ 85 % of the
+// bare private step's throughput at the same physical batch. Each iteration alternates
+// (order swapped every time) one trainer epoch — sampling, loading, chunking, the
+// ragged last chunk, noise, accounting and the test evaluation included — with the bare
+// steps BenchmarkStep times (ClippedGradient, Gaussian noise and an SGD update on a fixed
+// batch of 128) over as many examples as the epoch's expected count. It reports both
+// throughputs (training examples per second of wall time), the process CPU milliseconds
+// per 1,000 training examples of each, and trainer/step, the throughput ratio.
+//
+//	go test -run '^$' -bench TrainerVsStep -count 5 ./nn
+func BenchmarkTrainerVsStep(b *testing.B) {
+	const physical, logical, n = 128, 2048, 8000
+	train, test := embedded(b, n)
+	spec := models.MNISTCNN(models.Tanh)
+	m := newModel(b, spec, physical, nn.WithSeed(1))
+	step := newBareStep(b, spec, physical, n)
+	epoch := 0
+	runEpoch := func() int {
+		epoch++
+		examples := 0
+		tr := newTrainer(b, m, nn.TrainerConfig{
+			Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(3)), BatchSize: logical, Epochs: 1,
+			Seed:    seedPtr(uint64(epoch)),
+			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
+			OnStep:  func(p nn.StepProgress) error { examples += p.BatchSize; return nil },
+		})
+		if _, err := tr.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		return examples
+	}
+	var took, cpu [2]time.Duration
+	var examples [2]int
+	i := 0
+	for b.Loop() {
+		for j := range 2 {
+			k := (i + j) % 2
+			t0, c0 := time.Now(), cpuTime()
+			if k == 0 {
+				examples[0] += runEpoch()
+			} else {
+				for e := 0; e < n; e += physical {
+					step()
+				}
+				examples[1] += (n + physical - 1) / physical * physical
+			}
+			took[k] += time.Since(t0)
+			cpu[k] += cpuTime() - c0
+		}
+		i++
+	}
+	tput := func(k int) float64 { return float64(examples[k]) / took[k].Seconds() }
+	b.ReportMetric(tput(0), "trainer-examples/s")
+	b.ReportMetric(tput(1), "step-examples/s")
+	b.ReportMetric(tput(0)/tput(1), "trainer/step")
+	b.ReportMetric(cpu[0].Seconds()*1e6/float64(examples[0]), "trainer-cpu-ms/1k")
+	b.ReportMetric(cpu[1].Seconds()*1e6/float64(examples[1]), "step-cpu-ms/1k")
+}
+
+// newBareStep is BenchmarkStep's dp step (models/bench_test.go) at batch size batch on a
+// fixed random batch: clipped per-example gradients summed, Gaussian noise, an SGD update.
+func newBareStep(b *testing.B, spec nn.Spec, batch, datasetSize int) func() {
+	m := newModel(b, spec, batch, nn.WithSeed(1))
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, batch*num.Prod(m.InputShape()))
+	for j := range x {
+		x[j] = rng.Float32()
+	}
+	labels := make([]int, batch)
+	for j := range labels {
+		labels[j] = rng.IntN(spec.NumClasses)
+	}
+	bt := nn.Batch{X: x, Labels: labels}
+	grad, params := make([]float64, m.NumParams()), make([]float64, m.NumParams())
+	rule := clipping.Flat{C: 1}
+	opt, err := dpoptim.NewPrivate(dpoptim.NewSGD(dpoptim.Constant(1e-3)), dpoptim.PrivateConfig{
+		NoiseMultiplier: 1.35, ClipNorm: rule.Bound(), SampleRate: float64(batch) / float64(datasetSize),
+		DatasetSize: datasetSize, Recorder: accountant.NewLedger(), Noise: dpoptim.NewSeededNoise(1),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		clear(grad)
+		if _, err := m.ClippedGradient(bt, rule, grad); err != nil {
+			b.Fatal(err)
+		}
+		m.Params(params)
+		if err := opt.Step(params, grad, batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.SetParams(params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
