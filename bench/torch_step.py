@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Time PyTorch's NON-private training step on the same models privtrain benchmarks.
 
-Models: the TF Privacy MNIST tutorial CNN (26,010 parameters) and logistic regression 784->10
-(7,850), float32, batch 256, data batches already in memory (random pixels and labels; the cost
-of a step does not depend on the values). Plain SGD step: zero_grad, forward, cross-entropy
-(summed), backward, update.
+Models (names as privtrain's BenchmarkStep cases): the TF Privacy MNIST tutorial CNN with ReLU
+(mnistcnn) and tanh (mnist-cnn-tanh), 26,010 parameters; logistic regression 784->10 (logreg,
+7,850); the TF CIFAR-10 tutorial CNN as privtrain's models.CIFAR10CNN builds it (center crop
+24x24, no LRN, pools padded by 1) with ReLU (cifar10-cnn-relu) and tanh (cifar10-cnn-tanh),
+1,068,298 parameters. float32, batch 256, data batches already in memory (random pixels and
+labels; the cost of a step does not depend on the values, except tanh's a little). Plain SGD
+step: zero_grad, forward, cross-entropy (summed), backward, update.
 
 Prints one line per model: "torch <model> <examples/s>" (median over -repeats timed windows).
 Run with 2 threads and the OpenMP build of OpenBLAS, e.g.
@@ -19,20 +22,50 @@ import torch
 import torch.nn as nn
 
 
-def mnist_cnn():
+def mnist_cnn(act=nn.ReLU):
     return nn.Sequential(
-        nn.Conv2d(1, 16, 8, stride=2, padding=3), nn.ReLU(), nn.MaxPool2d(2, 1),
-        nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.MaxPool2d(2, 1),
-        nn.Flatten(), nn.Linear(512, 32), nn.ReLU(), nn.Linear(32, 10))
+        nn.Conv2d(1, 16, 8, stride=2, padding=3), act(), nn.MaxPool2d(2, 1),
+        nn.Conv2d(16, 32, 4, stride=2), act(), nn.MaxPool2d(2, 1),
+        nn.Flatten(), nn.Linear(512, 32), act(), nn.Linear(32, 10))
 
 
 def logreg():
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
 
 
-def time_model(name, model, batch, seconds, repeats, nbatches=16):
+class CenterCrop(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def forward(self, x):
+        top = (x.shape[2] - self.size) // 2
+        left = (x.shape[3] - self.size) // 2
+        return x[:, :, top:top + self.size, left:left + self.size]
+
+
+def cifar10_cnn(act=nn.ReLU):
+    return nn.Sequential(
+        CenterCrop(24),
+        nn.Conv2d(3, 64, 5, padding=2), act(), nn.MaxPool2d(3, 2, padding=1),
+        nn.Conv2d(64, 64, 5, padding=2), act(), nn.MaxPool2d(3, 2, padding=1),
+        nn.Flatten(), nn.Linear(64 * 6 * 6, 384), act(), nn.Linear(384, 192), act(),
+        nn.Linear(192, 10))
+
+
+# name -> (constructor, input shape of one example)
+MODELS = {
+    "mnistcnn": (lambda: mnist_cnn(nn.ReLU), (1, 28, 28)),
+    "mnist-cnn-tanh": (lambda: mnist_cnn(nn.Tanh), (1, 28, 28)),
+    "logreg": (logreg, (1, 28, 28)),
+    "cifar10-cnn-relu": (lambda: cifar10_cnn(nn.ReLU), (3, 32, 32)),
+    "cifar10-cnn-tanh": (lambda: cifar10_cnn(nn.Tanh), (3, 32, 32)),
+}
+
+
+def time_model(name, model, shape, batch, seconds, repeats, nbatches=16):
     n_params = sum(p.numel() for p in model.parameters())
-    xs = [torch.rand(batch, 1, 28, 28) for _ in range(nbatches)]
+    xs = [torch.rand(batch, *shape) for _ in range(nbatches)]
     ys = [torch.randint(0, 10, (batch,)) for _ in range(nbatches)]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss(reduction="sum")
@@ -61,7 +94,8 @@ def time_model(name, model, batch, seconds, repeats, nbatches=16):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-model", default="all", choices=["all", "mnistcnn", "logreg"])
+    ap.add_argument("-model", default="mnistcnn,logreg",
+                    help="comma-separated names (" + ", ".join(MODELS) + ") or all")
     ap.add_argument("-batch", type=int, default=256)
     ap.add_argument("-seconds", type=float, default=2.0, help="length of one timed window")
     ap.add_argument("-repeats", type=int, default=3)
@@ -69,10 +103,13 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    if args.model in ("all", "mnistcnn"):
-        time_model("mnistcnn", mnist_cnn(), args.batch, args.seconds, args.repeats)
-    if args.model in ("all", "logreg"):
-        time_model("logreg", logreg(), args.batch, args.seconds, args.repeats)
+    names = list(MODELS) if args.model == "all" else args.model.split(",")
+    for name in names:
+        if name not in MODELS:
+            ap.error(f"unknown model {name!r}: want one of {', '.join(MODELS)}")
+    for name in names:
+        build, shape = MODELS[name]
+        time_model(name, build(), shape, args.batch, args.seconds, args.repeats)
 
 
 if __name__ == "__main__":

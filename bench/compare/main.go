@@ -1,9 +1,12 @@
 // Command compare times privtrain's training step against PyTorch's non-private step on the
 // same models, alternately in one run, and prints throughputs, ratios and peak memory.
 //
-// Each round runs the Go benchmarks BenchmarkStep/{nonprivate,dp}/{logreg,mnistcnn}/B=256
-// (float32, package models) and bench/torch_step.py (PyTorch, non-private, batches in
-// memory, 2 threads, OpenMP OpenBLAS), swapping which goes first every round so that drifts
+// Each round runs the Go benchmarks BenchmarkStep/{nonprivate,dp}/MODEL/B=256 (float32,
+// package models) for each model of -models — by default the MNIST CNN with ReLU
+// (mnistcnn) and tanh (mnist-cnn-tanh), logistic regression (logreg) and the CIFAR-10 CNN
+// with ReLU and tanh (cifar10-cnn-relu, cifar10-cnn-tanh) — and bench/torch_step.py
+// (PyTorch, non-private, the same models, batches in memory, 2 threads, OpenMP OpenBLAS),
+// swapping which goes first every round so that drifts
 // in the machine's load hit both sides alike. The summary gives the median and min–max over
 // rounds of each throughput and of the per-round ratios ours/torch, and the peak RSS of a
 // private training run of the MNIST CNN at batch 256 (this binary re-run as a child) next to
@@ -14,6 +17,7 @@
 //	go run ./bench/compare                       # 6 rounds, default (pure-Go) build
 //	go run -tags openblas ./bench/compare        # the same with the OpenBLAS build of privtrain
 //	go run ./bench/compare -rounds 10 -out /tmp/cmp   # also keep raw outputs (benchstat-able)
+//	go run ./bench/compare -models mnistcnn,logreg    # the two models of earlier reports only
 //
 // Timings on a shared 2-core machine are noisy: the load average and the share of CPU time
 // other processes took just before are printed with every round, and -quiet 0.1 waits for
@@ -50,7 +54,12 @@ import (
 
 const batch = 256
 
-var modelNames = []string{"mnistcnn", "logreg"}
+// allModels are the models compare knows on both sides (BenchmarkStep's case names and
+// torch_step.py's names).
+var allModels = []string{"mnistcnn", "mnist-cnn-tanh", "logreg", "cifar10-cnn-relu", "cifar10-cnn-tanh"}
+
+// modelNames are the models of this run (-models).
+var modelNames = allModels
 
 func main() {
 	rounds := flag.Int("rounds", 6, "number of alternating rounds")
@@ -65,7 +74,18 @@ func main() {
 	quiet := flag.Float64("quiet", 0, "before each round wait until other processes use less than this fraction of the CPUs, and repeat (up to 5 times) a round they disturbed more (0: do neither)")
 	maxWait := flag.Duration("max-wait", 10*time.Minute, "longest wait for a quiet machine per round")
 	trainChild := flag.Int("train-child", 0, "internal: train the MNIST CNN privately for this many steps and exit")
+	modelList := flag.String("models", strings.Join(allModels, ","), "comma-separated models to compare: "+strings.Join(allModels, ", "))
 	flag.Parse()
+	modelNames = nil
+	for _, m := range strings.Split(*modelList, ",") {
+		if !slices.Contains(allModels, m) {
+			fmt.Fprintf(os.Stderr, "compare: -models: unknown model %q (want some of %s)\n", m, strings.Join(allModels, ", "))
+			os.Exit(2)
+		}
+		if !slices.Contains(modelNames, m) {
+			modelNames = append(modelNames, m)
+		}
+	}
 	waitQuiet = func() string { return awaitQuiet(*quiet, *maxWait) }
 	quietLimit = *quiet
 
@@ -148,7 +168,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 	for _, m := range modelNames {
 		for _, k := range []string{"dp/" + m, "nonprivate/" + m, "torch/" + m} {
 			med, lo, hi := spread(res[k])
-			fmt.Printf("  %-22s %10.0f  (%.0f–%.0f)\n", k, med, lo, hi)
+			fmt.Printf("  %-28s %10.0f  (%.0f–%.0f)\n", k, med, lo, hi)
 		}
 	}
 	fmt.Printf("\nratio to PyTorch non-private, per round (median, min–max)\n")
@@ -161,10 +181,10 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 			}
 			med, lo, hi := spread(ratios)
 			note := ""
-			if mode == "dp" {
-				note = fmt.Sprintf("   target ≥ %.1f", targets[m])
+			if t, ok := targets[m]; ok && mode == "dp" {
+				note = fmt.Sprintf("   target ≥ %.1f", t)
 			}
-			fmt.Printf("  %-22s %6.2f  (%.2f–%.2f)%s\n", mode+"/"+m+" / torch", med, lo, hi, note)
+			fmt.Printf("  %-36s %6.2f  (%.2f–%.2f)%s\n", mode+"/"+m+" / torch", med, lo, hi, note)
 		}
 	}
 
@@ -220,7 +240,7 @@ func printHeader(tags string, torchThreads int) {
 		build, batch, torchThreads, cpu, runtime.NumCPU())
 }
 
-var benchLine = regexp.MustCompile(`^BenchmarkStep/(nonprivate|dp)/(\w+)/B=256(?:-\d+)?\s.*?\s([0-9.e+]+) examples/s`)
+var benchLine = regexp.MustCompile(`^BenchmarkStep/(nonprivate|dp)/([\w-]+)/B=256(?:-\d+)?\s.*?\s([0-9.e+]+) examples/s`)
 
 // measured runs cmd and returns its output and the share of the CPUs' time that other
 // processes took while it ran (busy time from /proc/stat less the child's own CPU time).
@@ -263,7 +283,7 @@ func busyTicks() (float64, bool) {
 }
 
 func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, float64, error) {
-	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/^(nonprivate|dp)$/(logreg|mnistcnn)/B=256$",
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/^(nonprivate|dp)$/^("+strings.Join(modelNames, "|")+")$/B=256$",
 		"-test.benchtime", benchtime, "-test.count", "1", "-test.benchmem")
 	outb, foreign, err := measured(cmd)
 	if err != nil {
@@ -280,16 +300,16 @@ func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, float6
 			res[m[1]+"/"+m[2]] = v
 		}
 	}
-	if len(res) != 4 {
-		return nil, 0, fmt.Errorf("go benchmarks: found %d of 4 results in\n%s", len(res), outb)
+	if len(res) != 2*len(modelNames) {
+		return nil, 0, fmt.Errorf("go benchmarks: found %d of %d results in\n%s", len(res), 2*len(modelNames), outb)
 	}
 	return res, foreign, nil
 }
 
-var torchLine = regexp.MustCompile(`^torch (\w+) ([0-9.]+)`)
+var torchLine = regexp.MustCompile(`^torch (\S+) ([0-9.]+)`)
 
 func runTorch(root, python, blasDir string, seconds float64, threads int) (map[string]float64, []byte, float64, error) {
-	cmd := exec.Command(python, filepath.Join(root, "bench", "torch_step.py"),
+	cmd := exec.Command(python, filepath.Join(root, "bench", "torch_step.py"), "-model", strings.Join(modelNames, ","),
 		"-seconds", fmt.Sprint(seconds), "-repeats", "1", "-threads", strconv.Itoa(threads))
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+blasDir)
 	var stderr bytes.Buffer
