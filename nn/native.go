@@ -62,11 +62,12 @@ func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*
 		return nil, fmt.Errorf("%w: taps cover %d parameters of %d", ErrSpec, n.ws.NumParams(), m.numParams)
 	}
 	// Each chunk's clipped sum reads and writes the whole partial gradient (d values). With
-	// Native's chunk of one row (the CIFAR-10 CNN: its patches fill the cache) that
-	// streaming is most of a step (the 885k-weight Dense's rank-1 updates), so clip at
+	// Native's chunk of a few rows (the CIFAR-10 CNN: 4, its patches fill the cache) that
+	// streaming dominates a step (the 885k-weight Dense's low-rank updates), so clip at
 	// least d/64k rows at once, at most 16: fill runs Native in pieces of its own chunk, and
-	// patches not left in cache are rebuilt. Measured at batch 128: CIFAR-10 CNN 3.0–3.2 →
-	// 2.2–2.4 CPU s per 1,000 examples; the MNIST CNN (d = 26k) keeps Native's chunk.
+	// patches not left in cache are rebuilt. Measured at batch 128 (CPU s per 1,000
+	// examples): CIFAR-10 CNN 3.0–3.2 → 2.2–2.4 with Native's chunk at 1 row, 2.07–2.13 →
+	// 1.91–1.99 with it at 4; the MNIST CNN (d = 26k) keeps Native's chunk (6).
 	n.ws.SetChunkRows(max(n.train.Chunk(), min(16, (m.numParams+1<<16-1)>>16)))
 	return n, nil
 }
