@@ -114,3 +114,15 @@ func metricClips(t *testing.T, path string) []float64 {
 	}
 	return clips
 }
+
+func TestAdaptiveHelp(t *testing.T) {
+	_, stdout, _ := runCmd(t, context.Background(), "-help")
+	for _, f := range adaptiveFlags {
+		if !strings.Contains(stdout, "\n  -"+f+" ") {
+			t.Errorf("-help does not list -%s", f)
+		}
+	}
+	if !strings.Contains(stdout, "adaptive (flat, C tracks the -clip-quantile") {
+		t.Errorf("-help does not describe -clipping adaptive")
+	}
+}
