@@ -114,11 +114,6 @@ func (a *adaptive) next(b float64) float64 {
 	return a.c * math.Exp(-a.eta*(b-a.gamma))
 }
 
-// String describes the configuration, for plans and checkpoints.
-func (a AdaptiveClip) String() string {
-	return fmt.Sprintf("quantile=%v lr=%v count-noise=%v", a.TargetQuantile, a.LearningRate, a.CountNoise)
-}
-
 // stateClip names C_t in an adaptive Private step's State.Scalars.
 const stateClip = "clip"
 

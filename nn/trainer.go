@@ -344,7 +344,7 @@ func (t *Trainer) setupPrivacy() error {
 	}
 	if p.Adaptive != nil {
 		if _, err := dpoptim.AdaptiveNoiseMultiplier(z, p.Adaptive.CountNoise); err != nil {
-			return fmt.Errorf("%w: %v (batch %d, ε = %v)", ErrTrainConfig, err, t.plan.BatchSize, p.TargetEpsilon)
+			return fmt.Errorf("%w: %v (expected batch %d)", ErrTrainConfig, err, t.plan.BatchSize)
 		}
 	}
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
