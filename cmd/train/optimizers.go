@@ -105,7 +105,7 @@ var optimizerFlags = []optimizerFlag{
 }
 
 // privacyFlags are the flags of private training: an error with a non-private optimizer.
-var privacyFlags = []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant"}
+var privacyFlags = []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant", "clip-quantile", "clip-lr", "clip-count-noise"}
 
 // optimizerNames are the names of the table, in its order.
 var optimizerNames = func() []string {
