@@ -22,7 +22,10 @@ type metricRecord struct {
 	TestLoss      *float64 `json:"test_loss"`
 	TestAccuracy  *float64 `json:"test_accuracy"`
 	Epsilon       *float64 `json:"epsilon"`
-	Seconds       float64  `json:"seconds"`
+	// ClipNorm is the clip norm after the epoch (private training only): with -clipping
+	// adaptive the C_t the next step uses, otherwise the fixed -clip.
+	ClipNorm *float64 `json:"clip_norm,omitempty"`
+	Seconds  float64  `json:"seconds"`
 }
 
 // metricsLog writes the -metrics file and keeps the records for -plot.
@@ -75,6 +78,9 @@ func (l *metricsLog) write(m nn.EpochMetrics) error {
 		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
 		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),
 		TestAccuracy: jsonnum.FiniteOrNil(m.TestAccuracy), Epsilon: jsonnum.FiniteOrNil(m.Epsilon), Seconds: m.Seconds,
+	}
+	if m.ClipNorm > 0 {
+		r.ClipNorm = jsonnum.FiniteOrNil(m.ClipNorm)
 	}
 	l.records = append(l.records, r)
 	if l.f == nil {

@@ -359,6 +359,11 @@ func (o *options) settings() map[string]string {
 		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
 		s["clipping"] = o.clipping
 		s["delta"] = strconv.FormatFloat(o.delta, 'g', -1, 64)
+		if o.clipping == "adaptive" {
+			s["clip-quantile"] = strconv.FormatFloat(o.clipQuantile, 'g', -1, 64)
+			s["clip-lr"] = strconv.FormatFloat(o.clipLR, 'g', -1, 64)
+			s["clip-count-noise"] = strconv.FormatFloat(o.clipCountNoise, 'g', -1, 64)
+		}
 	}
 	return s
 }
@@ -495,6 +500,8 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 		p.Clip = clipping.Flat{C: o.clip}
 	case "per-layer":
 		p.Clip = clipping.PerLayerEqual(o.clip, len(m.ParamLayers()))
+	case "adaptive":
+		p.Clip, p.Adaptive = clipping.Flat{C: o.clip}, o.adaptiveClip()
 	}
 	if o.set["noise"] {
 		p.NoiseMultiplier = o.noise
