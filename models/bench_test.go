@@ -35,6 +35,7 @@ func BenchmarkStep(b *testing.B) {
 		for _, tc := range benchModels {
 			b.Run(fmt.Sprintf("%s/%s/B=%d", mode, tc.name, B), func(b *testing.B) {
 				step := newBenchStep(b, mode, tc.spec, B)
+				step() // warm-up: first-call allocations, caches (b.Loop may run one step only)
 				b.ReportAllocs()
 				b.ResetTimer()
 				cpu0 := cpuTime()
@@ -180,6 +181,8 @@ func BenchmarkActRatio(b *testing.B) {
 	for _, pair := range actPairs() {
 		b.Run(fmt.Sprintf("%s/B=%d", pair.arch, B), func(b *testing.B) {
 			steps := [2]func(){newBenchStep(b, "dp", pair.relu, B), newBenchStep(b, "dp", pair.tanh, B)}
+			steps[0]()
+			steps[1]()
 			var took, cpu [2]time.Duration
 			i := 0
 			for b.Loop() {
