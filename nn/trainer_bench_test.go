@@ -48,14 +48,13 @@ func BenchmarkTrainerEpoch(b *testing.B) {
 // batch 128, the 2,000 test digits evaluated after every epoch) reaches ≥ 85 % of the
 // bare private step's throughput at the same physical batch; the cifar10-cnn-tanh case
 // does the same for the CIFAR-10 CNN on 4,096 random 3×32×32 images (512 test images,
-// expected batch 1024; no CIFAR-10 files are needed). Each iteration alternates (order
-// swapped every time) one trainer epoch — sampling, loading, chunking, the ragged last
-// chunk, noise, accounting and the test evaluation included — with the bare steps
-// BenchmarkStep times (ClippedGradient, Gaussian noise and an SGD update on a fixed batch
-// of 128) over as many examples as the epoch's expected count. It reports both
-// throughputs (training examples per second of wall time), the process CPU milliseconds
-// per 1,000 training examples of each, and trainer/step, the throughput ratio (and
-// trainer/step-cpu, the same from CPU time per example).
+// expected batch 1024; no CIFAR-10 files are needed). Each iteration is one trainer epoch
+// — sampling, loading, chunking, the ragged last chunk, noise, accounting and the test
+// evaluation included — and after each of its steps, in its OnStep callback, the bare
+// steps BenchmarkStep times (ClippedGradient, Gaussian noise and an SGD update on a fixed
+// batch of 128) over as many examples. It reports both throughputs (training examples per
+// second of wall time), the process CPU milliseconds per 1,000 training examples of each,
+// trainer/step, the throughput ratio, and trainer/step-cpu, the same from CPU time.
 //
 //	go test -run '^$' -bench 'TrainerVsStep/mnist' -count 5 ./nn
 func BenchmarkTrainerVsStep(b *testing.B) {
@@ -75,40 +74,41 @@ func trainerVsStep(b *testing.B, spec nn.Spec, train, test datasets.Dataset, log
 	n := train.Len()
 	m := newModel(b, spec, physical, nn.WithSeed(1))
 	step := newBareStep(b, spec, physical, n)
+	step()
+	var took, cpu [2]time.Duration
+	var examples [2]int
+	var last time.Time
+	var lastCPU time.Duration
 	epoch := 0
-	runEpoch := func() int {
+	for b.Loop() {
 		epoch++
-		examples := 0
 		tr := newTrainer(b, m, nn.TrainerConfig{
 			Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(3)), BatchSize: logical, Epochs: 1,
 			Seed:    seedPtr(uint64(epoch)),
 			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
-			OnStep:  func(p nn.StepProgress) error { examples += p.BatchSize; return nil },
+			// After each of the trainer's steps (and the epoch's evaluation, which comes
+			// before the last step's callback), as many examples of bare steps: the two
+			// alternate every ~0.1 s, so that the machine's load drifts hit both alike.
+			OnStep: func(p nn.StepProgress) error {
+				t0, c0 := time.Now(), cpuTime()
+				took[0] += t0.Sub(last)
+				cpu[0] += c0 - lastCPU
+				examples[0] += p.BatchSize
+				steps := (p.BatchSize + physical - 1) / physical
+				for range steps {
+					step()
+				}
+				examples[1] += steps * physical
+				took[1] += time.Since(t0)
+				cpu[1] += cpuTime() - c0
+				last, lastCPU = time.Now(), cpuTime()
+				return nil
+			},
 		})
+		last, lastCPU = time.Now(), cpuTime()
 		if _, err := tr.Run(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		return examples
-	}
-	var took, cpu [2]time.Duration
-	var examples [2]int
-	i := 0
-	for b.Loop() {
-		for j := range 2 {
-			k := (i + j) % 2
-			t0, c0 := time.Now(), cpuTime()
-			if k == 0 {
-				examples[0] += runEpoch()
-			} else {
-				for e := 0; e < n; e += physical {
-					step()
-				}
-				examples[1] += (n + physical - 1) / physical * physical
-			}
-			took[k] += time.Since(t0)
-			cpu[k] += cpuTime() - c0
-		}
-		i++
 	}
 	tput := func(k int) float64 { return float64(examples[k]) / took[k].Seconds() }
 	b.ReportMetric(tput(0), "trainer-examples/s")
