@@ -351,7 +351,7 @@ func specFor(c *Checkpoint) (Spec, error) {
 }
 
 // ModelFromCheckpoint builds c's model for physical batch size batch and loads c's
-// parameters into it: from c's stored architecture, or for an old checkpoint without one
+// parameters into it (c.ModelParams: the averaged ones if the run kept an average): from c's stored architecture, or for an old checkpoint without one
 // from the spec registered under its model name (RegisterSpec; package models registers
 // its own). The model computes in c's DType unless opts say otherwise (WithDType,
 // WithEngine). It needs nothing of the training run: no data, no privacy state.
@@ -390,7 +390,7 @@ func ModelFromCheckpoint(c *Checkpoint, batch int, opts ...Option) (*Model, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
-	if err := m.SetParams(c.Params); err != nil {
+	if err := m.SetParams(c.ModelParams()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
 	return m, nil

@@ -34,6 +34,9 @@ import (
 //	         optimizer/…      the optimizer's dpoptim.State (see optimizerTensors)
 //	         sampler/state    U8, a seeded sampler's generator
 //	         sampler/perm     I64, a shuffled epoch's permutation (mid-epoch only)
+//	         ema/decay, ema/step, ema/params
+//	                          the parameter average of a run with TrainerConfig.EMA
+//	                          (absent otherwise; see average.go)
 
 // checkpointKind marks a training checkpoint inside the container's metadata.
 const checkpointKind = "privtrain-training/1"
@@ -97,6 +100,9 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		}
 	}
 	optimizerTensors(f.Tensors, optimizerPrefix, c.OptimizerState)
+	if err := c.averageTensors(f.Tensors); err != nil {
+		return nil, err
+	}
 	if c.samplerState != nil {
 		f.Tensors[tensorSampler] = checkpoint.U8([]int{len(c.samplerState)}, c.samplerState)
 	}
@@ -227,6 +233,9 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 		return nil, bad("%v", err)
 	}
 	if err := c.setOptimizerAndSampler(f.Tensors); err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := c.setAverage(f.Tensors); err != nil {
 		return nil, bad("%v", err)
 	}
 	if c.Dataset.Size != c.Plan.DatasetSize {
@@ -405,7 +414,7 @@ func (c *Checkpoint) setPrivacy(md map[string]string) error {
 func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor) error {
 	for name, t := range tensors {
 		switch {
-		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix):
+		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix), strings.HasPrefix(name, emaPrefix):
 		case name == tensorSampler:
 			if t.DType != checkpoint.Uint8 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler state: %v of shape %v, want a U8 vector", t.DType, t.Shape)

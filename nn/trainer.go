@@ -82,6 +82,14 @@ type TrainerConfig struct {
 	// a reproducible run that resumes bit for bit. It is not private against anyone who
 	// knows the seed. nil draws both from crypto/rand.
 	Seed *uint64
+	// EMA, if not 0, keeps an exponential moving average of the parameters with decay
+	// β = EMA in (0, 1) (dpoptim.EMA: JAX Privacy's warm-up of the decay, the average
+	// starting from the initial parameters): post-processing of the released iterates,
+	// at no privacy cost. The evaluations at epoch ends, Result and Evaluate then use the
+	// averaged parameters, checkpoints save them (ModelFromCheckpoint loads them), and the
+	// training itself goes on from the raw parameters, which the model holds. Restore
+	// refuses a checkpoint whose EMA differs. 0: no averaging.
+	EMA float64
 	// Settings records whatever else defines the run (learning rate, schedule, model
 	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
 	Settings map[string]string
@@ -159,6 +167,7 @@ type Trainer struct {
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
 	dataset Fingerprint
+	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -204,6 +213,9 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
 		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
 	}
+	if err := checkEMA(cfg.EMA); err != nil {
+		return nil, err
+	}
 	cfg.Settings = maps.Clone(cfg.Settings)
 	if cfg.Privacy != nil {
 		// A copy, so that changing the caller's value later cannot change a running plan.
@@ -215,7 +227,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		p.Clip = frozenClip(p.Clip)
 		cfg.Privacy = &p
 	}
-	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID()}
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA)}
 	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
 	t.plan = Plan{
 		DatasetSize:   n,
@@ -489,12 +501,18 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := t.startAverage(); err != nil {
+		return res, err
+	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
 			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
 		}
 		k := t.step % spe
 		size, err := t.trainStep(k)
+		if err == nil {
+			err = t.updateAverage()
+		}
 		if err != nil {
 			t.failed = fmt.Errorf("nn: step %d: %w", t.step+1, err)
 			return t.result(res, start), t.failed
@@ -629,8 +647,19 @@ func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
 }
 
 // Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
-// batches through the forward-only graph.
+// batches through the forward-only graph: with the averaged parameters when the run keeps
+// an average (TrainerConfig.EMA; the model holds the raw ones again afterwards), with the
+// model's parameters otherwise.
 func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err error) {
+	restore, err := t.withAverage()
+	if err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			loss, accuracy, err = math.NaN(), math.NaN(), rerr
+		}
+	}()
 	if ds == nil || ds.Len() == 0 {
 		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrTrainConfig)
 	}
