@@ -49,6 +49,9 @@ type options struct {
 	optimizer              string
 	lr                     float64
 	lrSchedule             string
+	warmupSteps            int     // -warmup-steps (schedule.go)
+	ema                    float64 // -ema decay, 0: no averaging (schedule.go)
+	decaySteps             int     // a cosine schedule's horizon, set by scheduleFor (0: none)
 	momentum               float64
 	batch, physicalBatch   int
 	epochs                 int
@@ -93,7 +96,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
 	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())
 	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
-	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
+	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1) | cosine[:ALPHA] (half a cosine from lr down to ALPHA·lr over the plan's steps after any warm-up, then ALPHA·lr; default ALPHA=0). With -warmup-steps its step numbers count from the end of the warm-up")
+	fs.IntVar(&o.warmupSteps, "warmup-steps", 0, "linear learning-rate warm-up: the rate rises from 0 to the -lr-schedule's first rate over the first `N` steps (step t < N has rate lr·t/N), then the -lr-schedule runs (0: no warm-up)")
+	fs.Float64Var(&o.ema, "ema", 0, "keep an exponential moving average of the parameters with decay `β` in (0, 1) (β_t = min(β, (1+t)/(10+t)) as in JAX Privacy; e.g. 0.999): the test evaluations, the final accuracy and models loaded from the checkpoint use the average; post-processing, no privacy cost (0: off)")
 	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
@@ -170,6 +175,9 @@ func (o *options) validate() error {
 	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
 		return err
 	}
+	if err := o.validateScheduleAndAverage(); err != nil {
+		return err
+	}
 	if err := o.validateOptimizer(); err != nil {
 		return err
 	}
@@ -219,7 +227,7 @@ func (o *options) validate() error {
 func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 	name, args, _ := strings.Cut(s, ":")
 	bad := func(why string) error {
-		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time or inverse-sqrt[:A:C])", s, why)
+		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
 	}
 	nums := func(want int) ([]float64, error) {
 		parts := strings.Split(args, ":")
@@ -268,6 +276,19 @@ func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 			return nil, bad("A must be > 0 and C ≥ 0")
 		}
 		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
+	case "cosine":
+		// Steps is the plan's, filled in by scheduleFor once the data is loaded.
+		if args == "" {
+			return dpoptim.Cosine{Initial: lr}, nil
+		}
+		v, err := nums(1)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] >= 0 && v[0] <= 1) {
+			return nil, bad("ALPHA must be in [0, 1]")
+		}
+		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
 	}
 	return nil, bad("unknown schedule")
 }

@@ -80,6 +80,9 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
 	}
+	if o.ema > 0 {
+		fmt.Fprintf(r.w, "averaging: EMA of the parameters with β = %g (β_t = min(β, (1+t)/(10+t))); evaluations use the average, training goes on from the raw parameters; post-processing, no privacy cost\n", o.ema)
+	}
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
 		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
@@ -250,6 +253,9 @@ type summary struct {
 	WallSeconds       float64  `json:"wall_seconds"`
 	TrainSeconds      float64  `json:"train_seconds"`
 	ExamplesPerSecond float64  `json:"examples_per_second"`
+	LRSchedule        string   `json:"lr_schedule"`  // -lr-schedule
+	WarmupSteps       int      `json:"warmup_steps"` // -warmup-steps (0: none)
+	EMA               float64  `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
 }
 
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
@@ -281,6 +287,9 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		TestExamples:    test.Len(),
 		WallSeconds:     wall.Seconds(),
 		TrainSeconds:    res.Elapsed.Seconds(),
+		LRSchedule:      o.lrSchedule,
+		WarmupSteps:     o.warmupSteps,
+		EMA:             o.ema,
 	}
 	if p.Private {
 		a := t.Ledger().Accountant()
@@ -365,6 +374,9 @@ func (s *summary) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
 	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
+	if s.EMA > 0 {
+		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the test accuracy is the average's\n", s.EMA)
+	}
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
 }
 

@@ -150,13 +150,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	rule, err := buildRule(o)
+	steps := accountant.StepsPerEpoch(trainSet.Len(), o.batch) * o.epochs
+	rule, err := buildRule(o, steps)
 	if err != nil {
 		return 0, err
 	}
 	cfg := nn.TrainerConfig{
 		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(),
+		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 	}
 	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
 	if o.set["seed"] || o.seedFromCheckpoint {
@@ -195,6 +196,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	defer s.metrics.close()
+	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, steps)
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
@@ -352,6 +354,7 @@ func (o *options) settings() map[string]string {
 	}
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
+	o.scheduleSettings(s)
 	if o.calibratedForSetting != "" {
 		s[settingCalibratedFor] = o.calibratedForSetting
 	}
@@ -391,6 +394,9 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	}
 	if !o.set["seed"] && c.Seeded {
 		o.seed, o.seedFromCheckpoint = c.Seed, true
+	}
+	if err := o.checkResumedHorizon(c); err != nil {
+		return err
 	}
 	if c.Plan.Private && !o.set["noise"] && !o.set["epsilon"] {
 		o.privacyFromCheckpoint = true
@@ -473,8 +479,10 @@ func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
 	return nn.New(spec, o.physicalBatch, opts...)
 }
 
-func buildRule(o *options) (dpoptim.Rule, error) {
-	sched, err := parseSchedule(o.lrSchedule, o.lr)
+// buildRule makes the update rule for a plan of steps steps (the cosine schedule's
+// horizon).
+func buildRule(o *options, steps int) (dpoptim.Rule, error) {
+	sched, err := scheduleFor(o, steps)
 	if err != nil {
 		return nil, err
 	}
