@@ -1,8 +1,10 @@
 package nn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
 	"testing"
@@ -315,4 +317,75 @@ func TestEMACheckpointTensors(t *testing.T) {
 	if err := emaTrainer(t, train, nil, 0.9, 1, 3, nn.Float32, nil).Restore(got); !errors.Is(err, nn.ErrMismatch) {
 		t.Errorf("restoring a checkpoint without averaging: %v, want ErrMismatch", err)
 	}
+}
+
+// FuzzEMATensors replaces the ema/ tensors of a valid checkpoint with fuzzed values and
+// re-encodes it: Decode must refuse or accept without panicking, and what it accepts
+// must save and load again with the same average.
+func FuzzEMATensors(f *testing.F) {
+	train, _ := embedded(f, 100)
+	m := newModel(f, models.LogisticRegression(), 16, nn.WithSeed(1))
+	tr := newTrainer(f, m, nn.TrainerConfig{
+		Train: train, DatasetName: "tiny", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 50, Epochs: 1,
+		Seed: seedPtr(1), EMA: 0.9,
+	})
+	run(f, tr)
+	c, err := tr.Checkpoint()
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(f.TempDir(), "ema.ckpt")
+	if err := nn.Save(path, c); err != nil {
+		f.Fatal(err)
+	}
+	base, err := checkpoint.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	d := len(c.EMAParams)
+	steps := float64(c.Step)
+	f.Add(0.9, steps, d, 0.0, uint8(3)) // the checkpoint as saved
+	f.Add(0.9, steps, d, math.NaN(), uint8(3))
+	f.Add(1.0, steps, d, 0.0, uint8(3))
+	f.Add(0.5, -1.0, d, 0.0, uint8(3))
+	f.Add(0.9, steps+0.5, d-1, 0.0, uint8(3))
+	f.Add(0.9, 0.0, 0, 0.0, uint8(2))
+	f.Add(0.9, steps, d, math.Inf(1), uint8(3))
+	f.Add(0.9, steps, d, 0.0, uint8(0))
+	f.Add(0.9, steps, d, 0.0, uint8(1))
+	f.Fuzz(func(t *testing.T, decay, step float64, n int, value float64, drop uint8) {
+		if n < 0 || n > 2*d {
+			return
+		}
+		file := &checkpoint.File{Tensors: maps.Clone(base.Tensors), Metadata: base.Metadata}
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = c.EMAParams[i%d] + value*float64(i%2)
+		}
+		file.Tensors["ema/decay"] = checkpoint.F64(nil, []float64{decay})
+		file.Tensors["ema/step"] = checkpoint.F64([]int{1}, []float64{step})
+		file.Tensors["ema/params"] = checkpoint.F64([]int{n}, v)
+		if drop < 3 { // drop one of the tensors
+			delete(file.Tensors, []string{"ema/decay", "ema/step", "ema/params"}[drop])
+		}
+		var buf bytes.Buffer
+		if err := checkpoint.Encode(&buf, file); err != nil {
+			return
+		}
+		got, err := nn.Decode(&buf)
+		if err != nil {
+			return
+		}
+		if got.EMASteps != got.Step || len(got.EMAParams) != len(got.Params) || !(got.EMA > 0 && got.EMA < 1) {
+			t.Fatalf("accepted an inconsistent average: decay %v, %d steps at step %d, %d values", got.EMA, got.EMASteps, got.Step, len(got.EMAParams))
+		}
+		p := filepath.Join(t.TempDir(), "again.ckpt")
+		if err := nn.Save(p, got); err != nil {
+			t.Fatal(err)
+		}
+		again, err := nn.Load(p)
+		if err != nil || again.EMA != got.EMA || firstDiff(again.EMAParams, got.EMAParams) >= 0 {
+			t.Fatalf("average changed in a round trip: %v", err)
+		}
+	})
 }
