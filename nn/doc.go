@@ -45,8 +45,8 @@
 // ExampleTrainer. With TrainerConfig.EMA the trainer also keeps an exponential moving
 // average of the parameters (dpoptim.EMA, post-processing): evaluations use it, the
 // training goes on from the raw parameters, checkpoints store it (ema/ tensors) and
-// models built from a checkpoint load it (Checkpoint.ModelParams). Load and Restore check the ledger step by step against the plan the
-// checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
+// models built from a checkpoint load it (Checkpoint.ModelParams). Load and Restore
+// check the ledger step by step against the plan the checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
 // to an earlier state of its run without AllowRewind, which keeps the discarded steps in
 // the ledger (ErrRewind). SaveWithKey and LoadWithKey add and check an HMAC-SHA256 under a
 // key the user holds.
