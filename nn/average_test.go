@@ -389,3 +389,37 @@ func FuzzEMATensors(f *testing.F) {
 		}
 	})
 }
+
+// A rewind (Restore of an earlier state with AllowRewind) takes the earlier state's
+// average; a seeded run finished from there retraces its steps and ends with the same
+// average, bit for bit.
+func TestEMARewind(t *testing.T) {
+	train, _ := embedded(t, 600)
+	var early *nn.Checkpoint
+	var tr *nn.Trainer
+	tr = emaTrainer(t, train, nil, 0.9, 3, 4, nn.Float32, func(p nn.StepProgress) error {
+		if p.GlobalStep == 12 {
+			var err error
+			early, err = tr.Checkpoint()
+			return err
+		}
+		return nil
+	})
+	run(t, tr)
+	d := tr.Model().NumParams()
+	whole := make([]float64, d)
+	_, _ = tr.AveragedParams(whole)
+	if err := tr.Restore(early, nn.AllowRewind()); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float64, d)
+	_, _ = tr.AveragedParams(got)
+	if i := firstDiff(got, early.EMAParams); i >= 0 || tr.Steps() != 12 {
+		t.Fatalf("after the rewind: average differs at %d from the checkpoint's, step %d", i, tr.Steps())
+	}
+	run(t, tr)
+	_, _ = tr.AveragedParams(got)
+	if i := firstDiff(got, whole); i >= 0 {
+		t.Errorf("average %d: first pass %v, after the rewind %v", i, whole[i], got[i])
+	}
+}
