@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/strictjson"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -239,17 +239,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 }
 
 // strictJSON decodes one JSON value with no unknown fields and nothing after it.
-func strictJSON(s string, dst any) error {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
+func strictJSON(s string, dst any) error { return strictjson.Unmarshal([]byte(s), dst) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
