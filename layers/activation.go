@@ -100,6 +100,11 @@ func init() {
 	registerPlain[Tanh]()
 }
 
+var (
+	_ TorchExporter = ReLU{}
+	_ TorchExporter = Tanh{}
+)
+
 // TorchModule is nn.ReLU().
 func (ReLU) TorchModule([]int) (string, error) { return "nn.ReLU()", nil }
 

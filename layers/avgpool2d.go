@@ -213,6 +213,11 @@ func init() {
 	registerPlain[GlobalAvgPool2D]()
 }
 
+var (
+	_ TorchExporter = AvgPool2D{}
+	_ TorchExporter = GlobalAvgPool2D{}
+)
+
 // TorchModule is nn.AvgPool2d(kernel_size, stride, padding, count_include_pad=False):
 // padded cells are left out of the mean, as ours.
 func (l AvgPool2D) TorchModule([]int) (string, error) {

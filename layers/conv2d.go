@@ -350,6 +350,8 @@ func init() {
 	})
 }
 
+var _ TorchExporter = Conv2D{}
+
 // TorchModule is nn.Conv2d(C, Filters, kernel_size, stride, padding, bias=not NoBias); its
 // weight [Filters, C, kh, kw] (OIHW) and bias [Filters] are ours as they are.
 func (l Conv2D) TorchModule(in []int) (string, error) {

@@ -105,6 +105,8 @@ func init() {
 	})
 }
 
+var _ TorchExporter = CenterCrop{}
+
 // TorchModule is torchvision.transforms.CenterCrop((h, w)), which crops at the same
 // offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even. torchvision rounds an odd
 // margin's half to even where ours is floored: the source then names a CenterCrop(h, w)

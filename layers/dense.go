@@ -172,6 +172,8 @@ func init() {
 	})
 }
 
+var _ TorchParamsExporter = Dense{}
+
 // TorchModule is nn.Linear(in, Units, bias=not NoBias).
 func (l Dense) TorchModule(in []int) (string, error) {
 	return fmt.Sprintf("nn.Linear(%d, %d, bias=%s)", in[0], l.Units, torchBool(!l.NoBias)), nil

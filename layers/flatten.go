@@ -124,5 +124,7 @@ func (aliasOp[T]) backward(*nativeScratch[T], int, []T, []T, []T, []T, int, int)
 
 func init() { registerPlain[Flatten]() }
 
+var _ TorchExporter = Flatten{}
+
 // TorchModule is nn.Flatten(): ours is row-major CHW, PyTorch's order.
 func (Flatten) TorchModule([]int) (string, error) { return "nn.Flatten()", nil }

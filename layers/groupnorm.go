@@ -350,6 +350,8 @@ func init() {
 	})
 }
 
+var _ TorchExporter = GroupNorm{}
+
 // TorchModule is nn.GroupNorm(Groups, C, eps=1e-05, affine=not NoAffine); its weight γ
 // [C] and bias β [C] are ours as they are.
 func (l GroupNorm) TorchModule(in []int) (string, error) {

@@ -217,6 +217,8 @@ func init() {
 	})
 }
 
+var _ TorchExporter = MaxPool2D{}
+
 // TorchModule is nn.MaxPool2d(kernel_size, stride, padding), whose padding never wins
 // either (PyTorch pads with −∞).
 func (l MaxPool2D) TorchModule([]int) (string, error) {

@@ -350,6 +350,8 @@ func init() {
 	})
 }
 
+var _ TorchExporter = Scattering2D{}
+
 // TorchModule refuses: torch.nn has no scattering transform. Kymatio's
 // kymatio.torch.Scattering2D(J, (H, W), L) computes it outside torch.nn, with output
 // [B, C, K, H/2^J, W/2^J] to be reshaped to ours; export the model that trains on the
