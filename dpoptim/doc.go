@@ -60,6 +60,15 @@
 // follow its step size, implement [NoiseScaler] too; Private and nn then record and
 // calibrate the per-step multiplier without further changes.
 //
+// Adaptive clipping ([AdaptiveClip], Andrew et al. 2021): with PrivateConfig.Adaptive the
+// private step owns the clip norm C_t. The caller clips step t's gradients to
+// [Private.ClipNorm] and passes the number of its real examples left unclipped to
+// [Private.StepAdaptive]; the step adds N(0, (z_Δ·C_t)²) to the sum and N(0, σ_b²) to the
+// centred count from the same Noise generator, records z (not z_Δ) and sets C_{t+1} from the
+// noisy count. z_Δ = (z⁻² − (2σ_b)⁻²)^(−½) ([AdaptiveNoiseMultiplier]) makes the pair one
+// Gaussian mechanism with multiplier z, so the ledger and the calibration are those of fixed
+// clipping. C_t is the scalar "clip" of the Private's State.
+//
 // Nothing in this package reads an unclipped or un-noised gradient: in particular the
 // AdaGrad-norm variant of ADP-SGD updates its step size from the noisy gradient estimate,
 // unlike the paper (see [ADPAdaGradNorm]).

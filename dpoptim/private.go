@@ -30,6 +30,11 @@ type PrivateConfig struct {
 	Smoother Smoother
 	// Noise is the random source; nil means a fresh [NewSecureNoise].
 	Noise *Noise
+	// Adaptive, if not nil, makes the clip norm adaptive ([AdaptiveClip]): ClipNorm is
+	// then the initial C_0, steps are taken with [Private.StepAdaptive], the gradient
+	// noise multiplier is z_Δ > z and the Recorder still receives z. Not available for a
+	// NoiseScaler rule (ADP-SGD).
+	Adaptive *AdaptiveClip
 }
 
 // Private is one private training step around an update rule (DP-X for rule X): it adds
@@ -46,6 +51,7 @@ type Private struct {
 	recorder Recorder
 	smoother Smoother
 	noise    *Noise
+	ada      *adaptive // nil: fixed clip norm c
 
 	step int
 	buf  []float64
@@ -87,6 +93,15 @@ func NewPrivate(rule Rule, cfg PrivateConfig) (*Private, error) {
 	}
 	if s, ok := rule.(NoiseScaler); ok {
 		p.scaler = s
+	}
+	if cfg.Adaptive != nil {
+		if p.scaler != nil {
+			return nil, fmt.Errorf("%w: adaptive clipping with %s, whose noise multiplier follows its step size: not supported", ErrConfig, rule.Name())
+		}
+		var err error
+		if p.ada, err = newAdaptive(*cfg.Adaptive, p.z, p.c, cfg.SampleRate*float64(cfg.DatasetSize)); err != nil {
+			return nil, err
+		}
 	}
 	if p.noise == nil {
 		var err error
@@ -139,6 +154,14 @@ func (p *Private) multiplier(t int) float64 {
 // Recorder also changes nothing. An error from the smoother or rule comes after the
 // step was recorded, and params are left unchanged.
 func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
+	if p.ada != nil {
+		return fmt.Errorf("%w: %s: adaptive clipping needs the count of unclipped examples: use StepAdaptive", ErrConfig, p.Name())
+	}
+	return p.privateStep(params, clippedSum, batchSize, 0)
+}
+
+// privateStep is Step, and with adaptive clipping StepAdaptive (unclipped is the count).
+func (p *Private) privateStep(params, clippedSum []float64, batchSize, unclipped int) error {
 	if p.rule == nil {
 		return errZeroPrivate
 	}
@@ -167,6 +190,9 @@ func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
 	}
 	g := p.buf
 	std, inv := z*p.c, p.invBatch
+	if p.ada != nil {
+		std = p.ada.zDelta * p.ada.c
+	}
 	std, inv = faults.Noise(std, inv, batchSize) // unchanged unless an audit test broke it
 	if std == 0 {
 		for i, s := range clippedSum {
@@ -178,6 +204,10 @@ func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
 			g[i] = (s + std*rng.NormFloat64()) * inv
 		}
 	}
+	nextClip, err := p.adaptClip(batchSize, unclipped)
+	if err != nil {
+		return err
+	}
 	if p.smoother != nil {
 		if err := p.smoother.Smooth(g); err != nil {
 			return fmt.Errorf("dpoptim: %s: smoothing: %w", p.Name(), err)
@@ -185,6 +215,9 @@ func (p *Private) Step(params, clippedSum []float64, batchSize int) error {
 	}
 	if err := p.rule.Step(params, g); err != nil {
 		return fmt.Errorf("dpoptim: %s: %w", p.Name(), err)
+	}
+	if p.ada != nil {
+		p.ada.c = nextClip
 	}
 	p.step++
 	return nil
@@ -212,7 +245,11 @@ func (p *Private) State() State {
 		panic(err)
 	}
 	rule := p.rule.State()
-	return State{Step: p.step, Noise: noise, Rule: &rule}
+	s := State{Step: p.step, Noise: noise, Rule: &rule}
+	if p.ada != nil {
+		s.Scalars = map[string]float64{stateClip: p.ada.c}
+	}
+	return s
 }
 
 // SetState restores a state returned by State. A secure generator is reseeded from
@@ -227,12 +264,16 @@ func (p *Private) SetState(state State) error {
 	switch {
 	case state.Step < 0:
 		return bad("step %d, want ≥ 0", state.Step)
-	case len(state.Vectors) > 0 || len(state.Scalars) > 0:
+	case len(state.Vectors) > 0 || (p.ada == nil && len(state.Scalars) > 0):
 		return bad("vectors or scalars of its own (%v); the rule's belong in Rule", state)
 	case state.Noise == nil:
 		return bad("no noise generator")
 	case state.Rule == nil:
 		return bad("no rule state")
+	}
+	clip, err := p.adaptiveState(state)
+	if err != nil {
+		return bad("%v", err)
 	}
 	var noise Noise
 	if err := noise.UnmarshalBinary(state.Noise); err != nil {
@@ -245,5 +286,8 @@ func (p *Private) SetState(state State) error {
 	}
 	p.step = state.Step
 	*p.noise = noise
+	if p.ada != nil {
+		p.ada.c = clip
+	}
 	return nil
 }

@@ -15,7 +15,8 @@ import (
 //
 // A rule fills Step, Vectors and Scalars. A [Private] step fills Step (its own count of
 // private steps, the one the privacy ledger counts), Noise and Rule, the wrapped rule's
-// state; a [NonPrivate] step returns its rule's State unchanged.
+// state, and with adaptive clipping the scalar "clip" (C_t); a [NonPrivate] step returns
+// its rule's State unchanged.
 type State struct {
 	// Step is the number of steps taken, ≥ 0.
 	Step int

@@ -177,26 +177,13 @@ func (sg *scatterGraph) reflectPad(u *G.Node, axis, before, size, n int) (*G.Nod
 			i += n
 			continue
 		}
-		src := reflectIndex(i-before, n)
+		src := scatter.Reflect(i-before, n)
 		if err := slice(src, src+1); err != nil {
 			return nil, err
 		}
 		i++
 	}
 	return G.Concat(axis, pieces...)
-}
-
-// reflectIndex maps i into [0, n) by mirror reflection without repeating the edge.
-func reflectIndex(i, n int) int {
-	period := 2 * (n - 1)
-	i %= period
-	if i < 0 {
-		i += period
-	}
-	if i >= n {
-		i = period - i
-	}
-	return i
 }
 
 // circular correlates each map of u [Q, 1, m, n] with the flipped filters (so that it
@@ -334,4 +321,28 @@ func (sg *scatterGraph) lowpass(u *G.Node, Q, R, res int) (*G.Node, error) {
 		return nil, err
 	}
 	return G.Reshape(z, tensor.Shape{Q, R, cm - 2, cn - 2})
+}
+
+// scatteringSettings are a Scattering2D's stored settings: {"j":2,"l":8}.
+type scatteringSettings struct {
+	J int `json:"j"`
+	L int `json:"l"`
+}
+
+func init() {
+	registerSettings(func(l Scattering2D) scatteringSettings {
+		return scatteringSettings{J: l.J, L: l.L}
+	}, func(s scatteringSettings) (Scattering2D, error) {
+		return Scattering2D{J: s.J, L: s.L}, nil
+	})
+}
+
+var _ TorchExporter = Scattering2D{}
+
+// TorchModule refuses: torch.nn has no scattering transform. Kymatio's
+// kymatio.torch.Scattering2D(J, (H, W), L) computes it outside torch.nn, with output
+// [B, C, K, H/2^J, W/2^J] to be reshaped to ours; export the model that trains on the
+// precomputed features (scatter.Cache) instead and apply Kymatio before it.
+func (l Scattering2D) TorchModule([]int) (string, error) {
+	return "", fmt.Errorf("scattering2d (J=%d, L=%d): torch.nn has no scattering transform; export the model that takes its precomputed features and run Kymatio's Scattering2D before it", l.J, l.L)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/strictjson"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -23,7 +23,7 @@ import (
 //
 //	metadata nn.kind          "privtrain-training/1"
 //	         nn.model, nn.dtype, nn.optimizer, nn.noise, nn.sampler, nn.seed (seeded runs)
-//	         nn.layout        JSON [{"name", "shape"}…]
+//	         nn.layout        JSON [{"name", "shape"}…] (ParamInfo)
 //	         nn.plan          JSON, Plan's MarshalJSON
 //	         nn.position      JSON positionJSON
 //	         nn.dataset       JSON Fingerprint
@@ -63,12 +63,6 @@ const (
 	tensorSampler   = "sampler/state"
 	tensorPerm      = "sampler/perm"
 )
-
-// paramJSON is one entry of the stored parameter layout.
-type paramJSON struct {
-	Name  string `json:"name"`
-	Shape []int  `json:"shape"`
-}
 
 // positionJSON is where in the plan the run stopped, with the running statistics of an
 // unfinished epoch and the last evaluation (null when none ran).
@@ -117,9 +111,9 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 	for _, r := range c.Rewinds {
 		pos.Rewinds = append(pos.Rewinds, [2]int{r.From, r.To})
 	}
-	layout := make([]paramJSON, len(c.Layout))
-	for i, p := range c.Layout {
-		layout[i] = paramJSON{Name: p.Name, Shape: p.Shape}
+	layout := c.Layout // stored as ParamInfo's JSON
+	if layout == nil {
+		layout = []ParamInfo{}
 	}
 	settings := c.Settings
 	if settings == nil {
@@ -202,11 +196,10 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 		return nil, bad("dtype %q", md[keyDType])
 	}
 	var pos positionJSON
-	var layout []paramJSON
 	for _, d := range []struct {
 		key string
 		dst any
-	}{{keyLayout, &layout}, {keyPlan, &c.Plan}, {keyPosition, &pos}, {keyDataset, &c.Dataset}, {keySettings, &c.Settings}} {
+	}{{keyLayout, &c.Layout}, {keyPlan, &c.Plan}, {keyPosition, &pos}, {keyDataset, &c.Dataset}, {keySettings, &c.Settings}} {
 		if err := strictJSON(md[d.key], d.dst); err != nil {
 			return nil, bad("%s: %v", d.key, err)
 		}
@@ -219,9 +212,6 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 		if err := c.Architecture.check(); err != nil {
 			return nil, bad("%s: %v", keyArch, err)
 		}
-	}
-	for _, p := range layout {
-		c.Layout = append(c.Layout, ParamInfo{Name: p.Name, Shape: p.Shape})
 	}
 	if err := c.setLayoutAndParams(f.Tensors); err != nil {
 		return nil, bad("%v", err)
@@ -248,17 +238,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 }
 
 // strictJSON decodes one JSON value with no unknown fields and nothing after it.
-func strictJSON(s string, dst any) error {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
+func strictJSON(s string, dst any) error { return strictjson.Unmarshal([]byte(s), dst) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 

@@ -52,12 +52,14 @@
 // key the user holds.
 //
 // Using a trained model. A checkpoint stores the model's Architecture (every layer with its
-// settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, layers of
-// other packages by the name given to RegisterLayer, and checkpoints written before
+// settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, package
+// layers' layers by the codecs their own files register (layers.Codecs), layers of other
+// packages by the name given to RegisterLayer, and checkpoints written before
 // architectures were stored by the model name registered with RegisterSpec (package
 // models registers its own). A Predictor computes logits and probabilities for any number
 // of examples and is safe for concurrent use; ExportTorch writes the parameters as a
-// safetensors file in PyTorch's layouts for an nn.Sequential of the same layers.
+// safetensors file in PyTorch's layouts for an nn.Sequential of the same layers, each
+// layer naming its own module (layers.TorchExporter).
 //
 // Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
 // the default whenever every layer is one of package layers' own, runs layers.Native: each

@@ -42,8 +42,8 @@ type Spec struct {
 
 // ParamInfo names one parameter tensor and its shape, in the flat parameter order.
 type ParamInfo struct {
-	Name  string // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
-	Shape []int
+	Name  string `json:"name"` // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
+	Shape []int  `json:"shape"`
 }
 
 // Size is the number of values of the tensor.

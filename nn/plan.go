@@ -37,7 +37,9 @@ type Plan struct {
 	// Calibrated says that NoiseMultiplier was computed from TargetEpsilon.
 	Calibrated bool `json:"calibrated"`
 	// Clip is the L2 sensitivity of the clipped sum (the clipping rule's Bound) and
-	// ClipRule its description ("flat C=1", "per-layer C=[…]").
+	// ClipRule its description ("flat C=1", "per-layer C=[…]"). With adaptive clipping
+	// Clip is the initial C_0 and ClipRule "adaptive C0=… quantile=… lr=… count-noise=…";
+	// the current C_t is in the optimizer state.
 	Clip     float64 `json:"clip"`
 	ClipRule string  `json:"clip_rule"`
 	Delta    float64 `json:"delta"`

@@ -68,6 +68,20 @@ func resumeCases() []resumeCase {
 			}, epochs: 3, stopAt: 20},
 		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: nn.Shuffle, epochs: 3, stopAt: 13},
 		{name: "logreg dp-sgd mid-epoch poisson", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, epochs: 3, stopAt: 17},
+		{name: "logreg dp-sgd adaptive clipping mid-epoch", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd,
+			privacy: func() *nn.Privacy {
+				p := flat()
+				p.Clip = clipping.Flat{C: 0.1}
+				p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
+				return p
+			}, epochs: 3, stopAt: 17},
+		{name: "cnn dp-adam adaptive clipping", spec: func() nn.Spec { return models.MNISTCNN(models.Tanh) }, n: 256, batch: 64, physical: 32,
+			rule: func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(1e-3)) },
+			privacy: func() *nn.Privacy {
+				p := flat()
+				p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.8, LearningRate: 0.5, CountNoise: 4}
+				return p
+			}, epochs: 3, stopAt: 8},
 		{name: "logreg sgd non-private", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32,
 			rule: func() dpoptim.Rule { r := dpoptim.NewSGD(dpoptim.Constant(0.5)); r.Momentum = 0.9; return r }, epochs: 3, stopAt: 20},
 	}

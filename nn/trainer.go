@@ -51,6 +51,14 @@ type Privacy struct {
 	// chooses another accountant: accountant.WithAccountant(accountant.PLD{}). A restored
 	// checkpoint's history is read by this accountant, whichever one wrote it.
 	Accountant []accountant.Option
+	// Adaptive, if not nil, makes the clip norm adaptive (dpoptim.AdaptiveClip, Andrew et
+	// al. 2021): Clip must then be clipping.Flat, whose C is the initial clip norm; every
+	// step clips to the current C_t, counts the logical batch's unclipped examples and
+	// lets the private step update C_t from the noisy count. z (given or calibrated) is
+	// what the ledger records, so the plan's ε is that of fixed clipping; the gradient's
+	// noise multiplier is z_Δ > z. Zero fields get dpoptim's defaults (η_C = 0.2,
+	// σ_b = batch/20). Not available with an ADP-SGD rule.
+	Adaptive *dpoptim.AdaptiveClip
 }
 
 // TrainerConfig describes a training run for NewTrainer.
@@ -132,6 +140,10 @@ type EpochMetrics struct {
 	TestLoss, TestAccuracy float64
 	// Epsilon is the privacy spent so far at the plan's δ (+Inf for non-private training).
 	Epsilon float64
+	// ClipNorm is the clip norm the next step will use (Trainer.ClipNorm): with adaptive
+	// clipping C_t after the epoch, otherwise the fixed bound (0 for non-private
+	// training).
+	ClipNorm float64
 	// Seconds is the wall time since Run started.
 	Seconds float64
 }
@@ -225,6 +237,10 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		// changes later (a PerLayer's slice, a rule passed by pointer) must not reach the
 		// clipping.
 		p.Clip = frozenClip(p.Clip)
+		if p.Adaptive != nil {
+			a := *p.Adaptive
+			p.Adaptive = &a
+		}
 		cfg.Privacy = &p
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA)}
@@ -299,6 +315,9 @@ func (t *Trainer) setupPrivacy() error {
 	if !(bound > 0) || math.IsInf(bound, 0) {
 		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", ErrTrainConfig, bound)
 	}
+	if err := t.checkAdaptive(); err != nil {
+		return err
+	}
 	if !(p.Delta > 0 && p.Delta < 1) {
 		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrTrainConfig, p.Delta)
 	}
@@ -316,6 +335,9 @@ func (t *Trainer) setupPrivacy() error {
 	t.ledger = accountant.NewLedger(p.Accountant...)
 	t.plan.Private = true
 	t.plan.Clip, t.plan.ClipRule = bound, describeClip(p.Clip)
+	if p.Adaptive != nil {
+		t.plan.ClipRule = describeAdaptive(bound, *p.Adaptive)
+	}
 	t.plan.Delta, t.plan.TargetEpsilon = p.Delta, p.TargetEpsilon
 	q, steps := t.plan.SampleRate, t.plan.Steps
 	z := p.NoiseMultiplier
@@ -331,6 +353,11 @@ func (t *Trainer) setupPrivacy() error {
 	}
 	if p.TargetEpsilon > 0 && spent.Epsilon > p.TargetEpsilon {
 		return fmt.Errorf("%w: %d steps at q = %.4g with noise multiplier %v spend ε = %.4g at δ = %v, above the target ε = %v", ErrBudget, steps, q, z, spent.Epsilon, p.Delta, p.TargetEpsilon)
+	}
+	if p.Adaptive != nil {
+		if _, err := dpoptim.AdaptiveNoiseMultiplier(z, p.Adaptive.CountNoise); err != nil {
+			return fmt.Errorf("%w: %v (expected batch %d)", ErrTrainConfig, err, t.plan.BatchSize)
+		}
 	}
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
 	var noise *dpoptim.Noise
@@ -362,6 +389,7 @@ func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Privat
 		Recorder:        t.ledger,
 		Smoother:        p.Smoother,
 		Noise:           noise,
+		Adaptive:        p.Adaptive,
 	})
 }
 
@@ -578,6 +606,7 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 		TestLoss:      math.NaN(),
 		TestAccuracy:  math.NaN(),
 		Epsilon:       eps,
+		ClipNorm:      t.ClipNorm(),
 	}
 	if t.cfg.Test != nil {
 		loss, acc, err := t.Evaluate(t.cfg.Test)
@@ -599,14 +628,15 @@ func (t *Trainer) trainStep(k int) (int, error) {
 	clear(t.grad)
 	b := t.model.BatchSize()
 	var loss float64
-	correct := 0
+	correct, unclipped := 0, 0
 	for lo := 0; lo < len(idx); lo += b {
 		chunk := idx[lo:min(lo+b, len(idx))]
 		batch := t.load(t.cfg.Train, chunk)
 		var st StepStats
 		var err error
 		if t.private != nil {
-			st, err = t.model.ClippedGradient(batch, t.cfg.Privacy.Clip, t.grad)
+			st, err = t.model.ClippedGradient(batch, t.clipRule(), t.grad)
+			unclipped += st.Examples - st.Clipped
 		} else {
 			st, err = t.model.Gradient(batch, t.grad)
 		}
@@ -619,7 +649,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 	// An empty Poisson batch still takes a private step: noise alone, recorded like any
 	// other, as the accountant's analysis of Poisson sampling assumes.
 	t.model.Params(t.params)
-	if err := t.opt.Step(t.params, t.grad, len(idx)); err != nil {
+	if err := t.optimizerStep(len(idx), unclipped); err != nil {
 		return 0, err
 	}
 	if err := t.model.SetParams(t.params); err != nil {

@@ -38,7 +38,7 @@ func ExampleTrainer() {
 	seed := uint64(1)
 	tr, err := nn.NewTrainer(m, nn.TrainerConfig{
 		Train: small, Test: testSmall, DatasetName: "mnist-embedded-1000",
-		Rule:      dpoptim.NewAdam(dpoptim.Constant(2e-3)),
+		Rule:      dpoptim.NewAdam(dpoptim.Constant(1e-2)), // cmd/train's DP-Adam default
 		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
 		BatchSize: 100, Epochs: 2, Seed: &seed,
 	})

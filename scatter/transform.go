@@ -188,9 +188,9 @@ func (w *worker) channel(img []float64, out []float64) {
 	s := w.s
 	M, N, J := s.mp, s.np, s.J
 	for i := 0; i < M; i++ {
-		r := reflect(i-s.top, s.H)
+		r := Reflect(i-s.top, s.H)
 		for j := 0; j < N; j++ {
-			w.x0[i*N+j] = complex(img[r*s.W+reflect(j-s.left, s.W)], 0)
+			w.x0[i*N+j] = complex(img[r*s.W+Reflect(j-s.left, s.W)], 0)
 		}
 	}
 	w.f.forward(w.x0, M, N)
@@ -276,9 +276,10 @@ func subsample(dst, src []complex128, m, n, k int) (int, int) {
 	return cm, cn
 }
 
-// reflect maps index i into [0, n) by mirror reflection without repeating the edge (numpy's
-// and PyTorch's "reflect"), repeatedly for indices more than n away. n ≥ 2.
-func reflect(i, n int) int {
+// Reflect maps index i into [0, n) by mirror reflection without repeating the edge (numpy's
+// and PyTorch's "reflect"), repeatedly for indices more than n away: the padding the
+// transform applies before filtering. n ≥ 2.
+func Reflect(i, n int) int {
 	period := 2 * (n - 1)
 	i %= period
 	if i < 0 {

@@ -33,8 +33,9 @@ const usageHeader = `usage: export -checkpoint FILE -o FILE.safetensors
 
 Writes the model of a checkpoint as a plain safetensors file for PyTorch: tensors named
 as in an nn.Sequential of the same layers (parameter-free layers counted), conv weights
-[out, in, kh, kw], dense weights [out, in], in the checkpoint's dtype. Prints the
-Sequential to load it into. Parameters only: no optimizer, ledger or seed.
+[out, in, kh, kw], dense weights [out, in], group-norm scale and shift [C], in the
+checkpoint's dtype. Prints the Sequential to load it into. Parameters only: no optimizer,
+ledger or seed. A layer without a torch.nn module (scattering2d) is refused.
 
 Flags:
 `

@@ -23,7 +23,10 @@ type metricRecord struct {
 	TestLoss      *float64 `json:"test_loss"`
 	TestAccuracy  *float64 `json:"test_accuracy"`
 	Epsilon       *float64 `json:"epsilon"`
-	Seconds       float64  `json:"seconds"`
+	// ClipNorm is the clip norm after the epoch (private training only): with -clipping
+	// adaptive the C_t the next step uses, otherwise the fixed -clip.
+	ClipNorm *float64 `json:"clip_norm,omitempty"`
+	Seconds  float64  `json:"seconds"`
 	// LearningRate is the rate of the epoch's last step; EMA the decay of the parameter
 	// average whose test metrics these are (absent: the raw parameters').
 	LearningRate *float64 `json:"learning_rate,omitempty"`
@@ -86,6 +89,9 @@ func (l *metricsLog) write(m nn.EpochMetrics) error {
 	}
 	if l.rate != nil && m.Step > 0 {
 		r.LearningRate = jsonnum.FiniteOrNil(l.rate.Rate(m.Step - 1))
+	}
+	if m.ClipNorm > 0 {
+		r.ClipNorm = jsonnum.FiniteOrNil(m.ClipNorm)
 	}
 	l.records = append(l.records, r)
 	if l.f == nil {

@@ -55,7 +55,9 @@ var optimizers = []optimizerSpec{
 		help:     "ADP-SGD: step size lr/√(20+t) with noise matched to it (its own schedule; -lr-schedule stays constant)",
 		stepSize: func(lr float64) string { return fmt.Sprintf("step size %g/√(20+t)", lr) },
 		// The ADP-SGD paper's experiments: η_t = lr/√(20 + t), noise matched to it.
-		build: func(o *options, _ dpoptim.Schedule) dpoptim.Rule { return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1} }},
+		build: func(o *options, _ dpoptim.Schedule) dpoptim.Rule {
+			return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1}
+		}},
 	{name: "dp-hb", private: true, lr: 0.4, takes: map[string]float64{"momentum": defaultHeavyMomentum},
 		help: "DP heavy ball, -momentum β",
 		build: func(o *options, lr dpoptim.Schedule) dpoptim.Rule {
@@ -105,7 +107,7 @@ var optimizerFlags = []optimizerFlag{
 }
 
 // privacyFlags are the flags of private training: an error with a non-private optimizer.
-var privacyFlags = []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant"}
+var privacyFlags = []string{"epsilon", "noise", "clip", "clipping", "delta", "accountant", "clip-quantile", "clip-lr", "clip-count-noise"}
 
 // optimizerNames are the names of the table, in its order.
 var optimizerNames = func() []string {

@@ -88,7 +88,7 @@ func TestOptimizerTable(t *testing.T) {
 		}
 
 		// The rule builds and its first step goes against the gradient.
-		rule, err := buildRule(o, 100)
+		rule, err := buildRule(o)
 		if err != nil || rule == nil {
 			t.Errorf("%s: buildRule: %v, %v", name, rule, err)
 		} else {

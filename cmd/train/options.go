@@ -26,6 +26,7 @@ const (
 	defaultDelta         = 1e-5
 	defaultLSSigma       = 1.0
 	defaultHeavyMomentum = 0.9 // dp-hb and dp-nag when -momentum is not given
+	defaultClipQuantile  = 0.5 // -clipping adaptive: the median norm (Andrew et al. 2021)
 
 	// The non-private optimizers (sgd, adam) need no large batches (there is no noise
 	// to average out) and fewer epochs; with the private defaults (batch 2048, 30
@@ -51,12 +52,15 @@ type options struct {
 	lrSchedule             string
 	warmupSteps            int     // -warmup-steps (schedule.go)
 	ema                    float64 // -ema decay, 0: no averaging (schedule.go)
+	planSteps              int     // the plan's steps, set once the data is loaded (0 before)
 	decaySteps             int     // a cosine schedule's horizon, set by scheduleFor (0: none)
 	momentum               float64
 	batch, physicalBatch   int
 	epochs                 int
 	clip                   float64
 	clipping               string
+	clipQuantile, clipLR   float64 // -clipping adaptive: γ and η_C
+	clipCountNoise         float64 // -clipping adaptive: σ_b (0: batch/20)
 	noise, epsilon, delta  float64
 	accountant             string
 	lsSigma                float64
@@ -102,8 +106,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
-	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound)")
-	fs.StringVar(&o.clipping, "clipping", "flat", "clipping: flat (whole gradient) | per-layer (each layer to C/√layers)")
+	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound; adaptive: the initial C)")
+	fs.StringVar(&o.clipping, "clipping", "flat", "clipping: flat (whole gradient) | per-layer (each layer to C/√layers) | adaptive (flat, C tracks the -clip-quantile of the per-example norms from a noisy count, Andrew et al. 2021; same ε, the gradient noise rises from z to z_Δ = (z⁻² − (2σ_b)⁻²)^(−½))")
+	fs.Float64Var(&o.clipQuantile, "clip-quantile", defaultClipQuantile, "-clipping adaptive: target quantile γ in (0, 1), the fraction of examples left unclipped")
+	fs.Float64Var(&o.clipLR, "clip-lr", dpoptim.DefaultClipLearningRate, "-clipping adaptive: learning rate η_C of the geometric update C ← C·exp(−η_C·(b̃ − γ))")
+	fs.Float64Var(&o.clipCountNoise, "clip-count-noise", 0, "-clipping adaptive: standard deviation σ_b of the noise on the count of unclipped examples; must exceed z/2 (default: batch/20)")
 	fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z (noise std z·C); the ε of the plan is reported (default: calibrated for -epsilon)")
 	fs.Float64Var(&o.epsilon, "epsilon", defaultEpsilon, "target ε: the noise multiplier is calibrated so that the whole plan spends at most ε")
 	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
@@ -155,7 +162,7 @@ func (o *options) validate() error {
 	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {
 		return err
 	}
-	if err := oneOf("clipping", o.clipping, []string{"flat", "per-layer"}); err != nil {
+	if err := oneOf("clipping", o.clipping, []string{"flat", "per-layer", "adaptive"}); err != nil {
 		return err
 	}
 	if err := oneOf("sampling", o.sampling, []string{"poisson", "shuffle"}); err != nil {
@@ -213,6 +220,9 @@ func (o *options) validate() error {
 	}
 	if !(o.delta > 0 && o.delta < 1) {
 		return usagef("-delta %v: want δ in (0, 1)", o.delta)
+	}
+	if err := o.validateAdaptive(); err != nil {
+		return err
 	}
 	if o.set["noise"] && (!(o.noise > 0) || math.IsInf(o.noise, 0)) {
 		return usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)

@@ -76,6 +76,10 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 			fmt.Fprintf(r.w, "privacy: %s, clip %s; the whole plan spends ε = %.4f at δ = %g (RDP, optimal order %g)\n",
 				how, p.ClipRule, p.Spent.Epsilon, p.Delta, p.Spent.Order)
 		}
+		if t.GradientNoiseMultiplier() != p.NoiseMultiplier && strings.HasPrefix(p.ClipRule, "adaptive") {
+			fmt.Fprintf(r.w, "adaptive clipping: the gradient's noise multiplier is z_Δ = %.5g, the noisy count of unclipped examples takes the rest of z = %.5g (same ε); C now %.4g\n",
+				t.GradientNoiseMultiplier(), p.NoiseMultiplier, t.ClipNorm())
+		}
 		fmt.Fprintf(r.w, "noise: %s\n", noiseDescription(t.Noise()))
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
@@ -253,9 +257,16 @@ type summary struct {
 	WallSeconds       float64  `json:"wall_seconds"`
 	TrainSeconds      float64  `json:"train_seconds"`
 	ExamplesPerSecond float64  `json:"examples_per_second"`
-	LRSchedule        string   `json:"lr_schedule"`  // -lr-schedule
-	WarmupSteps       int      `json:"warmup_steps"` // -warmup-steps (0: none)
-	EMA               float64  `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
+
+	// FinalClip and GradientNoise are set for -clipping adaptive: C after the last step
+	// and the gradient's noise multiplier z_Δ (noise_multiplier is the z the ledger
+	// records).
+	FinalClip     float64 `json:"final_clip,omitempty"`
+	GradientNoise float64 `json:"gradient_noise_multiplier,omitempty"`
+
+	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
+	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
+	EMA         float64 `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
 }
 
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
@@ -290,6 +301,9 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		LRSchedule:      o.lrSchedule,
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
+	}
+	if p.Private && strings.HasPrefix(p.ClipRule, "adaptive") {
+		s.FinalClip, s.GradientNoise = t.ClipNorm(), t.GradientNoiseMultiplier()
 	}
 	if p.Private {
 		a := t.Ledger().Accountant()
@@ -368,6 +382,9 @@ func (s *summary) writeText(w io.Writer) {
 			how = fmt.Sprintf("(calibrated for ε = %g)", s.TargetEpsilon)
 		}
 		fmt.Fprintf(w, "noise           multiplier z = %.5g %s, clip %s\n", s.NoiseMultiplier, how, s.Clipping)
+		if s.FinalClip > 0 {
+			fmt.Fprintf(w, "adaptive clip   final C = %.4g; gradient noise multiplier z_Δ = %.5g (the count of unclipped examples takes the rest of z)\n", s.FinalClip, s.GradientNoise)
+		}
 		fmt.Fprintf(w, "noise source    %s\n", noiseDescription(s.Noise))
 	} else {
 		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)

@@ -150,8 +150,8 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	steps := accountant.StepsPerEpoch(trainSet.Len(), o.batch) * o.epochs
-	rule, err := buildRule(o, steps)
+	o.planSteps = accountant.StepsPerEpoch(trainSet.Len(), o.batch) * o.epochs
+	rule, err := buildRule(o)
 	if err != nil {
 		return 0, err
 	}
@@ -196,7 +196,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	defer s.metrics.close()
-	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, steps)
+	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
@@ -362,6 +362,11 @@ func (o *options) settings() map[string]string {
 		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
 		s["clipping"] = o.clipping
 		s["delta"] = strconv.FormatFloat(o.delta, 'g', -1, 64)
+		if o.clipping == "adaptive" {
+			s["clip-quantile"] = strconv.FormatFloat(o.clipQuantile, 'g', -1, 64)
+			s["clip-lr"] = strconv.FormatFloat(o.clipLR, 'g', -1, 64)
+			s["clip-count-noise"] = strconv.FormatFloat(o.clipCountNoise, 'g', -1, 64)
+		}
 	}
 	return s
 }
@@ -479,10 +484,10 @@ func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
 	return nn.New(spec, o.physicalBatch, opts...)
 }
 
-// buildRule makes the update rule for a plan of steps steps (the cosine schedule's
-// horizon).
-func buildRule(o *options, steps int) (dpoptim.Rule, error) {
-	sched, err := scheduleFor(o, steps)
+// buildRule makes the update rule; a cosine schedule decays over o.planSteps (0 before
+// the data is loaded: a rule to inspect, not to train).
+func buildRule(o *options) (dpoptim.Rule, error) {
+	sched, err := scheduleFor(o, o.planSteps)
 	if err != nil {
 		return nil, err
 	}
@@ -503,6 +508,8 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 		p.Clip = clipping.Flat{C: o.clip}
 	case "per-layer":
 		p.Clip = clipping.PerLayerEqual(o.clip, len(m.ParamLayers()))
+	case "adaptive":
+		p.Clip, p.Adaptive = clipping.Flat{C: o.clip}, o.adaptiveClip()
 	}
 	if o.set["noise"] {
 		p.NoiseMultiplier = o.noise

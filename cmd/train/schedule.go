@@ -32,21 +32,25 @@ func (o *options) validateScheduleAndAverage() error {
 }
 
 // scheduleFor returns the -lr-schedule with -warmup-steps for a plan of steps steps: a
-// cosine decays over the steps after the warm-up, and the warm-up hands over to the
-// schedule (dpoptim.Warmup), whose step numbers then count from the warm-up's end.
+// cosine decays over the steps after the warm-up (and o.decaySteps records them), and
+// the warm-up hands over to the schedule (dpoptim.Warmup), whose step numbers then count
+// from the warm-up's end. steps 0 (the plan not known yet) leaves a cosine's horizon
+// unset: the schedule is for validation, a rule built from it refuses its first step.
 func scheduleFor(o *options, steps int) (dpoptim.Schedule, error) {
 	sched, err := parseSchedule(o.lrSchedule, o.lr)
 	if err != nil {
 		return nil, err
 	}
-	if o.warmupSteps > 0 && o.warmupSteps >= steps {
-		return nil, usagef("-warmup-steps %d: the plan has only %d steps (-epochs %d); the warm-up must end before the last step", o.warmupSteps, steps, o.epochs)
-	}
-	o.decaySteps = 0
-	if c, ok := sched.(dpoptim.Cosine); ok {
-		c.Steps = steps - o.warmupSteps
-		o.decaySteps = c.Steps
-		sched = c
+	if steps > 0 {
+		if o.warmupSteps > 0 && o.warmupSteps >= steps {
+			return nil, usagef("-warmup-steps %d: the plan has only %d steps (-epochs %d); the warm-up must end before the last step", o.warmupSteps, steps, o.epochs)
+		}
+		o.decaySteps = 0
+		if c, ok := sched.(dpoptim.Cosine); ok {
+			c.Steps = steps - o.warmupSteps
+			o.decaySteps = c.Steps
+			sched = c
+		}
 	}
 	if o.warmupSteps > 0 {
 		sched = dpoptim.Warmup{Steps: o.warmupSteps, After: sched}

@@ -17,7 +17,10 @@ import (
 // float32, in ulps: the distance between the two float32 values in the order of their bit
 // patterns (adjacent floats are 1 apart, +0 and −0 are the same point).
 
-// maxULP is the bound the tests hold every path to.
+// maxULP is the bound the tests hold every path to. The exhaustive sweep over all 2³²
+// patterns measured 2 ulps for tanh and sigmoid on each of the go, avx2 and avx512 paths
+// (amd64, November 2026); the bound leaves room for a compiler that fuses the Go path's
+// multiply-adds (arm64).
 const maxULP = 4
 
 func ordered(f float32) int64 {

@@ -16,7 +16,8 @@ import (
 type Stream uint8
 
 const (
-	// Noise is the Gaussian noise of dpoptim's private steps.
+	// Noise is the Gaussian noise of dpoptim's private steps (the gradient's and, with
+	// adaptive clipping, the unclipped count's).
 	Noise Stream = 1 + iota
 	// Sampler is nn's batch sampling.
 	Sampler
