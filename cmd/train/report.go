@@ -80,6 +80,7 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
 	}
+	o.augmentHeader(r.w)
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
 		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
@@ -238,6 +239,8 @@ type summary struct {
 	SampleRate        float64  `json:"sample_rate"`
 	Batch             int      `json:"batch"`
 	PhysicalBatch     int      `json:"physical_batch"`
+	Augmult           int      `json:"augmult,omitempty"` // views per example (-augmult), absent without
+	Augment           string   `json:"augment,omitempty"` // the views (-augment)
 	Steps             int      `json:"steps"`
 	Epochs            int      `json:"epochs"`
 	Model             string   `json:"model"`
@@ -293,6 +296,10 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		}
 	} else {
 		s.Accountant = "none"
+	}
+	if o.aug.k > 0 {
+		a, _ := o.augment()
+		s.Augmult, s.Augment = o.aug.k, augmentSpec(a)
 	}
 	if res.Elapsed > 0 {
 		s.ExamplesPerSecond = float64(res.Examples) / res.Elapsed.Seconds()
