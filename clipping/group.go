@@ -15,8 +15,9 @@ import (
 // is one row per example.
 //
 // The batch must be a multiple of k. A mask still has one entry per row; every row of a
-// group must be real, or every row padding (ErrShape otherwise). The chunk size returns to
-// its default for the new size, in examples (SetChunkRows counts examples too).
+// group must be real, or every row padding (ErrShape otherwise). A new size sets the chunk
+// size back to its default for that size, in examples (SetChunkRows counts examples too);
+// the current size leaves everything as it is.
 //
 // The grouping is generic: for k > 1 each layer's gradient is wrapped so that a group's
 // mean gradient is formed in per-worker scratch from the kind's own plain Sum over the
@@ -26,6 +27,9 @@ import (
 func (w *Workspace[T]) SetGroupSize(k int) error {
 	if k < 1 || w.batch%k != 0 {
 		return fmt.Errorf("%w: group size %d does not divide the batch of %d rows", ErrShape, k, w.batch)
+	}
+	if k == w.GroupSize() {
+		return nil // nothing changes (in particular the chunk size stays)
 	}
 	if w.base == nil {
 		w.base = w.grads
