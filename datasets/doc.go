@@ -21,6 +21,11 @@
 //   - HoldOut splits a dataset into training and test sets, stratified by label, the
 //     test examples chosen at random by a seed.
 //
+// Augment (augment.go) draws the random views of augmentation multiplicity: a random crop
+// of the image padded by 4 mirrored (or zero) pixels and a horizontal flip, each view a
+// pure function of a key, the training step, the example and the view number, so that a
+// resumed seeded run redraws the same views without saved generator state.
+//
 // The format readers return an *Images, which satisfies Dataset. A typical use:
 //
 //	train, test, err := mnist.Embedded()       // 8,000 / 2,000 real digits, no files needed

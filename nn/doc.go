@@ -51,6 +51,14 @@
 // the ledger (ErrRewind). SaveWithKey and LoadWithKey add and check an HMAC-SHA256 under a
 // key the user holds.
 //
+// Augmentation multiplicity. With TrainerConfig.AugmentMultiplicity K, the Trainer loads K
+// views of every sampled example (datasets.Augment, drawn from the seed, the step, the
+// example and the view) into K consecutive rows, and Model.SetGroupSize(K) makes the
+// clipping treat each group of rows as one example whose gradient is the mean over its
+// views, clipped as a whole (augment.go): the sampling rate, sensitivity, noise and ledger
+// are per example and unchanged. The setting is recorded under SettingAugment, so a
+// checkpoint refuses a changed K. Training loss and accuracy are per view.
+//
 // Using a trained model. A checkpoint stores the model's Architecture (every layer with its
 // settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, package
 // layers' layers by the codecs their own files register (layers.Codecs), layers of other

@@ -86,6 +86,14 @@ type TrainerConfig struct {
 	Epochs int
 	// Sampling is Poisson (the default) or Shuffle.
 	Sampling Sampling
+	// AugmentMultiplicity K ≥ 1 trains on K views of every sampled example drawn by
+	// Augment (which must change something), loaded into K consecutive rows, the example's
+	// gradient being the mean over its views before clipping (augment.go); 0, the
+	// default, trains on the examples themselves. The model's batch size must be a
+	// multiple of K; sampling, sensitivity, noise and ε are per example and unchanged.
+	// Training loss and accuracy are then means over views.
+	AugmentMultiplicity int
+	Augment             datasets.Augment
 	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
 	// a reproducible run that resumes bit for bit. It is not private against anyone who
 	// knows the seed. nil draws both from crypto/rand.
@@ -180,6 +188,7 @@ type Trainer struct {
 	sampler *sampler
 	dataset Fingerprint
 	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
+	aug     *augmenter   // nil without augmentation multiplicity
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -274,6 +283,9 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
+	if err := t.setupAugment(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -626,12 +638,12 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 func (t *Trainer) trainStep(k int) (int, error) {
 	idx := t.sampler.next(k)
 	clear(t.grad)
-	b := t.model.BatchSize()
+	b := t.model.BatchSize() / t.views()
 	var loss float64
 	correct, unclipped := 0, 0
 	for lo := 0; lo < len(idx); lo += b {
 		chunk := idx[lo:min(lo+b, len(idx))]
-		batch := t.load(t.cfg.Train, chunk)
+		batch := t.loadTrain(chunk)
 		var st StepStats
 		var err error
 		if t.private != nil {
@@ -657,7 +669,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 	}
 	t.epochLoss += loss
 	t.epochCorrect += correct
-	t.epochExamples += len(idx)
+	t.epochExamples += len(idx) * t.views()
 	return len(idx), nil
 }
 

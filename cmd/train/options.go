@@ -78,6 +78,7 @@ type options struct {
 	privacyFromCheckpoint  bool
 	physicalBatchDefaulted bool
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
+	aug                    augmentFlags // -augmult, -augment
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -125,6 +126,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	addAugmentFlags(fs, &o.aug)
 	for _, f := range optimizerFlags {
 		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
 	}
@@ -196,6 +198,9 @@ func (o *options) validate() error {
 	}
 	if o.epochs < 1 {
 		return usagef("-epochs %d: want ≥ 1", o.epochs)
+	}
+	if err := o.validateAugment(); err != nil {
+		return err
 	}
 	if o.checkpointEvery < 0 {
 		return usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)

@@ -87,6 +87,7 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	if o.ema > 0 {
 		fmt.Fprintf(r.w, "averaging: EMA of the parameters with β = %g (β_t = min(β, (1+t)/(10+t))); evaluations use the average, training goes on from the raw parameters; post-processing, no privacy cost\n", o.ema)
 	}
+	o.augmentHeader(r.w)
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
 		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
@@ -245,6 +246,8 @@ type summary struct {
 	SampleRate        float64  `json:"sample_rate"`
 	Batch             int      `json:"batch"`
 	PhysicalBatch     int      `json:"physical_batch"`
+	Augmult           int      `json:"augmult,omitempty"` // views per example (-augmult), absent without
+	Augment           string   `json:"augment,omitempty"` // the views (-augment)
 	Steps             int      `json:"steps"`
 	Epochs            int      `json:"epochs"`
 	Model             string   `json:"model"`
@@ -316,6 +319,10 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		}
 	} else {
 		s.Accountant = "none"
+	}
+	if o.aug.k > 0 {
+		a, _ := o.augment()
+		s.Augmult, s.Augment = o.aug.k, augmentSpec(a)
 	}
 	if res.Elapsed > 0 {
 		s.ExamplesPerSecond = float64(res.Examples) / res.Elapsed.Seconds()

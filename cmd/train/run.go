@@ -146,6 +146,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
+	o.augmentPhysicalBatch()
 	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
 	if err != nil {
 		return 0, err
@@ -160,6 +161,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 	}
 	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
+	if err := o.augmentConfig(&cfg); err != nil {
+		return 0, err
+	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
 		cfg.Seed = &seed
@@ -355,6 +359,7 @@ func (o *options) settings() map[string]string {
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
 	o.scheduleSettings(s)
+	o.augmentSettings(s)
 	if o.calibratedForSetting != "" {
 		s[settingCalibratedFor] = o.calibratedForSetting
 	}
