@@ -23,14 +23,15 @@ var ErrArchitecture = errors.New("nn: cannot rebuild the model")
 // nothing but the file. The element type is the checkpoint's DType.
 //
 // The layers of package layers are stored under their Kind ("conv", "dense", "maxpool",
-// "avgpool", "globalavgpool", "groupnorm", "relu", "tanh", "flatten", "crop") with their
-// settings in snake_case:
+// "avgpool", "globalavgpool", "groupnorm", "scattering2d", "relu", "tanh", "flatten",
+// "crop") with their settings in snake_case:
 //
 //	{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}
 //	{"type":"groupnorm","settings":{"groups":9,"no_affine":true}}
 //	{"type":"crop","settings":{"height":24,"width":24}}
+//	{"type":"scattering2d","settings":{"j":2,"l":8}}
 //	{"type":"tanh"}
 //
 // Other layer types are stored under the name given to RegisterLayer, their settings
@@ -154,6 +155,10 @@ type (
 		Height int `json:"height"`
 		Width  int `json:"width"`
 	}
+	scatteringSettings struct {
+		J int `json:"j"`
+		L int `json:"l"`
+	}
 )
 
 func parseInit(s string) (layers.Initializer, error) {
@@ -227,6 +232,11 @@ func init() {
 		return groupNormSettings{Groups: l.Groups, NoAffine: l.NoAffine}
 	}, func(s groupNormSettings) (layers.GroupNorm, error) {
 		return layers.GroupNorm{Groups: s.Groups, NoAffine: s.NoAffine}, nil
+	})
+	builtin(func(l layers.Scattering2D) scatteringSettings {
+		return scatteringSettings{J: l.J, L: l.L}
+	}, func(s scatteringSettings) (layers.Scattering2D, error) {
+		return layers.Scattering2D{J: s.J, L: s.L}, nil
 	})
 	plain[layers.GlobalAvgPool2D]()
 	plain[layers.ReLU]()
