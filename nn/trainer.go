@@ -147,7 +147,8 @@ type Result struct {
 	Steps  int // steps completed in total, including those before a resume
 	Epochs int // epochs completed in total
 	// Examples is the number of examples the steps of this Run trained on (the sum of the
-	// logical batch sizes); Elapsed is this Run's wall time, evaluations included.
+	// logical batch sizes); Elapsed is this Run's wall time, evaluations included, the
+	// one-time computation of a front end's features not (TrainerConfig.OnFrontEnd).
 	Examples int
 	Elapsed  time.Duration
 	// TestLoss and TestAccuracy are from the last evaluation (NaN if none ran).
@@ -488,6 +489,12 @@ func (t *Trainer) Spent() (accountant.Spent, error) {
 // (e.g. parameters overflowing) ends the trainer for good: its ledger may already hold that
 // step, so restart from the last checkpoint instead.
 func (t *Trainer) Run(ctx context.Context) (Result, error) {
+	// A model's front end runs once, before the first step and outside Elapsed.
+	if t.failed == nil && t.step < t.plan.Steps {
+		if err := t.prepareFrontEnd(); err != nil {
+			return Result{}, err
+		}
+	}
 	start := time.Now()
 	res := Result{}
 	if t.failed != nil {
@@ -505,11 +512,6 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	spent, err := t.Spent()
 	if err != nil {
 		return res, err
-	}
-	if t.step < t.plan.Steps {
-		if err := t.prepareFrontEnd(); err != nil {
-			return res, err
-		}
 	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {

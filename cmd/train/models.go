@@ -181,4 +181,5 @@ func (r *reporter) frontEnd(p nn.FrontEndProgress) {
 		return
 	}
 	fmt.Fprintf(r.w, "%s images, %.1f s\n", cli.Thousands(p.Examples), p.Elapsed.Seconds())
+	r.markStart(r.startStep) // the ETAs time the steps, not the features
 }
