@@ -155,7 +155,7 @@ func CIFAR10TBCNN(act Activation) nn.Spec {
 // The ScatterNet models of Tramèr & Boneh (2021) start with the order-2 scattering
 // transform Scattering2D{J: 2, L: 8} (Kymatio's, T&B's settings), a fixed feature extractor
 // without parameters: nn runs it as a front end, and its trainer computes the features of
-// a dataset once before training (package scatter; about 6 ms of CPU per 28×28 image).
+// a dataset once before training (package scatter; about 2 ms of CPU per 28×28 image).
 // It costs no privacy. The 81 scattering channels per image channel are normalised by
 // GroupNorm without affine parameters, in groups of 3 channels: 27 groups for the 81
 // channels of a grey image, 81 for the 243 of a colour one. T&B's code takes the number of

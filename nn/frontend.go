@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -153,6 +154,11 @@ const frontEndChunk = 512
 // FeatureShape examples with ds's labels. For a model without a front end it returns ds.
 // The Trainer calls it for its training and test sets before the first step.
 func (m *Model) FrontEndFeatures(ds datasets.Dataset) (datasets.Dataset, error) {
+	return m.frontEndFeatures(context.Background(), ds)
+}
+
+// frontEndFeatures is FrontEndFeatures, stopping between chunks when ctx is done.
+func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
 	if m.front == nil {
 		return ds, nil
 	}
@@ -164,6 +170,9 @@ func (m *Model) FrontEndFeatures(ds datasets.Dataset) (datasets.Dataset, error) 
 	fs := &featureSet{shape: slices.Clone(m.front.out), size: F, classes: ds.NumClasses(), labels: make([]int32, n), values: make([]float32, n*F)}
 	buf := make([]float32, min(n, frontEndChunk)*L)
 	for lo := 0; lo < n; lo += frontEndChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("nn: front end %s stopped after %d of %d examples: %w", m.front, lo, n, err)
+		}
 		hi := min(n, lo+frontEndChunk)
 		for i := lo; i < hi; i++ {
 			fs.labels[i] = int32(ds.Example(i, buf[(i-lo)*L:(i-lo+1)*L]))

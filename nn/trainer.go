@@ -491,7 +491,7 @@ func (t *Trainer) Spent() (accountant.Spent, error) {
 func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	// A model's front end runs once, before the first step and outside Elapsed.
 	if t.failed == nil && t.step < t.plan.Steps {
-		if err := t.prepareFrontEnd(); err != nil {
+		if err := t.prepareFrontEnd(ctx); err != nil {
 			return Result{}, err
 		}
 	}
@@ -684,8 +684,9 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 
 // prepareFrontEnd computes the front-end features of the training and test sets, once, for
 // a model with a front end (Model.FrontEndFeatures), and makes them the datasets the steps
-// and the evaluations read.
-func (t *Trainer) prepareFrontEnd() error {
+// and the evaluations read. Cancelling ctx stops it between chunks of examples, with an
+// error wrapping ctx.Err(); nothing has been trained then, and Run may be called again.
+func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 	if !t.model.HasFrontEnd() || t.features {
 		return nil
 	}
@@ -697,13 +698,13 @@ func (t *Trainer) prepareFrontEnd() error {
 	if t.cfg.OnFrontEnd != nil {
 		t.cfg.OnFrontEnd(p)
 	}
-	train, err := t.model.FrontEndFeatures(t.cfg.Train)
+	train, err := t.model.frontEndFeatures(ctx, t.cfg.Train)
 	if err != nil {
 		return fmt.Errorf("nn: training set: %w", err)
 	}
 	test := t.cfg.Test
 	if test != nil {
-		if test, err = t.model.FrontEndFeatures(test); err != nil {
+		if test, err = t.model.frontEndFeatures(ctx, test); err != nil {
 			return fmt.Errorf("nn: test set: %w", err)
 		}
 	}
