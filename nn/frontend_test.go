@@ -117,6 +117,20 @@ func TestFrontEndModel(t *testing.T) {
 			t.Fatalf("per-example gradient %d differs", i)
 		}
 	}
+	// The Gorgonia engine runs the same trainable network behind the same front end.
+	gm := newModel(t, scatterSpec(), B, nn.WithDType(nn.Float64), nn.WithSeed(1), nn.WithEngine(nn.EngineGorgonia))
+	if err := gm.SetParams(p); err != nil {
+		t.Fatal(err)
+	}
+	gg := make([]float64, len(p))
+	if _, err := gm.ClippedGradient(nn.Batch{X: x, Labels: y, Mask: mask}, rule, gg); err != nil {
+		t.Fatal(err)
+	}
+	for j := range gg {
+		if d := gg[j] - got[j]; d > 1e-10 || d < -1e-10 {
+			t.Fatalf("Gorgonia engine: gradient %d = %v, native %v", j, gg[j], got[j])
+		}
+	}
 	l1, l2 := make([]float64, B*3), make([]float64, B*3)
 	if err := nn.NewPredictor(m).Logits(x, l1); err != nil {
 		t.Fatal(err)
