@@ -40,4 +40,9 @@
 // clipping.Gradient, with the clipping.Shape that binds the fragment's tap, e.g.
 // groupnorm_grad.go). A layer without a native op still runs, on nn's Gorgonia engine;
 // NewNative's ErrNotNative (and nn.Model.EngineReason) name it.
+//
+// A layer that is fixed — no parameters, independent of the data, deterministic — may say
+// so by implementing FrontEnd (frontend.go), as Scattering2D does: nn then runs the leading
+// FrontEnd layers of a network outside the trainable network, once per dataset, and needs
+// no native op for them.
 package layers
