@@ -492,7 +492,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	// A model's front end runs once, before the first step and outside Elapsed.
 	if t.failed == nil && t.step < t.plan.Steps {
 		if err := t.prepareFrontEnd(ctx); err != nil {
-			return Result{}, err
+			return t.result(Result{}, time.Now()), err
 		}
 	}
 	start := time.Now()
