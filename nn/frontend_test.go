@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -251,4 +252,30 @@ func (s scaled) Example(i int, dst []float32) int {
 		dst[j] *= 2
 	}
 	return y
+}
+
+// TestTrainerFrontEndCancel: a cancelled context stops the front end before its first
+// chunk; nothing is trained, and the next Run computes the features and trains.
+func TestTrainerFrontEndCancel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	train := randomGrays(t, rng, 20)
+	var n atomic.Int64
+	spec := nn.Spec{Name: "double", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
+		counting{&n}, layers.Flatten{}, layers.Dense{Units: 3},
+	}}
+	tn, err := nn.NewTrainer(newModel(t, spec, 4, nn.WithSeed(3)), nn.TrainerConfig{
+		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 5, Epochs: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := tn.Run(ctx)
+	if !errors.Is(err, context.Canceled) || res.Steps != 0 || n.Load() != 0 {
+		t.Fatalf("cancelled Run: %v, %d steps, %d examples transformed", err, res.Steps, n.Load())
+	}
+	if res, err = tn.Run(context.Background()); err != nil || res.Steps != 4 || n.Load() != 20 {
+		t.Fatalf("second Run: %v, %d steps, %d examples transformed", err, res.Steps, n.Load())
+	}
 }
