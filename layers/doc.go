@@ -51,4 +51,9 @@
 // NewNative's ErrNotNative (and nn.Model.EngineReason) name it. A layer of another package
 // is stored with nn.RegisterLayer and exported if it implements TorchExporter, but cannot
 // have a native op.
+//
+// A layer that is fixed — no parameters, independent of the data, deterministic — may say
+// so by implementing FrontEnd (frontend.go), as Scattering2D does: nn then runs the leading
+// FrontEnd layers of a network outside the trainable network, once per dataset, and needs
+// no native op for them.
 package layers

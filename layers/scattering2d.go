@@ -14,9 +14,9 @@ import (
 // scatter): C×H×W images become C·(1 + J·L + L²·J(J−1)/2) channels of H/2^J × W/2^J.
 // It has no parameters and does not depend on the data.
 //
-// As a network's first layer it would recompute the same features every step; train on
-// scatter.Cache's precomputed features instead (a model whose input is OutputShape). The
-// graph Apply builds is the reference: direct convolutions, slow and memory-hungry (its
+// It is a FrontEnd: as a network's first layer(s), nn runs it outside the trainable
+// network, and nn.Trainer computes the features of the training and test sets once,
+// before the first step, rather than in every step. The graph Apply builds is the reference: direct convolutions, slow and memory-hungry (its
 // im2col holds H·W·(padded H·W) values per image and filter group), meant for checking
 // and for small batches.
 type Scattering2D struct {
@@ -41,6 +41,29 @@ func (l Scattering2D) OutputShape(in []int) ([]int, error) {
 
 // Params is nil: the filters are fixed.
 func (Scattering2D) Params([]int) []ParamSpec { return nil }
+
+// NewTransform makes Scattering2D a FrontEnd: scatter.Scattering's Transform of a batch
+// of [C, H, W] images, parallel over GOMAXPROCS goroutines. nn runs a leading
+// Scattering2D this way, once per dataset, instead of as a graph in every step.
+func (l Scattering2D) NewTransform(in []int) (func(x []float32) ([]float32, error), error) {
+	if _, err := l.OutputShape(in); err != nil {
+		return nil, err
+	}
+	s, err := scatter.New(l.J, l.L, in[1], in[2])
+	if err != nil {
+		return nil, fmt.Errorf("scattering2d: %w", err)
+	}
+	C := in[0]
+	return func(x []float32) ([]float32, error) {
+		out, err := s.Transform(x, C)
+		if err != nil {
+			return nil, fmt.Errorf("scattering2d: %w", err)
+		}
+		return out, nil
+	}, nil
+}
+
+var _ FrontEnd = Scattering2D{}
 
 // Apply adds the transform to the graph of x [B, C, H, W] as Kymatio defines it, but in the
 // spatial domain: reflection padding by slices and concatenation, each circular

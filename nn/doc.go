@@ -78,6 +78,18 @@
 // float64, per-example gradients included) and the engine of layers from other packages.
 // See docs/performance.md for what each costs.
 //
+// Front ends. Leading layers that are fixed — no parameters, independent of the data,
+// deterministic: layers.FrontEnd, such as layers.Scattering2D — run outside the trainable
+// network (frontend.go). New compiles only the layers after them, on their output shape
+// (FeatureShape), so they neither force the Gorgonia engine nor run in every step; the
+// model's InputShape stays the raw input's. Evaluate, Predict, Logits, Gradient and
+// ClippedGradient on raw batches apply the front end per batch; the Trainer computes the
+// features of its training and test sets once, before its first step (FrontEndFeatures,
+// TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
+// noise concern the trainable parameters only, exactly as if the features were the data:
+// the front end costs no privacy. Checkpoints store the front-end layers in the
+// Architecture like any other.
+//
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph
 // differentiates once; SoftMax and LogSoftMax of one input merge, and LogSoftMax shifts

@@ -114,6 +114,20 @@ type TrainerConfig struct {
 	// returned.
 	OnStep  func(StepProgress) error
 	OnEpoch func(EpochMetrics) error
+	// OnFrontEnd, if set, is called before and after the one-time computation of the
+	// front end's features (a model whose spec starts with layers.FrontEnd layers such as
+	// Scattering2D; see Model.FrontEndFeatures), which the first Run does before its
+	// first step. It is not called for a model without a front end.
+	OnFrontEnd func(FrontEndProgress)
+}
+
+// FrontEndProgress describes the one-time computation of a model's front-end features
+// for the training and test sets.
+type FrontEndProgress struct {
+	FrontEnd string        // the front-end layers' kinds, "scattering2d"
+	Examples int           // training plus test examples
+	Done     bool          // false before the computation, true after it
+	Elapsed  time.Duration // the computation's wall time (when Done)
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -161,7 +175,8 @@ type Result struct {
 	Steps  int // steps completed in total, including those before a resume
 	Epochs int // epochs completed in total
 	// Examples is the number of examples the steps of this Run trained on (the sum of the
-	// logical batch sizes); Elapsed is this Run's wall time, evaluations included.
+	// logical batch sizes); Elapsed is this Run's wall time, evaluations included, the
+	// one-time computation of a front end's features not (TrainerConfig.OnFrontEnd).
 	Examples int
 	Elapsed  time.Duration
 	// TestLoss and TestAccuracy are from the last evaluation (NaN if none ran).
@@ -210,6 +225,9 @@ type Trainer struct {
 	x            []float32
 	labels       []int
 	mask         []bool
+	// features says that cfg.Train and cfg.Test hold the model's precomputed front-end
+	// features in place of the datasets given (prepareFrontEnd).
+	features bool
 }
 
 // NewTrainer checks cfg against the model, works out the plan (sampling rate, steps,
@@ -523,6 +541,12 @@ func (t *Trainer) Spent() (accountant.Spent, error) {
 // (e.g. parameters overflowing) ends the trainer for good: its ledger may already hold that
 // step, so restart from the last checkpoint instead.
 func (t *Trainer) Run(ctx context.Context) (Result, error) {
+	// A model's front end runs once, before the first step and outside Elapsed.
+	if t.failed == nil && t.step < t.plan.Steps {
+		if err := t.prepareFrontEnd(ctx); err != nil {
+			return t.result(Result{}, time.Now()), err
+		}
+	}
 	start := time.Now()
 	res := Result{}
 	if t.failed != nil {
@@ -676,7 +700,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 // load fills the physical batch with the examples idx (at most BatchSize of them) and
 // masks the rest.
 func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
-	size := len(t.x) / len(t.labels)
+	size := datasets.Size(ds)
 	for r := range t.labels {
 		if r < len(idx) {
 			t.labels[r] = ds.Example(idx[r], t.x[r*size:(r+1)*size])
@@ -685,7 +709,8 @@ func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
 			t.mask[r] = false
 		}
 	}
-	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
+	_, features := ds.(*featureSet)
+	return Batch{X: t.x[:len(t.labels)*size], Labels: t.labels, Mask: t.mask, features: features}
 }
 
 // Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
@@ -705,7 +730,7 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 	if ds == nil || ds.Len() == 0 {
 		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrTrainConfig)
 	}
-	if !slices.Equal(ds.Shape(), t.model.InputShape()) {
+	if _, ok := ds.(*featureSet); !ok && !slices.Equal(ds.Shape(), t.model.InputShape()) {
 		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrTrainConfig, ds.Shape(), t.model.InputShape())
 	}
 	b := t.model.BatchSize()
@@ -726,4 +751,42 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 	}
 	n := float64(ds.Len())
 	return sum / n, float64(correct) / n, nil
+}
+
+// prepareFrontEnd computes the front-end features of the training and test sets, once, for
+// a model with a front end (Model.FrontEndFeatures), and makes them the datasets the steps
+// and the evaluations read. Cancelling ctx stops it between chunks of examples, with an
+// error wrapping ctx.Err(); nothing has been trained then, and Run may be called again.
+func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
+	if !t.model.HasFrontEnd() || t.features {
+		return nil
+	}
+	start := time.Now()
+	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len()}
+	if t.cfg.Test != nil {
+		p.Examples += t.cfg.Test.Len()
+	}
+	if t.cfg.OnFrontEnd != nil {
+		t.cfg.OnFrontEnd(p)
+	}
+	train, err := t.model.frontEndFeatures(ctx, t.cfg.Train)
+	if err != nil {
+		return fmt.Errorf("nn: training set: %w", err)
+	}
+	test := t.cfg.Test
+	if test != nil {
+		if test, err = t.model.frontEndFeatures(ctx, test); err != nil {
+			return fmt.Errorf("nn: test set: %w", err)
+		}
+	}
+	t.cfg.Train, t.cfg.Test = train, test
+	if n := len(t.labels) * datasets.Size(train); n > len(t.x) {
+		t.x = make([]float32, n)
+	}
+	t.features = true
+	if t.cfg.OnFrontEnd != nil {
+		p.Done, p.Elapsed = true, time.Since(start)
+		t.cfg.OnFrontEnd(p)
+	}
+	return nil
 }

@@ -37,7 +37,6 @@ const (
 )
 
 var (
-	modelNames   = []string{"logreg", "mlp", "cnn", "cifar-cnn"}
 	datasetNames = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
 	// builtinShape is the example shape of the built-in data sets.
 	builtinShape = cli.BuiltinShape
@@ -95,8 +94,8 @@ const settingCalibratedFor = "noise-calibrated-for"
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
-	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32). Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
-	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs: relu | tanh")
+	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end, C×28×28 or C×32×32); see Models below. Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
+	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs (and scatter-cnn): relu | tanh")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
 	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())

@@ -83,6 +83,7 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 	flags.SetOutput(w)
 	flags.PrintDefaults()
 	flags.SetOutput(io.Discard)
+	printModels(w)
 }
 
 // oneLine keeps an error message on one line.
@@ -176,6 +177,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
+	cfg.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
 			return 0, usagef("%v", err)
@@ -315,6 +317,7 @@ func (o *options) resolve() {
 		}
 	}
 	o.resolveOptimizer()
+	o.resolveModelDefaults()
 	if !private(o.optimizer) {
 		if !o.given("batch") {
 			o.batch = defaultNonPrivateBatch
@@ -353,7 +356,7 @@ func (o *options) settings() map[string]string {
 		"sampling":    o.sampling,
 		"float64":     strconv.FormatBool(o.float64),
 	}
-	if o.model != "logreg" {
+	if o.model != "logreg" && o.model != "scatter-linear" {
 		s["activation"] = o.activation
 	}
 	o.optimizerSettings(s)
