@@ -59,6 +59,10 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
 		t.Optimizer().Name(), m.Name(), cli.Thousands(m.NumParams()), m.DType(), dataName,
 		cli.Thousands(train.Len()), cli.Thousands(test.Len()), exampleShape(train.Shape()))
+	if m.Engine() == nn.EngineGorgonia {
+		// A layer without a native kernel must never slow a run down silently.
+		fmt.Fprintf(r.w, "engine: Gorgonia (much slower than the native engine): %s\n", m.EngineReason())
+	}
 	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
 	if p.Private {
