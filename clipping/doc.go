@@ -34,6 +34,19 @@
 // SumFill take a Filler that refreshes the layers' buffers chunk by chunk just before they
 // are clipped, so that a network's activations are still in cache.
 //
+// # Groups of rows (augmentation multiplicity)
+//
+// Workspace.SetGroupSize(k) makes each example k consecutive rows (k augmented views of
+// one sampled example, De et al. 2022): example i's gradient is the mean of rows
+// i·k…i·k+k−1's gradients, taken before clipping, so a clipped sum's sensitivity is still
+// the rule's Bound per example. The Workspace stays kind-agnostic: it wraps every kind so
+// that a group's mean is formed in per-worker scratch from the kind's plain Sum over the
+// group's rows (group.go) — for Dense one GEMM Aᵀ_group·dZ_group, since a sum of outer
+// products is not an outer product and ‖a‖·‖dz‖ no longer gives its norm — then its norm
+// is taken and the chunk's clipped sum added with one GEMM, as Formed does. k = 1 leaves
+// the kinds unwrapped (Dense keeps its free norm). Masks stay per row; a group is real or
+// padding as a whole.
+//
 // # One native step
 //
 // nn's native engine runs a DP-SGD step as one pass, data flowing one way:

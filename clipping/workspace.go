@@ -34,6 +34,11 @@ type Workspace[T num.Float] struct {
 	d       int
 	chunk   int // real rows per chunk
 
+	// k is the number of rows per example (0: 1); with k > 1 the per-example arrays and
+	// chunks count examples, and grads wraps base, the layers' own gradients (group.go).
+	k    int
+	base []Gradient[T]
+
 	rows       []int       // real rows of the current call
 	sq         [][]float64 // [layer][example] squared norm of the example's gradient in that layer
 	layerNorms [][]float64 // [layer][example] sqrt(sq)
@@ -188,8 +193,8 @@ func (w *Workspace[T]) SumFill(mask []bool, dst []float64, fill Filler) error {
 // PerExample overwrites dst with example i's full gradient, as the taps hold it now. It is
 // for diagnostics and tests; the training path never forms it.
 func (w *Workspace[T]) PerExample(i int, dst []float64) error {
-	if i < 0 || i >= w.batch {
-		return fmt.Errorf("%w: example %d outside batch of %d", ErrShape, i, w.batch)
+	if i < 0 || i >= w.batch/w.GroupSize() {
+		return fmt.Errorf("%w: example %d outside batch of %d", ErrShape, i, w.batch/w.GroupSize())
 	}
 	if len(dst) != w.d {
 		return fmt.Errorf("%w: gradient buffer has %d entries, want %d", ErrShape, len(dst), w.d)
@@ -210,11 +215,8 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 	if mask != nil && len(mask) != w.batch {
 		return fmt.Errorf("%w: mask has %d rows, batch has %d", ErrShape, len(mask), w.batch)
 	}
-	w.rows = w.rows[:0]
-	for i := range w.batch {
-		if mask == nil || mask[i] {
-			w.rows = append(w.rows, i)
-		}
+	if err := w.examples(mask); err != nil {
+		return err
 	}
 	for l := range w.grads {
 		clear(w.sq[l])
@@ -252,9 +254,9 @@ func (w *Workspace[T]) run(mask []bool, rule Rule, dst []float64, fill Filler) e
 					lo = w.rows[c*w.chunk-1] + 1
 				}
 				if c == chunks-1 {
-					hi = w.batch
+					hi = w.batch / w.GroupSize()
 				}
-				if err := fill(worker, lo, hi); err != nil {
+				if err := fill(worker, lo*w.GroupSize(), hi*w.GroupSize()); err != nil {
 					w.errs[g] = err
 					return
 				}

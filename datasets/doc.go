@@ -21,6 +21,11 @@
 //   - HoldOut splits a dataset into training and test sets, stratified by label, the
 //     test examples chosen at random by a seed.
 //
+// Augment (augment.go) draws the random views of augmentation multiplicity: a random crop
+// of the image padded by 4 mirrored (or zero) pixels and a horizontal flip, each view a
+// pure function of a key, the training step, the example and the view number, so that a
+// resumed seeded run redraws the same views without saved generator state.
+//
 // The format readers return an *Images, which satisfies Dataset. A typical use:
 //
 //	train, test, err := mnist.Embedded()       // 8,000 / 2,000 real digits, no files needed
@@ -31,6 +36,13 @@
 //
 // Images keeps pixels as bytes and scales them by a table lookup in Example, so a
 // dataset costs one byte per pixel in memory and Example is a copy loop.
+//
+// Datasets of derived features are Datasets too: scatter.Cache (and nn.Model's
+// FrontEndFeatures, which nn.Trainer calls for a model that starts with a fixed front end
+// such as layers.Scattering2D) computes a fixed, data-independent transform of every
+// example once and holds the result as float32 with the source's labels, so training reads
+// features as it reads pixels. Such a transform costs no privacy; statistics computed from
+// the data (a mean, a min and max for scaling) would, and are not offered here.
 //
 // This package has no dependency on Gorgonia; it is safe to import from anywhere.
 package datasets

@@ -37,6 +37,17 @@
 // (a nil schedule, Adam's β₂ = 0 or ε = 0, ADP-SGD's η = 0): a literal that forgets a
 // field never runs a silently different algorithm.
 //
+// Schedules ([Schedule]) are plain values: [Constant], [StepDecay], [InverseTime],
+// [InverseSqrt], [Cosine] (optax's cosine_decay_schedule) and [Warmup], a linear warm-up
+// that hands over to another schedule (Warmup{Steps: W, After: Cosine{…}} is optax's
+// warmup_cosine_decay_schedule with the decay over the steps after W). A schedule with
+// invalid fields is rejected by the rule at its first step (ErrConfig).
+//
+// Parameter averaging: [EMA] keeps an exponential moving average of the parameters with
+// JAX Privacy's warm-up of the decay. It is fed the parameters after each step, which a
+// Private step has already released, so it is post-processing; package nn keeps one for
+// evaluation and checkpoints (TrainerConfig.EMA).
+//
 // Checkpoints: every Rule and Optimizer exposes its state as a typed [State] (step count,
 // named vectors, named scalars; a Private step adds its noise generator's bytes and nests
 // the rule's State). Package nn lays a State out as checkpoint tensors.

@@ -86,6 +86,8 @@ var (
 	_ Schedule    = StepDecay{}
 	_ Schedule    = InverseTime{}
 	_ Schedule    = InverseSqrt{}
+	_ Schedule    = Cosine{}
+	_ Schedule    = Warmup{}
 	_ Schedule    = (*ADPPolynomial)(nil)
 	_ Recorder    = (*accountant.Ledger)(nil)
 )

@@ -58,6 +58,90 @@ type InverseSqrt struct {
 // Rate returns Eta/√(A + C·t).
 func (s InverseSqrt) Rate(t int) float64 { return s.Eta / math.Sqrt(s.A+s.C*float64(t)) }
 
+// Cosine decays from Initial to Final over Steps steps along half a cosine and stays at
+// Final afterwards:
+//
+//	rate(t) = Final + (Initial − Final)·(1 + cos(π·min(t, Steps)/Steps))/2
+//
+// so rate(0) = Initial, rate(Steps/2) = (Initial + Final)/2 and rate(t) = Final for
+// t ≥ Steps. It is optax's cosine_decay_schedule (init_value Initial, decay_steps Steps,
+// alpha Final/Initial) and the closed form of PyTorch's CosineAnnealingLR (η_max
+// Initial, η_min Final, T_max Steps) up to T_max; beyond it PyTorch's recursive form
+// rises again (a restart), this one does not. Zero values: Final 0 decays to zero (the
+// usual choice); Steps 0 is rejected at the first step (there is no decay length to
+// default to), as are a negative or non-finite Initial or Final and Final > Initial
+// (a cosine increase is almost certainly swapped arguments).
+type Cosine struct {
+	Initial, Final float64
+	Steps          int
+}
+
+func (s Cosine) check() error {
+	switch {
+	case s.Steps < 1:
+		return fmt.Errorf("%w: cosine decay over %d steps, want ≥ 1", ErrConfig, s.Steps)
+	case !(s.Final >= 0) || math.IsInf(s.Initial, 0) || !(s.Final <= s.Initial):
+		return fmt.Errorf("%w: cosine decay from %v to %v, want finite rates 0 ≤ final ≤ initial", ErrConfig, s.Initial, s.Final)
+	}
+	return nil
+}
+
+// Rate returns the learning rate of step t.
+func (s Cosine) Rate(t int) float64 {
+	if t >= s.Steps {
+		return s.Final
+	}
+	c := (1 + math.Cos(math.Pi*float64(max(t, 0))/float64(s.Steps))) / 2
+	return s.Final + (s.Initial-s.Final)*c
+}
+
+// Warmup rises linearly to the rate of After for the first Steps steps and then hands
+// over to After, shifted by Steps steps:
+//
+//	rate(t) = base·(Start + (1 − Start)·t/Steps)   for t < Steps, base = After.Rate(0)
+//	rate(t) = After.Rate(t − Steps)                for t ≥ Steps
+//
+// With Start = 0 this is optax's linear_schedule(0, base, Steps) joined to After by
+// optax.join_schedules (warmup_cosine_decay_schedule is Warmup{After: Cosine{…}}), and
+// PyTorch's LinearLR(start_factor=Start, total_iters=Steps) chained to After with
+// SequentialLR. Step 0 then has rate 0: it still takes its private step (and spends its
+// privacy) but moves no parameter; set Start > 0 (PyTorch's default is 1/3) to avoid it.
+//
+// Zero values: Steps 0 is no warm-up (After from step 0); Start 0 starts from rate 0;
+// After is required (nil is rejected at the first step), as are Steps < 0 and Start
+// outside [0, 1].
+type Warmup struct {
+	Steps int
+	Start float64
+	After Schedule
+}
+
+func (s Warmup) check() error {
+	switch {
+	case s.After == nil:
+		return fmt.Errorf("%w: warm-up without a schedule to hand over to", ErrConfig)
+	case s.Steps < 0:
+		return fmt.Errorf("%w: warm-up over %d steps, want ≥ 0", ErrConfig, s.Steps)
+	case !(s.Start >= 0 && s.Start <= 1):
+		return fmt.Errorf("%w: warm-up from %v of the rate, want a fraction in [0, 1]", ErrConfig, s.Start)
+	}
+	if c, ok := s.After.(interface{ check() error }); ok {
+		return c.check()
+	}
+	return nil
+}
+
+// Rate returns the learning rate of step t.
+func (s Warmup) Rate(t int) float64 {
+	if s.After == nil {
+		return math.NaN() // rejected by the rules, as check says
+	}
+	if t >= s.Steps {
+		return s.After.Rate(t - s.Steps)
+	}
+	return s.After.Rate(0) * (s.Start + (1-s.Start)*float64(t)/float64(s.Steps))
+}
+
 // rate returns the learning rate of step t, or an error if there is no schedule or the
 // rate is negative, NaN or infinite.
 func rate(s Schedule, t int) (float64, error) {

@@ -92,3 +92,19 @@ func (o *activationOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn
 		activationGrad(o.f, gIn, gOut, out)
 	}
 }
+
+func init() {
+	registerPlain[ReLU]()
+	registerPlain[Tanh]()
+}
+
+var (
+	_ TorchExporter = ReLU{}
+	_ TorchExporter = Tanh{}
+)
+
+// TorchModule is nn.ReLU().
+func (ReLU) TorchModule([]int) (string, error) { return "nn.ReLU()", nil }
+
+// TorchModule is nn.Tanh().
+func (Tanh) TorchModule([]int) (string, error) { return "nn.Tanh()", nil }

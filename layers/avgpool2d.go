@@ -203,3 +203,30 @@ func (o *avgPoolOp[T]) backward(_ *nativeScratch[T], _ int, _, _, gOut, gIn []T,
 		}
 	}
 }
+
+func init() {
+	registerSettings(func(l AvgPool2D) poolSettings {
+		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
+	}, func(s poolSettings) (AvgPool2D, error) {
+		return AvgPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
+	})
+	registerPlain[GlobalAvgPool2D]()
+}
+
+var (
+	_ TorchExporter = AvgPool2D{}
+	_ TorchExporter = GlobalAvgPool2D{}
+)
+
+// TorchModule is nn.AvgPool2d(kernel_size, stride, padding, count_include_pad=False):
+// padded cells are left out of the mean, as ours.
+func (l AvgPool2D) TorchModule([]int) (string, error) {
+	return fmt.Sprintf("nn.AvgPool2d(kernel_size=%s, stride=%s, padding=%s, count_include_pad=False)",
+		torchPair(l.Kernel), torchPair(poolStride(l.Kernel, l.Stride)), torchPair(l.Padding)), nil
+}
+
+// TorchModule is nn.AdaptiveAvgPool2d(1): [C, H, W] → [C, 1, 1], as ours (a Flatten
+// follows it before a Dense, in PyTorch as here).
+func (GlobalAvgPool2D) TorchModule([]int) (string, error) {
+	return "nn.AdaptiveAvgPool2d(1)", nil
+}

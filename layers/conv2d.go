@@ -329,3 +329,32 @@ func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) [
 		return buf[:n]
 	}
 }
+
+// convSettings are a Conv2D's stored settings: {"filters":16,"kernel":[8,8],
+// "stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}.
+type convSettings struct {
+	Filters int    `json:"filters"`
+	Kernel  [2]int `json:"kernel"`
+	Stride  [2]int `json:"stride"`
+	Padding [2]int `json:"padding"`
+	NoBias  bool   `json:"no_bias"`
+	Init    string `json:"init"`
+}
+
+func init() {
+	registerSettings(func(l Conv2D) convSettings {
+		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: l.Init.String()}
+	}, func(s convSettings) (Conv2D, error) {
+		in, err := kernelInit(s.Init)
+		return Conv2D{Filters: s.Filters, Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding, NoBias: s.NoBias, Init: in}, err
+	})
+}
+
+var _ TorchExporter = Conv2D{}
+
+// TorchModule is nn.Conv2d(C, Filters, kernel_size, stride, padding, bias=not NoBias); its
+// weight [Filters, C, kh, kw] (OIHW) and bias [Filters] are ours as they are.
+func (l Conv2D) TorchModule(in []int) (string, error) {
+	return fmt.Sprintf("nn.Conv2d(%d, %d, kernel_size=%s, stride=%s, padding=%s, bias=%s)",
+		in[0], l.Filters, torchPair(l.Kernel), torchPair(l.stride()), torchPair(l.Padding), torchBool(!l.NoBias)), nil
+}

@@ -90,3 +90,30 @@ func (o *cropOp[T]) backward(_ *nativeScratch[T], _ int, _, _, gOut, gIn []T, n,
 		}
 	}
 }
+
+// cropSettings are a CenterCrop's stored settings: {"height":24,"width":24}.
+type cropSettings struct {
+	Height int `json:"height"`
+	Width  int `json:"width"`
+}
+
+func init() {
+	registerSettings(func(l CenterCrop) cropSettings {
+		return cropSettings{Height: l.Height, Width: l.Width}
+	}, func(s cropSettings) (CenterCrop, error) {
+		return CenterCrop{Height: s.Height, Width: s.Width}, nil
+	})
+}
+
+var _ TorchExporter = CenterCrop{}
+
+// TorchModule is torchvision.transforms.CenterCrop((h, w)), which crops at the same
+// offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even. torchvision rounds an odd
+// margin's half to even where ours is floored: the source then names a CenterCrop(h, w)
+// module for the reader to define (as scripts/check_export.py does).
+func (l CenterCrop) TorchModule(in []int) (string, error) {
+	if (in[1]-l.Height)%2 != 0 || (in[2]-l.Width)%2 != 0 {
+		return fmt.Sprintf("CenterCrop(%d, %d)", l.Height, l.Width), nil
+	}
+	return fmt.Sprintf("torchvision.transforms.CenterCrop((%d, %d))", l.Height, l.Width), nil
+}

@@ -154,3 +154,47 @@ func (o *denseOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn []T,
 		gemm.Gemm(n, o.nIn, o.nOut, gemm.Matrix[T]{Data: dz, Stride: o.nOut}, o.wt, o.nIn, gIn, o.nIn, nil, 0)
 	}
 }
+
+// denseSettings are a Dense's stored settings:
+// {"units":10,"no_bias":false,"init":"glorot-uniform"}.
+type denseSettings struct {
+	Units  int    `json:"units"`
+	NoBias bool   `json:"no_bias"`
+	Init   string `json:"init"`
+}
+
+func init() {
+	registerSettings(func(l Dense) denseSettings {
+		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: l.Init.String()}
+	}, func(s denseSettings) (Dense, error) {
+		in, err := kernelInit(s.Init)
+		return Dense{Units: s.Units, NoBias: s.NoBias, Init: in}, err
+	})
+}
+
+var _ TorchParamsExporter = Dense{}
+
+// TorchModule is nn.Linear(in, Units, bias=not NoBias).
+func (l Dense) TorchModule(in []int) (string, error) {
+	return fmt.Sprintf("nn.Linear(%d, %d, bias=%s)", in[0], l.Units, torchBool(!l.NoBias)), nil
+}
+
+// TorchParams is the weight transposed to Linear's [Units, in], then the bias [Units].
+func (l Dense) TorchParams(in []int, params [][]float64) ([]TorchTensor, error) {
+	n, out := in[0], l.Units
+	w := params[0] // [in, out]
+	if len(w) != n*out {
+		return nil, fmt.Errorf("dense: %d weights for [%d, %d]", len(w), n, out)
+	}
+	wt := make([]float64, len(w))
+	for r := range n {
+		for c := range out {
+			wt[c*n+r] = w[r*out+c]
+		}
+	}
+	ts := []TorchTensor{{Name: "weight", Shape: []int{out, n}, Values: wt}}
+	if !l.NoBias {
+		ts = append(ts, TorchTensor{Name: "bias", Shape: []int{out}, Values: params[1]})
+	}
+	return ts, nil
+}

@@ -35,9 +35,25 @@
 // acceptsOrder. A parametrised native op also implements tapOp: it hands over its layer's
 // clipping.Gradient once the activations' storage is known.
 //
-// Adding a parametrised layer is two new files: the layer (fragment + native op, e.g.
-// groupnorm.go) and its per-example gradient (a clipping.ExampleKind or a full
-// clipping.Gradient, with the clipping.Shape that binds the fragment's tap, e.g.
-// groupnorm_grad.go). A layer without a native op still runs, on nn's Gorgonia engine;
-// NewNative's ErrNotNative (and nn.Model.EngineReason) name it.
+// A layer's file also says how the layer is stored and exported: an init function
+// registers its checkpoint settings (registerSettings with a snake_case settings struct,
+// or registerPlain for a layer without settings; nn's Architecture reads them through
+// Codecs), and TorchModule (TorchExporter) names its PyTorch module, with TorchParams
+// (TorchParamsExporter) where PyTorch lays the parameters out otherwise (Dense). Neither
+// nn nor any other package lists the kinds.
+//
+// Adding a parametrised layer is two new files and no edit elsewhere: the layer (fragment,
+// native op, stored settings, PyTorch module, e.g. groupnorm.go) and its per-example
+// gradient (a clipping.ExampleKind or a full clipping.Gradient, with the clipping.Shape
+// that binds the fragment's tap, e.g. groupnorm_grad.go). The test-only Scale layer
+// (scale_test.go, scale_grad_test.go) is such a pair; scale_nn_test.go trains it natively,
+// saves and reloads it. A layer without a native op still runs, on nn's Gorgonia engine;
+// NewNative's ErrNotNative (and nn.Model.EngineReason) name it. A layer of another package
+// is stored with nn.RegisterLayer and exported if it implements TorchExporter, but cannot
+// have a native op.
+//
+// A layer that is fixed — no parameters, independent of the data, deterministic — may say
+// so by implementing FrontEnd (frontend.go), as Scattering2D does: nn then runs the leading
+// FrontEnd layers of a network outside the trainable network, once per dataset, and needs
+// no native op for them.
 package layers

@@ -121,3 +121,10 @@ func (aliasOp[T]) forward(*nativeScratch[T], int, []T, []T, int, int) {
 func (aliasOp[T]) backward(*nativeScratch[T], int, []T, []T, []T, []T, int, int) {
 	panic("layers: alias op run")
 }
+
+func init() { registerPlain[Flatten]() }
+
+var _ TorchExporter = Flatten{}
+
+// TorchModule is nn.Flatten(): ours is row-major CHW, PyTorch's order.
+func (Flatten) TorchModule([]int) (string, error) { return "nn.Flatten()", nil }

@@ -335,3 +335,25 @@ func (o *groupNormTapOp[T]) gradient(*Native[T], int) clipping.Gradient[T] {
 }
 
 func (o *groupNormTapOp[T]) tapRow() int { return 2 * o.c * o.p }
+
+// groupNormSettings are a GroupNorm's stored settings: {"groups":9,"no_affine":true}.
+type groupNormSettings struct {
+	Groups   int  `json:"groups"`
+	NoAffine bool `json:"no_affine"`
+}
+
+func init() {
+	registerSettings(func(l GroupNorm) groupNormSettings {
+		return groupNormSettings{Groups: l.Groups, NoAffine: l.NoAffine}
+	}, func(s groupNormSettings) (GroupNorm, error) {
+		return GroupNorm{Groups: s.Groups, NoAffine: s.NoAffine}, nil
+	})
+}
+
+var _ TorchExporter = GroupNorm{}
+
+// TorchModule is nn.GroupNorm(Groups, C, eps=1e-05, affine=not NoAffine); its weight γ
+// [C] and bias β [C] are ours as they are.
+func (l GroupNorm) TorchModule(in []int) (string, error) {
+	return fmt.Sprintf("nn.GroupNorm(%d, %d, eps=%g, affine=%s)", l.Groups, in[0], groupNormEps, torchBool(!l.NoAffine)), nil
+}

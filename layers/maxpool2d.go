@@ -200,3 +200,28 @@ func (o *maxPoolOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T
 		}
 	}
 }
+
+// poolSettings are a MaxPool2D's or AvgPool2D's stored settings:
+// {"kernel":[2,2],"stride":[1,1],"padding":[0,0]}.
+type poolSettings struct {
+	Kernel  [2]int `json:"kernel"`
+	Stride  [2]int `json:"stride"`
+	Padding [2]int `json:"padding"`
+}
+
+func init() {
+	registerSettings(func(l MaxPool2D) poolSettings {
+		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
+	}, func(s poolSettings) (MaxPool2D, error) {
+		return MaxPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
+	})
+}
+
+var _ TorchExporter = MaxPool2D{}
+
+// TorchModule is nn.MaxPool2d(kernel_size, stride, padding), whose padding never wins
+// either (PyTorch pads with −∞).
+func (l MaxPool2D) TorchModule([]int) (string, error) {
+	return fmt.Sprintf("nn.MaxPool2d(kernel_size=%s, stride=%s, padding=%s)",
+		torchPair(l.Kernel), torchPair(l.stride()), torchPair(l.Padding)), nil
+}

@@ -14,9 +14,9 @@ import (
 // scatter): C×H×W images become C·(1 + J·L + L²·J(J−1)/2) channels of H/2^J × W/2^J.
 // It has no parameters and does not depend on the data.
 //
-// As a network's first layer it would recompute the same features every step; train on
-// scatter.Cache's precomputed features instead (a model whose input is OutputShape). The
-// graph Apply builds is the reference: direct convolutions, slow and memory-hungry (its
+// It is a FrontEnd: as a network's first layer(s), nn runs it outside the trainable
+// network, and nn.Trainer computes the features of the training and test sets once,
+// before the first step, rather than in every step. The graph Apply builds is the reference: direct convolutions, slow and memory-hungry (its
 // im2col holds H·W·(padded H·W) values per image and filter group), meant for checking
 // and for small batches.
 type Scattering2D struct {
@@ -41,6 +41,29 @@ func (l Scattering2D) OutputShape(in []int) ([]int, error) {
 
 // Params is nil: the filters are fixed.
 func (Scattering2D) Params([]int) []ParamSpec { return nil }
+
+// NewTransform makes Scattering2D a FrontEnd: scatter.Scattering's Transform of a batch
+// of [C, H, W] images, parallel over GOMAXPROCS goroutines. nn runs a leading
+// Scattering2D this way, once per dataset, instead of as a graph in every step.
+func (l Scattering2D) NewTransform(in []int) (func(x []float32) ([]float32, error), error) {
+	if _, err := l.OutputShape(in); err != nil {
+		return nil, err
+	}
+	s, err := scatter.New(l.J, l.L, in[1], in[2])
+	if err != nil {
+		return nil, fmt.Errorf("scattering2d: %w", err)
+	}
+	C := in[0]
+	return func(x []float32) ([]float32, error) {
+		out, err := s.Transform(x, C)
+		if err != nil {
+			return nil, fmt.Errorf("scattering2d: %w", err)
+		}
+		return out, nil
+	}, nil
+}
+
+var _ FrontEnd = Scattering2D{}
 
 // Apply adds the transform to the graph of x [B, C, H, W] as Kymatio defines it, but in the
 // spatial domain: reflection padding by slices and concatenation, each circular
@@ -321,4 +344,28 @@ func (sg *scatterGraph) lowpass(u *G.Node, Q, R, res int) (*G.Node, error) {
 		return nil, err
 	}
 	return G.Reshape(z, tensor.Shape{Q, R, cm - 2, cn - 2})
+}
+
+// scatteringSettings are a Scattering2D's stored settings: {"j":2,"l":8}.
+type scatteringSettings struct {
+	J int `json:"j"`
+	L int `json:"l"`
+}
+
+func init() {
+	registerSettings(func(l Scattering2D) scatteringSettings {
+		return scatteringSettings{J: l.J, L: l.L}
+	}, func(s scatteringSettings) (Scattering2D, error) {
+		return Scattering2D{J: s.J, L: s.L}, nil
+	})
+}
+
+var _ TorchExporter = Scattering2D{}
+
+// TorchModule refuses: torch.nn has no scattering transform. Kymatio's
+// kymatio.torch.Scattering2D(J, (H, W), L) computes it outside torch.nn, with output
+// [B, C, K, H/2^J, W/2^J] to be reshaped to ours; export the model that trains on the
+// precomputed features (scatter.Cache) instead and apply Kymatio before it.
+func (l Scattering2D) TorchModule([]int) (string, error) {
+	return "", fmt.Errorf("scattering2d (J=%d, L=%d): torch.nn has no scattering transform; export the model that takes its precomputed features and run Kymatio's Scattering2D before it", l.J, l.L)
 }

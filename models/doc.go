@@ -4,6 +4,15 @@
 //	LogisticRegression()  784 → 10 softmax regression          7,850 parameters
 //	MNISTCNN(act)         TF Privacy MNIST tutorial CNN        26,010 parameters
 //	CIFAR10CNN(act)       TF CIFAR-10 tutorial CNN          1,068,298 parameters
+//	CIFAR10TBCNN(act)     Tramèr & Boneh's CIFAR-10 CNN       550,570 parameters
+//	ScatterLinearMNIST()  ScatterNet + linear, 1×28×28         39,700 parameters
+//	ScatterLinearCIFAR10()  ScatterNet + linear, 3×32×32      155,530 parameters
+//	ScatterCNNMNIST(act)  ScatterNet + CNN, 1×28×28            33,066 parameters
+//	ScatterCNNCIFAR10(act)  ScatterNet + CNN, 3×32×32         187,210 parameters
+//
+// The Scatter models (Tramèr & Boneh, ICLR 2021) start with layers.Scattering2D{J: 2,
+// L: 8}, a fixed wavelet transform that nn runs as a front end: its features are computed
+// once per dataset, not in every step, and cost no privacy.
 //
 // act is ReLU (as the tutorials) or Tanh, a bounded activation that usually trains better
 // under clipping. Every model starts from Keras's defaults: Glorot-uniform weights and

@@ -7,6 +7,10 @@ var builtin = []func() nn.Spec{
 	LogisticRegression,
 	func() nn.Spec { return MNISTCNN(ReLU) }, func() nn.Spec { return MNISTCNN(Tanh) },
 	func() nn.Spec { return CIFAR10CNN(ReLU) }, func() nn.Spec { return CIFAR10CNN(Tanh) },
+	func() nn.Spec { return CIFAR10TBCNN(ReLU) }, func() nn.Spec { return CIFAR10TBCNN(Tanh) },
+	ScatterLinearMNIST, ScatterLinearCIFAR10,
+	func() nn.Spec { return ScatterCNNMNIST(ReLU) }, func() nn.Spec { return ScatterCNNMNIST(Tanh) },
+	func() nn.Spec { return ScatterCNNCIFAR10(ReLU) }, func() nn.Spec { return ScatterCNNCIFAR10(Tanh) },
 }
 
 // Builtin lists the ready specs of this package, one per name: what the round-trip tests

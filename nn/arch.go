@@ -23,14 +23,16 @@ var ErrArchitecture = errors.New("nn: cannot rebuild the model")
 // nothing but the file. The element type is the checkpoint's DType.
 //
 // The layers of package layers are stored under their Kind ("conv", "dense", "maxpool",
-// "avgpool", "globalavgpool", "groupnorm", "relu", "tanh", "flatten", "crop") with their
-// settings in snake_case:
+// "avgpool", "globalavgpool", "groupnorm", "relu", "tanh", "flatten", "crop",
+// "scattering2d") with their settings in snake_case, each layer's file saying how
+// (layers.Codecs):
 //
 //	{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}
 //	{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}
 //	{"type":"groupnorm","settings":{"groups":9,"no_affine":true}}
 //	{"type":"crop","settings":{"height":24,"width":24}}
+//	{"type":"scattering2d","settings":{"j":2,"l":8}}
 //	{"type":"tanh"}
 //
 // Other layer types are stored under the name given to RegisterLayer, their settings
@@ -53,7 +55,7 @@ type LayerConfig struct {
 	GoType string `json:"go_type,omitempty"`
 }
 
-// layerCodec turns one layer type into settings and back.
+// layerCodec turns one layer type into settings and back (see layers.Codec).
 type layerCodec struct {
 	encode func(layers.Layer) (json.RawMessage, error)
 	decode func(json.RawMessage) (layers.Layer, error)
@@ -126,112 +128,11 @@ func RegisterSpec(name string, build func() Spec) {
 	registry.specs[name] = build
 }
 
-// Built-in layers' stored settings.
-type (
-	denseSettings struct {
-		Units  int    `json:"units"`
-		NoBias bool   `json:"no_bias"`
-		Init   string `json:"init"`
-	}
-	convSettings struct {
-		Filters int    `json:"filters"`
-		Kernel  [2]int `json:"kernel"`
-		Stride  [2]int `json:"stride"`
-		Padding [2]int `json:"padding"`
-		NoBias  bool   `json:"no_bias"`
-		Init    string `json:"init"`
-	}
-	poolSettings struct {
-		Kernel  [2]int `json:"kernel"`
-		Stride  [2]int `json:"stride"`
-		Padding [2]int `json:"padding"`
-	}
-	groupNormSettings struct {
-		Groups   int  `json:"groups"`
-		NoAffine bool `json:"no_affine"`
-	}
-	cropSettings struct {
-		Height int `json:"height"`
-		Width  int `json:"width"`
-	}
-)
-
-func parseInit(s string) (layers.Initializer, error) {
-	for _, in := range []layers.Initializer{layers.GlorotUniform, layers.HeNormal, layers.Zeros} {
-		if in.String() == s {
-			return in, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown initializer %q", s)
-}
-
-// builtin registers a layer of package layers with explicit settings S.
-func builtin[L layers.Layer, S any](to func(L) S, from func(S) (L, error)) {
-	var zero L
-	name := zero.Kind()
-	registerCodec(name, reflect.TypeFor[L](), layerCodec{
-		encode: func(l layers.Layer) (json.RawMessage, error) { return json.Marshal(to(l.(L))) },
-		decode: func(raw json.RawMessage) (layers.Layer, error) {
-			var s S
-			if err := strictJSON(string(raw), &s); err != nil {
-				return nil, err
-			}
-			return from(s)
-		},
-	})
-}
-
-// plain registers a layer of package layers without settings.
-func plain[L layers.Layer]() {
-	var zero L
-	registerCodec(zero.Kind(), reflect.TypeFor[L](), layerCodec{
-		encode: func(layers.Layer) (json.RawMessage, error) { return nil, nil },
-		decode: func(raw json.RawMessage) (layers.Layer, error) {
-			if len(raw) != 0 && string(raw) != "{}" && string(raw) != "null" {
-				return nil, fmt.Errorf("%s takes no settings, got %s", zero.Kind(), raw)
-			}
-			return zero, nil
-		},
-	})
-}
-
+// The layers of package layers register their own codecs, each in its file.
 func init() {
-	builtin(func(l layers.Dense) denseSettings {
-		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: l.Init.String()}
-	}, func(s denseSettings) (layers.Dense, error) {
-		in, err := parseInit(s.Init)
-		return layers.Dense{Units: s.Units, NoBias: s.NoBias, Init: in}, err
-	})
-	builtin(func(l layers.Conv2D) convSettings {
-		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: l.Init.String()}
-	}, func(s convSettings) (layers.Conv2D, error) {
-		in, err := parseInit(s.Init)
-		return layers.Conv2D{Filters: s.Filters, Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding, NoBias: s.NoBias, Init: in}, err
-	})
-	builtin(func(l layers.MaxPool2D) poolSettings {
-		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
-	}, func(s poolSettings) (layers.MaxPool2D, error) {
-		return layers.MaxPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
-	})
-	builtin(func(l layers.CenterCrop) cropSettings {
-		return cropSettings{Height: l.Height, Width: l.Width}
-	}, func(s cropSettings) (layers.CenterCrop, error) {
-		return layers.CenterCrop{Height: s.Height, Width: s.Width}, nil
-	})
-	builtin(func(l layers.AvgPool2D) poolSettings {
-		return poolSettings{Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
-	}, func(s poolSettings) (layers.AvgPool2D, error) {
-		return layers.AvgPool2D{Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding}, nil
-	})
-	builtin(func(l layers.GroupNorm) groupNormSettings {
-		return groupNormSettings{Groups: l.Groups, NoAffine: l.NoAffine}
-	}, func(s groupNormSettings) (layers.GroupNorm, error) {
-		return layers.GroupNorm{Groups: s.Groups, NoAffine: s.NoAffine}, nil
-	})
-	plain[layers.GlobalAvgPool2D]()
-	plain[layers.ReLU]()
-	plain[layers.Tanh]()
-	plain[layers.Flatten]()
+	for _, c := range layers.Codecs() {
+		registerCodec(c.Kind, c.Type, layerCodec{encode: c.Encode, decode: c.Decode})
+	}
 }
 
 // ArchitectureOf describes spec's network. Layers of unregistered types are described by
@@ -351,7 +252,7 @@ func specFor(c *Checkpoint) (Spec, error) {
 }
 
 // ModelFromCheckpoint builds c's model for physical batch size batch and loads c's
-// parameters into it: from c's stored architecture, or for an old checkpoint without one
+// parameters into it (c.ModelParams: the averaged ones if the run kept an average): from c's stored architecture, or for an old checkpoint without one
 // from the spec registered under its model name (RegisterSpec; package models registers
 // its own). The model computes in c's DType unless opts say otherwise (WithDType,
 // WithEngine). It needs nothing of the training run: no data, no privacy state.
@@ -390,7 +291,7 @@ func ModelFromCheckpoint(c *Checkpoint, batch int, opts ...Option) (*Model, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
-	if err := m.SetParams(c.Params); err != nil {
+	if err := m.SetParams(c.ModelParams()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
 	return m, nil

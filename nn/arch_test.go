@@ -14,35 +14,12 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )
-
-// randomImages is a data set of n random images of the given shape.
-func randomImages(t testing.TB, shape []int, classes, n int, seed uint64) *datasets.Images {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 1))
-	size := 1
-	for _, s := range shape {
-		size *= s
-	}
-	px := make([]byte, n*size)
-	for i := range px {
-		px[i] = byte(rng.IntN(256))
-	}
-	labels := make([]byte, n)
-	for i := range labels {
-		labels[i] = byte(i % classes)
-	}
-	ds, err := datasets.NewImages(shape, classes, px, labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ds
-}
 
 // randomParams gives m random parameters and returns them.
 func randomParams(t testing.TB, m *nn.Model, seed uint64) []float64 {
@@ -62,7 +39,7 @@ func randomParams(t testing.TB, m *nn.Model, seed uint64) []float64 {
 // saveModel writes a checkpoint of m (non-private, step 0) to dir and returns its path.
 func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*nn.Checkpoint)) string {
 	t.Helper()
-	ds := randomImages(t, m.InputShape(), m.NumClasses(), 4, 7)
+	ds := clitest.Random(t, m.InputShape(), m.NumClasses(), 4)
 	tr := newTrainer(t, m, nn.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
 	c, err := tr.Checkpoint()
 	if err != nil {

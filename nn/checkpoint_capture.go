@@ -45,6 +45,14 @@ type Checkpoint struct {
 	DType  DType
 	Layout []ParamInfo
 	Params []float64
+	// EMA is the decay of the run's parameter average (TrainerConfig.EMA; 0: none),
+	// EMAParams the average in Layout order (full precision; nil without averaging, or
+	// at step 0 before Run started it) and EMASteps the updates it holds (Step).
+	// ModelParams picks EMAParams when present: models built from the checkpoint use
+	// the averaged parameters.
+	EMA       float64
+	EMAParams []float64
+	EMASteps  int
 	// Architecture is the network's description (nil in checkpoints written before
 	// checkpoints stored one): ModelFromCheckpoint rebuilds the model from it.
 	Architecture *Architecture
@@ -123,6 +131,7 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 		testAccuracy:   t.testAccuracy,
 	}
 	t.model.Params(c.Params)
+	t.captureAverage(c)
 	if t.cfg.Seed != nil {
 		c.Seed, c.Seeded = *t.cfg.Seed, true
 	}
@@ -139,10 +148,10 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 }
 
 // Restore continues the run of checkpoint c: it checks that c belongs to this run (model,
-// data set, optimizer, sampling, clipping, δ, seed, settings), that c's ledger records
+// data set, optimizer, sampling, clipping, δ, seed, settings, parameter averaging), that c's ledger records
 // exactly the steps c's plan implies (q, and z or the rule's noise schedule, step by
 // step), and that finishing this trainer's plan from c's step stays within the target ε,
-// then loads the parameters, the optimizer's state, the ledger, the position in the plan,
+// then loads the parameters, the parameter average, the optimizer's state, the ledger, the position in the plan,
 // the sampler and the run's identity (RunID, rewinds).
 //
 // The plan may have more epochs than c's. A calibrated trainer takes c's noise
@@ -209,6 +218,10 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 			return fmt.Errorf("%w: continuing to %d epochs (%d steps) with the checkpoint's noise multiplier %.6g spends ε = %.4g at δ = %g, above the target ε = %g; raise the target or keep to %d epochs", ErrBudget, t.plan.Epochs, t.plan.Steps, z, spent.Epsilon, t.plan.Delta, t.plan.TargetEpsilon, c.Plan.Epochs)
 		}
 	}
+	average, err := t.restoredAverage(c)
+	if err != nil {
+		return err
+	}
 	smp := *t.sampler
 	if err := smp.restore(c.sampler, c.samplerState, slices.Clone(c.perm)); err != nil {
 		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
@@ -243,6 +256,7 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 	}
 	t.runID, t.rewinds = runID, rewinds
 	t.opt, t.private = opt, priv
+	t.average = average
 	*t.sampler = smp
 	t.step = c.Step
 	t.epochLoss, t.epochCorrect, t.epochExamples = c.epochLoss, c.epochCorrect, c.epochExamples
@@ -270,6 +284,8 @@ func (t *Trainer) compatible(c *Checkpoint) error {
 		return mismatch("training set", c.Dataset, t.dataset)
 	case c.Optimizer != t.opt.Name():
 		return mismatch("optimizer", c.Optimizer, t.opt.Name())
+	case c.EMA != t.cfg.EMA:
+		return mismatch("parameter averaging (EMA decay, 0: none)", c.EMA, t.cfg.EMA)
 	case !maps.Equal(c.Settings, t.cfg.Settings):
 		return fmt.Errorf("%w: settings differ: %s", ErrMismatch, settingsDiff(c.Settings, t.cfg.Settings))
 	}

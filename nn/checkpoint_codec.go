@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/strictjson"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -23,7 +23,7 @@ import (
 //
 //	metadata nn.kind          "privtrain-training/1"
 //	         nn.model, nn.dtype, nn.optimizer, nn.noise, nn.sampler, nn.seed (seeded runs)
-//	         nn.layout        JSON [{"name", "shape"}…]
+//	         nn.layout        JSON [{"name", "shape"}…] (ParamInfo)
 //	         nn.plan          JSON, Plan's MarshalJSON
 //	         nn.position      JSON positionJSON
 //	         nn.dataset       JSON Fingerprint
@@ -34,6 +34,9 @@ import (
 //	         optimizer/…      the optimizer's dpoptim.State (see optimizerTensors)
 //	         sampler/state    U8, a seeded sampler's generator
 //	         sampler/perm     I64, a shuffled epoch's permutation (mid-epoch only)
+//	         ema/decay, ema/step, ema/params
+//	                          the parameter average of a run with TrainerConfig.EMA
+//	                          (absent otherwise; see average.go)
 
 // checkpointKind marks a training checkpoint inside the container's metadata.
 const checkpointKind = "privtrain-training/1"
@@ -60,12 +63,6 @@ const (
 	tensorSampler   = "sampler/state"
 	tensorPerm      = "sampler/perm"
 )
-
-// paramJSON is one entry of the stored parameter layout.
-type paramJSON struct {
-	Name  string `json:"name"`
-	Shape []int  `json:"shape"`
-}
 
 // positionJSON is where in the plan the run stopped, with the running statistics of an
 // unfinished epoch and the last evaluation (null when none ran).
@@ -97,6 +94,9 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 		}
 	}
 	optimizerTensors(f.Tensors, optimizerPrefix, c.OptimizerState)
+	if err := c.averageTensors(f.Tensors); err != nil {
+		return nil, err
+	}
 	if c.samplerState != nil {
 		f.Tensors[tensorSampler] = checkpoint.U8([]int{len(c.samplerState)}, c.samplerState)
 	}
@@ -111,9 +111,9 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 	for _, r := range c.Rewinds {
 		pos.Rewinds = append(pos.Rewinds, [2]int{r.From, r.To})
 	}
-	layout := make([]paramJSON, len(c.Layout))
-	for i, p := range c.Layout {
-		layout[i] = paramJSON{Name: p.Name, Shape: p.Shape}
+	layout := c.Layout // stored as ParamInfo's JSON
+	if layout == nil {
+		layout = []ParamInfo{}
 	}
 	settings := c.Settings
 	if settings == nil {
@@ -196,11 +196,10 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 		return nil, bad("dtype %q", md[keyDType])
 	}
 	var pos positionJSON
-	var layout []paramJSON
 	for _, d := range []struct {
 		key string
 		dst any
-	}{{keyLayout, &layout}, {keyPlan, &c.Plan}, {keyPosition, &pos}, {keyDataset, &c.Dataset}, {keySettings, &c.Settings}} {
+	}{{keyLayout, &c.Layout}, {keyPlan, &c.Plan}, {keyPosition, &pos}, {keyDataset, &c.Dataset}, {keySettings, &c.Settings}} {
 		if err := strictJSON(md[d.key], d.dst); err != nil {
 			return nil, bad("%s: %v", d.key, err)
 		}
@@ -214,9 +213,6 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 			return nil, bad("%s: %v", keyArch, err)
 		}
 	}
-	for _, p := range layout {
-		c.Layout = append(c.Layout, ParamInfo{Name: p.Name, Shape: p.Shape})
-	}
 	if err := c.setLayoutAndParams(f.Tensors); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -229,6 +225,9 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	if err := c.setOptimizerAndSampler(f.Tensors); err != nil {
 		return nil, bad("%v", err)
 	}
+	if err := c.setAverage(f.Tensors); err != nil {
+		return nil, bad("%v", err)
+	}
 	if c.Dataset.Size != c.Plan.DatasetSize {
 		return nil, bad("data set of %d examples, plan for %d", c.Dataset.Size, c.Plan.DatasetSize)
 	}
@@ -239,17 +238,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 }
 
 // strictJSON decodes one JSON value with no unknown fields and nothing after it.
-func strictJSON(s string, dst any) error {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
+func strictJSON(s string, dst any) error { return strictjson.Unmarshal([]byte(s), dst) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
@@ -405,7 +394,7 @@ func (c *Checkpoint) setPrivacy(md map[string]string) error {
 func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor) error {
 	for name, t := range tensors {
 		switch {
-		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix):
+		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix), strings.HasPrefix(name, emaPrefix):
 		case name == tensorSampler:
 			if t.DType != checkpoint.Uint8 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler state: %v of shape %v, want a U8 vector", t.DType, t.Shape)

@@ -167,3 +167,20 @@ func TestPlanJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredLayoutJSON: the parameter layout is stored as the schema says,
+// [{"name", "shape"}…] in flat order, and the architecture as Architecture's documented
+// JSON.
+func TestStoredLayoutJSON(t *testing.T) {
+	m := newModel(t, models.LogisticRegression(), 2, nn.WithSeed(1))
+	f, err := checkpoint.ReadFile(saveModel(t, m, t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Metadata["nn.layout"], `[{"name":"dense1.weight","shape":[784,10]},{"name":"dense1.bias","shape":[10]}]`; got != want {
+		t.Errorf("nn.layout %s, want %s", got, want)
+	}
+	if got, want := f.Metadata["nn.architecture"], `{"input_shape":[1,28,28],"num_classes":10,"layers":[{"type":"flatten"},{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}]}`; got != want {
+		t.Errorf("nn.architecture %s, want %s", got, want)
+	}
+}

@@ -42,19 +42,32 @@
 // of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint, Save, Load
 // and Trainer.Restore keep parameters, optimizer state, the accountant's ledger and, for a
 // seeded run, the generators, so a resumed run continues the same privacy history; see
-// ExampleTrainer. Load and Restore check the ledger step by step against the plan the
-// checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
+// ExampleTrainer. With TrainerConfig.EMA the trainer also keeps an exponential moving
+// average of the parameters (dpoptim.EMA, post-processing): evaluations use it, the
+// training goes on from the raw parameters, checkpoints store it (ema/ tensors) and
+// models built from a checkpoint load it (Checkpoint.ModelParams). Load and Restore
+// check the ledger step by step against the plan the checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
 // to an earlier state of its run without AllowRewind, which keeps the discarded steps in
 // the ledger (ErrRewind). SaveWithKey and LoadWithKey add and check an HMAC-SHA256 under a
 // key the user holds.
 //
+// Augmentation multiplicity. With TrainerConfig.AugmentMultiplicity K, the Trainer loads K
+// views of every sampled example (datasets.Augment, drawn from the seed, the step, the
+// example and the view) into K consecutive rows, and Model.SetGroupSize(K) makes the
+// clipping treat each group of rows as one example whose gradient is the mean over its
+// views, clipped as a whole (augment.go): the sampling rate, sensitivity, noise and ledger
+// are per example and unchanged. The setting is recorded under SettingAugment, so a
+// checkpoint refuses a changed K. Training loss and accuracy are per view.
+//
 // Using a trained model. A checkpoint stores the model's Architecture (every layer with its
-// settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, layers of
-// other packages by the name given to RegisterLayer, and checkpoints written before
+// settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, package
+// layers' layers by the codecs their own files register (layers.Codecs), layers of other
+// packages by the name given to RegisterLayer, and checkpoints written before
 // architectures were stored by the model name registered with RegisterSpec (package
 // models registers its own). A Predictor computes logits and probabilities for any number
 // of examples and is safe for concurrent use; ExportTorch writes the parameters as a
-// safetensors file in PyTorch's layouts for an nn.Sequential of the same layers.
+// safetensors file in PyTorch's layouts for an nn.Sequential of the same layers, each
+// layer naming its own module (layers.TorchExporter).
 //
 // Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
 // the default whenever every layer is one of package layers' own, runs layers.Native: each
@@ -64,6 +77,18 @@
 // its tape machine; it is the reference the native engine is tested against (to 1e-10 in
 // float64, per-example gradients included) and the engine of layers from other packages.
 // See docs/performance.md for what each costs.
+//
+// Front ends. Leading layers that are fixed — no parameters, independent of the data,
+// deterministic: layers.FrontEnd, such as layers.Scattering2D — run outside the trainable
+// network (frontend.go). New compiles only the layers after them, on their output shape
+// (FeatureShape), so they neither force the Gorgonia engine nor run in every step; the
+// model's InputShape stays the raw input's. Evaluate, Predict, Logits, Gradient and
+// ClippedGradient on raw batches apply the front end per batch; the Trainer computes the
+// features of its training and test sets once, before its first step (FrontEndFeatures,
+// TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
+// noise concern the trainable parameters only, exactly as if the features were the data:
+// the front end costs no privacy. Checkpoints store the front-end layers in the
+// Architecture like any other.
 //
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph

@@ -19,20 +19,30 @@ import (
 //	model.load_state_dict(safetensors.torch.load_file("model.safetensors"))
 //
 // works. Layer i of the spec is module i of the Sequential, parameter-free layers
-// included; each layer maps to one module:
+// included. Each layer says which module it is (layers.TorchExporter, in the layer's own
+// file) and how its parameters map to the module's (layers.TorchParamsExporter, e.g.
+// Dense's weight transposed to Linear's [out, in]; by default "i.<param>" with our shape).
+// The layers of package layers map to:
 //
-//	layers.Conv2D    nn.Conv2d(C, F, (kh, kw), stride, padding, bias=not NoBias)
-//	                 "i.weight" [F, C, kh, kw] (OIHW, as stored), "i.bias" [F]
-//	layers.Dense     nn.Linear(in, Units, bias=not NoBias)
-//	                 "i.weight" [Units, in] (the transpose of ours), "i.bias" [Units]
-//	layers.MaxPool2D nn.MaxPool2d((kh, kw), stride, padding)
-//	layers.ReLU      nn.ReLU()
-//	layers.Tanh      nn.Tanh()
-//	layers.Flatten   nn.Flatten()
+//	layers.Conv2D      nn.Conv2d(C, F, (kh, kw), stride, padding, bias=not NoBias)
+//	                   "i.weight" [F, C, kh, kw] (OIHW, as stored), "i.bias" [F]
+//	layers.Dense       nn.Linear(in, Units, bias=not NoBias)
+//	                   "i.weight" [Units, in] (the transpose of ours), "i.bias" [Units]
+//	layers.GroupNorm   nn.GroupNorm(groups, C, eps=1e-05, affine=not NoAffine)
+//	                   "i.weight" [C] (γ), "i.bias" [C] (β)
+//	layers.MaxPool2D   nn.MaxPool2d((kh, kw), stride, padding)
+//	layers.AvgPool2D   nn.AvgPool2d((kh, kw), stride, padding, count_include_pad=False)
+//	layers.GlobalAvgPool2D  nn.AdaptiveAvgPool2d(1)
+//	layers.ReLU        nn.ReLU()
+//	layers.Tanh        nn.Tanh()
+//	layers.Flatten     nn.Flatten()
 //	layers.CenterCrop  torchvision.transforms.CenterCrop((h, w)), which crops at the same
-//	                 offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even; for odd
-//	                 margins the source names a CenterCrop(h, w) module to define (as
-//	                 scripts/check_export.py does)
+//	                   offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even; for odd
+//	                   margins the source names a CenterCrop(h, w) module to define (as
+//	                   scripts/check_export.py does)
+//
+// layers.Scattering2D has no torch.nn module and is refused, as is any layer that does
+// not implement layers.TorchExporter.
 //
 // Inputs are NCHW with the values scaled as the training data were. Our Flatten is
 // row-major CHW, PyTorch's order, and the parameters are exchanged in those layouts
@@ -41,8 +51,6 @@ import (
 // F64: call .double() on the PyTorch model for F64). The metadata holds "format": "pt",
 // "privtrain.model" (the model's name), "privtrain.architecture" (the Architecture as
 // JSON, input shape included) and "privtrain.torch" (the Sequential as PyTorch source).
-//
-// Layers from other packages have no known PyTorch module; ExportTorch refuses them.
 func ExportTorch(w io.Writer, m *Model) error {
 	tensors, modules, err := torchTensors(m)
 	if err != nil {
@@ -94,75 +102,38 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 		}
 		tensors[name] = checkpoint.F32(shape, num.Converted[float32](v))
 	}
-	pair := func(a [2]int) string { return "(" + strconv.Itoa(a[0]) + ", " + strconv.Itoa(a[1]) + ")" }
 	var modules []string
 	for i, pl := range plan {
 		idx := strconv.Itoa(i)
-		param := func(j int) []float64 {
-			off := pl.paramOffs[j]
-			return flat[off : off+num.Prod(pl.params[j].Shape)]
+		ex, ok := pl.layer.(layers.TorchExporter)
+		if !ok {
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.layer, pl.layer.Kind())
 		}
-		var mod string
-		switch l := pl.layer.(type) {
-		case layers.Conv2D:
-			s := l.Stride
-			for k := range s {
-				if s[k] == 0 {
-					s[k] = 1
-				}
+		mod, err := ex.TorchModule(pl.in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.layer.Kind(), err)
+		}
+		params := make([][]float64, len(pl.params))
+		for j, p := range pl.params {
+			params[j] = flat[pl.paramOffs[j] : pl.paramOffs[j]+num.Prod(p.Shape)]
+		}
+		var ts []layers.TorchTensor
+		if pe, ok := ex.(layers.TorchParamsExporter); ok {
+			if ts, err = pe.TorchParams(pl.in, params); err != nil {
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.layer.Kind(), err)
 			}
-			put(idx+".weight", pl.params[0].Shape, param(0))
-			if !l.NoBias {
-				put(idx+".bias", pl.params[1].Shape, param(1))
+		} else {
+			for j, p := range pl.params {
+				ts = append(ts, layers.TorchTensor{Name: p.Name, Shape: p.Shape, Values: params[j]})
 			}
-			mod = fmt.Sprintf("nn.Conv2d(%d, %d, kernel_size=%s, stride=%s, padding=%s, bias=%s)",
-				pl.in[0], l.Filters, pair(l.Kernel), pair(s), pair(l.Padding), pyBool(!l.NoBias))
-		case layers.Dense:
-			in, out := pl.in[0], l.Units
-			w := param(0) // [in, out]
-			wt := make([]float64, len(w))
-			for r := range in {
-				for c := range out {
-					wt[c*in+r] = w[r*out+c]
-				}
+		}
+		for _, t := range ts {
+			if _, dup := tensors[idx+"."+t.Name]; dup || t.Name == "" || num.Prod(t.Shape) != len(t.Values) {
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.layer.Kind(), t.Name, t.Shape, len(t.Values))
 			}
-			put(idx+".weight", []int{out, in}, wt)
-			if !l.NoBias {
-				put(idx+".bias", pl.params[1].Shape, param(1))
-			}
-			mod = fmt.Sprintf("nn.Linear(%d, %d, bias=%s)", in, out, pyBool(!l.NoBias))
-		case layers.MaxPool2D:
-			s := l.Stride
-			for k := range s {
-				if s[k] == 0 {
-					s[k] = l.Kernel[k]
-				}
-			}
-			mod = fmt.Sprintf("nn.MaxPool2d(kernel_size=%s, stride=%s, padding=%s)", pair(l.Kernel), pair(s), pair(l.Padding))
-		case layers.ReLU:
-			mod = "nn.ReLU()"
-		case layers.Tanh:
-			mod = "nn.Tanh()"
-		case layers.Flatten:
-			mod = "nn.Flatten()"
-		case layers.CenterCrop:
-			if (pl.in[1]-l.Height)%2 != 0 || (pl.in[2]-l.Width)%2 != 0 {
-				// torchvision rounds an odd margin's half to even; ours is floored.
-				mod = fmt.Sprintf("CenterCrop(%d, %d)", l.Height, l.Width)
-			} else {
-				mod = fmt.Sprintf("torchvision.transforms.CenterCrop((%d, %d))", l.Height, l.Width)
-			}
-		default:
-			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent; only package layers' layers can be exported", i, pl.layer, pl.layer.Kind())
+			put(idx+"."+t.Name, t.Shape, t.Values)
 		}
 		modules = append(modules, mod)
 	}
 	return tensors, modules, nil
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
 }

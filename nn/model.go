@@ -42,8 +42,8 @@ type Spec struct {
 
 // ParamInfo names one parameter tensor and its shape, in the flat parameter order.
 type ParamInfo struct {
-	Name  string // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
-	Shape []int
+	Name  string `json:"name"` // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
+	Shape []int  `json:"shape"`
 }
 
 // Size is the number of values of the tensor.
@@ -113,7 +113,13 @@ func WithSeed(seed uint64) Option { return func(c *config) { c.seed, c.seedSet =
 //
 // A Model is not safe for concurrent use.
 type Model struct {
-	name       string
+	name string
+	// rawShape and rawLen are the model's input, what InputShape says; inputShape and
+	// exampleLen are the input of the trainable network, which the engines see: the
+	// front end's output when the spec starts with FrontEnd layers (frontend.go), the
+	// same otherwise.
+	rawShape   []int
+	rawLen     int
 	inputShape []int
 	numClasses int
 	batch      int
@@ -127,11 +133,13 @@ type Model struct {
 	engineReason string
 	net          network
 	layers       []layers.Layer // the spec's layers, for Architecture and export
+	front        *frontEnd      // the leading FrontEnd layers, nil if none
 }
 
 // plannedLayer is one layer with its shapes and parameters resolved.
 type plannedLayer struct {
 	layer     layers.Layer
+	front     bool   // one of the leading FrontEnd layers, run outside the network
 	name      string // "conv1"; empty for parameter-free layers
 	in, out   []int
 	params    []layers.ParamSpec
@@ -172,6 +180,10 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("%w: engine %v", ErrSpec, cfg.engine)
 	}
 	m.engine = cfg.engine
+	if m.front, err = newFrontEnd(plan); err != nil {
+		return nil, err
+	}
+	plan = plan[m.front.len():] // the engines compile the trainable network only
 	if m.engine != EngineGorgonia {
 		switch cfg.dtype {
 		case Float32:
@@ -222,11 +234,14 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 	}
 	m := &Model{
 		name:       spec.Name,
+		rawShape:   slices.Clone(spec.InputShape),
+		rawLen:     num.Prod(spec.InputShape),
 		inputShape: slices.Clone(spec.InputShape),
 		numClasses: spec.NumClasses,
 		exampleLen: num.Prod(spec.InputShape),
 		layers:     slices.Clone(spec.Layers),
 	}
+	leading := true // still in the leading FrontEnd layers
 	plan := make([]plannedLayer, len(spec.Layers))
 	shape := slices.Clone(spec.InputShape)
 	counts := map[string]int{}
@@ -239,6 +254,11 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 			return nil, nil, fmt.Errorf("%w: layer %d: %v", ErrSpec, i, err)
 		}
 		pl := plannedLayer{layer: l, in: shape, out: slices.Clone(out), params: l.Params(shape)}
+		_, fixed := l.(layers.FrontEnd)
+		if leading = leading && fixed && len(pl.params) == 0; leading {
+			pl.front = true
+			m.inputShape, m.exampleLen = slices.Clone(pl.out), num.Prod(pl.out)
+		}
 		if len(pl.params) > 0 {
 			counts[l.Kind()]++
 			pl.name = fmt.Sprintf("%s%d", l.Kind(), counts[l.Kind()])
@@ -266,7 +286,7 @@ func (m *Model) Name() string { return m.name }
 
 // Spec is the spec the model was built from (a copy of its layer list).
 func (m *Model) Spec() Spec {
-	return Spec{Name: m.name, InputShape: slices.Clone(m.inputShape), NumClasses: m.numClasses, Layers: slices.Clone(m.layers)}
+	return Spec{Name: m.name, InputShape: slices.Clone(m.rawShape), NumClasses: m.numClasses, Layers: slices.Clone(m.layers)}
 }
 
 // Architecture describes the model's network as checkpoints store it (ArchitectureOf).
@@ -278,8 +298,9 @@ func (m *Model) BatchSize() int { return m.batch }
 // DType is the element type.
 func (m *Model) DType() DType { return m.dtype }
 
-// InputShape is the per-example input shape (a copy).
-func (m *Model) InputShape() []int { return slices.Clone(m.inputShape) }
+// InputShape is the per-example input shape (a copy): the raw images for a model that
+// starts with a front end (FeatureShape).
+func (m *Model) InputShape() []int { return slices.Clone(m.rawShape) }
 
 // NumClasses is the number of logits.
 func (m *Model) NumClasses() int { return m.numClasses }

@@ -21,6 +21,10 @@ func (m *Model) Logits(b Batch, dst []float64) error {
 		return fmt.Errorf("%w: %d logit slots for %d examples × %d classes", ErrBatch, len(dst), m.batch, m.numClasses)
 	}
 	b.Labels = nil
+	b, err := m.frontBatch(b)
+	if err != nil {
+		return err
+	}
 	if _, _, err := m.net.evaluate(b); err != nil {
 		return err
 	}
@@ -48,7 +52,7 @@ type Predictor struct {
 func NewPredictor(m *Model) *Predictor {
 	return &Predictor{
 		m:    m,
-		x:    make([]float32, m.batch*m.exampleLen),
+		x:    make([]float32, m.batch*m.rawLen),
 		mask: make([]bool, m.batch),
 		buf:  make([]float64, m.batch*m.numClasses),
 	}
@@ -76,7 +80,7 @@ func (p *Predictor) Model() *Model { return p.m }
 func (p *Predictor) InputShape() []int { return p.m.InputShape() }
 
 // ExampleLen is the number of values of one example: the product of InputShape.
-func (p *Predictor) ExampleLen() int { return p.m.exampleLen }
+func (p *Predictor) ExampleLen() int { return p.m.rawLen }
 
 // NumClasses is the number of logits per example.
 func (p *Predictor) NumClasses() int { return p.m.numClasses }
@@ -85,9 +89,9 @@ func (p *Predictor) NumClasses() int { return p.m.numClasses }
 // as the training data were), into dst, NumClasses values per example. len(x) must be a
 // multiple of ExampleLen (0 is allowed) and len(dst) must be NumClasses per example.
 func (p *Predictor) Logits(x []float32, dst []float64) error {
-	L, K, B := p.m.exampleLen, p.m.numClasses, p.m.batch
+	L, K, B := p.m.rawLen, p.m.numClasses, p.m.batch
 	if len(x)%L != 0 {
-		return fmt.Errorf("%w: %d input values are not a whole number of examples of %d values (shape %v)", ErrBatch, len(x), L, p.m.inputShape)
+		return fmt.Errorf("%w: %d input values are not a whole number of examples of %d values (shape %v)", ErrBatch, len(x), L, p.m.rawShape)
 	}
 	n := len(x) / L
 	if len(dst) != n*K {

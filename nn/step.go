@@ -17,6 +17,9 @@ type Batch struct {
 	// Mask says which rows are real (true) and which are padding; nil means all are real.
 	// Padding rows contribute exactly nothing: no loss, no gradient, no correct count.
 	Mask []bool
+	// features says that X already holds the front end's output (FeatureShape per row),
+	// as the Trainer's precomputed datasets give it; only package nn sets it.
+	features bool
 }
 
 // StepStats describes the real rows of one step.
@@ -47,6 +50,10 @@ func (m *Model) ClippedGradient(b Batch, rule clipping.Rule, dst []float64) (Ste
 	if err := m.checkLabels(b); err != nil {
 		return StepStats{}, err
 	}
+	b, err := m.frontBatch(b)
+	if err != nil {
+		return StepStats{}, err
+	}
 	loss, correct, st, err := m.net.clippedStep(b, rule, dst)
 	if err != nil {
 		return StepStats{}, err
@@ -61,6 +68,10 @@ func (m *Model) Gradient(b Batch, dst []float64) (StepStats, error) {
 		return StepStats{}, err
 	}
 	if err := m.checkLabels(b); err != nil {
+		return StepStats{}, err
+	}
+	b, err := m.frontBatch(b)
+	if err != nil {
 		return StepStats{}, err
 	}
 	loss, correct, err := m.net.sumStep(b, dst)
@@ -89,6 +100,10 @@ func (m *Model) Evaluate(b Batch) (lossSum float64, correct int, err error) {
 	if err := m.checkLabels(b); err != nil {
 		return 0, 0, err
 	}
+	b, err = m.frontBatch(b)
+	if err != nil {
+		return 0, 0, err
+	}
 	return m.net.evaluate(b)
 }
 
@@ -97,7 +112,11 @@ func (m *Model) Predict(x []float32, dst []int) error {
 	if len(dst) != m.batch {
 		return fmt.Errorf("%w: %d prediction slots for batch size %d", ErrBatch, len(dst), m.batch)
 	}
-	if _, _, err := m.net.evaluate(Batch{X: x}); err != nil {
+	b, err := m.frontBatch(Batch{X: x})
+	if err != nil {
+		return err
+	}
+	if _, _, err := m.net.evaluate(b); err != nil {
 		return err
 	}
 	m.net.predictions(dst)

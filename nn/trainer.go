@@ -88,10 +88,26 @@ type TrainerConfig struct {
 	Epochs int
 	// Sampling is Poisson (the default) or Shuffle.
 	Sampling Sampling
+	// AugmentMultiplicity K ≥ 1 trains on K views of every sampled example drawn by
+	// Augment (which must change something), loaded into K consecutive rows, the example's
+	// gradient being the mean over its views before clipping (augment.go); 0, the
+	// default, trains on the examples themselves. The model's batch size must be a
+	// multiple of K; sampling, sensitivity, noise and ε are per example and unchanged.
+	// Training loss and accuracy are then means over views.
+	AugmentMultiplicity int
+	Augment             datasets.Augment
 	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
 	// a reproducible run that resumes bit for bit. It is not private against anyone who
 	// knows the seed. nil draws both from crypto/rand.
 	Seed *uint64
+	// EMA, if not 0, keeps an exponential moving average of the parameters with decay
+	// β = EMA in (0, 1) (dpoptim.EMA: JAX Privacy's warm-up of the decay, the average
+	// starting from the initial parameters): post-processing of the released iterates,
+	// at no privacy cost. The evaluations at epoch ends, Result and Evaluate then use the
+	// averaged parameters, checkpoints save them (ModelFromCheckpoint loads them), and the
+	// training itself goes on from the raw parameters, which the model holds. Restore
+	// refuses a checkpoint whose EMA differs. 0: no averaging.
+	EMA float64
 	// Settings records whatever else defines the run (learning rate, schedule, model
 	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
 	Settings map[string]string
@@ -100,6 +116,20 @@ type TrainerConfig struct {
 	// returned.
 	OnStep  func(StepProgress) error
 	OnEpoch func(EpochMetrics) error
+	// OnFrontEnd, if set, is called before and after the one-time computation of the
+	// front end's features (a model whose spec starts with layers.FrontEnd layers such as
+	// Scattering2D; see Model.FrontEndFeatures), which the first Run does before its
+	// first step. It is not called for a model without a front end.
+	OnFrontEnd func(FrontEndProgress)
+}
+
+// FrontEndProgress describes the one-time computation of a model's front-end features
+// for the training and test sets.
+type FrontEndProgress struct {
+	FrontEnd string        // the front-end layers' kinds, "scattering2d"
+	Examples int           // training plus test examples
+	Done     bool          // false before the computation, true after it
+	Elapsed  time.Duration // the computation's wall time (when Done)
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -147,7 +177,8 @@ type Result struct {
 	Steps  int // steps completed in total, including those before a resume
 	Epochs int // epochs completed in total
 	// Examples is the number of examples the steps of this Run trained on (the sum of the
-	// logical batch sizes); Elapsed is this Run's wall time, evaluations included.
+	// logical batch sizes); Elapsed is this Run's wall time, evaluations included, the
+	// one-time computation of a front end's features not (TrainerConfig.OnFrontEnd).
 	Examples int
 	Elapsed  time.Duration
 	// TestLoss and TestAccuracy are from the last evaluation (NaN if none ran).
@@ -173,6 +204,8 @@ type Trainer struct {
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
 	dataset Fingerprint
+	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
+	aug     *augmenter   // nil without augmentation multiplicity
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -194,6 +227,9 @@ type Trainer struct {
 	x            []float32
 	labels       []int
 	mask         []bool
+	// features says that cfg.Train and cfg.Test hold the model's precomputed front-end
+	// features in place of the datasets given (prepareFrontEnd).
+	features bool
 }
 
 // NewTrainer checks cfg against the model, works out the plan (sampling rate, steps,
@@ -218,6 +254,9 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
 		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
 	}
+	if err := checkEMA(cfg.EMA); err != nil {
+		return nil, err
+	}
 	cfg.Settings = maps.Clone(cfg.Settings)
 	if cfg.Privacy != nil {
 		// A copy, so that changing the caller's value later cannot change a running plan.
@@ -233,7 +272,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		}
 		cfg.Privacy = &p
 	}
-	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID()}
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA)}
 	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
 	t.plan = Plan{
 		DatasetSize:   n,
@@ -264,6 +303,9 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
+	if err := t.setupAugment(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -501,6 +543,12 @@ func (t *Trainer) Spent() (accountant.Spent, error) {
 // (e.g. parameters overflowing) ends the trainer for good: its ledger may already hold that
 // step, so restart from the last checkpoint instead.
 func (t *Trainer) Run(ctx context.Context) (Result, error) {
+	// A model's front end runs once, before the first step and outside Elapsed.
+	if t.failed == nil && t.step < t.plan.Steps {
+		if err := t.prepareFrontEnd(ctx); err != nil {
+			return t.result(Result{}, time.Now()), err
+		}
+	}
 	start := time.Now()
 	res := Result{}
 	if t.failed != nil {
@@ -519,12 +567,18 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := t.startAverage(); err != nil {
+		return res, err
+	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
 			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
 		}
 		k := t.step % spe
 		size, err := t.trainStep(k)
+		if err == nil {
+			err = t.updateAverage()
+		}
 		if err != nil {
 			t.failed = fmt.Errorf("nn: step %d: %w", t.step+1, err)
 			return t.result(res, start), t.failed
@@ -610,12 +664,12 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 func (t *Trainer) trainStep(k int) (int, error) {
 	idx := t.sampler.next(k)
 	clear(t.grad)
-	b := t.model.BatchSize()
+	b := t.model.BatchSize() / t.views()
 	var loss float64
 	correct, unclipped := 0, 0
 	for lo := 0; lo < len(idx); lo += b {
 		chunk := idx[lo:min(lo+b, len(idx))]
-		batch := t.load(t.cfg.Train, chunk)
+		batch := t.loadTrain(chunk)
 		var st StepStats
 		var err error
 		if t.private != nil {
@@ -641,7 +695,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 	}
 	t.epochLoss += loss
 	t.epochCorrect += correct
-	t.epochExamples += len(idx)
+	t.epochExamples += len(idx) * t.views()
 	return len(idx), nil
 }
 
@@ -649,7 +703,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 // masks the rest. Large batches load on all cores (Example is safe for concurrent use):
 // the model's workers would otherwise wait for one goroutine copying (or decoding) rows.
 func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
-	size := len(t.x) / len(t.labels)
+	size := datasets.Size(ds)
 	rows := func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if r < len(idx) {
@@ -667,16 +721,28 @@ func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
 	} else {
 		rows(0, 0, len(t.labels))
 	}
-	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
+	_, features := ds.(*featureSet)
+	return Batch{X: t.x[:len(t.labels)*size], Labels: t.labels, Mask: t.mask, features: features}
 }
 
 // Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
-// batches through the forward-only graph.
+// batches through the forward-only graph: with the averaged parameters when the run keeps
+// an average (TrainerConfig.EMA; the model holds the raw ones again afterwards), with the
+// model's parameters otherwise.
 func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err error) {
+	restore, err := t.withAverage()
+	if err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			loss, accuracy, err = math.NaN(), math.NaN(), rerr
+		}
+	}()
 	if ds == nil || ds.Len() == 0 {
 		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrTrainConfig)
 	}
-	if !slices.Equal(ds.Shape(), t.model.InputShape()) {
+	if _, ok := ds.(*featureSet); !ok && !slices.Equal(ds.Shape(), t.model.InputShape()) {
 		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrTrainConfig, ds.Shape(), t.model.InputShape())
 	}
 	b := t.model.BatchSize()
@@ -697,4 +763,42 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 	}
 	n := float64(ds.Len())
 	return sum / n, float64(correct) / n, nil
+}
+
+// prepareFrontEnd computes the front-end features of the training and test sets, once, for
+// a model with a front end (Model.FrontEndFeatures), and makes them the datasets the steps
+// and the evaluations read. Cancelling ctx stops it between chunks of examples, with an
+// error wrapping ctx.Err(); nothing has been trained then, and Run may be called again.
+func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
+	if !t.model.HasFrontEnd() || t.features {
+		return nil
+	}
+	start := time.Now()
+	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len()}
+	if t.cfg.Test != nil {
+		p.Examples += t.cfg.Test.Len()
+	}
+	if t.cfg.OnFrontEnd != nil {
+		t.cfg.OnFrontEnd(p)
+	}
+	train, err := t.model.frontEndFeatures(ctx, t.cfg.Train)
+	if err != nil {
+		return fmt.Errorf("nn: training set: %w", err)
+	}
+	test := t.cfg.Test
+	if test != nil {
+		if test, err = t.model.frontEndFeatures(ctx, test); err != nil {
+			return fmt.Errorf("nn: test set: %w", err)
+		}
+	}
+	t.cfg.Train, t.cfg.Test = train, test
+	if n := len(t.labels) * datasets.Size(train); n > len(t.x) {
+		t.x = make([]float32, n)
+	}
+	t.features = true
+	if t.cfg.OnFrontEnd != nil {
+		p.Done, p.Elapsed = true, time.Since(start)
+		t.cfg.OnFrontEnd(p)
+	}
+	return nil
 }

@@ -11,26 +11,15 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )
 
 // embedded returns a stratified subset of n embedded training digits and the 2,000 test
 // digits.
-func embedded(t testing.TB, n int) (train, test datasets.Dataset) {
-	t.Helper()
-	tr, te, err := mnist.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := datasets.StratifiedSubset(tr, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sub, te
-}
+var embedded = clitest.MNIST
 
 func seedPtr(s uint64) *uint64 { return &s }
 

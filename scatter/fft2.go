@@ -1,21 +1,19 @@
 package scatter
 
-import "gonum.org/v1/gonum/dsp/fourier"
-
 // fft2 is a 2-D complex FFT on row-major grids (rows, then columns), with one 1-D plan per
 // length. It is not safe for concurrent use: every worker owns one.
 type fft2 struct {
-	plans map[int]*fourier.CmplxFFT
+	plans map[int]*cfft
 	col   []complex128
 }
 
-func (f *fft2) plan(n int) *fourier.CmplxFFT {
+func (f *fft2) plan(n int) *cfft {
 	if f.plans == nil {
-		f.plans = map[int]*fourier.CmplxFFT{}
+		f.plans = map[int]*cfft{}
 	}
 	p, ok := f.plans[n]
 	if !ok {
-		p = fourier.NewCmplxFFT(n)
+		p = newCFFT(n)
 		f.plans[n] = p
 	}
 	return p
@@ -36,12 +34,7 @@ func (f *fft2) inverse(x []complex128, M, N int) {
 func (f *fft2) transform(x []complex128, M, N int, inverse bool) {
 	row, col := f.plan(N), f.plan(M)
 	for i := 0; i < M; i++ {
-		r := x[i*N : (i+1)*N]
-		if inverse {
-			row.Sequence(r, r)
-		} else {
-			row.Coefficients(r, r)
-		}
+		row.transform(x[i*N:(i+1)*N], inverse)
 	}
 	if cap(f.col) < M {
 		f.col = make([]complex128, M)
@@ -51,11 +44,7 @@ func (f *fft2) transform(x []complex128, M, N int, inverse bool) {
 		for i := 0; i < M; i++ {
 			c[i] = x[i*N+j]
 		}
-		if inverse {
-			col.Sequence(c, c)
-		} else {
-			col.Coefficients(c, c)
-		}
+		col.transform(c, inverse)
 		for i := 0; i < M; i++ {
 			x[i*N+j] = c[i]
 		}

@@ -265,8 +265,12 @@ func subsample(dst, src []complex128, m, n, k int) (int, int) {
 	d := dst[:cm*cn]
 	clear(d)
 	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			d[(i%cm)*cn+j%cn] += src[i*n+j]
+		r := i % cm
+		drow := d[r*cn : (r+1)*cn]
+		for j0 := 0; j0 < n; j0 += cn {
+			for j, v := range src[i*n+j0 : i*n+j0+cn] {
+				drow[j] += v
+			}
 		}
 	}
 	s := complex(1/float64(k*k), 0)

@@ -6,8 +6,8 @@
     go run ./cmd/predict -checkpoint m.ckpt -json digits/ > pred.jsonl
     python3 scripts/check_export.py m.safetensors pred.jsonl
 
-The script builds a torch.nn.Sequential from the architecture stored in the file's
-metadata ("privtrain.architecture"), loads the tensors with load_state_dict (strict), reads
+The script builds the torch.nn.Sequential that the file's metadata names ("privtrain.torch",
+PyTorch source; CenterCrop and torchvision's CenterCrop are defined here), loads the tensors with load_state_dict (strict), reads
 every input that predict named (PNG/JPEG files, "file.csv:N" rows, "idx-file:N" images),
 scales it as predict does (pixel v -> v/255; CSV values / --scale), runs the model on NCHW
 input and prints the largest absolute difference of the logits and of the probabilities,
@@ -16,8 +16,10 @@ and how many predicted classes agree. Exit status 1 if a difference exceeds --to
 It needs PyTorch (Debian: apt install python3-torch). The safetensors package and Pillow
 are used when installed; without them the file is parsed with struct + json and PNGs are
 decoded with zlib. --backend python runs the same Sequential semantics in pure Python
-instead of PyTorch (slow, but needs nothing; a check of the layouts without PyTorch).
-CI has no PyTorch, so this is a script, not a Go test.
+instead of PyTorch, built from the stored architecture ("privtrain.architecture": conv,
+dense, maxpool, avgpool, globalavgpool, groupnorm, crop, flatten, relu, tanh); slow, but
+needs nothing: a check of the layouts without PyTorch. nn's TestCheckExportScript runs
+both backends when python3 (and, for the torch one, PyTorch) is installed.
 """
 
 import argparse
@@ -166,7 +168,8 @@ def read_input(name, shape, scale):
 
 # ---- the model --------------------------------------------------------------------------
 
-def torch_model(arch, tensors):
+def torch_model(meta, tensors):
+    """The Sequential that the file's "privtrain.torch" metadata names, built by PyTorch."""
     import torch
     from torch import nn
 
@@ -179,35 +182,22 @@ def torch_model(arch, tensors):
             top, left = (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
             return x[..., top : top + self.h, left : left + self.w]
 
-    shape, mods = list(arch["input_shape"]), []
-    for layer in arch["layers"]:
-        kind, s = layer.get("type"), layer.get("settings") or {}
-        if kind == "conv":
-            stride = [v or 1 for v in s["stride"]]
-            mods.append(nn.Conv2d(shape[0], s["filters"], tuple(s["kernel"]), tuple(stride), tuple(s["padding"]), bias=not s["no_bias"]))
-            shape = [s["filters"]] + [(shape[1 + k] + 2 * s["padding"][k] - s["kernel"][k]) // stride[k] + 1 for k in range(2)]
-        elif kind == "maxpool":
-            stride = [v or s["kernel"][k] for k, v in enumerate(s["stride"])]
-            mods.append(nn.MaxPool2d(tuple(s["kernel"]), tuple(stride), tuple(s["padding"])))
-            shape = [shape[0]] + [(shape[1 + k] + 2 * s["padding"][k] - s["kernel"][k]) // stride[k] + 1 for k in range(2)]
-        elif kind == "crop":
-            mods.append(CenterCrop(s["height"], s["width"]))
-            shape = [shape[0], s["height"], s["width"]]
-        elif kind == "flatten":
-            mods.append(nn.Flatten())
-            shape = [math.prod(shape)]
-        elif kind == "dense":
-            mods.append(nn.Linear(shape[0], s["units"], bias=not s["no_bias"]))
-            shape = [s["units"]]
-        elif kind in ("relu", "tanh"):
-            mods.append(nn.ReLU() if kind == "relu" else nn.Tanh())
-        else:
-            raise SystemExit("layer type %r has no PyTorch module" % kind)
-    model = nn.Sequential(*mods)
+    class transforms:  # torchvision's CenterCrop((h, w)) for even margins, where it is ours
+        @staticmethod
+        def CenterCrop(size):
+            return CenterCrop(*size)
+
+    class torchvision:
+        pass
+
+    torchvision.transforms = transforms
+    arch = json.loads(meta["privtrain.architecture"])
+    model = eval(meta["privtrain.torch"], {"nn": nn, "torch": torch, "CenterCrop": CenterCrop, "torchvision": torchvision})
     dtype = {"F32": torch.float32, "F64": torch.float64}[next(iter(tensors.values()))[0]]
     state = {k: torch.tensor(v, dtype=dtype).reshape(shp) for k, (_, shp, v) in tensors.items()}
-    model.load_state_dict(state)  # strict: names and shapes must match the Sequential
+    # The dtype first: load_state_dict copies into the parameters' dtype (float32 by default).
     model.to(dtype).eval()
+    model.load_state_dict(state)  # strict: names and shapes must match the Sequential
 
     def run(xs):
         with torch.no_grad():
@@ -217,8 +207,20 @@ def torch_model(arch, tensors):
     return run
 
 
-def python_model(arch, tensors):
+def python_model(meta, tensors):
     """The same Sequential in pure Python, with PyTorch's semantics (NCHW, weights OIHW and [out, in])."""
+    arch = json.loads(meta["privtrain.architecture"])
+
+    def pool(x, shape, s, reduce):
+        C, H, W = shape
+        (kh, kw), (ph, pw) = s["kernel"], s["padding"]
+        sh, sw = [v or s["kernel"][k] for k, v in enumerate(s["stride"])]
+        OH, OW = (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1
+        y = [reduce([x[(c * H + rr) * W + qq]
+                     for rr in range(r * sh - ph, r * sh - ph + kh) if 0 <= rr < H
+                     for qq in range(q * sw - pw, q * sw - pw + kw) if 0 <= qq < W])
+             for c in range(C) for r in range(OH) for q in range(OW)]
+        return y, [C, OH, OW]
 
     def forward(x):
         shape, idx = list(arch["input_shape"]), 0
@@ -248,15 +250,24 @@ def python_model(arch, tensors):
                             y[(o * OH + r) * OW + q] = acc
                 x, shape = y, [F, OH, OW]
             elif kind == "maxpool":
+                x, shape = pool(x, shape, s, max)
+            elif kind == "avgpool":  # count_include_pad=False: the mean of the cells inside
+                x, shape = pool(x, shape, s, lambda v: sum(v) / len(v))
+            elif kind == "globalavgpool":
                 C, H, W = shape
-                (kh, kw), (ph, pw) = s["kernel"], s["padding"]
-                sh, sw = [v or s["kernel"][k] for k, v in enumerate(s["stride"])]
-                OH, OW = (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1
-                x = [max(x[(c * H + rr) * W + qq]
-                         for rr in range(r * sh - ph, r * sh - ph + kh) if 0 <= rr < H
-                         for qq in range(q * sw - pw, q * sw - pw + kw) if 0 <= qq < W)
-                     for c in range(C) for r in range(OH) for q in range(OW)]
-                shape = [C, OH, OW]
+                x, shape = [sum(x[c * H * W : (c + 1) * H * W]) / (H * W) for c in range(C)], [C, 1, 1]
+            elif kind == "groupnorm":  # per example, group: (x - mean) / sqrt(var + 1e-5), then gamma, beta
+                C, H, W = shape
+                per, y = C // s["groups"] * H * W, []
+                for g in range(s["groups"]):
+                    part = x[g * per : (g + 1) * per]
+                    mean = sum(part) / per
+                    var = sum((v - mean) ** 2 for v in part) / per
+                    y += [(v - mean) / math.sqrt(var + 1e-5) for v in part]
+                if not s["no_affine"]:
+                    gamma, beta = tensors["%d.weight" % i][2], tensors["%d.bias" % i][2]
+                    y = [gamma[k // (H * W)] * v + beta[k // (H * W)] for k, v in enumerate(y)]
+                x = y
             elif kind == "crop":
                 C, H, W = shape
                 t, l = (H - s["height"]) // 2, (W - s["width"]) // 2
@@ -300,7 +311,7 @@ def main():
     meta, tensors = load_safetensors(args.export)
     arch = json.loads(meta["privtrain.architecture"])
     build = torch_model if args.backend == "torch" else python_model
-    model = build(arch, tensors)
+    model = build(meta, tensors)
     with open(args.predictions) as f:
         preds = [json.loads(line) for line in f if line.strip()]
     xs = [read_input(p["input"], arch["input_shape"], args.scale) for p in preds]

@@ -3,6 +3,8 @@ package smoothing
 import (
 	"fmt"
 	"math"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Tensor names one parameter tensor of a model and its shape. A layout ([]Tensor) lists
@@ -48,13 +50,13 @@ func WholeVector() Option {
 // is built per distinct tensor length.
 //
 // A Laplacian keeps work buffers and is not safe for concurrent use.
-type Laplacian[T Float] struct {
+type Laplacian[T num.Float] struct {
 	sigma  float64
 	d      int
 	blocks []block[T]
 }
 
-type block[T Float] struct {
+type block[T num.Float] struct {
 	offset int
 	solver *Solver[T]
 }
@@ -62,7 +64,7 @@ type block[T Float] struct {
 // NewLaplacian returns the smoothing operator with constant σ ≥ 0 for vectors laid out as
 // layout (tensors in flat order, row-major). The layout must hold at least one tensor and
 // every dimension must be positive; a tensor with an empty shape is a scalar.
-func NewLaplacian[T Float](sigma float64, layout []Tensor, opts ...Option) (*Laplacian[T], error) {
+func NewLaplacian[T num.Float](sigma float64, layout []Tensor, opts ...Option) (*Laplacian[T], error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)

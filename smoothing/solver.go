@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Errors returned by this package; they are wrapped with context, so test them with
@@ -16,9 +18,6 @@ var (
 	ErrLength = errors.New("smoothing: length mismatch")
 )
 
-// Float is the element type of the vectors a [Solver] or [Laplacian] smooths.
-type Float interface{ ~float32 | ~float64 }
-
 // Solver applies A_σ⁻¹ to vectors of one fixed length d in O(d) time without allocating.
 //
 // A_σ has 1 + 2σ on the diagonal and −σ on the first off-diagonals and in the two periodic
@@ -28,7 +27,7 @@ type Float interface{ ~float32 | ~float64 }
 // values are float64 whatever T is.
 //
 // A Solver keeps a work buffer and is not safe for concurrent use.
-type Solver[T Float] struct {
+type Solver[T num.Float] struct {
 	d     int
 	sigma float64
 
@@ -43,7 +42,7 @@ type Solver[T Float] struct {
 
 // NewSolver returns a Solver for vectors of length d ≥ 1 and smoothing constant σ ≥ 0.
 // σ = 0 gives the identity.
-func NewSolver[T Float](d int, sigma float64) (*Solver[T], error) {
+func NewSolver[T num.Float](d int, sigma float64) (*Solver[T], error) {
 	if d < 1 {
 		return nil, fmt.Errorf("%w: length d = %d, want d ≥ 1", ErrInvalid, d)
 	}

@@ -74,6 +74,10 @@ type report struct {
 	PerClassAccuracy []*float64 `json:"per_class_accuracy"`
 	// ConfusionMatrix[true][predicted] counts examples.
 	ConfusionMatrix [][]int `json:"confusion_matrix"`
+	// Parameters are the parameters evaluated: "averaged" (train -ema's average, of
+	// decay EMA) or "raw" (EMA 0).
+	Parameters string  `json:"parameters"`
+	EMA        float64 `json:"ema"`
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -83,6 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "", "`PATH` of the data set, as for train: mnist: the embedded sample unless a directory of the four IDX files; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required")
 	split := fs.String("split", "test", "which part: test | train (for csv: and images: data, the held-out split of -test-fraction and -split-seed)")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
+	params := cli.AddParamsFlag(fs)
 	var own cli.DataFlags
 	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
@@ -97,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		c, p, err := cli.Predictor(*ckpt)
+		c, p, err := cli.PredictorParams(*ckpt, *params)
 		if err != nil {
 			return err
 		}
@@ -125,6 +130,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		r.Checkpoint, r.Model, r.Dataset, r.Split = *ckpt, c.Model, dsName, *split
+		r.Parameters = cli.ParamsRaw
+		if c.EMAParams != nil {
+			r.Parameters, r.EMA = cli.ParamsAveraged, c.EMA
+		}
 		if *jsonOut {
 			b, err := json.Marshal(r)
 			if err != nil {
@@ -241,6 +250,9 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 func printText(w io.Writer, r *report, c *nn.Checkpoint) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, c.DType, r.Checkpoint, c.Dataset.Name)
+	if c.EMA > 0 {
+		fmt.Fprintf(&b, "parameters %s (-params raw|averaged)\n", cli.ParamsDescription(c))
+	}
 	fmt.Fprintf(&b, "data       %s, %s split, %s examples\n", r.Dataset, r.Split, cli.Thousands(r.Examples))
 	fmt.Fprintf(&b, "accuracy   %.2f%% (%s correct)\n", 100*r.Accuracy, cli.Thousands(r.Correct))
 	fmt.Fprintf(&b, "loss       %.4f (mean cross-entropy)\n\n", r.Loss)

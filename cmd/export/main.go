@@ -33,8 +33,9 @@ const usageHeader = `usage: export -checkpoint FILE -o FILE.safetensors
 
 Writes the model of a checkpoint as a plain safetensors file for PyTorch: tensors named
 as in an nn.Sequential of the same layers (parameter-free layers counted), conv weights
-[out, in, kh, kw], dense weights [out, in], in the checkpoint's dtype. Prints the
-Sequential to load it into. Parameters only: no optimizer, ledger or seed.
+[out, in, kh, kw], dense weights [out, in], group-norm scale and shift [C], in the
+checkpoint's dtype. Prints the Sequential to load it into. Parameters only: no optimizer,
+ledger or seed. A layer without a torch.nn module (scattering2d) is refused.
 
 Flags:
 `
@@ -46,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
 	out := fs.String("o", "", "output `FILE`, e.g. model.safetensors (required)")
 	quiet := fs.Bool("q", false, "print nothing on success")
+	params := cli.AddParamsFlag(fs)
 	return cli.Run("export", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
 			return cli.Usagef("unexpected argument %q (flags only; see export -help)", fs.Arg(0))
@@ -61,8 +63,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return cli.Usagef("-o %s: directory %s does not exist", *out, dir)
 			}
 		}
+		if err := cli.CheckParams(*params); err != nil {
+			return err
+		}
 		c, err := cli.LoadCheckpoint(*ckpt)
 		if err != nil {
+			return err
+		}
+		if err := cli.SelectParams(c, *params); err != nil {
 			return err
 		}
 		m, err := nn.ModelFromCheckpoint(c, 1)
@@ -83,8 +91,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fmt.Errorf("reading back %s: %w", *out, err)
 		}
-		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v), input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
-			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors), m.DType(), cli.Shape(m.InputShape()), m.NumClasses())
+		which := "" // a run with train -ema: say which parameters were exported
+		if c.EMA > 0 {
+			which = ", " + cli.ParamsDescription(c) + " parameters"
+		}
+		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v%s), input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
+			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors), m.DType(), which, cli.Shape(m.InputShape()), m.NumClasses())
 		src := f.Metadata["privtrain.torch"]
 		imports := "from torch import nn\nimport safetensors.torch\n"
 		if strings.Contains(src, "torchvision.") {

@@ -101,3 +101,60 @@ func TestExport(t *testing.T) {
 		t.Errorf("-help: exit %d, %q", code, stdout)
 	}
 }
+
+// A checkpoint of a run with train -ema exports its average by default and its raw
+// parameters with -params raw: the exported values sum to the sum of each (the layouts
+// permute the values, the sum does not see it).
+func TestExportParams(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := clitest.MNIST(t, 256)
+	ckpt := clitest.AveragedCheckpoint(t, dir, models.LogisticRegression(), train, 0.8, nn.WithDType(nn.Float64))
+	c, err := nn.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(v []float64) (s float64) {
+		for _, x := range v {
+			s += x
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		which string
+		want  float64
+	}{{"averaged", sum(c.EMAParams)}, {"raw", sum(c.Params)}} {
+		out := filepath.Join(dir, tc.which+".safetensors")
+		code, stdout, stderr := runExport("-checkpoint", ckpt, "-o", out, "-params", tc.which)
+		if code != 0 {
+			t.Fatalf("-params %s: exit %d: %s", tc.which, code, stderr)
+		}
+		if !strings.Contains(stdout, tc.which) {
+			t.Errorf("-params %s: stdout does not say which parameters:\n%s", tc.which, stdout)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := checkpoint.DecodeSafetensors(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0.0
+		for _, tn := range f.Tensors {
+			v, err := tn.Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += sum(v)
+		}
+		if d := got - tc.want; d > 1e-9 || d < -1e-9 {
+			t.Errorf("-params %s: exported values sum to %v, want %v", tc.which, got, tc.want)
+		}
+	}
+	if sum(c.EMAParams) == sum(c.Params) {
+		t.Error("average and raw parameters have the same sum; the test shows nothing")
+	}
+	if code, _, stderr := runExport("-checkpoint", ckpt, "-o", filepath.Join(dir, "x.safetensors"), "-params", "mean"); code != 2 || !strings.Contains(stderr, "-params") {
+		t.Errorf("-params mean: exit %d, %q", code, stderr)
+	}
+}

@@ -310,3 +310,35 @@ func TestPredictRGB(t *testing.T) {
 		}
 	}
 }
+
+// For an all-zero input, logistic regression's logits are its biases (the last 10
+// parameters): the average's by default, the raw ones with -params raw.
+func TestPredictParams(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := clitest.MNIST(t, 256)
+	ckpt := clitest.AveragedCheckpoint(t, dir, models.LogisticRegression(), train, 0.8, nn.WithDType(nn.Float64))
+	c, err := nn.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := filepath.Join(dir, "zeros.csv")
+	if err := os.WriteFile(zeros, []byte(strings.Repeat("0,", 783)+"0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		which string
+		bias  []float64
+	}{{"averaged", c.EMAParams[len(c.EMAParams)-10:]}, {"raw", c.Params[len(c.Params)-10:]}} {
+		code, stdout, stderr := runPredict("-checkpoint", ckpt, "-json", "-params", tc.which, zeros)
+		if code != 0 {
+			t.Fatalf("-params %s: exit %d: %s", tc.which, code, stderr)
+		}
+		got := parseLines(t, stdout)
+		if len(got) != 1 || !slices.Equal(got[0].Logits, tc.bias) {
+			t.Errorf("-params %s: logits %v, want the biases %v", tc.which, got, tc.bias)
+		}
+	}
+	if slices.Equal(c.EMAParams[len(c.EMAParams)-10:], c.Params[len(c.Params)-10:]) {
+		t.Error("averaged and raw biases are equal; the test shows nothing")
+	}
+}

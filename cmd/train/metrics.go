@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -26,12 +27,18 @@ type metricRecord struct {
 	// adaptive the C_t the next step uses, otherwise the fixed -clip.
 	ClipNorm *float64 `json:"clip_norm,omitempty"`
 	Seconds  float64  `json:"seconds"`
+	// LearningRate is the rate of the epoch's last step; EMA the decay of the parameter
+	// average whose test metrics these are (absent: the raw parameters').
+	LearningRate *float64 `json:"learning_rate,omitempty"`
+	EMA          float64  `json:"ema,omitempty"`
 }
 
 // metricsLog writes the -metrics file and keeps the records for -plot.
 type metricsLog struct {
 	f       *os.File
 	records []metricRecord
+	ema     float64          // -ema (0: none)
+	rate    dpoptim.Schedule // the learning rate of each step (nil: not recorded)
 }
 
 // openMetrics creates the metrics file (path "" keeps the records in memory only). A
@@ -78,6 +85,10 @@ func (l *metricsLog) write(m nn.EpochMetrics) error {
 		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
 		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),
 		TestAccuracy: jsonnum.FiniteOrNil(m.TestAccuracy), Epsilon: jsonnum.FiniteOrNil(m.Epsilon), Seconds: m.Seconds,
+		EMA: l.ema,
+	}
+	if l.rate != nil && m.Step > 0 {
+		r.LearningRate = jsonnum.FiniteOrNil(l.rate.Rate(m.Step - 1))
 	}
 	if m.ClipNorm > 0 {
 		r.ClipNorm = jsonnum.FiniteOrNil(m.ClipNorm)

@@ -250,7 +250,7 @@ func lrString(o *options) string {
 	if spec.stepSize != nil {
 		return spec.stepSize(o.lr)
 	}
-	s := fmt.Sprintf("lr %g (%s)", o.lr, o.lrSchedule)
+	s := fmt.Sprintf("lr %g (%s%s)", o.lr, o.lrSchedule, warmupString(o))
 	if spec.takesFlag("momentum") && o.momentum > 0 {
 		s += fmt.Sprintf(", momentum %g", o.momentum)
 	}

@@ -37,7 +37,6 @@ const (
 )
 
 var (
-	modelNames   = []string{"logreg", "mlp", "cnn", "cifar-cnn"}
 	datasetNames = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
 	// builtinShape is the example shape of the built-in data sets.
 	builtinShape = cli.BuiltinShape
@@ -50,6 +49,10 @@ type options struct {
 	optimizer              string
 	lr                     float64
 	lrSchedule             string
+	warmupSteps            int     // -warmup-steps (schedule.go)
+	ema                    float64 // -ema decay, 0: no averaging (schedule.go)
+	planSteps              int     // the plan's steps, set once the data is loaded (0 before)
+	decaySteps             int     // a cosine schedule's horizon, set by scheduleFor (0: none)
 	momentum               float64
 	batch, physicalBatch   int
 	epochs                 int
@@ -74,6 +77,7 @@ type options struct {
 	privacyFromCheckpoint  bool
 	physicalBatchDefaulted bool
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
+	aug                    augmentFlags // -augmult, -augment
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -90,13 +94,15 @@ const settingCalibratedFor = "noise-calibrated-for"
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
-	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32). Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
-	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs: relu | tanh")
+	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end, C×28×28 or C×32×32); see Models below. Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
+	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs (and scatter-cnn): relu | tanh")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
 	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())
 	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
-	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1)")
+	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1) | cosine[:ALPHA] (half a cosine from lr down to ALPHA·lr over the plan's steps after any warm-up, then ALPHA·lr; default ALPHA=0). With -warmup-steps its step numbers count from the end of the warm-up")
+	fs.IntVar(&o.warmupSteps, "warmup-steps", 0, "linear learning-rate warm-up: the rate rises from 0 to the -lr-schedule's first rate over the first `N` steps (step t < N has rate lr·t/N), then the -lr-schedule runs (0: no warm-up)")
+	fs.Float64Var(&o.ema, "ema", 0, "keep an exponential moving average of the parameters with decay `β` in (0, 1) (β_t = min(β, (1+t)/(10+t)) as in JAX Privacy; e.g. 0.999): the test evaluations, the final accuracy and models loaded from the checkpoint use the average; post-processing, no privacy cost (0: off)")
 	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
@@ -119,6 +125,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	addAugmentFlags(fs, &o.aug)
 	for _, f := range optimizerFlags {
 		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
 	}
@@ -176,6 +183,9 @@ func (o *options) validate() error {
 	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
 		return err
 	}
+	if err := o.validateScheduleAndAverage(); err != nil {
+		return err
+	}
 	if err := o.validateOptimizer(); err != nil {
 		return err
 	}
@@ -187,6 +197,9 @@ func (o *options) validate() error {
 	}
 	if o.epochs < 1 {
 		return usagef("-epochs %d: want ≥ 1", o.epochs)
+	}
+	if err := o.validateAugment(); err != nil {
+		return err
 	}
 	if o.checkpointEvery < 0 {
 		return usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)
@@ -228,7 +241,7 @@ func (o *options) validate() error {
 func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 	name, args, _ := strings.Cut(s, ":")
 	bad := func(why string) error {
-		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time or inverse-sqrt[:A:C])", s, why)
+		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
 	}
 	nums := func(want int) ([]float64, error) {
 		parts := strings.Split(args, ":")
@@ -277,6 +290,19 @@ func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 			return nil, bad("A must be > 0 and C ≥ 0")
 		}
 		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
+	case "cosine":
+		// Steps is the plan's, filled in by scheduleFor once the data is loaded.
+		if args == "" {
+			return dpoptim.Cosine{Initial: lr}, nil
+		}
+		v, err := nums(1)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] >= 0 && v[0] <= 1) {
+			return nil, bad("ALPHA must be in [0, 1]")
+		}
+		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
 	}
 	return nil, bad("unknown schedule")
 }

@@ -88,8 +88,15 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		spec = models.MNISTCNN(act)
 	case "cifar-cnn":
 		spec = models.CIFAR10CNN(act)
+	case "cifar-tb-cnn":
+		spec = models.CIFAR10TBCNN(act)
+	case "scatter-linear", "scatter-cnn":
+		var err error
+		if spec, err = scatterSpec(o.model, shape, act); err != nil {
+			return nn.Spec{}, usagef("%v, but -dataset %s has examples of %s", err, o.dataset, cli.Shape(shape))
+		}
 	}
-	if o.model == "cnn" || o.model == "cifar-cnn" {
+	if o.model == "cnn" || o.model == "cifar-cnn" || o.model == "cifar-tb-cnn" {
 		want := spec.InputShape
 		if len(shape) != 3 || shape[1] != want[1] || shape[2] != want[2] {
 			return nn.Spec{}, usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",

@@ -59,8 +59,9 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
 		t.Optimizer().Name(), m.Name(), cli.Thousands(m.NumParams()), m.DType(), dataName,
 		cli.Thousands(train.Len()), cli.Thousands(test.Len()), exampleShape(train.Shape()))
-	if why := m.EngineReason(); why != "" {
-		fmt.Fprintf(r.w, "engine: Gorgonia, much slower than the native kernels: %s\n", why)
+	if m.Engine() == nn.EngineGorgonia {
+		// A layer without a native kernel must never slow a run down silently.
+		fmt.Fprintf(r.w, "engine: Gorgonia (much slower than the native engine): %s\n", m.EngineReason())
 	}
 	fmt.Fprintf(r.w, "plan: %s sampling, q = %.4g (expected batch %d, physical batch %d), %d epochs × %d steps = %d steps; %s\n",
 		samplingName(p.Sampling), p.SampleRate, p.BatchSize, p.PhysicalBatch, p.Epochs, p.StepsPerEpoch, p.Steps, lrString(o))
@@ -87,6 +88,10 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
 	}
+	if o.ema > 0 {
+		fmt.Fprintf(r.w, "averaging: EMA of the parameters with β = %g (β_t = min(β, (1+t)/(10+t))); evaluations use the average, training goes on from the raw parameters; post-processing, no privacy cost\n", o.ema)
+	}
+	o.augmentHeader(r.w)
 	if s := t.Steps(); s > 0 {
 		spent, _ := t.Spent()
 		fmt.Fprintf(r.w, "resumed: from %s at step %d of %d (%s), ε spent so far %s\n", o.resume, s, p.Steps, epochPosition(s, p), epsString(spent.Epsilon))
@@ -245,6 +250,8 @@ type summary struct {
 	SampleRate        float64  `json:"sample_rate"`
 	Batch             int      `json:"batch"`
 	PhysicalBatch     int      `json:"physical_batch"`
+	Augmult           int      `json:"augmult,omitempty"` // views per example (-augmult), absent without
+	Augment           string   `json:"augment,omitempty"` // the views (-augment)
 	Steps             int      `json:"steps"`
 	Epochs            int      `json:"epochs"`
 	Model             string   `json:"model"`
@@ -263,6 +270,10 @@ type summary struct {
 	// records).
 	FinalClip     float64 `json:"final_clip,omitempty"`
 	GradientNoise float64 `json:"gradient_noise_multiplier,omitempty"`
+
+	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
+	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
+	EMA         float64 `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
 }
 
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
@@ -294,6 +305,9 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		TestExamples:    test.Len(),
 		WallSeconds:     wall.Seconds(),
 		TrainSeconds:    res.Elapsed.Seconds(),
+		LRSchedule:      o.lrSchedule,
+		WarmupSteps:     o.warmupSteps,
+		EMA:             o.ema,
 	}
 	if p.Private && strings.HasPrefix(p.ClipRule, "adaptive") {
 		s.FinalClip, s.GradientNoise = t.ClipNorm(), t.GradientNoiseMultiplier()
@@ -309,6 +323,10 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		}
 	} else {
 		s.Accountant = "none"
+	}
+	if o.aug.k > 0 {
+		a, _ := o.augment()
+		s.Augmult, s.Augment = o.aug.k, augmentSpec(a)
 	}
 	if res.Elapsed > 0 {
 		s.ExamplesPerSecond = float64(res.Examples) / res.Elapsed.Seconds()
@@ -384,6 +402,9 @@ func (s *summary) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
 	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
+	if s.EMA > 0 {
+		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the test accuracy is the average's\n", s.EMA)
+	}
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
 }
 

@@ -83,6 +83,7 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 	flags.SetOutput(w)
 	flags.PrintDefaults()
 	flags.SetOutput(io.Discard)
+	printModels(w)
 }
 
 // oneLine keeps an error message on one line.
@@ -146,19 +147,24 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
+	o.augmentPhysicalBatch()
 	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
 	if err != nil {
 		return 0, err
 	}
+	o.planSteps = accountant.StepsPerEpoch(trainSet.Len(), o.batch) * o.epochs
 	rule, err := buildRule(o)
 	if err != nil {
 		return 0, err
 	}
 	cfg := nn.TrainerConfig{
 		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(),
+		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 	}
 	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
+	if err := o.augmentConfig(&cfg); err != nil {
+		return 0, err
+	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
 		cfg.Seed = &seed
@@ -171,6 +177,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
+	cfg.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
 			return 0, usagef("%v", err)
@@ -195,6 +202,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	defer s.metrics.close()
+	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
@@ -309,6 +317,7 @@ func (o *options) resolve() {
 		}
 	}
 	o.resolveOptimizer()
+	o.resolveModelDefaults()
 	if !private(o.optimizer) {
 		if !o.given("batch") {
 			o.batch = defaultNonPrivateBatch
@@ -347,11 +356,13 @@ func (o *options) settings() map[string]string {
 		"sampling":    o.sampling,
 		"float64":     strconv.FormatBool(o.float64),
 	}
-	if o.model != "logreg" {
+	if o.model != "logreg" && o.model != "scatter-linear" {
 		s["activation"] = o.activation
 	}
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
+	o.scheduleSettings(s)
+	o.augmentSettings(s)
 	if o.calibratedForSetting != "" {
 		s[settingCalibratedFor] = o.calibratedForSetting
 	}
@@ -396,6 +407,9 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 	}
 	if !o.set["seed"] && c.Seeded {
 		o.seed, o.seedFromCheckpoint = c.Seed, true
+	}
+	if err := o.checkResumedHorizon(c); err != nil {
+		return err
 	}
 	if c.Plan.Private && !o.set["noise"] && !o.set["epsilon"] {
 		o.privacyFromCheckpoint = true
@@ -478,8 +492,10 @@ func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
 	return nn.New(spec, o.physicalBatch, opts...)
 }
 
+// buildRule makes the update rule; a cosine schedule decays over o.planSteps (0 before
+// the data is loaded: a rule to inspect, not to train).
 func buildRule(o *options) (dpoptim.Rule, error) {
-	sched, err := parseSchedule(o.lrSchedule, o.lr)
+	sched, err := scheduleFor(o, o.planSteps)
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-optimizer", "dp-adam", "-momentum", "0.5"}, "-momentum"},
 		{[]string{"-ls-sigma", "2"}, "-ls-sigma"},
 		{[]string{"-optimizer", "dp-lssgd", "-ls-sigma", "-1"}, "-ls-sigma"},
-		{[]string{"-lr-schedule", "cosine"}, "-lr-schedule"},
+		{[]string{"-lr-schedule", "exponential"}, "-lr-schedule"},
 		{[]string{"-lr-schedule", "step:x:0.1"}, "-lr-schedule"},
 		{[]string{"-lr-schedule", "step:10"}, "-lr-schedule"},
 		{[]string{"-optimizer", "adp-sgd", "-lr-schedule", "inverse-time"}, "-lr-schedule"},

@@ -64,13 +64,20 @@ func Random(t testing.TB, shape []int, classes, n int) datasets.Dataset {
 // model well away from its random start) and saves it as dir/m.ckpt.
 func Checkpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, opts ...nn.Option) string {
 	t.Helper()
+	return AveragedCheckpoint(t, dir, spec, train, 0, opts...)
+}
+
+// AveragedCheckpoint is Checkpoint with parameter averaging of decay ema (TrainerConfig.EMA;
+// 0: none), so that the checkpoint holds an average besides the raw parameters.
+func AveragedCheckpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, ema float64, opts ...nn.Option) string {
+	t.Helper()
 	m, err := nn.New(spec, 64, append([]nn.Option{nn.WithSeed(1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seed := uint64(2)
 	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed})
+		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: ema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,148 @@
+package layers
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/privtrain/privtrain/internal/strictjson"
+)
+
+// A layer of this package describes itself to the outside in its own file: its stored
+// settings (registered by an init function with registerSettings or registerPlain,
+// listed by Codecs for nn's checkpoint architecture) and, where PyTorch has an
+// equivalent, its PyTorch module (TorchModule, and TorchParams where PyTorch lays the
+// parameters out differently). Neither nn nor any other package lists the kinds.
+
+// Codec stores one layer type: nn's checkpoint architecture holds a layer l as
+// {"type": Kind, "settings": Encode(l)} and rebuilds it with Decode.
+type Codec struct {
+	// Kind is the type's Kind(), the name it is stored under; Type its Go type.
+	Kind string
+	Type reflect.Type
+	// Encode returns l's settings as JSON (snake_case fields), or nil for a layer type
+	// without settings. l is of type Type.
+	Encode func(l Layer) (json.RawMessage, error)
+	// Decode rebuilds a layer from its settings (nil or empty for none). Unknown fields,
+	// data after the JSON value and values the type cannot hold are errors.
+	Decode func(settings json.RawMessage) (Layer, error)
+}
+
+var codecs = struct {
+	sync.Mutex
+	byKind map[string]Codec
+}{byKind: map[string]Codec{}}
+
+// Codecs lists the stored layer types of this package, ordered by kind.
+func Codecs() []Codec {
+	codecs.Lock()
+	defer codecs.Unlock()
+	out := make([]Codec, 0, len(codecs.byKind))
+	for _, c := range codecs.byKind {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Codec) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
+}
+
+func register(c Codec) {
+	codecs.Lock()
+	defer codecs.Unlock()
+	if _, dup := codecs.byKind[c.Kind]; dup || c.Kind == "" {
+		panic(fmt.Sprintf("layers: kind %q registered twice (or empty)", c.Kind))
+	}
+	codecs.byKind[c.Kind] = c
+}
+
+// registerSettings registers layer type L, stored as the JSON of its settings S: to takes
+// a layer's settings, from rebuilds the layer from decoded settings (and refuses values
+// it cannot hold). Call it from an init function in L's file.
+func registerSettings[L Layer, S any](to func(L) S, from func(S) (L, error)) {
+	var zero L
+	register(Codec{
+		Kind: zero.Kind(),
+		Type: reflect.TypeFor[L](),
+		Encode: func(l Layer) (json.RawMessage, error) {
+			return json.Marshal(to(l.(L)))
+		},
+		Decode: func(raw json.RawMessage) (Layer, error) {
+			var s S
+			if err := strictjson.Unmarshal(raw, &s); err != nil {
+				return nil, err
+			}
+			return from(s)
+		},
+	})
+}
+
+// registerPlain registers layer type L, which has no settings: it is stored without
+// any, and settings other than {} or null are refused.
+func registerPlain[L Layer]() {
+	var zero L
+	register(Codec{
+		Kind:   zero.Kind(),
+		Type:   reflect.TypeFor[L](),
+		Encode: func(Layer) (json.RawMessage, error) { return nil, nil },
+		Decode: func(raw json.RawMessage) (Layer, error) {
+			if s := strings.TrimSpace(string(raw)); s != "" && s != "{}" && s != "null" {
+				return nil, fmt.Errorf("%s takes no settings, got %s", zero.Kind(), raw)
+			}
+			return zero, nil
+		},
+	})
+}
+
+// kernelInit parses a stored weight initializer: a kernel initializer's String (Ones,
+// a normalisation layer's scale, is not one).
+func kernelInit(s string) (Initializer, error) {
+	for _, in := range []Initializer{GlorotUniform, HeNormal, Zeros} {
+		if in.String() == s {
+			return in, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown initializer %q", s)
+}
+
+// TorchExporter is a layer with a PyTorch equivalent. nn.ExportTorch writes a network as
+// a torch.nn.Sequential of its layers' modules, so a layer (of this package or any
+// other) that implements it can be exported.
+type TorchExporter interface {
+	Layer
+	// TorchModule is the PyTorch source of a module that computes what the layer
+	// computes, for per-example input shape in (NCHW batches in PyTorch), e.g.
+	// "nn.Linear(12, 4, bias=True)"; or an error saying why there is none. It is only
+	// called with shapes OutputShape accepted.
+	TorchModule(in []int) (string, error)
+}
+
+// TorchTensor is one entry of a PyTorch module's state_dict.
+type TorchTensor struct {
+	// Name is the entry's name within the module ("weight", "bias").
+	Name   string
+	Shape  []int
+	Values []float64
+}
+
+// TorchParamsExporter is a TorchExporter whose module lays its parameters out otherwise
+// than the layer (Dense: PyTorch's Linear holds the weight's transpose). Without it a
+// parameter is exported as it is: named by its ParamSpec.Name, with its ParamSpec.Shape.
+type TorchParamsExporter interface {
+	TorchExporter
+	// TorchParams returns the module's state_dict entries for input shape in, given the
+	// layer's parameters, one slice per ParamSpec in flat order.
+	TorchParams(in []int, params [][]float64) ([]TorchTensor, error)
+}
+
+// torchPair is a PyTorch 2-tuple: "(3, 3)".
+func torchPair(a [2]int) string { return fmt.Sprintf("(%d, %d)", a[0], a[1]) }
+
+// torchBool is a Python boolean.
+func torchBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}

@@ -1,0 +1,147 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/privtrain/privtrain/datasets"
+)
+
+// Augmentation multiplicity (De et al. 2022): the trainer loads K augmented views of
+// every sampled example into K consecutive rows of the physical batch, and the model
+// treats each group of K rows as one example whose gradient is the mean of its views'
+// gradients, clipped as a whole (clipping.Workspace.SetGroupSize). The sampling rate,
+// the sensitivity, the noise and the ledger are per example and do not change.
+
+// SettingAugment is the key under which NewTrainer records the augmentation (multiplicity
+// and views) in TrainerConfig.Settings, so that a checkpoint of the run refuses to resume
+// with another. It is absent without augmentation.
+const SettingAugment = "nn.augment"
+
+// grouper is implemented by both engines.
+type grouper interface {
+	setGroupSize(k int) error
+	groupSize() int
+}
+
+func (n *nativeNet[T]) setGroupSize(k int) error {
+	if err := n.ws.SetGroupSize(k); err != nil {
+		return err
+	}
+	// A chunk of examples is k chunks of the program's rows: keep the rows one chunk.
+	n.ws.SetChunkRows(max(1, n.train.Chunk()/k))
+	return nil
+}
+
+func (n *nativeNet[T]) groupSize() int { return n.ws.GroupSize() }
+
+func (n *net[T]) setGroupSize(k int) error { return n.ws.SetGroupSize(k) }
+
+func (n *net[T]) groupSize() int { return n.ws.GroupSize() }
+
+// SetGroupSize makes each example of ClippedGradient, Gradient and PerExampleGradient a
+// group of k consecutive rows of the batch (k views of one example): example i's gradient
+// is the mean of rows i·k … i·k+k−1's gradients, clipped as one, and the Stats' norms are
+// per example (BatchSize/k of them). The batch size must be a multiple of k; a mask must
+// mark a group's rows all real or all padding. Loss, Correct and Examples still count
+// rows. k = 1 (the default) is one row per example. A Trainer sets it from
+// TrainerConfig.AugmentMultiplicity.
+func (m *Model) SetGroupSize(k int) error {
+	g, ok := m.net.(grouper)
+	if !ok {
+		return fmt.Errorf("%w: the %v engine has no row groups", ErrSpec, m.engine)
+	}
+	if k < 1 || m.batch%k != 0 {
+		return fmt.Errorf("%w: group size %d does not divide the batch size %d", ErrBatch, k, m.batch)
+	}
+	if err := g.setGroupSize(k); err != nil {
+		return fmt.Errorf("nn: %w", err)
+	}
+	return nil
+}
+
+// GroupSize is the number of rows per example (SetGroupSize).
+func (m *Model) GroupSize() int {
+	if g, ok := m.net.(grouper); ok {
+		return g.groupSize()
+	}
+	return 1
+}
+
+// augmenter is a trainer's augmentation state: the views' key and one example's scratch.
+type augmenter struct {
+	k       int
+	aug     datasets.Augment
+	key     uint64
+	shape   []int
+	scratch []float32
+}
+
+// views is the number of rows per sampled example: K with augmentation, else 1.
+func (t *Trainer) views() int {
+	if t.aug == nil {
+		return 1
+	}
+	return t.aug.k
+}
+
+// setupAugment checks TrainerConfig.AugmentMultiplicity and Augment, sets the model's
+// group size and records the augmentation in the settings.
+func (t *Trainer) setupAugment() error {
+	k, a := t.cfg.AugmentMultiplicity, t.cfg.Augment
+	switch {
+	case k < 0:
+		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrTrainConfig, k)
+	case k == 0:
+		if !a.Identity() {
+			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", ErrTrainConfig, a)
+		}
+		return t.model.SetGroupSize(1)
+	case a.Identity():
+		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", ErrTrainConfig, k)
+	case t.model.BatchSize()%k != 0:
+		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrTrainConfig, t.model.BatchSize(), k)
+	}
+	shape := t.cfg.Train.Shape()
+	if err := a.Check(shape); err != nil {
+		return fmt.Errorf("%w: %v", ErrTrainConfig, err)
+	}
+	if err := t.model.SetGroupSize(k); err != nil {
+		return err
+	}
+	au := &augmenter{k: k, aug: a, shape: shape, scratch: make([]float32, datasets.Size(t.cfg.Train))}
+	if t.cfg.Seed != nil {
+		au.key = datasets.AugmentKey(*t.cfg.Seed)
+	} else {
+		var err error
+		if au.key, err = datasets.NewAugmentKey(); err != nil {
+			return err
+		}
+	}
+	if t.cfg.Settings == nil {
+		t.cfg.Settings = map[string]string{}
+	}
+	t.cfg.Settings[SettingAugment] = fmt.Sprintf("K=%d %v", k, a)
+	t.aug = au
+	return nil
+}
+
+// loadTrain fills the physical batch for the training examples idx: the examples
+// themselves, or with augmentation K views of each (rows j·K … j·K+K−1 for idx[j],
+// drawn from the key, the step, the example's index and the view).
+func (t *Trainer) loadTrain(idx []int) Batch {
+	if t.aug == nil {
+		return t.load(t.cfg.Train, idx)
+	}
+	a, k := t.aug, t.aug.k
+	size := len(t.x) / len(t.labels)
+	for r := range t.labels {
+		j := r / k
+		if j >= len(idx) {
+			t.mask[r] = false
+			continue
+		}
+		t.labels[r] = a.aug.View(t.cfg.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
+		t.mask[r] = true
+	}
+	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
+}

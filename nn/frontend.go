@@ -1,0 +1,213 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/layers"
+)
+
+// A spec whose first layers are layers.FrontEnd layers (fixed, parameter-free,
+// data-independent: layers.Scattering2D) runs them as a front end outside the trainable
+// network. New compiles only the layers after them, on the front end's output shape
+// (FeatureShape), so a Scattering2D, which has no native kernel, does not put the model
+// on the Gorgonia engine. The model's InputShape stays the raw input's: Predict,
+// Evaluate, Logits, Gradient and ClippedGradient on raw batches apply the front end to
+// the batch first, and the Trainer computes the features of its training and test sets
+// once, before its first step, and trains on those (FrontEndFeatures).
+//
+// The front end changes nothing about privacy: per-example gradients, their clipping and
+// the noise concern the trainable parameters only, exactly as if the features were the
+// data. The front end has no parameters and does not look at the data, so what it
+// computes from an example depends on that example alone, and the mechanism's
+// sensitivity is the clipping bound as before.
+
+// frontEnd is a model's leading FrontEnd layers, compiled for its input shape.
+type frontEnd struct {
+	stages []frontStage
+	in     []int // the raw per-example shape
+	out    []int // the features' per-example shape
+	raw    []float32
+}
+
+type frontStage struct {
+	layer     layers.Layer
+	transform func([]float32) ([]float32, error)
+}
+
+// newFrontEnd compiles the leading front-end layers of plan (nil if there are none).
+func newFrontEnd(plan []plannedLayer) (*frontEnd, error) {
+	var f *frontEnd
+	for _, pl := range plan {
+		if !pl.front {
+			break
+		}
+		fe := pl.layer.(layers.FrontEnd)
+		tr, err := fe.NewTransform(pl.in)
+		if err != nil {
+			return nil, fmt.Errorf("%w: front end %s: %v", ErrSpec, pl.layer.Kind(), err)
+		}
+		if f == nil {
+			f = &frontEnd{in: slices.Clone(pl.in)}
+		}
+		f.stages = append(f.stages, frontStage{layer: pl.layer, transform: tr})
+		f.out = slices.Clone(pl.out)
+	}
+	return f, nil
+}
+
+// len is the number of front-end layers (0 for nil).
+func (f *frontEnd) len() int {
+	if f == nil {
+		return 0
+	}
+	return len(f.stages)
+}
+
+// apply runs the stages on n examples laid end to end in x.
+func (f *frontEnd) apply(x []float32) ([]float32, error) {
+	n := len(x) / num.Prod(f.in)
+	for _, st := range f.stages {
+		var err error
+		if x, err = st.transform(x); err != nil {
+			return nil, err
+		}
+	}
+	if len(x) != n*num.Prod(f.out) {
+		return nil, fmt.Errorf("nn: front end returned %d values for %d examples of %v", len(x), n, f.out)
+	}
+	return x, nil
+}
+
+// String names the front-end layers: "scattering2d", or "scattering2d → …".
+func (f *frontEnd) String() string {
+	names := make([]string, len(f.stages))
+	for i, st := range f.stages {
+		names[i] = st.layer.Kind()
+	}
+	return strings.Join(names, " → ")
+}
+
+// HasFrontEnd says whether the model's spec starts with FrontEnd layers that run outside
+// the trainable network (see FeatureShape).
+func (m *Model) HasFrontEnd() bool { return m.front != nil }
+
+// FrontEnd names the model's front-end layers by kind ("scattering2d"); empty without one.
+func (m *Model) FrontEnd() string {
+	if m.front == nil {
+		return ""
+	}
+	return m.front.String()
+}
+
+// FeatureShape is the per-example input shape of the trainable network: the output of the
+// leading FrontEnd layers (e.g. [81 7 7] for a Scattering2D{J: 2, L: 8} of 1×28×28
+// images), or InputShape for a model without a front end.
+func (m *Model) FeatureShape() []int { return slices.Clone(m.inputShape) }
+
+// frontBatch returns b with its raw rows replaced by their features; b itself for a model
+// without a front end or a batch of features. Masked rows are transformed as zeros.
+func (m *Model) frontBatch(b Batch) (Batch, error) {
+	if m.front == nil || b.features {
+		return b, nil
+	}
+	B, L := m.batch, m.rawLen
+	if err := checkBatch(b, B, L); err != nil {
+		return b, err
+	}
+	f := m.front
+	if len(f.raw) != B*L {
+		f.raw = make([]float32, B*L)
+	}
+	for i := range B {
+		row := f.raw[i*L : (i+1)*L]
+		if b.Mask != nil && !b.Mask[i] {
+			clear(row)
+			continue
+		}
+		copy(row, b.X[i*L:(i+1)*L])
+		for j, v := range row {
+			if v != v || math.IsInf(float64(v), 0) {
+				return b, fmt.Errorf("%w: example %d value %d is %v", ErrBatch, i, j, v)
+			}
+		}
+	}
+	x, err := f.apply(f.raw)
+	if err != nil {
+		return b, fmt.Errorf("nn: front end %s: %w", f, err)
+	}
+	b.X, b.features = x, true
+	return b, nil
+}
+
+// frontEndChunk is how many examples FrontEndFeatures transforms at a time: enough to keep
+// every core busy, few enough that the raw images of a chunk stay small.
+const frontEndChunk = 512
+
+// FrontEndFeatures computes the front end's output for every example of ds (whose shape
+// must be the model's InputShape) once, on every core, and returns them as a dataset of
+// FeatureShape examples with ds's labels. For a model without a front end it returns ds.
+// The Trainer calls it for its training and test sets before the first step.
+func (m *Model) FrontEndFeatures(ds datasets.Dataset) (datasets.Dataset, error) {
+	return m.frontEndFeatures(context.Background(), ds)
+}
+
+// frontEndFeatures is FrontEndFeatures, stopping between chunks when ctx is done.
+func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
+	if m.front == nil {
+		return ds, nil
+	}
+	if !slices.Equal(ds.Shape(), m.rawShape) {
+		return nil, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrTrainConfig, ds.Shape(), m.name, m.rawShape)
+	}
+	L, F := m.rawLen, num.Prod(m.front.out)
+	n := ds.Len()
+	fs := &featureSet{shape: slices.Clone(m.front.out), size: F, classes: ds.NumClasses(), labels: make([]int32, n), values: make([]float32, n*F)}
+	buf := make([]float32, min(n, frontEndChunk)*L)
+	for lo := 0; lo < n; lo += frontEndChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("nn: front end %s stopped after %d of %d examples: %w", m.front, lo, n, err)
+		}
+		hi := min(n, lo+frontEndChunk)
+		for i := lo; i < hi; i++ {
+			fs.labels[i] = int32(ds.Example(i, buf[(i-lo)*L:(i-lo+1)*L]))
+		}
+		x, err := m.front.apply(buf[:(hi-lo)*L])
+		if err != nil {
+			return nil, fmt.Errorf("nn: front end %s of examples %d…%d: %w", m.front, lo, hi-1, err)
+		}
+		copy(fs.values[lo*F:hi*F], x)
+	}
+	return fs, nil
+}
+
+// featureSet is a dataset of precomputed front-end features.
+type featureSet struct {
+	shape   []int
+	size    int
+	classes int
+	labels  []int32
+	values  []float32
+}
+
+func (f *featureSet) Len() int        { return len(f.labels) }
+func (f *featureSet) Shape() []int    { return slices.Clone(f.shape) }
+func (f *featureSet) NumClasses() int { return f.classes }
+func (f *featureSet) Label(i int) int { return int(f.labels[i]) }
+func (f *featureSet) Example(i int, dst []float32) int {
+	if len(dst) != f.size {
+		panic(fmt.Sprintf("nn: features of %d values into a buffer of %d", f.size, len(dst)))
+	}
+	copy(dst, f.values[i*f.size:(i+1)*f.size])
+	return int(f.labels[i])
+}
+
+var (
+	_ datasets.Dataset = (*featureSet)(nil)
+	_ datasets.Labeler = (*featureSet)(nil)
+)
