@@ -57,6 +57,8 @@ type options struct {
 	noise, epsilon, delta  float64
 	accountant             string
 	lsSigma                float64
+	lsAxis                 string
+	lsAxisUnrecorded       bool
 	sampling               string
 	seed                   uint64
 	float64                bool
@@ -114,6 +116,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	for _, f := range optimizerFlags {
+		if f.text != nil {
+			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))
+			continue
+		}
 		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
 	}
 	addOwnDataFlags(fs, &o.own)
