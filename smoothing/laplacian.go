@@ -3,6 +3,8 @@ package smoothing
 import (
 	"fmt"
 	"math"
+
+	"github.com/privtrain/privtrain/internal/num"
 )
 
 // Tensor names one parameter tensor of a model and its shape. A layout ([]Tensor) lists
@@ -50,7 +52,7 @@ func WholeVector() Option {
 // distinct length of the periodic vectors smoothed.
 //
 // A Laplacian keeps work buffers and is not safe for concurrent use.
-type Laplacian[T Float] struct {
+type Laplacian[T num.Float] struct {
 	sigma    float64
 	d        int
 	segments []segment[T]
@@ -60,7 +62,7 @@ type Laplacian[T Float] struct {
 // segment is a stretch v[offset : offset+n] of the vector (a tensor, or all of it with
 // WholeVector), read in the order perm (nil: storage order) and cut into periodic
 // pieces of solver.d values each.
-type segment[T Float] struct {
+type segment[T num.Float] struct {
 	offset, n int
 	perm      []int
 	solver    *Solver[T]
@@ -70,7 +72,7 @@ type segment[T Float] struct {
 // layout (tensors in flat order, row-major). The layout must hold at least one tensor and
 // every dimension must be positive; a tensor with an empty shape is a scalar. [Axes]
 // chooses, per tensor, the order it is read in (default [Flat], the storage order).
-func NewLaplacian[T Float](sigma float64, layout []Tensor, opts ...Option) (*Laplacian[T], error) {
+func NewLaplacian[T num.Float](sigma float64, layout []Tensor, opts ...Option) (*Laplacian[T], error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
