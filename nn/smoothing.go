@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"strings"
+
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -15,21 +17,15 @@ import (
 //
 //	lap, err := smoothing.NewLaplacian[float64](sigma, layout, smoothing.Axes(m.SmoothingAxes()...))
 func (m *Model) SmoothingAxes() []smoothing.Axis {
-	axes := make([]smoothing.Axis, 0, len(m.layout))
-	shape := m.inputShape
-	for _, l := range m.layers {
-		for _, p := range l.Params(shape) {
-			a := smoothing.Flat()
-			if _, dense := l.(layers.Dense); dense && p.Name == "weight" && len(p.Shape) == 2 {
-				a = smoothing.Along(0)
-			}
-			axes = append(axes, a)
+	dense := layers.Dense{}.Kind()
+	axes := make([]smoothing.Axis, len(m.layout))
+	for i, p := range m.layout {
+		// p.Name is "<kind><n>.<param>" (ParamInfo).
+		layer, param, _ := strings.Cut(p.Name, ".")
+		kind := strings.TrimRight(layer, "0123456789")
+		if kind == dense && param == "weight" && len(p.Shape) == 2 {
+			axes[i] = smoothing.Along(0)
 		}
-		out, err := l.OutputShape(shape)
-		if err != nil {
-			break // New checked the shapes; not reached
-		}
-		shape = out
 	}
 	return axes
 }
