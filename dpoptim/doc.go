@@ -16,9 +16,11 @@
 // update is released. z_t = z for all rules except the ADP-SGD ones ([NoiseScaler]), whose
 // noise multiplier follows their step size.
 //
-// Typical use, DP-LSAdam on a model with a per-tensor layout:
+// Typical use, DP-LSAdam on a model with a per-tensor layout, each tensor smoothed along
+// the axis the DP-LSSGD code smooths (nn.Model.SmoothingAxes: dense weights along their
+// inputs; smoothing.Axis):
 //
-//	lap, _ := smoothing.NewLaplacian[float64](1.0, layout)
+//	lap, _ := smoothing.NewLaplacian[float64](1.0, layout, smoothing.Axes(m.SmoothingAxes()...))
 //	step, err := dpoptim.NewPrivate(dpoptim.NewAdam(dpoptim.Constant(1e-3)), dpoptim.PrivateConfig{
 //		NoiseMultiplier: 1.1, ClipNorm: 1, SampleRate: 256.0 / 60000, DatasetSize: 60000,
 //		Recorder: ledger, Smoother: lap,

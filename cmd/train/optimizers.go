@@ -21,7 +21,8 @@ type optimizerSpec struct {
 	// takes maps each optimizer flag (optimizerFlags) that the optimizer takes to its
 	// default; a flag not in it is an error for this optimizer. A flag it takes is
 	// recorded in the run's settings. "ls-sigma" also turns on Laplacian smoothing of
-	// the noisy gradient (DP-LSSGD, DP-LSAdam).
+	// the noisy gradient (DP-LSSGD, DP-LSAdam). A word-valued flag (optimizerFlag.text)
+	// maps to 0 here; its default is the flag's textDefault.
 	takes map[string]float64
 	// stepSize, when set, describes the optimizer's own step-size rule for learning
 	// rate lr ("step size 16/√(20+t)"); -lr-schedule must then stay constant.
@@ -45,10 +46,10 @@ var optimizers = []optimizerSpec{
 	{name: "dp-adam", private: true, lr: 1e-2,
 		help:  "DP-Adam",
 		build: buildAdam},
-	{name: "dp-lssgd", private: true, lr: 4, takes: map[string]float64{"momentum": 0, "ls-sigma": defaultLSSigma},
+	{name: "dp-lssgd", private: true, lr: 4, takes: map[string]float64{"momentum": 0, "ls-sigma": defaultLSSigma, "ls-axis": 0},
 		help:  "DP-SGD with Laplacian smoothing of the noisy gradient (DP-LSSGD, -ls-sigma)",
 		build: buildSGD},
-	{name: "dp-lsadam", private: true, lr: 1e-2, takes: map[string]float64{"ls-sigma": defaultLSSigma},
+	{name: "dp-lsadam", private: true, lr: 1e-2, takes: map[string]float64{"ls-sigma": defaultLSSigma, "ls-axis": 0},
 		help:  "DP-Adam with Laplacian smoothing (DP-LSAdam, -ls-sigma)",
 		build: buildAdam},
 	{name: "adp-sgd", private: true, lr: 16,
@@ -84,6 +85,12 @@ type optimizerFlag struct {
 	usage string                    // -help text; the optimizers that take it and their defaults are appended
 	value func(o *options) *float64 // the option the flag sets
 	check func(v float64) error     // a value's validation
+	// text, for a flag whose value is a word, is the option it sets instead of value;
+	// textDefault is its default for every optimizer that takes it, checkText its
+	// validation.
+	text        func(o *options) *string
+	textDefault string
+	checkText   func(s string) error
 }
 
 // optimizerFlags are the flags that depend on the optimizer.
@@ -104,6 +111,9 @@ var optimizerFlags = []optimizerFlag{
 			}
 			return nil
 		}},
+	{name: "ls-axis", usage: "which neighbours Laplacian smoothing averages: input (dense weights along their inputs, output unit after output unit, as the DP-LSSGD authors' PyTorch code; conv weights, biases in storage order) | flat (every tensor in storage order, a dense weight [in, out] across the outputs of one input; runs before -ls-axis) (default input)",
+		text: func(o *options) *string { return &o.lsAxis }, textDefault: "input",
+		checkText: func(s string) error { return oneOf("ls-axis", s, []string{"input", "flat"}) }},
 }
 
 // privacyFlags are the flags of private training: an error with a non-private optimizer.
@@ -202,7 +212,11 @@ func (o *options) resolveOptimizer() {
 	}
 	for _, f := range optimizerFlags {
 		if def, ok := spec.takes[f.name]; ok && !o.given(f.name) {
-			*f.value(o) = def
+			if f.text != nil {
+				*f.text(o) = f.textDefault
+			} else {
+				*f.value(o) = def
+			}
 		}
 	}
 }
@@ -216,7 +230,14 @@ func (o *options) validateOptimizer() error {
 		if o.set[f.name] && !spec.takesFlag(f.name) {
 			return usagef("-%s applies to %s, not %s", f.name, takers(f.name, false), o.optimizer)
 		}
-		if err := f.check(*f.value(o)); spec.takesFlag(f.name) && err != nil {
+		if !spec.takesFlag(f.name) {
+			continue
+		}
+		if f.text != nil {
+			if err := f.checkText(*f.text(o)); err != nil {
+				return err
+			}
+		} else if err := f.check(*f.value(o)); err != nil {
 			return err
 		}
 	}
@@ -237,10 +258,33 @@ func (o *options) validateOptimizer() error {
 func (o *options) optimizerSettings(s map[string]string) {
 	spec := lookupOptimizer(o.optimizer)
 	for _, f := range optimizerFlags {
-		if spec.takesFlag(f.name) {
+		switch {
+		case !spec.takesFlag(f.name) || f.name == "ls-axis" && o.lsAxisUnrecorded:
+		case f.text != nil:
+			s[f.name] = *f.text(o)
+		default:
 			s[f.name] = strconv.FormatFloat(*f.value(o), 'g', -1, 64)
 		}
 	}
+}
+
+// applyCheckpointLSAxis resumes a smoothed run whose checkpoint predates -ls-axis (its
+// settings do not name one): it smoothed every tensor in storage order, so it continues
+// with -ls-axis flat, and its settings keep leaving the flag out so that they still match
+// the checkpoint's. Asking for another axis is refused.
+func (o *options) applyCheckpointLSAxis(settings map[string]string) error {
+	spec := lookupOptimizer(settings["optimizer"])
+	if _, named := settings["ls-axis"]; spec == nil || !spec.takesFlag("ls-axis") || named {
+		return nil
+	}
+	if o.set["ls-axis"] && o.lsAxis != "flat" {
+		return usagef("-ls-axis %s: the checkpoint %s was written before -ls-axis and smoothed every tensor in storage order; resume it with -ls-axis flat (or without -ls-axis)", o.lsAxis, o.resume)
+	}
+	o.lsAxis, o.lsAxisUnrecorded = "flat", true
+	if !o.set["ls-axis"] {
+		o.fromCheckpoint = append(o.fromCheckpoint, "ls-axis")
+	}
+	return nil
 }
 
 // lrString describes the step size for the report and the plot: "lr 3 (constant),

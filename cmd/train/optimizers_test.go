@@ -38,7 +38,11 @@ func parseOptions(t *testing.T, args ...string) *options {
 func TestOptimizerTable(t *testing.T) {
 	flagNames := map[string]bool{}
 	for _, f := range optimizerFlags {
-		if f.name == "" || f.usage == "" || f.value == nil || f.check == nil {
+		if f.text != nil {
+			if f.name == "" || f.usage == "" || f.textDefault == "" || f.checkText == nil || textValues[f.name] == "" {
+				t.Errorf("word-valued optimizer flag %s: incomplete (or no other value in textValues)", f.name)
+			}
+		} else if f.name == "" || f.usage == "" || f.value == nil || f.check == nil {
 			t.Errorf("optimizer flag %+v: incomplete", f)
 		}
 		flagNames[f.name] = true
@@ -67,7 +71,11 @@ func TestOptimizerTable(t *testing.T) {
 				t.Errorf("%s takes %q, which is not an optimizer flag", name, f)
 				continue
 			}
-			if err := flagByName(f).check(def); err != nil {
+			if fl := flagByName(f); fl.text != nil {
+				if err := fl.checkText(fl.textDefault); err != nil {
+					t.Errorf("%s: default -%s %v is invalid: %v", name, f, fl.textDefault, err)
+				}
+			} else if err := fl.check(def); err != nil {
 				t.Errorf("%s: default -%s %v is invalid: %v", name, f, def, err)
 			}
 		}
@@ -82,7 +90,11 @@ func TestOptimizerTable(t *testing.T) {
 			t.Errorf("%s: resolved lr %v, want the table's %v", name, o.lr, spec.lr)
 		}
 		for f, def := range spec.takes {
-			if v := *flagByName(f).value(o); v != def {
+			if fl := flagByName(f); fl.text != nil {
+				if v := *fl.text(o); v != fl.textDefault {
+					t.Errorf("%s: resolved -%s %v, want the flag's default %v", name, f, v, fl.textDefault)
+				}
+			} else if v := *fl.value(o); v != def {
 				t.Errorf("%s: resolved -%s %v, want the table's %v", name, f, v, def)
 			}
 		}
@@ -129,7 +141,7 @@ func TestOptimizerTable(t *testing.T) {
 		// Non-default values of the flags it takes must be what a resumed run reads back.
 		args := []string{"-optimizer", name, "-model", "logreg", "-lr", "0.125"}
 		for f := range spec.takes {
-			args = append(args, "-"+f, "0.375")
+			args = append(args, "-"+f, otherValue(f))
 		}
 		o = parseOptions(t, args...)
 		if err := o.validate(); err != nil {
@@ -148,20 +160,24 @@ func TestOptimizerTable(t *testing.T) {
 			t.Errorf("%s: settings %v read back from a checkpoint as %v", name, s, got)
 		}
 		for f := range spec.takes {
-			if s[f] != "0.375" {
-				t.Errorf("%s: -%s 0.375 recorded as %q", name, f, s[f])
+			if s[f] != otherValue(f) {
+				t.Errorf("%s: -%s %s recorded as %q", name, f, otherValue(f), s[f])
 			}
 		}
 
 		// Each optimizer flag is accepted iff the optimizer takes it.
 		for _, f := range optimizerFlags {
-			o := parseOptions(t, "-optimizer", name, "-model", "logreg", "-"+f.name, "0.5")
+			v := "0.5"
+			if f.text != nil {
+				v = f.textDefault
+			}
+			o := parseOptions(t, "-optimizer", name, "-model", "logreg", "-"+f.name, v)
 			err := o.validate()
 			if spec.takesFlag(f.name) && err != nil {
-				t.Errorf("%s -%s 0.5: %v", name, f.name, err)
+				t.Errorf("%s -%s %s: %v", name, f.name, v, err)
 			}
 			if !spec.takesFlag(f.name) && (err == nil || !strings.Contains(err.Error(), "-"+f.name)) {
-				t.Errorf("%s -%s 0.5: error %v, want one naming -%s", name, f.name, err, f.name)
+				t.Errorf("%s -%s %s: error %v, want one naming -%s", name, f.name, v, err, f.name)
 			}
 		}
 		if spec.stepSize != nil {
@@ -193,11 +209,26 @@ func TestOptimizerTable(t *testing.T) {
 			if spec.takesFlag(f.name) && !strings.Contains(line, spec.name) {
 				t.Errorf("-help of -%s does not name %s: %q", f.name, spec.name, line)
 			}
-			if def, ok := spec.takes[f.name]; ok && !strings.Contains(line, "default "+strconv.FormatFloat(def, 'g', -1, 64)) {
-				t.Errorf("-help of -%s does not give %s's default %v: %q", f.name, spec.name, def, line)
+			want := func(def float64) string { return strconv.FormatFloat(def, 'g', -1, 64) }
+			if f.text != nil {
+				want = func(float64) string { return f.textDefault }
+			}
+			if def, ok := spec.takes[f.name]; ok && !strings.Contains(line, "default "+want(def)) {
+				t.Errorf("-help of -%s does not give %s's default %v: %q", f.name, spec.name, want(def), line)
 			}
 		}
 	}
+}
+
+// textValues gives each word-valued optimizer flag a valid value other than its default.
+var textValues = map[string]string{"ls-axis": "flat"}
+
+// otherValue is a valid value of optimizer flag name that is not its default.
+func otherValue(name string) string {
+	if flagByName(name).text != nil {
+		return textValues[name]
+	}
+	return "0.375"
 }
 
 func flagByName(name string) optimizerFlag {

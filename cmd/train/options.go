@@ -63,6 +63,8 @@ type options struct {
 	noise, epsilon, delta  float64
 	accountant             string
 	lsSigma                float64
+	lsAxis                 string
+	lsAxisUnrecorded       bool
 	sampling               string
 	seed                   uint64
 	float64                bool
@@ -127,6 +129,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	addAugmentFlags(fs, &o.aug)
 	for _, f := range optimizerFlags {
+		if f.text != nil {
+			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))
+			continue
+		}
 		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
 	}
 	addOwnDataFlags(fs, &o.own)

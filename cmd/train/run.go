@@ -391,6 +391,9 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 		}
 		o.fromCheckpoint = append(o.fromCheckpoint, name)
 	}
+	if err := o.applyCheckpointLSAxis(c.Settings); err != nil {
+		return err
+	}
 	if !o.set["epochs"] {
 		o.epochs = c.Plan.Epochs
 		o.fromCheckpoint = append(o.fromCheckpoint, "epochs")
@@ -529,7 +532,11 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 		for _, t := range m.Layout() {
 			layout = append(layout, smoothing.Tensor{Name: t.Name, Shape: t.Shape})
 		}
-		lap, err := smoothing.NewLaplacian[float64](o.lsSigma, layout)
+		var axes []smoothing.Option
+		if o.lsAxis == "input" {
+			axes = append(axes, smoothing.Axes(m.SmoothingAxes()...))
+		}
+		lap, err := smoothing.NewLaplacian[float64](o.lsSigma, layout, axes...)
 		if err != nil {
 			return nil, usagef("-ls-sigma %v: %v", o.lsSigma, err)
 		}
