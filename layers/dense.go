@@ -8,6 +8,7 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/smoothing"
 )
 
 // Dense is a fully connected layer Z = A·W + b with W of shape [in, Units] (as Keras) and b
@@ -198,3 +199,16 @@ func (l Dense) TorchParams(in []int, params [][]float64) ([]TorchTensor, error) 
 	}
 	return ts, nil
 }
+
+// SmoothingAxes: the weight, stored [in, out] here and [out, in] in PyTorch, is smoothed
+// along its inputs (smoothing.Along(0)), each output unit's inputs as PyTorch flattens
+// them; the bias in storage order.
+func (l Dense) SmoothingAxes(in []int) []smoothing.Axis {
+	axes := []smoothing.Axis{smoothing.Along(0)}
+	if !l.NoBias {
+		axes = append(axes, smoothing.Flat())
+	}
+	return axes
+}
+
+var _ Smoothed = Dense{}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/privtrain/privtrain/internal/strictjson"
+	"github.com/privtrain/privtrain/smoothing"
 )
 
 // A layer of this package describes itself to the outside in its own file: its stored
@@ -145,4 +146,15 @@ func torchBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// Smoothed is a layer whose parameter tensors DP-LSSGD's Laplacian smoothing should read
+// in another order than storage order by default: the order PyTorch stores them in, which
+// is what the DP-LSSGD authors' code smooths (each tensor flattened as param.view(-1)).
+// nn.Model.SmoothingAxes asks it; a layer that does not implement it is smoothed in
+// storage order (smoothing.Flat) tensor by tensor.
+type Smoothed interface {
+	Layer
+	// SmoothingAxes returns one axis per ParamSpec of Params(in), in the same order.
+	SmoothingAxes(in []int) []smoothing.Axis
 }
