@@ -145,10 +145,6 @@ func (m *Model) frontBatch(b Batch) (Batch, error) {
 	return b, nil
 }
 
-// frontEndChunk is how many examples FrontEndFeatures transforms at a time: enough to keep
-// every core busy, few enough that the raw images of a chunk stay small.
-const frontEndChunk = 512
-
 // FrontEndFeatures computes the front end's output for every example of ds (whose shape
 // must be the model's InputShape) once, on every core, and returns them as a dataset of
 // FeatureShape examples with ds's labels. For a model without a front end it returns ds.
@@ -165,49 +161,13 @@ func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (data
 	if !slices.Equal(ds.Shape(), m.rawShape) {
 		return nil, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrTrainConfig, ds.Shape(), m.name, m.rawShape)
 	}
-	L, F := m.rawLen, num.Prod(m.front.out)
-	n := ds.Len()
-	fs := &featureSet{shape: slices.Clone(m.front.out), size: F, classes: ds.NumClasses(), labels: make([]int32, n), values: make([]float32, n*F)}
-	buf := make([]float32, min(n, frontEndChunk)*L)
-	for lo := 0; lo < n; lo += frontEndChunk {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("nn: front end %s stopped after %d of %d examples: %w", m.front, lo, n, err)
-		}
-		hi := min(n, lo+frontEndChunk)
-		for i := lo; i < hi; i++ {
-			fs.labels[i] = int32(ds.Example(i, buf[(i-lo)*L:(i-lo+1)*L]))
-		}
-		x, err := m.front.apply(buf[:(hi-lo)*L])
-		if err != nil {
-			return nil, fmt.Errorf("nn: front end %s of examples %d…%d: %w", m.front, lo, hi-1, err)
-		}
-		copy(fs.values[lo*F:hi*F], x)
+	fs, err := datasets.Transform(ctx, ds, m.front.out, m.front.apply)
+	if err != nil {
+		return nil, fmt.Errorf("nn: front end %s: %w", m.front, err)
 	}
-	return fs, nil
+	return &featureSet{fs}, nil
 }
 
-// featureSet is a dataset of precomputed front-end features.
-type featureSet struct {
-	shape   []int
-	size    int
-	classes int
-	labels  []int32
-	values  []float32
-}
-
-func (f *featureSet) Len() int        { return len(f.labels) }
-func (f *featureSet) Shape() []int    { return slices.Clone(f.shape) }
-func (f *featureSet) NumClasses() int { return f.classes }
-func (f *featureSet) Label(i int) int { return int(f.labels[i]) }
-func (f *featureSet) Example(i int, dst []float32) int {
-	if len(dst) != f.size {
-		panic(fmt.Sprintf("nn: features of %d values into a buffer of %d", f.size, len(dst)))
-	}
-	copy(dst, f.values[i*f.size:(i+1)*f.size])
-	return int(f.labels[i])
-}
-
-var (
-	_ datasets.Dataset = (*featureSet)(nil)
-	_ datasets.Labeler = (*featureSet)(nil)
-)
+// featureSet marks a dataset of this model's precomputed front-end features, so that the
+// trainer loads its examples as features, not raw inputs.
+type featureSet struct{ *datasets.Features }
