@@ -45,6 +45,7 @@ var (
 // options are the parsed flags.
 type options struct {
 	model, activation      string
+	recipe                 string // -recipe NAME (recipe.go)
 	dataset, data          string
 	optimizer              string
 	lr                     float64
@@ -96,6 +97,7 @@ const settingCalibratedFor = "noise-calibrated-for"
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
+	fs.StringVar(&o.recipe, "recipe", "", "a named set of flag values (see Recipes below): "+strings.Join(recipeNames, " | ")+"; flags given override the recipe's values")
 	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end, C×28×28 or C×32×32); see Models below. Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
 	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs (and scatter-cnn): relu | tanh")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")

@@ -59,6 +59,9 @@ func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Datase
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
 		t.Optimizer().Name(), m.Name(), cli.Thousands(m.NumParams()), m.DType(), dataName,
 		cli.Thousands(train.Len()), cli.Thousands(test.Len()), exampleShape(train.Shape()))
+	if line := o.recipeLine(); line != "" {
+		fmt.Fprintf(r.w, "recipe: %s\n", line)
+	}
 	if m.Engine() == nn.EngineGorgonia {
 		// A layer without a native kernel must never slow a run down silently.
 		fmt.Fprintf(r.w, "engine: Gorgonia (much slower than the native engine): %s\n", m.EngineReason())
@@ -274,6 +277,8 @@ type summary struct {
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
 	EMA         float64 `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
+
+	Recipe string `json:"recipe,omitempty"` // -recipe NAME (absent without)
 }
 
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
@@ -308,6 +313,7 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		LRSchedule:      o.lrSchedule,
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
+		Recipe:          o.recipe,
 	}
 	if p.Private && strings.HasPrefix(p.ClipRule, "adaptive") {
 		s.FinalClip, s.GradientNoise = t.ClipNorm(), t.GradientNoiseMultiplier()
@@ -402,6 +408,11 @@ func (s *summary) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
 	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
+	if s.Recipe != "" {
+		if r := lookupRecipe(s.Recipe); r != nil {
+			fmt.Fprintf(w, "recipe          %s (%s; flags given override its values)\n", r.name, r.provenance)
+		}
+	}
 	if s.EMA > 0 {
 		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the test accuracy is the average's\n", s.EMA)
 	}

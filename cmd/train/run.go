@@ -60,6 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if err := o.applyRecipe(flags); err != nil {
+		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
+		return exitUsage
+	}
 
 	code, err := train(ctx, o, flags, start, stdout, stderr)
 	if err != nil {
@@ -84,6 +88,7 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 	flags.PrintDefaults()
 	flags.SetOutput(io.Discard)
 	printModels(w)
+	printRecipes(w)
 }
 
 // oneLine keeps an error message on one line.
