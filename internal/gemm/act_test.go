@@ -1,13 +1,10 @@
 package gemm
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -360,27 +357,7 @@ func testShapes[T Float](t *testing.T, path string, tolULP int64) {
 
 // TestGeneratedActUpToDate is TestGeneratedKernelsUpToDate for gen_act.go.
 func TestGeneratedActUpToDate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the generator")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "run", "gen_act.go", "-out", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go run gen_act.go: %v\n%s", err, out)
-	}
-	for _, name := range []string{"act_amd64.s", "act_coef.go"} {
-		want, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the output of gen_act.go: run go generate ./internal/gemm", name)
-		}
-	}
+	checkGenerated(t, "gen_act.go", "act_amd64.s", "act_coef.go")
 }
 
 // BenchmarkActivation compares, per element of 64K float32 values: Tanh, Sigmoid, the
