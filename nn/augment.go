@@ -98,6 +98,11 @@ func (t *Trainer) setupAugment() error {
 		return t.model.SetGroupSize(1)
 	case a.Identity():
 		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", ErrTrainConfig, k)
+	case t.model.HasFrontEnd():
+		// The trainer trains on the front end's cached features; views would crop and
+		// flip those, not the images, and recomputing the front end per view and step
+		// would undo the caching.
+		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", ErrTrainConfig, t.model.Name(), t.model.FrontEnd())
 	case t.model.BatchSize()%k != 0:
 		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrTrainConfig, t.model.BatchSize(), k)
 	}

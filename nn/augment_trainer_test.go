@@ -190,6 +190,17 @@ func TestAugmentConfigErrors(t *testing.T) {
 			t.Errorf("%s: %v, want ErrTrainConfig", tc.name, err)
 		}
 	}
+	// A front end's features are cached once per dataset: views of them would be crops of
+	// feature maps, not of images.
+	scat := Spec{Name: "scat8", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
+		layers.Scattering2D{J: 1, L: 4}, layers.Flatten{}, layers.Dense{Units: 3}}}
+	sm, err := New(scat, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, ErrTrainConfig) || !strings.Contains(err.Error(), "front end") {
+		t.Errorf("augmentation before a front end: %v, want ErrTrainConfig naming the front end", err)
+	}
 	logreg := Spec{Name: "lr", InputShape: []int{64}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
 	m, err := New(logreg, 8)
 	if err != nil {
