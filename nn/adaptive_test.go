@@ -9,6 +9,7 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
@@ -60,6 +61,28 @@ func TestAdaptiveTrainerCountsUnclippedExamples(t *testing.T) {
 	want := c0 * math.Exp(-eta*(float64(unclipped)/n-gamma))
 	if got := tr.ClipNorm(); math.Abs(math.Log(got/want)) > 5e-4 {
 		t.Errorf("C after one step = %v, want %v (%d of %d unclipped)", got, want, unclipped, n)
+	}
+}
+
+// With augmentation multiplicity the count is of examples, not of views: at a C_0 below
+// every norm no example is unclipped, so C grows by exp(η·γ). Counting rows (K per
+// example) would report n of n unclipped and shrink C instead.
+func TestAdaptiveCountsExamplesNotViews(t *testing.T) {
+	const n, eta, gamma, c0 = 64, 0.2, 0.5, 1e-9
+	train, _ := embedded(t, n)
+	tr := newTrainer(t, newModel(t, models.MNISTCNN(models.Tanh), 32, nn.WithSeed(3)), nn.TrainerConfig{
+		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
+		Sampling: nn.Shuffle, Seed: seedPtr(1),
+		AugmentMultiplicity: 2, Augment: datasets.Augment{Crop: true, Pad: 1},
+		Privacy: &nn.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
+			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
+	})
+	if res := run(t, tr); res.Steps != 1 {
+		t.Fatalf("%d steps, want 1", res.Steps)
+	}
+	want := c0 * math.Exp(eta*gamma)
+	if got := tr.ClipNorm(); math.Abs(math.Log(got/want)) > 5e-4 {
+		t.Errorf("C after one step = %v, want %v (no example unclipped)", got, want)
 	}
 }
 

@@ -674,7 +674,9 @@ func (t *Trainer) trainStep(k int) (int, error) {
 		var err error
 		if t.private != nil {
 			st, err = t.model.ClippedGradient(batch, t.clipRule(), t.grad)
-			unclipped += st.Examples - st.Clipped
+			// Examples, not rows: with augmentation multiplicity a row is one view, and
+			// the count's sensitivity of one is per example.
+			unclipped += len(chunk) - st.Clipped
 		} else {
 			st, err = t.model.Gradient(batch, t.grad)
 		}
