@@ -257,9 +257,13 @@ func TestDownloadCancel(t *testing.T) {
 	_, list := standardFiles(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
+	// The stalled body must stay shorter than the file's size: a body longer than
+	// the size is rejected as corrupt at once, before the cancel, and the
+	// downloader rightly moves on to the next mirror (this raced when the stall
+	// wrote 1000 bytes of a 330-byte file).
 	stall := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "1000000")
-		w.Write(make([]byte, 1000))
+		w.Header().Set("Content-Length", strconv.FormatInt(list[0].Size, 10))
+		w.Write(make([]byte, list[0].Size/2))
 		w.(http.Flusher).Flush()
 		close(started)
 		<-r.Context().Done()
