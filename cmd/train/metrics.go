@@ -31,6 +31,9 @@ type metricRecord struct {
 	// average whose test metrics these are (absent: the raw parameters').
 	LearningRate *float64 `json:"learning_rate,omitempty"`
 	EMA          float64  `json:"ema,omitempty"`
+	// EvalSplit names the split of test_loss and test_accuracy: "test", or "validation"
+	// (held out of the training set by -validation). Absent in files from before it.
+	EvalSplit string `json:"eval_split,omitempty"`
 }
 
 // metricsLog writes the -metrics file and keeps the records for -plot.
@@ -39,6 +42,7 @@ type metricsLog struct {
 	records []metricRecord
 	ema     float64          // -ema (0: none)
 	rate    dpoptim.Schedule // the learning rate of each step (nil: not recorded)
+	split   string           // the evaluated split (evalTest, evalValidation)
 }
 
 // openMetrics creates the metrics file (path "" keeps the records in memory only). A
@@ -85,7 +89,7 @@ func (l *metricsLog) write(m nn.EpochMetrics) error {
 		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
 		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),
 		TestAccuracy: jsonnum.FiniteOrNil(m.TestAccuracy), Epsilon: jsonnum.FiniteOrNil(m.Epsilon), Seconds: m.Seconds,
-		EMA: l.ema,
+		EMA: l.ema, EvalSplit: l.split,
 	}
 	if l.rate != nil && m.Step > 0 {
 		r.LearningRate = jsonnum.FiniteOrNil(l.rate.Rate(m.Step - 1))

@@ -81,6 +81,7 @@ type options struct {
 	physicalBatchDefaulted bool
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
 	aug                    augmentFlags // -augmult, -augment
+	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -126,10 +127,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it. The checkpoint's noise multiplier is kept: -epsilon then only sets the budget the rest of the run must stay within")
 	fs.BoolVar(&o.allowRewind, "allow-rewind", false, "with -resume: continue from a copy older than the newest checkpoint of the same run at -checkpoint; the steps it discards stay counted in ε")
-	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds; training loss and accuracy are not private)")
-	fs.StringVar(&o.plot, "plot", "", "draw test accuracy and ε per epoch into `FILE.png`")
+	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds, eval_split: test, or validation with -validation; training loss and accuracy are not private)")
+	fs.StringVar(&o.plot, "plot", "", "draw test (with -validation: validation) accuracy and ε per epoch into `FILE.png`")
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	addAugmentFlags(fs, &o.aug)
+	addValidationFlag(fs, o)
 	for _, f := range optimizerFlags {
 		if f.text != nil {
 			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))
@@ -175,6 +177,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := oneOf("sampling", o.sampling, []string{"poisson", "shuffle"}); err != nil {
+		return err
+	}
+	if err := o.validateValidation(); err != nil {
 		return err
 	}
 	if err := o.validateOwnData(); err != nil {

@@ -40,8 +40,11 @@ func (o *options) validateOwnData() error {
 		return ""
 	}
 	if kind == "" {
-		if f := given("label", "header", "scale", "test-fraction", "split-seed", "image-size", "channels"); f != "" {
+		if f := given("label", "header", "scale", "test-fraction", "image-size", "channels"); f != "" {
 			return usagef("-%s applies to -dataset csv:PATH or images:DIR, not %s", f, o.dataset)
+		}
+		if o.set["split-seed"] && o.validation == 0 {
+			return usagef("-split-seed applies to -dataset csv:PATH or images:DIR, or with -validation; not %s without -validation", o.dataset)
 		}
 	}
 	if f := given("labels"); f != "" && o.dataset != "cifar100" {

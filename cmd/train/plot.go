@@ -15,11 +15,11 @@ import (
 	"github.com/privtrain/privtrain/nn"
 )
 
-// writePlot draws the run's curves per epoch into a PNG: accuracy (training and test),
-// loss (training and test) and, for private training only, the ε spent against the
+// writePlot draws the run's curves per epoch into a PNG: accuracy (training and split,
+// the evaluated split: "test", or "validation" with -validation), loss (training and split) and, for private training only, the ε spent against the
 // target; one panel each so that each keeps its own scale, under a title with the
 // run's settings.
-func writePlot(path string, records []metricRecord, p nn.Plan, title string) error {
+func writePlot(path string, records []metricRecord, p nn.Plan, title, split string) error {
 	var trainAcc, testAcc, trainLoss, testLoss, eps plotter.XYs
 	if len(records) > 0 && records[0].Epoch == 1 && p.Private {
 		eps = append(eps, plotter.XY{}) // nothing is spent before the first step
@@ -50,12 +50,12 @@ func writePlot(path string, records []metricRecord, p nn.Plan, title string) err
 		trainName = "training (not covered by ε)"
 	}
 	acc := newPanel(title, "accuracy (%)")
-	if err := addCurves(acc, []curve{{trainName, trainAcc, trainColor, true}, {"test", testAcc, testColor, false}}); err != nil {
+	if err := addCurves(acc, []curve{{trainName, trainAcc, trainColor, true}, {split, testAcc, testColor, false}}); err != nil {
 		return err
 	}
 	acc.Legend.Top, acc.Legend.Left = false, false
 	loss := newPanel("Loss (cross-entropy)", "loss")
-	if err := addCurves(loss, []curve{{trainName, trainLoss, trainColor, true}, {"test", testLoss, testColor, false}}); err != nil {
+	if err := addCurves(loss, []curve{{trainName, trainLoss, trainColor, true}, {split, testLoss, testColor, false}}); err != nil {
 		return err
 	}
 	loss.Legend.Top = true

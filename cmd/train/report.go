@@ -38,7 +38,8 @@ type reporter struct {
 	// The ETAs extrapolate the time per step since the first step of this process
 	// (a resumed run does not count the steps of earlier processes).
 	started   time.Time
-	startStep int // steps done before this process's first step
+	startStep int    // steps done before this process's first step
+	split     string // the evaluated split's name in the epoch lines ("": test)
 }
 
 func newReporter(w io.Writer) *reporter {
@@ -56,9 +57,10 @@ func newReporter(w io.Writer) *reporter {
 // header prints what is about to happen, before the first step.
 func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Dataset, dataName string) {
 	m, p := t.Model(), t.Plan()
-	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s test examples of %s\n",
+	r.split = o.evalSplit()
+	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s %s examples of %s\n",
 		t.Optimizer().Name(), m.Name(), cli.Thousands(m.NumParams()), m.DType(), dataName,
-		cli.Thousands(train.Len()), cli.Thousands(test.Len()), exampleShape(train.Shape()))
+		cli.Thousands(train.Len()), cli.Thousands(test.Len()), o.evalSplit(), exampleShape(train.Shape()))
 	if line := o.recipeLine(); line != "" {
 		fmt.Fprintf(r.w, "recipe: %s\n", line)
 	}
@@ -185,9 +187,13 @@ func (r *reporter) epoch(m nn.EpochMetrics, p nn.Plan) {
 		per := r.now().Sub(r.started) / time.Duration(max(m.Step-r.startStep, 1))
 		eta = "  run ETA " + etaString(per*time.Duration(p.Steps-m.Step))
 	}
-	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  test %s  ε %s  %s%s\n",
+	split := evalTest
+	if r.split == evalValidation {
+		split = "val"
+	}
+	fmt.Fprintf(r.w, "epoch %*d/%d  step %*d  loss %.4f  train %s  %s %s  ε %s  %s%s\n",
 		len(fmt.Sprint(p.Epochs)), m.Epoch, p.Epochs, len(fmt.Sprint(p.Steps)), m.Step,
-		m.TrainLoss, percent(m.TrainAccuracy), percent(m.TestAccuracy), epsString(m.Epsilon),
+		m.TrainLoss, percent(m.TrainAccuracy), split, percent(m.TestAccuracy), epsString(m.Epsilon),
 		(time.Duration(m.Seconds*10) * time.Second / 10).String(), eta)
 	r.lastPlain = r.now()
 }
@@ -279,6 +285,14 @@ type summary struct {
 	EMA         float64 `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
 
 	Recipe string `json:"recipe,omitempty"` // -recipe NAME (absent without)
+
+	// EvalSplit names the split that test_accuracy, test_loss and test_examples are
+	// of: "test", or "validation", the part of the training set held out by
+	// -validation ValidationFraction with -split-seed SplitSeed (the field names stay
+	// for the scripts that read them).
+	EvalSplit          string  `json:"eval_split"`
+	ValidationFraction float64 `json:"validation_fraction,omitempty"`
+	SplitSeed          *uint64 `json:"validation_split_seed,omitempty"`
 }
 
 func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
@@ -314,6 +328,11 @@ func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
 		Recipe:          o.recipe,
+		EvalSplit:       o.evalSplit(),
+	}
+	if o.validation > 0 {
+		seed := o.own.SplitSeed
+		s.ValidationFraction, s.SplitSeed = o.validation, &seed
 	}
 	if p.Private && strings.HasPrefix(p.ClipRule, "adaptive") {
 		s.FinalClip, s.GradientNoise = t.ClipNorm(), t.GradientNoiseMultiplier()
@@ -376,9 +395,14 @@ func (s *summary) writeJSON(w io.Writer) error {
 func (s *summary) writeText(w io.Writer) {
 	acc := "– (no evaluation ran)"
 	if s.TestAccuracy != nil {
-		acc = fmt.Sprintf("%.2f%% on %s test examples (loss %.4f)", 100**s.TestAccuracy, cli.Thousands(s.TestExamples), *s.TestLoss)
+		acc = fmt.Sprintf("%.2f%% on %s %s examples (loss %.4f)", 100**s.TestAccuracy, cli.Thousands(s.TestExamples), s.EvalSplit, *s.TestLoss)
 	}
-	fmt.Fprintf(w, "test accuracy   %s\n", acc)
+	if s.EvalSplit == evalValidation {
+		fmt.Fprintf(w, "validation accuracy %s\n", acc)
+		fmt.Fprintf(w, "validation      -validation %g of the training set (split seed %d), not the test set; choosing hyper-parameters by it is not covered by ε\n", s.ValidationFraction, *s.SplitSeed)
+	} else {
+		fmt.Fprintf(w, "test accuracy   %s\n", acc)
+	}
 	if s.Private {
 		conv := map[string]string{"rdp/balle": "Balle et al. 2020 conversion", "rdp/classic": "classic conversion"}[s.Accountant]
 		eps := "∞" // no finite ε: the JSON summary's null
@@ -414,7 +438,7 @@ func (s *summary) writeText(w io.Writer) {
 		}
 	}
 	if s.EMA > 0 {
-		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the test accuracy is the average's\n", s.EMA)
+		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the %s accuracy is the average's\n", s.EMA, s.EvalSplit)
 	}
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
 }

@@ -32,7 +32,9 @@ const (
 
 const usageHeader = `usage: train [flags]
 
-Trains a network with differential privacy and reports test accuracy and (ε, δ).
+Trains a network with differential privacy and reports test accuracy and (ε, δ);
+with -validation FRACTION, the accuracy on a part of the training set held out for
+tuning instead (the test set is not used).
 With no flags: DP-SGD on the MNIST CNN, on the MNIST sample built into the binary
 (8,000 train / 2,000 test digits), ε = 3, δ = 1e-5. Your own data: -dataset csv:PATH
 (with -scale LO:HI) or -dataset images:DIR (one subfolder per class).
@@ -138,6 +140,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
+	if o.validation > 0 {
+		// The held-out part of the training set replaces the test set, which is
+		// never evaluated; the trainer and the accountant see the rest only.
+		notes = append(notes, validationNote(o, trainSet.Len()))
+		if trainSet, testSet, err = splitValidation(o, trainSet); err != nil {
+			return 0, err
+		}
+	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
 			return 0, usagef("-dataset %s: %v", o.dataset, err)
@@ -208,6 +218,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	defer s.metrics.close()
 	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
+	s.metrics.split = o.evalSplit()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
@@ -228,7 +239,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if o.plot != "" {
-		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName)); err != nil {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName), o.evalSplit()); err != nil {
 			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
 		}
 	}
@@ -368,6 +379,7 @@ func (o *options) settings() map[string]string {
 	o.ownDataSettings(s)
 	o.scheduleSettings(s)
 	o.augmentSettings(s)
+	o.validationSettings(s)
 	if o.calibratedForSetting != "" {
 		s[settingCalibratedFor] = o.calibratedForSetting
 	}
