@@ -127,6 +127,11 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
+	if ck != nil {
+		if err := o.checkResumedValidation(ck); err != nil {
+			return 0, err
+		}
+	}
 	if ck == nil && private(o.optimizer) && !o.set["noise"] {
 		o.calibratedFor = o.epsilon
 		o.calibratedForSetting = strconv.FormatFloat(o.epsilon, 'g', -1, 64)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // -validation FRACTION holds out part of the training set for tuning: the run trains on
@@ -104,4 +105,24 @@ func classCounts(ds datasets.Dataset) []int {
 func validationNote(o *options, trainN int) string {
 	return fmt.Sprintf("-validation %g: %s of the %s training examples held out for validation (split seed %d); the run evaluates on them, not on the test set, and trains on the rest",
 		o.validation, cli.Thousands(int(math.Round(o.validation*float64(trainN)))), cli.Thousands(trainN), o.own.SplitSeed)
+}
+
+// checkResumedValidation refuses to resume the run of checkpoint c with another
+// -validation fraction or split seed than it was trained with: the examples held out
+// would differ, and with them the training set. The message says what the run had.
+func (o *options) checkResumedValidation(c *nn.Checkpoint) error {
+	had := map[string]string{}
+	o.validationSettings(had)
+	old, now := c.Settings[settingValidation], had[settingValidation]
+	describe := func(fraction, seed string) string {
+		if fraction == "" {
+			return "no -validation (evaluated on the test set)"
+		}
+		return fmt.Sprintf("-validation %s -split-seed %s", fraction, seed)
+	}
+	if old != now || (old != "" && c.Settings["split-seed"] != had["split-seed"]) {
+		return usagef("-resume %s: the run was trained with %s, this command asks for %s; the held-out examples must stay the same (omit -validation and -split-seed to take the checkpoint's)",
+			o.resume, describe(old, c.Settings["split-seed"]), describe(now, had["split-seed"]))
+	}
+	return nil
 }
