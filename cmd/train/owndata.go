@@ -25,6 +25,7 @@ type ownDataFlags struct {
 
 func addOwnDataFlags(fs *flag.FlagSet, o *ownDataFlags) {
 	cli.AddDataFlags(fs, &o.DataFlags)
+	fs.Lookup("split-seed").Usage = "seed of the held-out splits, which examples are held out (not secret): csv, images: the train/test split; any data set: the -validation split"
 	fs.IntVar(&o.hidden, "hidden", defaultHidden, "mlp: units of the hidden layer")
 }
 

@@ -315,3 +315,11 @@ func TestValidationOwnData(t *testing.T) {
 		t.Errorf("summary %v: want 63 trained, 21 validation examples, split seed 1", s)
 	}
 }
+
+// TestValidationHelp: -help lists -validation and says that -split-seed seeds it.
+func TestValidationHelp(t *testing.T) {
+	_, stdout, _ := runCmd(t, context.Background(), "-help")
+	if !strings.Contains(stdout, "\n  -validation FRACTION\n") || !strings.Contains(stdout, "any data set: the -validation split") {
+		t.Errorf("-help does not describe -validation and its -split-seed:\n%s", stdout)
+	}
+}
