@@ -137,9 +137,10 @@ type FrontEndProgress struct {
 	Examples int           // training plus test examples
 	Done     bool          // false before the computation, true after it
 	Elapsed  time.Duration // the computation's wall time (when Done)
-	// Cache says, when Done and TrainerConfig.FeatureCache is set, where the features of
-	// the training set and then of the test set (if any) came from.
-	Cache []FeatureCacheUse
+	// CacheDir is TrainerConfig.FeatureCache. Cache says, when Done and CacheDir is set,
+	// where the features of the training set and then of the test set (if any) came from.
+	CacheDir string
+	Cache    []FeatureCacheUse
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -786,7 +787,7 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len()}
+	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len(), CacheDir: t.cfg.FeatureCache}
 	if t.cfg.Test != nil {
 		p.Examples += t.cfg.Test.Len()
 	}
