@@ -3,7 +3,6 @@ package nn
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -165,9 +164,7 @@ func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, 
 			}
 		}
 		ds.Example(i, x)
-		for _, v := range x {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-		}
+		buf = appendFloat32s(buf, x)
 		if len(buf) == cap(buf) || i == ds.Len()-1 {
 			h.Write(buf)
 			buf = buf[:0]

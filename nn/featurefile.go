@@ -135,10 +135,7 @@ func writeFeatureFile(path string, h featureHeader, next func() []float32) error
 				return fmt.Errorf("nn: feature file: %d values delivered with %d to go", len(x), left)
 			}
 			left -= len(x)
-			buf = buf[:0]
-			for _, v := range x {
-				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-			}
+			buf = appendFloat32s(buf[:0], x)
 			if _, err := bw.Write(buf); err != nil {
 				return err
 			}
@@ -209,4 +206,13 @@ func readFeatureFile(path string, key [32]byte, count int, shape []int) ([]float
 		return nil, fmt.Errorf("%w: SHA-256 checksum mismatch (the file is corrupt)", errFeatureFile)
 	}
 	return out, nil
+}
+
+// appendFloat32s appends the little-endian bits of x to b: the file's payload, and the
+// raw examples as the cache key hashes them.
+func appendFloat32s(b []byte, x []float32) []byte {
+	for _, v := range x {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
 }
