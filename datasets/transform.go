@@ -84,3 +84,26 @@ func (f *Features) Example(i int, dst []float32) int {
 	copy(dst, f.values[i*f.size:(i+1)*f.size])
 	return int(f.labels[i])
 }
+
+// NewFeatures is the Features dataset of per-example shape out whose example i has the
+// values values[i·Prod(out) : (i+1)·Prod(out)] and ds's label i: a transform of ds
+// computed earlier (a cache of Transform's output). It keeps values, which the caller
+// must not modify afterwards.
+func NewFeatures(ds Dataset, out []int, values []float32) (*Features, error) {
+	size := 1
+	for _, d := range out {
+		if d <= 0 {
+			return nil, fmt.Errorf("datasets: features of shape %v", out)
+		}
+		size *= d
+	}
+	n := ds.Len()
+	if len(values) != n*size {
+		return nil, fmt.Errorf("datasets: %d feature values for %d examples of shape %v, want %d", len(values), n, out, n*size)
+	}
+	fs := &Features{shape: slices.Clone(out), size: size, classes: ds.NumClasses(), labels: make([]int32, n), values: values}
+	for i, l := range Labels(ds) {
+		fs.labels[i] = int32(l)
+	}
+	return fs, nil
+}

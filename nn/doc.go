@@ -88,7 +88,11 @@
 // TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
 // noise concern the trainable parameters only, exactly as if the features were the data:
 // the front end costs no privacy. Checkpoints store the front-end layers in the
-// Architecture like any other.
+// Architecture like any other. With TrainerConfig.FeatureCache (Model.CachedFrontEndFeatures)
+// the features are kept in a directory under a SHA-256 key over the front end's settings,
+// the shapes, the dtype and every raw example, checksummed, and re-used by later runs on
+// the same data (featurecache.go); the files hold features of the private data and must
+// be protected like it.
 //
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph

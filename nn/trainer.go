@@ -121,6 +121,13 @@ type TrainerConfig struct {
 	// Scattering2D; see Model.FrontEndFeatures), which the first Run does before its
 	// first step. It is not called for a model without a front end.
 	OnFrontEnd func(FrontEndProgress)
+	// FeatureCache, if not empty, is a directory where the front end's features of the
+	// training and test sets are kept and re-used by later runs whose data and front end
+	// are identical (Model.CachedFrontEndFeatures; the file is named by a SHA-256 key over
+	// the front-end layers' settings, the shapes, the dtype and every raw example, and
+	// checked on load). The files hold features of the private data: protect the
+	// directory as the data. No effect for a model without a front end.
+	FeatureCache string
 }
 
 // FrontEndProgress describes the one-time computation of a model's front-end features
@@ -130,6 +137,10 @@ type FrontEndProgress struct {
 	Examples int           // training plus test examples
 	Done     bool          // false before the computation, true after it
 	Elapsed  time.Duration // the computation's wall time (when Done)
+	// CacheDir is TrainerConfig.FeatureCache. Cache says, when Done and CacheDir is set,
+	// where the features of the training set and then of the test set (if any) came from.
+	CacheDir string
+	Cache    []FeatureCacheUse
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -776,20 +787,29 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len()}
+	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len(), CacheDir: t.cfg.FeatureCache}
 	if t.cfg.Test != nil {
 		p.Examples += t.cfg.Test.Len()
 	}
 	if t.cfg.OnFrontEnd != nil {
 		t.cfg.OnFrontEnd(p)
 	}
-	train, err := t.model.frontEndFeatures(ctx, t.cfg.Train)
+	features := func(ds datasets.Dataset, set string) (datasets.Dataset, error) {
+		if t.cfg.FeatureCache == "" {
+			return t.model.frontEndFeatures(ctx, ds)
+		}
+		fs, use, err := t.model.cachedFrontEndFeatures(ctx, ds, t.cfg.FeatureCache)
+		use.Set = set
+		p.Cache = append(p.Cache, use)
+		return fs, err
+	}
+	train, err := features(t.cfg.Train, "training")
 	if err != nil {
 		return fmt.Errorf("nn: training set: %w", err)
 	}
 	test := t.cfg.Test
 	if test != nil {
-		if test, err = t.model.frontEndFeatures(ctx, test); err != nil {
+		if test, err = features(test, "test"); err != nil {
 			return fmt.Errorf("nn: test set: %w", err)
 		}
 	}

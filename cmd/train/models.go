@@ -165,7 +165,8 @@ func printModels(w io.Writer) {
 	}
 	fmt.Fprintf(w, "The scatter models compute the scattering features of the training and test sets once\n"+
 		"before the first step (about 2 ms of CPU per 28×28 image, 10 ms per 3×32×32); the transform has no\n"+
-		"parameters and does not look at the data, so it costs no privacy.\n")
+		"parameters and does not look at the data, so it costs no privacy. -feature-cache DIR keeps them for\n"+
+		"later runs on the same data (seeds, ε, optimizers): it must be protected like the data.\n")
 }
 
 func fmtFlag(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -177,9 +178,38 @@ func (r *reporter) frontEnd(p nn.FrontEndProgress) {
 		what = "scattering"
 	}
 	if !p.Done {
+		if p.CacheDir != "" {
+			fmt.Fprintf(r.w, "%s features (cache %s)… ", what, p.CacheDir)
+			return
+		}
 		fmt.Fprintf(r.w, "computing %s features… ", what)
 		return
 	}
-	fmt.Fprintf(r.w, "%s images, %.1f s\n", cli.Thousands(p.Examples), p.Elapsed.Seconds())
+	fmt.Fprintf(r.w, "%s images, %.1f s", cli.Thousands(p.Examples), p.Elapsed.Seconds())
+	var problems []string
+	for i, u := range p.Cache {
+		sep := " ("
+		if i > 0 {
+			sep = "; "
+		}
+		switch {
+		case u.Loaded:
+			fmt.Fprintf(r.w, "%s%s set loaded from cache %s", sep, u.Set, u.File)
+		case u.File == "":
+			fmt.Fprintf(r.w, "%s%s set computed, not cached", sep, u.Set)
+		default:
+			fmt.Fprintf(r.w, "%s%s set computed, cached in %s", sep, u.Set, u.File)
+		}
+		if u.Problem != "" {
+			problems = append(problems, u.Problem)
+		}
+	}
+	if len(p.Cache) > 0 {
+		fmt.Fprint(r.w, ")")
+	}
+	fmt.Fprintln(r.w)
+	for _, pr := range problems {
+		fmt.Fprintf(r.w, "warning: -feature-cache: %s\n", pr)
+	}
 	r.markStart(r.startStep) // the ETAs time the steps, not the features
 }

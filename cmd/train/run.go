@@ -180,6 +180,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	cfg := nn.TrainerConfig{
 		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
+		FeatureCache: o.featureCache,
 	}
 	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
