@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/privtrain/privtrain/clipping"
@@ -41,6 +42,9 @@ type Native[T num.Float] struct {
 	first  int         // first parametrised op: the backward pass stops there
 	taps   []clipping.Gradient[T]
 	gradSz int // largest activation, for the two gradient buffers
+	// start is the first op Forward runs: the ops of the layers NewNativeAfter skips
+	// come before it, and Input is their output (acts[start]); FrontForward runs them.
+	start int
 
 	mu      sync.Mutex
 	scratch []*nativeScratch[T]
@@ -247,6 +251,26 @@ func (c *compiler[T]) takeOrder() []int {
 // Backward; without, it only runs Forward. It returns ErrNotNative, naming the layer, for
 // a layer without a native kernel (any layer of another package).
 func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool) (*Native[T], error) {
+	return NewNativeAfter(layers, in, batch, params, train, 0)
+}
+
+// NewNativeAfter is NewNative for a network whose first skip layers (parameter-free ones)
+// have already been applied: it compiles all the layers exactly as NewNative does (so the
+// ops, the memory layout and the chunk size are NewNative's), but Forward starts after
+// the ops of layers[:skip], and Input is their output in Native's internal layout (an
+// image NHWC, a Flatten's vector in the order the next layer reads it): InputLen values
+// per example. FrontInput and FrontForward run the skipped ops on raw CHW input, so a
+// forward-only NewNativeAfter computes what the trainable one expects, bit for bit
+// (NewNativeFront wraps that).
+func NewNativeAfter[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool, skip int) (*Native[T], error) {
+	if skip < 0 || skip >= len(layers) {
+		return nil, fmt.Errorf("layers: skip %d of %d layers", skip, len(layers))
+	}
+	for i, l := range layers[:skip] {
+		if (i < len(params) && len(params[i]) > 0) || !Skippable(l) {
+			return nil, fmt.Errorf("layers: layer %d (%T) cannot be skipped: only parameter-free per-example layers can", i, l)
+		}
+	}
 	if batch <= 0 {
 		return nil, fmt.Errorf("layers: batch size %d", batch)
 	}
@@ -262,6 +286,9 @@ func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T,
 	c := &compiler[T]{nv: nv, layers: layers, batch: batch, train: train, cur: cur,
 		shapes: []activation{cur}, needBatch: []bool{true}} // the input is batch-sized: the caller fills it
 	for c.i = 0; c.i < len(layers); c.i++ {
+		if c.i == skip {
+			nv.start = len(nv.ops)
+		}
 		l := layers[c.i]
 		c.params = params[c.i]
 		if want := len(l.Params(shapeOf(c.cur))); len(c.params) != want {
@@ -285,7 +312,11 @@ func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T,
 		return nil, fmt.Errorf("layers: no parametrised layer")
 	}
 	c.needBatch[len(c.needBatch)-1] = true // logits
-	nv.layout(c.shapes, c.needBatch)
+	// The chunk size is sized as without skip (the same rows per call, so the same sums);
+	// the skipped ops' output is then made batch-sized: the caller fills it.
+	sized := slices.Clone(c.needBatch)
+	c.needBatch[nv.start] = true
+	nv.layout(c.shapes, c.needBatch, sized)
 	return nv, nil
 }
 
@@ -297,11 +328,14 @@ func shapeOf(a activation) []int {
 }
 
 // layout assigns storage to the activations, merging aliases, and picks the chunk size.
-func (nv *Native[T]) layout(shapes []activation, needBatch []bool) {
+// sized is needBatch as the chunk size is computed from.
+func (nv *Native[T]) layout(shapes []activation, needBatch, sized []bool) {
 	// An alias op's output shares its input's storage: batch-sized if either must be.
-	for i := len(nv.ops) - 1; i >= 0; i-- {
-		if nv.ops[i].alias() && needBatch[i+1] {
-			needBatch[i] = true
+	for _, nb := range [][]bool{needBatch, sized} {
+		for i := len(nv.ops) - 1; i >= 0; i-- {
+			if nv.ops[i].alias() && nb[i+1] {
+				nb[i] = true
+			}
 		}
 	}
 	nv.acts = make([]actBuf[T], len(shapes))
@@ -318,6 +352,8 @@ func (nv *Native[T]) layout(shapes []activation, needBatch []bool) {
 		} else {
 			nv.acts[i].slot = slot
 			slot++
+		}
+		if !sized[i] {
 			perRow += s.n
 		}
 	}
@@ -345,9 +381,29 @@ func (nv *Native[T]) layout(shapes []activation, needBatch []bool) {
 	}
 }
 
-// Input is the batch input, [batch × num.Prod(in)], each example CHW (as datasets produce it).
+// Input is the batch input, [batch × num.Prod(in)], each example CHW (as datasets produce it),
+// or for NewNativeAfter the skipped layers' output, [batch × InputLen] in Native's layout.
 // The caller writes rows before Forward reads them.
-func (nv *Native[T]) Input() []T { return nv.acts[0].batch }
+func (nv *Native[T]) Input() []T { return nv.acts[nv.start].batch }
+
+// InputLen is the number of values per example of Input.
+func (nv *Native[T]) InputLen() int { return nv.acts[nv.start].size }
+
+// FrontInput is the raw batch input, [batch × num.Prod(in)] CHW: Input for NewNative, the
+// input of the skipped layers for NewNativeAfter, which FrontForward reads.
+func (nv *Native[T]) FrontInput() []T { return nv.acts[0].batch }
+
+// FrontForward runs the skipped layers' ops on rows lo…hi−1 (at most Chunk) of FrontInput,
+// writing those rows of Input. It does nothing for NewNative.
+func (nv *Native[T]) FrontForward(worker, lo, hi int) {
+	nv.checkRows(lo, hi)
+	sc := nv.scratchFor(worker)
+	for k, op := range nv.ops[:nv.start] {
+		if !op.alias() {
+			op.forward(sc, k, nv.rows(sc, k, lo, hi), nv.rows(sc, k+1, lo, hi), hi-lo, lo)
+		}
+	}
+}
 
 // Logits is the network output, [batch × classes], written by Forward.
 func (nv *Native[T]) Logits() []T { return nv.acts[len(nv.acts)-1].batch }
@@ -414,8 +470,8 @@ func (nv *Native[T]) Forward(worker, lo, hi int) {
 	nv.checkRows(lo, hi)
 	sc := nv.scratchFor(worker)
 	sc.lo, sc.hi = lo, hi
-	for k, op := range nv.ops {
-		if !op.alias() {
+	for k := nv.start; k < len(nv.ops); k++ {
+		if op := nv.ops[k]; !op.alias() {
 			op.forward(sc, k, nv.rows(sc, k, lo, hi), nv.rows(sc, k+1, lo, hi), hi-lo, lo)
 		}
 	}

@@ -132,15 +132,20 @@ func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, 
 		Output   []int       `json:"feature_shape"`
 		DType    string      `json:"dtype"`
 		Examples int         `json:"examples"`
+		// Layout marks features of absorbed layers, in the native engine's layout.
+		Layout string `json:"layout,omitempty"`
 	}{Input: m.front.in, Output: m.front.out, DType: m.dtype.String(), Examples: ds.Len()}
+	if len(m.front.absorbed) > 0 {
+		desc.Layout = "native"
+	}
 	registry.RLock()
-	for _, st := range m.front.stages {
-		name, ok := registry.byType[reflect.TypeOf(st.layer)]
+	for _, l := range m.front.layers() {
+		name, ok := registry.byType[reflect.TypeOf(l)]
 		if !ok {
 			registry.RUnlock()
-			return key, fmt.Errorf("front-end layer %T is not registered (RegisterLayer), so its features are not cached", st.layer)
+			return key, fmt.Errorf("front-end layer %T is not registered (RegisterLayer), so its features are not cached", l)
 		}
-		raw, err := registry.byName[name].encode(st.layer)
+		raw, err := registry.byName[name].encode(l)
 		if err != nil {
 			registry.RUnlock()
 			return key, fmt.Errorf("front-end layer %s: %v; its features are not cached", name, err)

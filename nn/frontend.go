@@ -27,12 +27,29 @@ import (
 // computes from an example depends on that example alone, and the mechanism's
 // sensitivity is the clipping bound as before.
 
-// frontEnd is a model's leading FrontEnd layers, compiled for its input shape.
+//
+// On the native engine in float32, the parameter-free per-example layers that directly
+// follow the FrontEnd layers (layers.Skippable: GroupNorm with NoAffine, Flatten, ReLU,
+// Tanh, MaxPool2D, AvgPool2D; the scatter models' GroupNorm and Flatten) are fixed
+// functions of fixed features too, and join the front end: their output is computed once
+// with the scattering, by the native engine's own ops (layers.NewNativeFront) and in its
+// internal layout (images channels-innermost, a Flatten before a Dense in the order the
+// Dense reads it), and the native programs start after them (layers.NewNativeAfter). The
+// features, and so training, are bit for bit those of computing the layers in every step.
+// A model on the Gorgonia engine, or in float64 (whose features would be rounded to the
+// float32 of the feature datasets), keeps them in the network; so does a model without a
+// FrontEnd layer: its first GroupNorm or Flatten alone does not make a front end.
+
+// frontEnd is a model's leading FrontEnd layers, compiled for its input shape, and the
+// layers absorbed after them.
 type frontEnd struct {
 	stages []frontStage
 	in     []int // the raw per-example shape
 	out    []int // the features' per-example shape
 	raw    []float32
+	// absorbed are the Skippable layers after the stages computed by native, nil if none.
+	absorbed []layers.Layer
+	native   func([]float32) ([]float32, error)
 }
 
 type frontStage struct {
@@ -61,7 +78,51 @@ func newFrontEnd(plan []plannedLayer) (*frontEnd, error) {
 	return f, nil
 }
 
-// len is the number of front-end layers (0 for nil).
+// absorbable is the number of leading layers of plan (the network after the FrontEnd
+// stages) that the front end can take over on the native engine in dtype: 0 without a
+// front end, in float64, or when none is Skippable.
+func (f *frontEnd) absorbable(plan []plannedLayer, dtype DType) int {
+	if f == nil || dtype != Float32 {
+		return 0
+	}
+	k := 0
+	for k < len(plan)-1 && len(plan[k].params) == 0 && layers.Skippable(plan[k].layer) {
+		k++
+	}
+	return k
+}
+
+// absorb makes the first skip layers of plan (compiled by newNativeNet with that skip) part
+// of the front end, and the model's feature shape their output.
+func (f *frontEnd) absorb(m *Model, plan []plannedLayer, skip int) error {
+	ls := make([]layers.Layer, len(plan))
+	for i, pl := range plan {
+		ls[i] = pl.layer
+	}
+	tr, n, err := layers.NewNativeFront(ls, m.inputShape, skip)
+	if err != nil {
+		return fmt.Errorf("%w: front end: %v", ErrSpec, err)
+	}
+	out := plan[skip-1].out
+	if num.Prod(out) != n {
+		return fmt.Errorf("%w: front end gives %d values per example, layer %s %v", ErrSpec, n, plan[skip-1].layer.Kind(), out)
+	}
+	f.absorbed, f.native = ls[:skip], tr
+	f.out = slices.Clone(out)
+	m.inputShape, m.exampleLen = slices.Clone(out), n
+	return nil
+}
+
+// layers lists the front end's layers: the FrontEnd stages, then those absorbed.
+func (f *frontEnd) layers() []layers.Layer {
+	var ls []layers.Layer
+	for _, st := range f.stages {
+		ls = append(ls, st.layer)
+	}
+	return append(ls, f.absorbed...)
+}
+
+// len is the number of FrontEnd stages (0 for nil), not counting absorbed layers.
 func (f *frontEnd) len() int {
 	if f == nil {
 		return 0
@@ -78,6 +139,12 @@ func (f *frontEnd) apply(x []float32) ([]float32, error) {
 			return nil, err
 		}
 	}
+	if f.native != nil {
+		var err error
+		if x, err = f.native(x); err != nil {
+			return nil, err
+		}
+	}
 	if len(x) != n*num.Prod(f.out) {
 		return nil, fmt.Errorf("nn: front end returned %d values for %d examples of %v", len(x), n, f.out)
 	}
@@ -86,9 +153,9 @@ func (f *frontEnd) apply(x []float32) ([]float32, error) {
 
 // String names the front-end layers: "scattering2d", or "scattering2d → …".
 func (f *frontEnd) String() string {
-	names := make([]string, len(f.stages))
-	for i, st := range f.stages {
-		names[i] = st.layer.Kind()
+	var names []string
+	for _, l := range f.layers() {
+		names = append(names, l.Kind())
 	}
 	return strings.Join(names, " → ")
 }
@@ -97,7 +164,8 @@ func (f *frontEnd) String() string {
 // the trainable network (see FeatureShape).
 func (m *Model) HasFrontEnd() bool { return m.front != nil }
 
-// FrontEnd names the model's front-end layers by kind ("scattering2d"); empty without one.
+// FrontEnd names the model's front-end layers by kind ("scattering2d", or
+// "scattering2d → groupnorm → flatten" with absorbed layers); empty without one.
 func (m *Model) FrontEnd() string {
 	if m.front == nil {
 		return ""
@@ -106,8 +174,10 @@ func (m *Model) FrontEnd() string {
 }
 
 // FeatureShape is the per-example input shape of the trainable network: the output of the
-// leading FrontEnd layers (e.g. [81 7 7] for a Scattering2D{J: 2, L: 8} of 1×28×28
-// images), or InputShape for a model without a front end.
+// front end (e.g. [81 7 7] for a Scattering2D{J: 2, L: 8} of 1×28×28 images, [3969] when
+// a GroupNorm and a Flatten follow it on the native engine in float32), or InputShape for
+// a model without a front end. Absorbed layers' features are in the native engine's
+// internal layout (see the top of frontend.go), not necessarily CHW.
 func (m *Model) FeatureShape() []int { return slices.Clone(m.inputShape) }
 
 // frontBatch returns b with its raw rows replaced by their features; b itself for a model

@@ -185,11 +185,15 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	}
 	plan = plan[m.front.len():] // the engines compile the trainable network only
 	if m.engine != EngineGorgonia {
+		skip := m.front.absorbable(plan, cfg.dtype)
 		switch cfg.dtype {
 		case Float32:
-			m.net, err = newNativeNet[float32](m, plan, init)
+			m.net, err = newNativeNet[float32](m, plan, init, skip)
 		case Float64:
-			m.net, err = newNativeNet[float64](m, plan, init)
+			m.net, err = newNativeNet[float64](m, plan, init, skip)
+		}
+		if err == nil && skip > 0 {
+			err = m.front.absorb(m, plan, skip)
 		}
 		switch {
 		case err == nil:

@@ -36,7 +36,9 @@ type nativeNet[T num.Float] struct {
 	errs     []error
 }
 
-func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*nativeNet[T], error) {
+// newNativeNet compiles plan on m.inputShape; with skip > 0 its first skip layers are
+// left to the front end (frontEnd.absorb) and the programs take their output as input.
+func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64, skip int) (*nativeNet[T], error) {
 	n := &nativeNet[T]{m: m, flat: make([]T, len(init)), rowLoss: make([]float64, m.batch), rowRight: make([]bool, m.batch)}
 	num.Convert(n.flat, init)
 	ls := make([]layers.Layer, len(plan))
@@ -49,10 +51,10 @@ func newNativeNet[T num.Float](m *Model, plan []plannedLayer, init []float64) (*
 		}
 	}
 	var err error
-	if n.train, err = layers.NewNative(ls, m.inputShape, m.batch, views, true); err != nil {
+	if n.train, err = layers.NewNativeAfter(ls, m.inputShape, m.batch, views, true, skip); err != nil {
 		return nil, wrapNative(err)
 	}
-	if n.eval, err = layers.NewNative(ls, m.inputShape, m.batch, views, false); err != nil {
+	if n.eval, err = layers.NewNativeAfter(ls, m.inputShape, m.batch, views, false, skip); err != nil {
 		return nil, wrapNative(err)
 	}
 	if n.ws, err = clipping.NewWorkspace(n.train.Taps(), m.batch); err != nil {
