@@ -232,7 +232,7 @@ func TestTrainerFrontEndOnce(t *testing.T) {
 	if n.Load() != 50 {
 		t.Errorf("front end transformed %d examples, want 40 + 10 once each", n.Load())
 	}
-	if len(calls) != 2 || calls[0].Done || !calls[1].Done || calls[0].Examples != 50 || calls[1].FrontEnd != "double" {
+	if len(calls) != 2 || calls[0].Done || !calls[1].Done || calls[0].Examples != 50 || calls[1].FrontEnd != "double → flatten" { // the Flatten after a front end joins it
 		t.Errorf("OnFrontEnd calls %+v, want one before and one after, 50 examples", calls)
 	}
 	// Reference: the features computed by the dataset, a model without the front end.
