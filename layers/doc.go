@@ -55,5 +55,7 @@
 // A layer that is fixed — no parameters, independent of the data, deterministic — may say
 // so by implementing FrontEnd (frontend.go), as Scattering2D does: nn then runs the leading
 // FrontEnd layers of a network outside the trainable network, once per dataset, and needs
-// no native op for them.
+// no native op for them. The Skippable layers after them (parameter-free, per example)
+// can join it: NewNativeFront computes them once with the native ops, NewNativeAfter
+// compiles the network to start after them.
 package layers

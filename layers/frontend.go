@@ -5,7 +5,8 @@ package layers
 // such as Scattering2D). Such a layer costs no privacy, and it need not be recomputed in
 // every training step: nn runs the leading FrontEnd layers of a network outside the
 // trainable network (its trainer computes their output once per dataset), and compiles
-// only the layers after them.
+// only the layers after them; on the native engine in float32 the Skippable layers that
+// follow (GroupNorm without affine, Flatten, …) join them (NewNativeFront).
 //
 // Implementing FrontEnd is a promise; a layer whose output depends on anything learnt or
 // estimated from data (a normalisation by dataset statistics, say) must not implement it.

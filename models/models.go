@@ -166,7 +166,9 @@ func CIFAR10TBCNN(act Activation) nn.Spec {
 // budget of its own and is not built in.
 var scatterNet = layers.Scattering2D{J: 2, L: 8}
 
-// scatterNorm is the GroupNorm of c scattering channels, 3 to a group.
+// scatterNorm is the GroupNorm of c scattering channels, 3 to a group. Without parameters
+// and right after the scattering, it is computed once with it as part of the front end
+// (with the linear models' Flatten; nn/frontend.go).
 func scatterNorm(c int) layers.Layer { return layers.GroupNorm{Groups: c / 3, NoAffine: true} }
 
 // ScatterLinearMNIST is ScatterNet + linear on 1×28×28 images (MNIST, Fashion-MNIST;

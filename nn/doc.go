@@ -87,7 +87,12 @@
 // features of its training and test sets once, before its first step (FrontEndFeatures,
 // TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
 // noise concern the trainable parameters only, exactly as if the features were the data:
-// the front end costs no privacy. Checkpoints store the front-end layers in the
+// the front end costs no privacy. On the native engine in float32, the parameter-free
+// per-example layers right after the FrontEnd layers (layers.Skippable: the scatter
+// models' GroupNorm without affine and Flatten) join the front end and are computed once
+// too, by the native ops themselves and in their internal layout, so training is bit for
+// bit what computing them in every step gives (FrontEnd then names them, and FeatureShape
+// is their output). Checkpoints store the front-end layers in the
 // Architecture like any other. With TrainerConfig.FeatureCache (Model.CachedFrontEndFeatures)
 // the features are kept in a directory under a SHA-256 key over the front end's settings,
 // the shapes, the dtype and every raw example, checksummed, and re-used by later runs on

@@ -174,7 +174,8 @@ func fmtFlag(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 // frontEnd reports the one-time computation of a scatter model's features.
 func (r *reporter) frontEnd(p nn.FrontEndProgress) {
 	what := p.FrontEnd
-	if what == "scattering2d" {
+	// The GroupNorm (and Flatten) computed with the scattering are a detail here.
+	if what == "scattering2d" || strings.HasPrefix(what, "scattering2d → ") {
 		what = "scattering"
 	}
 	if !p.Done {
