@@ -43,8 +43,9 @@ type Native[T num.Float] struct {
 	taps   []clipping.Gradient[T]
 	gradSz int // largest activation, for the two gradient buffers
 	// start is the first op Forward runs: the ops of the layers NewNativeAfter skips
-	// come before it, and Input is their output (acts[start]); FrontForward runs them.
+	// come before it, and Input is their output (acts[start]); frontForward runs them.
 	start int
+	front bool // frontForward may run: the raw input is batch-sized
 
 	mu      sync.Mutex
 	scratch []*nativeScratch[T]
@@ -256,13 +257,17 @@ func NewNative[T num.Float](layers []Layer, in []int, batch int, params [][][]T,
 
 // NewNativeAfter is NewNative for a network whose first skip layers (parameter-free ones)
 // have already been applied: it compiles all the layers exactly as NewNative does (so the
-// ops, the memory layout and the chunk size are NewNative's), but Forward starts after
-// the ops of layers[:skip], and Input is their output in Native's internal layout (an
-// image NHWC, a Flatten's vector in the order the next layer reads it): InputLen values
-// per example. FrontInput and FrontForward run the skipped ops on raw CHW input, so a
-// forward-only NewNativeAfter computes what the trainable one expects, bit for bit
-// (NewNativeFront wraps that).
+// ops and the chunk size are NewNative's), but Forward starts after the ops of
+// layers[:skip], and Input is their output in Native's internal layout (an image NHWC, a
+// Flatten's vector in the order the next layer reads it): InputLen values per example, as
+// NewNativeFront computes them, bit for bit.
 func NewNativeAfter[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool, skip int) (*Native[T], error) {
+	return newNativeAfter(layers, in, batch, params, train, skip, false)
+}
+
+// newNativeAfter is NewNativeAfter; with front, the raw input stays batch-sized for
+// frontInput and frontForward, which run the skipped ops (NewNativeFront).
+func newNativeAfter[T num.Float](layers []Layer, in []int, batch int, params [][][]T, train bool, skip int, front bool) (*Native[T], error) {
 	if skip < 0 || skip >= len(layers) {
 		return nil, fmt.Errorf("layers: skip %d of %d layers", skip, len(layers))
 	}
@@ -277,7 +282,7 @@ func NewNativeAfter[T num.Float](layers []Layer, in []int, batch int, params [][
 	if len(params) != len(layers) {
 		return nil, fmt.Errorf("layers: %d parameter lists for %d layers", len(params), len(layers))
 	}
-	nv := &Native[T]{batch: batch, train: train, first: -1}
+	nv := &Native[T]{batch: batch, train: train, first: -1, front: front}
 	cur := activation{n: num.Prod(in)}
 	if len(in) == 3 {
 		cur = activation{image: true, h: in[1], w: in[2], c: in[0], n: num.Prod(in)}
@@ -316,6 +321,9 @@ func NewNativeAfter[T num.Float](layers []Layer, in []int, batch int, params [][
 	// the skipped ops' output is then made batch-sized: the caller fills it.
 	sized := slices.Clone(c.needBatch)
 	c.needBatch[nv.start] = true
+	if nv.start > 0 && !front {
+		c.needBatch[0] = false // no one fills it (unless Input shares its storage)
+	}
 	nv.layout(c.shapes, c.needBatch, sized)
 	return nv, nil
 }
@@ -389,13 +397,16 @@ func (nv *Native[T]) Input() []T { return nv.acts[nv.start].batch }
 // InputLen is the number of values per example of Input.
 func (nv *Native[T]) InputLen() int { return nv.acts[nv.start].size }
 
-// FrontInput is the raw batch input, [batch × num.Prod(in)] CHW: Input for NewNative, the
-// input of the skipped layers for NewNativeAfter, which FrontForward reads.
-func (nv *Native[T]) FrontInput() []T { return nv.acts[0].batch }
+// frontInput is the raw batch input, [batch × num.Prod(in)] CHW, of a newNativeAfter
+// program with front: the input of the skipped layers, which frontForward reads.
+func (nv *Native[T]) frontInput() []T { return nv.acts[0].batch }
 
-// FrontForward runs the skipped layers' ops on rows lo…hi−1 (at most Chunk) of FrontInput,
-// writing those rows of Input. It does nothing for NewNative.
-func (nv *Native[T]) FrontForward(worker, lo, hi int) {
+// frontForward runs the skipped layers' ops on rows lo…hi−1 (at most Chunk) of frontInput,
+// writing those rows of Input.
+func (nv *Native[T]) frontForward(worker, lo, hi int) {
+	if !nv.front {
+		panic("layers: front end run on a program compiled without it")
+	}
 	nv.checkRows(lo, hi)
 	sc := nv.scratchFor(worker)
 	for k, op := range nv.ops[:nv.start] {

@@ -51,13 +51,13 @@ func NewNativeFront(layers []Layer, in []int, skip int) (transform func([]float3
 			return nil, 0, fmt.Errorf("layers: layer %d: %w", i, err)
 		}
 	}
-	first, err := NewNativeAfter(layers, in, nativeFrontBatch, params, false, skip)
+	first, err := newNativeAfter(layers, in, nativeFrontBatch, params, false, skip, true)
 	if err != nil {
 		return nil, 0, err
 	}
 	inLen, outLen := num.Prod(in), first.InputLen()
 	pool := sync.Pool{New: func() any {
-		nv, err := NewNativeAfter(layers, in, nativeFrontBatch, params, false, skip)
+		nv, err := newNativeAfter(layers, in, nativeFrontBatch, params, false, skip, true)
 		if err != nil {
 			panic(fmt.Sprintf("layers: native front end compiled once, now: %v", err))
 		}
@@ -72,12 +72,12 @@ func NewNativeFront(layers []Layer, in []int, skip int) (transform func([]float3
 		out := make([]float32, n*outLen)
 		nv := pool.Get().(*Native[float32])
 		defer pool.Put(nv)
-		src, dst := nv.FrontInput(), nv.Input()
+		src, dst := nv.frontInput(), nv.Input()
 		for lo := 0; lo < n; lo += nativeFrontBatch {
 			m := min(nativeFrontBatch, n-lo)
 			copy(src, x[lo*inLen:(lo+m)*inLen])
 			for a := 0; a < m; a += nv.Chunk() {
-				nv.FrontForward(0, a, min(m, a+nv.Chunk()))
+				nv.frontForward(0, a, min(m, a+nv.Chunk()))
 			}
 			copy(out[lo*outLen:(lo+m)*outLen], dst[:m*outLen])
 		}
