@@ -68,8 +68,14 @@ func TestRecipesSetTheirValues(t *testing.T) {
 		t.Errorf("cifar10-scatter: %+v", o)
 	}
 	o, _ = parseRecipe(t, "-recipe", "fashion-mnist-cnn")
-	if o.model != "cnn" || o.dataset != "fashion-mnist" || o.lr != 3 || o.momentum != 0 || o.clip != 1 || o.epsilon != 3 {
+	if o.model != "cnn" || o.dataset != "fashion-mnist" || o.lr != 3 || o.momentum != 0 || o.clip != 1 || o.epsilon != 3 || o.epochs != 40 || o.ema != 0.999 {
 		t.Errorf("fashion-mnist-cnn: %+v", o)
+	}
+	// The values chosen on the validation split (docs/results/utility.md, "How the
+	// recipes were chosen"): batch 16,384, 120 epochs, lr 8 for the ScatterNet recipe.
+	o, _ = parseRecipe(t, "-recipe", "fashion-mnist-scatter")
+	if o.model != "scatter-linear" || o.lr != 8 || o.momentum != 0.9 || o.clip != 0.1 || o.batch != 16384 || o.epochs != 120 {
+		t.Errorf("fashion-mnist-scatter: %+v", o)
 	}
 }
 
@@ -84,7 +90,7 @@ func TestRecipeUserFlagsOverride(t *testing.T) {
 		if o.lr != 0.5 || o.clip != 0.3 || o.epochs != 2 || o.model != "scatter-cnn" {
 			t.Errorf("%v: lr %g clip %g epochs %d model %s: the user's flags lost", args, o.lr, o.clip, o.epochs, o.model)
 		}
-		if o.momentum != 0.9 || o.batch != 2048 || o.dataset != "fashion-mnist" {
+		if o.momentum != 0.9 || o.batch != 16384 || o.dataset != "fashion-mnist" {
 			t.Errorf("%v: momentum %g batch %d dataset %s: the recipe's values lost", args, o.momentum, o.batch, o.dataset)
 		}
 	}
