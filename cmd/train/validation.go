@@ -75,8 +75,17 @@ func splitValidation(o *options, train datasets.Dataset) (rest, val datasets.Dat
 	if err != nil {
 		return nil, nil, usagef("-validation %v: %s", o.validation, strings.TrimPrefix(strings.Replace(err.Error(), "test fraction", "fraction", 1), "datasets: "))
 	}
+	// The two parts partition train, so a class's count in train is the sum of its
+	// counts in them: no third pass over the data.
 	restCounts, valCounts := classCounts(rest), classCounts(val)
-	for c, m := range classCounts(train) {
+	for len(restCounts) < len(valCounts) {
+		restCounts = append(restCounts, 0)
+	}
+	for len(valCounts) < len(restCounts) {
+		valCounts = append(valCounts, 0)
+	}
+	for c := range restCounts {
+		m := restCounts[c] + valCounts[c]
 		if m == 0 {
 			continue
 		}
