@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 
 	"github.com/privtrain/privtrain/datasets"
@@ -122,37 +121,30 @@ func (m *Model) cachedFrontEndFeatures(ctx context.Context, ds datasets.Dataset,
 // settings two different layers could share a key.
 func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, error) {
 	var key [32]byte
-	type layerJSON struct {
-		Type     string          `json:"type"`
-		Settings json.RawMessage `json:"settings,omitempty"`
-	}
 	desc := struct {
-		Layers   []layerJSON `json:"front_end"`
-		Input    []int       `json:"input_shape"`
-		Output   []int       `json:"feature_shape"`
-		DType    string      `json:"dtype"`
-		Examples int         `json:"examples"`
+		Layers   []LayerConfig `json:"front_end"`
+		Input    []int         `json:"input_shape"`
+		Output   []int         `json:"feature_shape"`
+		DType    string        `json:"dtype"`
+		Examples int           `json:"examples"`
 		// Layout marks features of absorbed layers, in the native engine's layout.
 		Layout string `json:"layout,omitempty"`
 	}{Input: m.front.in, Output: m.front.out, DType: m.dtype.String(), Examples: ds.Len()}
 	if len(m.front.absorbed) > 0 {
 		desc.Layout = "native"
 	}
-	registry.RLock()
-	for _, l := range m.front.layers() {
-		name, ok := registry.byType[reflect.TypeOf(l)]
-		if !ok {
-			registry.RUnlock()
-			return key, fmt.Errorf("front-end layer %T is not registered (RegisterLayer), so its features are not cached", l)
-		}
-		raw, err := registry.byName[name].encode(l)
-		if err != nil {
-			registry.RUnlock()
-			return key, fmt.Errorf("front-end layer %s: %v; its features are not cached", name, err)
-		}
-		desc.Layers = append(desc.Layers, layerJSON{Type: name, Settings: raw})
+	// The layers as checkpoints encode them (a registered layer's LayerConfig has Type
+	// and Settings only, so the key's bytes are those of its checkpoint entry).
+	arch, err := ArchitectureOf(Spec{Layers: m.front.layers()})
+	if err != nil {
+		return key, fmt.Errorf("%v; its features are not cached", err)
 	}
-	registry.RUnlock()
+	for _, lc := range arch.Layers {
+		if lc.Type == "" {
+			return key, fmt.Errorf("front-end layer %s is not registered (RegisterLayer), so its features are not cached", lc.GoType)
+		}
+	}
+	desc.Layers = arch.Layers
 	h := sha256.New()
 	io.WriteString(h, featureCacheKeyVersion)
 	if err := json.NewEncoder(h).Encode(desc); err != nil {
