@@ -282,7 +282,7 @@ type summary struct {
 
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
-	EMA         float64 `json:"ema"`          // -ema: test metrics of the parameter average (0: none, the raw parameters')
+	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
 
 	Recipe string `json:"recipe,omitempty"` // -recipe NAME (absent without)
 

@@ -323,3 +323,14 @@ func TestValidationHelp(t *testing.T) {
 		t.Errorf("-help does not describe -validation and its -split-seed:\n%s", stdout)
 	}
 }
+
+// TestEMAHelpNamesSplits: -ema's help says that the periodic evaluations use the
+// average on whichever split the run evaluates, the test set or the -validation split,
+// not only "the test evaluations".
+func TestEMAHelpNamesSplits(t *testing.T) {
+	_, stdout, _ := runCmd(t, context.Background(), "-help")
+	line := strings.Join(strings.Fields(helpLine(stdout, "ema")), " ")
+	if line == "" || strings.Contains(line, "the test evaluations") || !strings.Contains(line, "the periodic evaluations (on the test set, or on the -validation split)") {
+		t.Errorf("-help's -ema entry does not name both evaluated splits:\n%s", line)
+	}
+}
