@@ -334,3 +334,60 @@ func TestEMAHelpNamesSplits(t *testing.T) {
 		t.Errorf("-help's -ema entry does not name both evaluated splits:\n%s", line)
 	}
 }
+
+// TestValidationWithoutTestFiles: with -validation the test set is never evaluated, so
+// a -data directory of MNIST or Fashion-MNIST IDX files without the test pair (t10k-*),
+// or with a damaged test file, trains, and gives the same result as the complete
+// directory (the same training set, the same held-out examples). Without -validation
+// the missing or damaged test file is an error naming it.
+func TestValidationWithoutTestFiles(t *testing.T) {
+	train, test, err := mnist.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := datasets.StratifiedSubset(train, 600)
+	te, _ := datasets.StratifiedSubset(test, 200)
+	whole, noTest, damaged := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, dir := range []string{whole, noTest, damaged} {
+		writeIDX(t, dir, mnist.TrainImages, mnist.TrainLabels, tr)
+	}
+	writeIDX(t, whole, mnist.TestImages, mnist.TestLabels, te)
+	writeIDX(t, damaged, mnist.TestImages, mnist.TestLabels, te)
+	// A wrong magic number: not an IDX image file.
+	if err := os.WriteFile(filepath.Join(damaged, mnist.TestImages), []byte{0, 0, 9, 9, 0, 0, 0, 1}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range []string{"mnist", "fashion-mnist"} {
+		args := func(dir string) []string {
+			return []string{"-dataset", ds, "-data", dir, "-model", "logreg", "-batch", "60", "-epochs", "1", "-seed", "2",
+				"-noise", "1", "-validation", "0.25", "-split-seed", "3", "-json"}
+		}
+		ref := decodeSummary(t, mustRun(t, args(whole)...))
+		if ref["train_examples"] != 450.0 || ref["test_examples"] != 150.0 || ref["eval_split"] != "validation" {
+			t.Fatalf("-dataset %s -validation 0.25 on 600 training examples: %v; want 450 trained, 150 held out", ds, ref)
+		}
+		for _, dir := range []string{noTest, damaged} {
+			s := decodeSummary(t, mustRun(t, args(dir)...))
+			for _, k := range []string{"train_examples", "test_examples", "eval_split", "test_accuracy", "test_loss", "epsilon"} {
+				if s[k] != ref[k] {
+					t.Errorf("-dataset %s, test files %s: %s = %v; with the complete directory %v", ds, map[bool]string{true: "missing", false: "damaged"}[dir == noTest], k, s[k], ref[k])
+				}
+			}
+		}
+		code, _, stderr := runCmd(t, context.Background(), "-dataset", ds, "-data", noTest, "-model", "logreg", "-epochs", "1")
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TestImages) {
+			t.Errorf("-dataset %s without test files and without -validation: exit %d, %q; want exit 2 naming %s", ds, code, stderr, mnist.TestImages)
+		}
+		code, _, stderr = runCmd(t, context.Background(), "-dataset", ds, "-data", damaged, "-model", "logreg", "-epochs", "1")
+		if code == exitOK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, mnist.TestImages) {
+			t.Errorf("-dataset %s with a damaged test file and without -validation: exit %d, %q; want an error naming %s", ds, code, stderr, mnist.TestImages)
+		}
+	}
+	// Without the training files, -validation cannot help: the error names them.
+	empty := t.TempDir()
+	writeIDX(t, empty, mnist.TestImages, mnist.TestLabels, te)
+	code, _, stderr := runCmd(t, context.Background(), "-data", empty, "-model", "logreg", "-epochs", "1", "-validation", "0.1")
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TrainImages+" or "+mnist.TrainImages+".gz in "+empty) {
+		t.Errorf("-validation without training files: exit %d, %q", code, stderr)
+	}
+}

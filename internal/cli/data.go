@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -183,7 +184,30 @@ func LoadData(dataset, data string, o *DataFlags) (train, test datasets.Dataset,
 	return train, test, name, nil, err
 }
 
+// LoadTrainData reads the training set of -dataset and -data as LoadData does, without
+// reading the test set where it has files of its own (MNIST and Fashion-MNIST from a
+// directory of IDX files): for a command that never uses the test set (cmd/train
+// -validation, cmd/evaluate -split train or validation), so that missing or damaged
+// test files do not stop it. For csv:PATH and images:DIR the training set is what
+// remains after the held-out test split of o (the same examples as LoadData's); the
+// embedded MNIST sample and CIFAR are read whole (one archive or one decoding), and
+// their test part dropped.
+func LoadTrainData(dataset, data string, o *DataFlags) (train datasets.Dataset, name string, notes []string, err error) {
+	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
+		train, _, name, notes, err = loadOwnData(dataset, data, o)
+		return train, name, notes, err
+	}
+	train, _, name, err = loadBuiltin(dataset, data, true)
+	return train, name, nil, err
+}
+
 func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name string, err error) {
+	return loadBuiltin(dataset, data, false)
+}
+
+// loadBuiltin reads a built-in data set; with trainOnly, the test files of MNIST and
+// Fashion-MNIST in a directory are not read (test is nil).
+func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
 		if _, err := os.Stat(dir); err != nil {
 			return Usagef("-data %s: %s; %s", dir, StatReason(err), how)
@@ -197,20 +221,30 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 			tr, te, err = mnist.Embedded()
 			return tr, te, "mnist-embedded", err
 		}
-		if err := missing(data, "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"); err != nil {
+		const how = "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"
+		if err := missing(data, how); err != nil {
 			return nil, nil, "", err
 		}
-		tr, te, err = mnist.Load(data)
+		if trainOnly {
+			tr, err = loadTrainIDX(data, how)
+		} else {
+			tr, te, err = mnist.Load(data)
+		}
 		name = "mnist"
 	case "fashion-mnist":
 		dir := data
 		if dir == "" {
 			dir = mnist.DebianFashionDir
 		}
-		if err := missing(dir, "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"); err != nil {
+		const how = "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"
+		if err := missing(dir, how); err != nil {
 			return nil, nil, "", err
 		}
-		tr, te, err = mnist.LoadFashion(dir)
+		if trainOnly {
+			tr, err = loadTrainIDX(dir, how)
+		} else {
+			tr, te, err = mnist.LoadFashion(dir)
+		}
 		name = "fashion-mnist"
 	case "cifar10":
 		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
@@ -231,7 +265,32 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 		}
 		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
 	}
+	if te == nil {
+		return tr, nil, name, nil // not the typed nil of a *datasets.Images
+	}
 	return tr, te, name, nil
+}
+
+// loadTrainIDX reads the training pair of MNIST's IDX files (train-images-idx3-ubyte and
+// train-labels-idx1-ubyte, each raw or with .gz) from dir, and not the test pair; how
+// says how to get missing files.
+func loadTrainIDX(dir, how string) (*datasets.Images, error) {
+	var paths [2]string
+	for i, base := range []string{mnist.TrainImages, mnist.TrainLabels} {
+		for _, name := range []string{base, base + ".gz"} {
+			p := filepath.Join(dir, name)
+			if _, err := os.Stat(p); err == nil {
+				paths[i] = p
+				break
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("mnist: %w", err)
+			}
+		}
+		if paths[i] == "" {
+			return nil, fmt.Errorf("mnist: no %s or %s.gz in %s: %w; %s", base, base, dir, fs.ErrNotExist, how)
+		}
+	}
+	return mnist.LoadFiles(paths[0], paths[1])
 }
 
 // loadOwnData reads -dataset csv:PATH, images:DIR or cifar100.
