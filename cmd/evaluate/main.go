@@ -17,6 +17,13 @@
 // split are not private anyway; metrics on -split train are computed on the raw training
 // data and are not covered by ε).
 //
+// For a run trained with -validation FRACTION, the checkpoint's settings (validation,
+// split-seed) give the held-out split again (datasets.HoldOut of the training set, as
+// cmd/train makes it): -split train scores the examples the run trained on, without the
+// held-out ones, and -split validation the held-out ones; the rebuilt training part must
+// match the checkpoint's fingerprint of the data it trained on (size and labels).
+// -split validation of a run without -validation is a usage error.
+//
 // Exit status: 0 success; 1 a damaged checkpoint or unreadable data; 2 bad command line or
 // a data set that does not fit the model (one line on stderr names it).
 package main
@@ -29,6 +36,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/privtrain/privtrain/datasets"
@@ -38,7 +46,7 @@ import (
 	"github.com/privtrain/privtrain/nn"
 )
 
-const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train] [-json]
+const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train|validation] [-json]
 
 Runs the model of a checkpoint on a data set and reports accuracy, mean cross-entropy
 loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted).
@@ -48,7 +56,9 @@ csv:PATH, images:DIR or cifar100, the checkpoint's settings (-scale, -label, -he
 -split-seed) rebuild the same test set; -dataset csv:PATH or images:DIR reads the data
 from another place with those settings. Those flags, given, override the checkpoint's
 settings (a -scale other than the run's is refused); their defaults below apply only to
-a checkpoint without them.
+a checkpoint without them. For a run trained with -validation, -split train is the part
+of the training set it trained on and -split validation the part it held out (the
+checkpoint records the fraction and the split seed).
 
 Flags:
 `
@@ -85,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
 	dataset := fs.String("dataset", "", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH | images:DIR (default: the checkpoint's, else mnist); csv:PATH or images:DIR of a checkpoint trained on such data reads the file or folder at its new place with the run's settings")
 	data := fs.String("data", "", "`PATH` of the data set, as for train: mnist: the embedded sample unless a directory of the four IDX files; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required")
-	split := fs.String("split", "test", "which part: test | train (for csv: and images: data, the held-out split of -test-fraction and -split-seed)")
+	split := fs.String("split", "test", "which part: test | train | validation (for csv: and images: data, test is the held-out split of -test-fraction and -split-seed; for a run trained with -validation, train is the part it trained on and validation the part it held out, by the checkpoint's settings)")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
 	params := cli.AddParamsFlag(fs)
 	var own cli.DataFlags
@@ -94,8 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if fs.NArg() > 0 {
 			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
 		}
-		if *split != "test" && *split != "train" {
-			return cli.Usagef("-split %q: want test or train", *split)
+		if *split != "test" && *split != "train" && *split != "validation" {
+			return cli.Usagef("-split %q: want test, train or validation", *split)
 		}
 		if kind, _ := cli.OwnDataKind(*dataset); *dataset != "" && kind == "" && !slices.Contains(datasetNames, *dataset) {
 			return cli.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
@@ -110,14 +120,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return err
 		}
-		train, test, dsName, _, err := cli.LoadData(name, *data, &own)
+		held, err := heldOutOf(c, *ckpt)
 		if err != nil {
 			return err
 		}
-		ds := test
-		if *split == "train" {
-			ds = train
-			fmt.Fprintln(stderr, "evaluate: note: metrics on the training split are computed on the raw training data and are not covered by ε")
+		if *split == "validation" && held == nil {
+			return cli.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
+		}
+		var ds datasets.Dataset
+		var dsName string
+		if *split == "test" {
+			if _, ds, dsName, _, err = cli.LoadData(name, *data, &own); err != nil {
+				return err
+			}
+		} else {
+			// The test set is not needed: its own files (MNIST's t10k) are not read.
+			var train datasets.Dataset
+			if train, dsName, _, err = cli.LoadTrainData(name, *data, &own); err != nil {
+				return err
+			}
+			var seed *uint64
+			if given["split-seed"] {
+				seed = &own.SplitSeed
+			}
+			if ds, err = trainingPart(c, *ckpt, name, *split, held, seed, train); err != nil {
+				return err
+			}
+			if *split == "train" {
+				fmt.Fprintln(stderr, "evaluate: note: metrics on the training split are computed on the raw training data and are not covered by ε")
+				if ds.Len() < train.Len() {
+					fmt.Fprintf(stderr, "evaluate: note: the training split is the %s examples the run trained on; the %s that -validation %s held out are left out (-split validation scores them)\n",
+						cli.Thousands(ds.Len()), cli.Thousands(train.Len()-ds.Len()), held.setting)
+				}
+			} else {
+				fmt.Fprintf(stderr, "evaluate: note: the validation split is the %s of the %s training examples that -validation %s held out (split seed %d): not trained on; its metrics are not covered by ε\n",
+					cli.Thousands(ds.Len()), cli.Thousands(train.Len()), held.setting, held.seed)
+			}
 		}
 		if !slices.Equal(ds.Shape(), p.InputShape()) {
 			return cli.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
@@ -181,6 +219,77 @@ func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given ma
 		}
 	}
 	return name, nil
+}
+
+// heldOut is the validation split of a run trained with -validation: the fraction of
+// the training set held out and the seed of the split.
+type heldOut struct {
+	fraction float64
+	setting  string // the fraction as the settings record it
+	seed     uint64
+}
+
+// heldOutOf reads the validation split from the checkpoint's settings, as cmd/train
+// records them (validation and split-seed); nil for a run without -validation. A value
+// that does not parse is a damaged checkpoint.
+func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
+	v, ok := c.Settings["validation"]
+	if !ok {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f < 1) {
+		return nil, fmt.Errorf("-checkpoint %s: setting validation=%q: want a fraction in (0, 1)", ckpt, v)
+	}
+	s, ok := c.Settings["split-seed"]
+	seed, err := strconv.ParseUint(s, 10, 64)
+	if !ok || err != nil {
+		return nil, fmt.Errorf("-checkpoint %s: setting validation=%s without a split-seed (%q): the held-out split cannot be rebuilt", ckpt, v, s)
+	}
+	return &heldOut{fraction: f, setting: v, seed: seed}, nil
+}
+
+// trainingPart returns the part of train that -split train or validation names. For a
+// checkpoint without -validation, or data that are not the ones it was trained on
+// (-dataset another set), -split train is the whole training set. Otherwise the
+// held-out split is made again as cmd/train made it (datasets.HoldOut with the run's
+// fraction and split seed), and the part kept must be the training set the checkpoint
+// records (its size and the hash of its labels): other data would score other examples
+// than the run's. seed is -split-seed when given: another seed than the run's is refused.
+func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, seed *uint64, train datasets.Dataset) (datasets.Dataset, error) {
+	trained := c.Settings["dataset"]
+	if trained == "" {
+		trained = datasetOf(c)
+	}
+	kind, _ := cli.OwnDataKind(name)
+	trainedKind, _ := cli.OwnDataKind(trained)
+	same := kind == trainedKind && (kind != "" || name == trained)
+	if held == nil || !same {
+		if split == "validation" {
+			return nil, cli.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", ckpt, trained, name)
+		}
+		return train, nil
+	}
+	if seed != nil && *seed != held.seed {
+		return nil, cli.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
+			*seed, ckpt, held.setting, held.seed, split)
+	}
+	rest, val, err := datasets.HoldOut(train, held.fraction, held.seed)
+	if err != nil {
+		return nil, cli.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
+			split, ckpt, held.setting, held.seed, name, strings.TrimPrefix(err.Error(), "datasets: "))
+	}
+	if want := c.Dataset; want.Size > 0 {
+		got := nn.DatasetFingerprint(want.Name, rest)
+		if got.Size != want.Size || got.Labels != want.Labels {
+			return nil, cli.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
+				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
+		}
+	}
+	if split == "validation" {
+		return val, nil
+	}
+	return rest, nil
 }
 
 // datasetOf is the -dataset a checkpoint was trained on, by the name cmd/train records.
