@@ -134,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return err
 			}
 		} else {
-			// The test set is not needed: its own files (MNIST's t10k) are not read.
+			// The test set is not needed: its own files (MNIST's t10k, CIFAR's test batch) are not read.
 			var train datasets.Dataset
 			if train, dsName, _, err = cli.LoadTrainData(name, *data, &own); err != nil {
 				return err

@@ -452,7 +452,7 @@ func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
 // loadData reads the training and test sets named by -dataset and -data (with the
 // flags of your own data, as cmd/evaluate reads them back from a checkpoint); notes are
 // what the user should know about the data. With -validation the test set is never
-// evaluated, and test files of their own (MNIST's t10k files) are not read: test is
+// evaluated, and test files of their own (MNIST's t10k files, CIFAR's test batch) are not read: test is
 // nil, and a run can tune without them.
 func loadData(o *options) (train, test datasets.Dataset, name string, notes []string, err error) {
 	if o.validation > 0 {

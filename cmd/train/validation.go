@@ -40,7 +40,7 @@ const (
 const settingValidation = "validation"
 
 func addValidationFlag(fs *flag.FlagSet, o *options) {
-	fs.Float64Var(&o.validation, "validation", 0, "hold out this `FRACTION` in [0, 1) of the TRAINING set (stratified by label, seeded by -split-seed), train on the rest and evaluate on the held-out part instead of the test set, which is not used (MNIST's and Fashion-MNIST's test files are not read); ε accounts for the examples trained on. For tuning hyper-parameters without touching the test set (0: off, evaluate on the test set)")
+	fs.Float64Var(&o.validation, "validation", 0, "hold out this `FRACTION` in [0, 1) of the TRAINING set (stratified by label, seeded by -split-seed), train on the rest and evaluate on the held-out part instead of the test set, which is not used (nor read: MNIST's, Fashion-MNIST's and CIFAR's test files may be missing); ε accounts for the examples trained on. For tuning hyper-parameters without touching the test set (0: off, evaluate on the test set)")
 }
 
 // evalSplit names the split that the run evaluates on.

@@ -338,8 +338,9 @@ func TestEMAHelpNamesSplits(t *testing.T) {
 // TestValidationWithoutTestFiles: with -validation the test set is never evaluated, so
 // a -data directory of MNIST or Fashion-MNIST IDX files without the test pair (t10k-*),
 // or with a damaged test file, trains, and gives the same result as the complete
-// directory (the same training set, the same held-out examples). Without -validation
-// the missing or damaged test file is an error naming it.
+// directory (the same training set, the same held-out examples); so does a CIFAR-10 or
+// CIFAR-100 directory without its test file. Without -validation the missing or damaged
+// test file is an error naming it.
 func TestValidationWithoutTestFiles(t *testing.T) {
 	train, test, err := mnist.Embedded()
 	if err != nil {
@@ -383,6 +384,44 @@ func TestValidationWithoutTestFiles(t *testing.T) {
 			t.Errorf("-dataset %s with a damaged test file and without -validation: exit %d, %q; want an error naming %s", ds, code, stderr, mnist.TestImages)
 		}
 	}
+	// CIFAR-10 and CIFAR-100 directories without their test file.
+	record := func(i, labelBytes int) []byte {
+		r := make([]byte, labelBytes+3072)
+		r[0], r[labelBytes-1] = byte(i%4), byte(i%4) // CIFAR-100: coarse label = fine label, classes 0-3
+		for j := labelBytes; j < len(r); j++ {
+			r[j] = byte(i * j)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		dataset, testFile string
+		train             []string
+		labelBytes        int
+	}{
+		{"cifar10", "test_batch.bin", []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}, 1},
+		{"cifar100", "test.bin", []string{"train.bin"}, 2},
+	} {
+		dir := t.TempDir()
+		for _, name := range tc.train {
+			var b []byte
+			for i := range 40 / len(tc.train) {
+				b = append(b, record(i, tc.labelBytes)...)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := decodeSummary(t, mustRun(t, "-dataset", tc.dataset, "-data", dir, "-model", "logreg", "-batch", "10", "-epochs", "1", "-validation", "0.25", "-json"))
+		if s["train_examples"] != 30.0 || s["test_examples"] != 10.0 || s["eval_split"] != "validation" {
+			t.Errorf("-dataset %s without %s, -validation 0.25 of 40 examples: %v; want 30 trained, 10 held out", tc.dataset, tc.testFile, s)
+		}
+		code, _, stderr := runCmd(t, context.Background(), "-dataset", tc.dataset, "-data", dir, "-model", "logreg", "-batch", "10", "-epochs", "1")
+		// (cifar100's missing file exits 1, cifar10's 2: as before this change.)
+		if code == exitOK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.testFile) {
+			t.Errorf("-dataset %s without %s and without -validation: exit %d, %q; want an error naming it", tc.dataset, tc.testFile, code, stderr)
+		}
+	}
+
 	// Without the training files, -validation cannot help: the error names them.
 	empty := t.TempDir()
 	writeIDX(t, empty, mnist.TestImages, mnist.TestLabels, te)

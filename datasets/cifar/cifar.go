@@ -76,10 +76,25 @@ func (f *format) hint() string {
 		"the archive, the directory it unpacks to (%s/), or the directory holding either", f.archive, f.dir)
 }
 
-// An Option changes what Load100 returns.
+// An Option changes what Load10 or Load100 returns.
 type Option func(*config)
 
-type config struct{ coarse bool }
+type config struct{ coarse, trainOnly bool }
+
+// TrainOnly makes Load10 and Load100 read the training files only: the test file is
+// not read (it may be missing or damaged) and test is nil. For a caller that never
+// uses the test set, such as training on a validation split of the training set.
+func TrainOnly() Option { return func(c *config) { c.trainOnly = true } }
+
+// format returns f, without its test files with c.trainOnly.
+func (c config) format(f *format) *format {
+	if !c.trainOnly {
+		return f
+	}
+	g := *f
+	g.test = nil
+	return &g
+}
 
 // CoarseLabels makes Load100 label images with their 20 coarse classes (superclasses)
 // instead of the 100 fine classes.
@@ -87,9 +102,13 @@ func CoarseLabels() Option { return func(c *config) { c.coarse = true } }
 
 // Load10 reads CIFAR-10 from path: the archive cifar-10-binary.tar.gz, the directory
 // cifar-10-batches-bin, or a directory holding either. It returns the five training
-// batches in order as one dataset, and the test batch.
-func Load10(path string) (train, test *datasets.Images, err error) {
-	s, err := load(path, cifar10)
+// batches in order as one dataset, and the test batch (nil with TrainOnly).
+func Load10(path string, opts ...Option) (train, test *datasets.Images, err error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	s, err := load(path, c.format(cifar10))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,13 +117,14 @@ func Load10(path string) (train, test *datasets.Images, err error) {
 
 // Load100 reads CIFAR-100 from path: the archive cifar-100-binary.tar.gz, the directory
 // cifar-100-binary, or a directory holding either. Images carry their fine labels (100
-// classes), or their coarse labels (20 classes) with CoarseLabels.
+// classes), or their coarse labels (20 classes) with CoarseLabels; test is nil with
+// TrainOnly.
 func Load100(path string, opts ...Option) (train, test *datasets.Images, err error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	s, err := load(path, cifar100)
+	s, err := load(path, c.format(cifar100))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,6 +155,9 @@ func (s *sets) datasets(labelByte int) (train, test *datasets.Images, err error)
 	shape, classes := []int{3, 32, 32}, s.f.classes[labelByte]
 	if train, err = datasets.NewImages(shape, classes, s.train.pixels, s.train.labels[labelByte]); err != nil {
 		return nil, nil, err
+	}
+	if len(s.f.test) == 0 { // TrainOnly
+		return train, nil, nil
 	}
 	if test, err = datasets.NewImages(shape, classes, s.test.pixels, s.test.labels[labelByte]); err != nil {
 		return nil, nil, err

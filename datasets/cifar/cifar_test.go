@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -311,5 +312,52 @@ func BenchmarkLoad10(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrainOnly: with TrainOnly the test file is not read: a directory without it, or an
+// archive or a directory whose test file is damaged (not a whole number of records),
+// gives the training images and a nil test set, where the loaders without the option
+// fail naming the test file.
+func TestTrainOnly(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		f        *format
+		files    map[string][]byte
+		load     func(path string, opts ...Option) (*datasets.Images, *datasets.Images, error)
+		n, class int
+		label    func(g int) int
+	}{
+		{"cifar10", cifar10, cifar10Files(), Load10, 20, 10, func(g int) int { return g % 10 }},
+		{"cifar100", cifar100, map[string][]byte{"train.bin": batch100(0, 250), "test.bin": batch100(5000, 7)}, Load100, 250, 100, func(g int) int { return g % 100 }},
+	} {
+		testFile := tc.f.test[0]
+		missing, damaged := maps.Clone(tc.files), maps.Clone(tc.files)
+		delete(missing, testFile)
+		damaged[testFile] = damaged[testFile][:len(damaged[testFile])-1]
+		dirMissing, dirDamaged := filepath.Join(root, tc.name, "missing"), filepath.Join(root, tc.name, "damaged")
+		writeDir(t, dirMissing, missing)
+		writeDir(t, dirDamaged, damaged)
+		archive := filepath.Join(root, tc.name, tc.f.archive)
+		writeDir(t, filepath.Dir(archive), map[string][]byte{tc.f.archive: tarGz(t, tc.f.dir, damaged)})
+		for _, path := range []string{dirMissing, dirDamaged, archive} {
+			train, test, err := tc.load(path, TrainOnly())
+			if err != nil {
+				t.Fatalf("%s TrainOnly: %v", path, err)
+			}
+			if test != nil {
+				t.Errorf("%s TrainOnly: test set of %d images, want nil", path, test.Len())
+			}
+			check(t, path+" train", train, 0, tc.n, tc.class, tc.label)
+			_, _, err = tc.load(path)
+			want := ErrRecordSize
+			if path == dirMissing {
+				want = fs.ErrNotExist
+			}
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), testFile) {
+				t.Errorf("%s without TrainOnly: %v; want %v naming %s", path, err, want, testFile)
+			}
+		}
 	}
 }

@@ -178,7 +178,7 @@ func ParseImageSize(s string) (w, h int, err error) {
 // notes are what the user should know about the data.
 func LoadData(dataset, data string, o *DataFlags) (train, test datasets.Dataset, name string, notes []string, err error) {
 	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
-		return loadOwnData(dataset, data, o)
+		return loadOwnData(dataset, data, o, false)
 	}
 	train, test, name, err = loadBuiltinData(dataset, data)
 	return train, test, name, nil, err
@@ -186,15 +186,15 @@ func LoadData(dataset, data string, o *DataFlags) (train, test datasets.Dataset,
 
 // LoadTrainData reads the training set of -dataset and -data as LoadData does, without
 // reading the test set where it has files of its own (MNIST and Fashion-MNIST from a
-// directory of IDX files): for a command that never uses the test set (cmd/train
-// -validation, cmd/evaluate -split train or validation), so that missing or damaged
-// test files do not stop it. For csv:PATH and images:DIR the training set is what
-// remains after the held-out test split of o (the same examples as LoadData's); the
-// embedded MNIST sample and CIFAR are read whole (one archive or one decoding), and
-// their test part dropped.
+// directory of IDX files, CIFAR-10 and CIFAR-100's test batch): for a command that
+// never uses the test set (cmd/train -validation, cmd/evaluate -split train or
+// validation), so that missing or damaged test files do not stop it. For csv:PATH and
+// images:DIR the training set is what remains after the held-out test split of o (the
+// same examples as LoadData's); the embedded MNIST sample is decoded whole and its test
+// part dropped.
 func LoadTrainData(dataset, data string, o *DataFlags) (train datasets.Dataset, name string, notes []string, err error) {
 	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
-		train, _, name, notes, err = loadOwnData(dataset, data, o)
+		train, _, name, notes, err = loadOwnData(dataset, data, o, true)
 		return train, name, notes, err
 	}
 	train, _, name, err = loadBuiltin(dataset, data, true)
@@ -206,7 +206,7 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 }
 
 // loadBuiltin reads a built-in data set; with trainOnly, the test files of MNIST and
-// Fashion-MNIST in a directory are not read (test is nil).
+// Fashion-MNIST in a directory and CIFAR-10's test batch are not read (test is nil).
 func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
 		if _, err := os.Stat(dir); err != nil {
@@ -254,7 +254,11 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		if err := missing(data, how); err != nil {
 			return nil, nil, "", err
 		}
-		tr, te, err = cifar.Load10(data)
+		if trainOnly {
+			tr, _, err = cifar.Load10(data, cifar.TrainOnly())
+		} else {
+			tr, te, err = cifar.Load10(data)
+		}
 		name = "cifar10"
 	default:
 		return nil, nil, "", Usagef("-dataset %q: unknown", dataset)
@@ -293,8 +297,9 @@ func loadTrainIDX(dir, how string) (*datasets.Images, error) {
 	return mnist.LoadFiles(paths[0], paths[1])
 }
 
-// loadOwnData reads -dataset csv:PATH, images:DIR or cifar100.
-func loadOwnData(dataset, data string, o *DataFlags) (train, test datasets.Dataset, name string, notes []string, err error) {
+// loadOwnData reads -dataset csv:PATH, images:DIR or cifar100; with trainOnly,
+// CIFAR-100's test file is not read (test is nil).
+func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, test datasets.Dataset, name string, notes []string, err error) {
 	kind, path := OwnDataKind(dataset)
 	if dataset == "cifar100" {
 		how := "download cifar-100-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
@@ -310,9 +315,15 @@ func loadOwnData(dataset, data string, o *DataFlags) (train, test datasets.Datas
 			opts = append(opts, cifar.CoarseLabels())
 			name = "cifar100-coarse"
 		}
+		if trainOnly {
+			opts = append(opts, cifar.TrainOnly())
+		}
 		tr, te, err := cifar.Load100(data, opts...)
 		if err != nil {
 			return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
+		}
+		if te == nil {
+			return tr, nil, name, nil, nil // not the typed nil of a *datasets.Images
 		}
 		return tr, te, name, nil, nil
 	}
