@@ -120,12 +120,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return err
 		}
-		held, err := heldOutOf(c, *ckpt)
-		if err != nil {
-			return err
+		var held *heldOut // the run's validation split: -split test does without it
+		if *split != "test" {
+			if held, err = heldOutOf(c, *ckpt); err != nil {
+				return err
+			}
 		}
 		if *split == "validation" && held == nil {
 			return cli.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
+		}
+		trained, same := trainedOn(c, name)
+		if *split == "validation" && !same {
+			return cli.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", *ckpt, trained, name)
+		}
+		if !same {
+			held = nil // another data set: none of its examples was held out
+		}
+		if held != nil && *split != "test" && given["split-seed"] && own.SplitSeed != held.seed {
+			return cli.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
+				own.SplitSeed, *ckpt, held.setting, held.seed, *split)
 		}
 		var ds datasets.Dataset
 		var dsName string
@@ -139,11 +152,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if train, dsName, _, err = cli.LoadTrainData(name, *data, &own); err != nil {
 				return err
 			}
-			var seed *uint64
-			if given["split-seed"] {
-				seed = &own.SplitSeed
-			}
-			if ds, err = trainingPart(c, *ckpt, name, *split, held, seed, train); err != nil {
+			if ds, err = trainingPart(c, *ckpt, name, *split, held, train); err != nil {
 				return err
 			}
 			if *split == "train" {
@@ -249,30 +258,27 @@ func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
 	return &heldOut{fraction: f, setting: v, seed: seed}, nil
 }
 
-// trainingPart returns the part of train that -split train or validation names. For a
-// checkpoint without -validation, or data that are not the ones it was trained on
-// (-dataset another set), -split train is the whole training set. Otherwise the
-// held-out split is made again as cmd/train made it (datasets.HoldOut with the run's
-// fraction and split seed), and the part kept must be the training set the checkpoint
-// records (its size and the hash of its labels): other data would score other examples
-// than the run's. seed is -split-seed when given: another seed than the run's is refused.
-func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, seed *uint64, train datasets.Dataset) (datasets.Dataset, error) {
-	trained := c.Settings["dataset"]
+// trainedOn returns the -dataset the checkpoint was trained on and whether name is that
+// data set (for csv: and images:, data of the same kind, which may have moved).
+func trainedOn(c *nn.Checkpoint, name string) (trained string, same bool) {
+	trained = c.Settings["dataset"]
 	if trained == "" {
 		trained = datasetOf(c)
 	}
 	kind, _ := cli.OwnDataKind(name)
 	trainedKind, _ := cli.OwnDataKind(trained)
-	same := kind == trainedKind && (kind != "" || name == trained)
-	if held == nil || !same {
-		if split == "validation" {
-			return nil, cli.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", ckpt, trained, name)
-		}
+	return trained, kind == trainedKind && (kind != "" || name == trained)
+}
+
+// trainingPart returns the part of train, the training set of the data the checkpoint
+// was trained on, that -split train or validation names. Without a held-out split
+// (held nil) -split train is the whole training set. Otherwise the held-out split is
+// made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
+// seed), and the part kept must be the training set the checkpoint records (its size
+// and the hash of its labels): other data would score other examples than the run's.
+func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
+	if held == nil {
 		return train, nil
-	}
-	if seed != nil && *seed != held.seed {
-		return nil, cli.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
-			*seed, ckpt, held.setting, held.seed, split)
 	}
 	rest, val, err := datasets.HoldOut(train, held.fraction, held.seed)
 	if err != nil {

@@ -14,8 +14,10 @@ import (
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // apportion gives the examples per class that a stratified hold-out of fraction f of
@@ -248,5 +250,79 @@ func TestEvaluateValidationRefused(t *testing.T) {
 	// Without -validation, -split train is the whole training set, as before.
 	if r := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split", "train"); r.Examples != 8000 || r.Split != "train" {
 		t.Errorf("-split train without -validation: %d examples (split %q); want the 8,000 of the embedded training set", r.Examples, r.Split)
+	}
+}
+
+// TestEvaluateValidationSettings: the split comes from the checkpoint's settings as
+// cmd/train records them (validation, split-seed), here on a checkpoint made with
+// nn.Trainer on the part of the embedded MNIST training set that datasets.HoldOut keeps
+// (no cmd/train build: this runs under -short too). The counts per class are the
+// brute-force apportionment; settings that do not parse are a damaged checkpoint
+// (exit 1) naming the setting.
+func TestEvaluateValidationSettings(t *testing.T) {
+	all, _, err := mnist.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, _, err := datasets.HoldOut(all, 0.2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(settings map[string]string) string {
+		m, err := nn.New(models.LogisticRegression(), 256, nn.WithSeed(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: rest, DatasetName: "mnist-embedded", Settings: settings,
+			Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 256, Epochs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tr.Checkpoint() // the untrained model: only the split matters here
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "v.ckpt")
+		if err := nn.Save(path, c); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ckpt := save(map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3"})
+	counts := make([]int, 10)
+	for _, l := range datasets.Labels(all) {
+		counts[l]++
+	}
+	val := apportion(t, counts, 0.2)
+	tr := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split", "train")
+	va := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split", "validation")
+	if tr.Examples != 6400 || va.Examples != 1600 {
+		t.Errorf("-split train %d, validation %d examples; want 6,400 and 1,600 of 8,000", tr.Examples, va.Examples)
+	}
+	for c := range counts {
+		if va.ClassExamples[c] != val[c] || tr.ClassExamples[c] != counts[c]-val[c] {
+			t.Errorf("class %d (%d examples): validation %d, train %d; want %d and %d", c, counts[c], va.ClassExamples[c], tr.ClassExamples[c], val[c], counts[c]-val[c])
+		}
+	}
+	code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "train")
+	if code != 0 || !strings.Contains(stderr, "the training split is the 6,400 examples the run trained on; the 1,600 that -validation 0.2 held out are left out") {
+		t.Errorf("-split train: exit %d, notes %q", code, stderr)
+	}
+	// Another data set than the run's has no validation split; its -split train is
+	// its whole training set.
+	code, _, stderr = runEvaluate("-checkpoint", ckpt, "-split", "validation", "-dataset", "fashion-mnist", "-data", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "is part of the data set it was trained on, mnist, not of -dataset fashion-mnist") {
+		t.Errorf("-split validation of other data: exit %d, %q", code, stderr)
+	}
+	for _, bad := range []map[string]string{
+		{"dataset": "mnist", "validation": "abc", "split-seed": "3"},
+		{"dataset": "mnist", "validation": "1.5", "split-seed": "3"},
+		{"dataset": "mnist", "validation": "0.2"},
+	} {
+		ckpt := save(bad)
+		code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "validation")
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "setting validation=") {
+			t.Errorf("settings %v: exit %d, %q; want exit 1 naming the setting", bad, code, stderr)
+		}
 	}
 }
