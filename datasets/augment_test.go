@@ -2,8 +2,10 @@ package datasets
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -153,13 +155,17 @@ func TestParseAugment(t *testing.T) {
 		{"flip", Augment{Flip: true}},
 		{"crop,flip", Augment{Crop: true, Pad: DefaultPad, Flip: true}},
 		{"flip, crop", Augment{Crop: true, Pad: DefaultPad, Flip: true}},
+		{"crop:2", Augment{Crop: true, Pad: 2}},
+		{"flip,crop:1", Augment{Crop: true, Pad: 1, Flip: true}},
+		{" crop:64 ", Augment{Crop: true, Pad: MaxPad}},
 	} {
 		got, err := ParseAugment(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("ParseAugment(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "rotate", "crop,crop", "flip,flip", "crop,", "none,crop"} {
+	for _, bad := range []string{"", "rotate", "crop,crop", "flip,flip", "crop,", "none,crop",
+		"crop:0", "crop:-1", "crop:x", "crop:", "crop:65", "crop:2,crop", "crop:1,crop:2", "flip:2", "none:1", "crop:2.5"} {
 		if _, err := ParseAugment(bad); !errors.Is(err, ErrAugment) {
 			t.Errorf("ParseAugment(%q): %v, want ErrAugment", bad, err)
 		}
@@ -215,4 +221,28 @@ func TestAugmentKey(t *testing.T) {
 	if a == b {
 		t.Fatal("two crypto/rand keys coincide")
 	}
+}
+
+// FuzzParseAugment: no input panics, an error is ErrAugment, and what parses is a valid
+// augmentation: a crop's padding within 1…MaxPad, no padding without a crop, and its
+// String form names the same padding.
+func FuzzParseAugment(f *testing.F) {
+	for _, s := range []string{"none", "crop", "flip", "crop,flip", "crop:2", "flip,crop:1", "crop:0", "crop:99999999999999999999", "crop:+3", "crop: 2", ",", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseAugment(s)
+		if err != nil {
+			if !errors.Is(err, ErrAugment) {
+				t.Fatalf("ParseAugment(%q): %v, not ErrAugment", s, err)
+			}
+			return
+		}
+		if a.Crop != (a.Pad > 0) || a.Pad > MaxPad || a.ZeroPad {
+			t.Fatalf("ParseAugment(%q) = %+v", s, a)
+		}
+		if a.Crop && !strings.Contains(a.String(), fmt.Sprintf("crop(pad=%d,", a.Pad)) {
+			t.Fatalf("ParseAugment(%q).String() = %q", s, a.String())
+		}
+	})
 }

@@ -19,7 +19,7 @@ type augmentFlags struct {
 
 func addAugmentFlags(fs *flag.FlagSet, a *augmentFlags) {
 	fs.IntVar(&a.k, "augmult", 0, "augmentation multiplicity K: train on K augmented views of every sampled example, in K consecutive rows of the physical batch; the example's gradient is the mean over its views before clipping, so ε does not change (De et al. 2022). 0: no augmentation; 1: one augmented view. -physical-batch counts rows and must be a multiple of K (default: the largest multiple of K up to 128)")
-	fs.StringVar(&a.spec, "augment", "", "views for -augmult: crop,flip | crop | flip | none: random crop of the image padded by 4 mirrored pixels, random horizontal flip (default: crop,flip for cifar10 and cifar100, crop for the others: digits and clothing are not mirror-symmetric)")
+	fs.StringVar(&a.spec, "augment", "", "views for -augmult: crop,flip | crop | flip | none: random crop of the image padded by 4 mirrored pixels (crop:N: by N pixels, e.g. crop:1 or crop:2 for 28×28 images), random horizontal flip (default: crop,flip for cifar10 and cifar100, crop for the others: digits and clothing are not mirror-symmetric)")
 }
 
 // augment is the datasets.Augment of -augment (the dataset's default when not given).
@@ -29,15 +29,20 @@ func (o *options) augment() (datasets.Augment, error) {
 	}
 	a, err := datasets.ParseAugment(o.aug.spec)
 	if err != nil {
-		return datasets.Augment{}, usagef("-augment %q: want crop,flip, crop, flip or none", o.aug.spec)
+		return datasets.Augment{}, usagef("-augment %q: want crop,flip, crop, flip or none (crop:N for a padding of N pixels, 1 to %d)", o.aug.spec, datasets.MaxPad)
 	}
 	return a, nil
 }
 
-// augmentSpec is the -augment value of a: "crop,flip", "crop", "flip" or "none".
+// augmentSpec is the -augment value of a: "crop,flip", "crop", "flip" or "none", with
+// "crop:N" for a padding other than datasets.DefaultPad (so that checkpoints of runs with
+// the default keep recording "crop").
 func augmentSpec(a datasets.Augment) string {
 	var parts []string
-	if a.Crop {
+	switch {
+	case a.Crop && a.Pad != datasets.DefaultPad:
+		parts = append(parts, "crop:"+strconv.Itoa(a.Pad))
+	case a.Crop:
 		parts = append(parts, "crop")
 	}
 	if a.Flip {

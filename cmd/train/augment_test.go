@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -19,6 +20,8 @@ func TestAugmentBadFlags(t *testing.T) {
 		{[]string{"-augment", "crop"}, "-augmult"},
 		{[]string{"-augmult", "2", "-augment", "none"}, "-augment none"},
 		{[]string{"-augmult", "2", "-augment", "rotate"}, "-augment"},
+		{[]string{"-augmult", "2", "-augment", "crop:0"}, "crop:N for a padding of N pixels"},
+		{[]string{"-augmult", "2", "-augment", "crop:29"}, "mirrored padding of 29 pixels on a 28×28 image"},
 		{[]string{"-augmult", "3", "-physical-batch", "128"}, "multiple of -augmult 3"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
@@ -38,6 +41,8 @@ func TestAugmentDefaults(t *testing.T) {
 		{[]string{"-augmult", "3", "-dataset", "cifar10"}, "crop,flip", 126, 3},
 		{[]string{"-augmult", "2", "-augment", "flip"}, "flip", 128, 2},
 		{[]string{"-augmult", "4", "-batch", "3"}, "crop", 4, 4}, // one example × 4 views
+		{[]string{"-augmult", "2", "-augment", "crop:2,flip"}, "crop:2,flip", 128, 2},
+		{[]string{"-augmult", "2", "-augment", "crop:4"}, "crop", 128, 2}, // the default padding is recorded as crop
 	} {
 		o := parseOptions(t, tc.args...)
 		if err := o.validate(); err != nil {
@@ -108,5 +113,20 @@ func TestAugmentRunResumes(t *testing.T) {
 	code, _, stderr = runCmd(t, context.Background(), "-resume", b, "-epochs", "4", "-augmult", "4")
 	if code != exitUsage || !strings.Contains(stderr, "augmult") {
 		t.Errorf("resuming with another -augmult: exit %d, %q", code, stderr)
+	}
+}
+
+// TestAugmentSpecRoundTrip: the -augment value a checkpoint records reads back as the
+// same augmentation, for every padding and with and without the flip, so that a resumed
+// run augments as the original did.
+func TestAugmentSpecRoundTrip(t *testing.T) {
+	for pad := 0; pad <= datasets.MaxPad; pad++ {
+		for _, flip := range []bool{false, true} {
+			a := datasets.Augment{Crop: pad > 0, Pad: pad, Flip: flip}
+			got, err := datasets.ParseAugment(augmentSpec(a))
+			if err != nil || got != a {
+				t.Errorf("%+v: spec %q reads back as %+v, %v", a, augmentSpec(a), got, err)
+			}
+		}
 	}
 }
