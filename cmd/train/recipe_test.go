@@ -42,10 +42,11 @@ func sameValue(got, want string) bool {
 // TestRecipesSetTheirValues: every recipe, given alone, leaves each of its flags at the
 // table's value after the per-optimizer and per-model defaults ran.
 func TestRecipesSetTheirValues(t *testing.T) {
-	if len(recipes) != 5 {
-		t.Errorf("%d recipes, the issue names 5", len(recipes))
+	// The five the issue names, and mnist-scatter (the embedded sample's best model).
+	if len(recipes) != 6 {
+		t.Errorf("%d recipes, want the issue's 5 and mnist-scatter", len(recipes))
 	}
-	for _, name := range []string{"fashion-mnist-cnn", "fashion-mnist-scatter", "mnist-cnn", "cifar10-cnn", "cifar10-scatter"} {
+	for _, name := range []string{"fashion-mnist-cnn", "fashion-mnist-scatter", "mnist-cnn", "cifar10-cnn", "cifar10-scatter", "mnist-scatter"} {
 		r := lookupRecipe(name)
 		if r == nil {
 			t.Errorf("-recipe %s: not in the table", name)
@@ -76,6 +77,11 @@ func TestRecipesSetTheirValues(t *testing.T) {
 	o, _ = parseRecipe(t, "-recipe", "fashion-mnist-scatter")
 	if o.model != "scatter-linear" || o.lr != 8 || o.momentum != 0.9 || o.clip != 0.1 || o.batch != 16384 || o.epochs != 120 {
 		t.Errorf("fashion-mnist-scatter: %+v", o)
+	}
+	// Batch 2,048, 60 epochs, lr 1 for ScatterNet + CNN on MNIST (the same section).
+	o, _ = parseRecipe(t, "-recipe", "mnist-scatter")
+	if o.model != "scatter-cnn" || o.dataset != "mnist" || o.activation != "tanh" || o.lr != 1 || o.momentum != 0.9 || o.clip != 0.1 || o.batch != 2048 || o.epochs != 60 {
+		t.Errorf("mnist-scatter: %+v", o)
 	}
 }
 
