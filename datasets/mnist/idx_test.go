@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -104,6 +105,39 @@ func TestLoad(t *testing.T) {
 			checkImages(t, train, []int{1, 4, 3}, trainPx, trainLab)
 			checkImages(t, test, []int{1, 4, 3}, testPx, testLab)
 		}
+	}
+}
+
+// TestLoadTrain: LoadTrain and LoadFashionTrain read the training pair as Load does,
+// with the test files missing or damaged, and name a missing training file.
+func TestLoadTrain(t *testing.T) {
+	for _, gzipped := range []bool{false, true} {
+		dir, trainPx, _, trainLab, _ := standardDir(t, gzipped)
+		suffix := map[bool]string{false: "", true: ".gz"}[gzipped]
+		os.Remove(filepath.Join(dir, TestLabels+suffix))
+		if err := os.WriteFile(filepath.Join(dir, TestImages+suffix), []byte("damaged"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Load(dir); err == nil {
+			t.Fatalf("gzip %v: Load without the test labels succeeded", gzipped)
+		}
+		for _, load := range []func(string) (*datasets.Images, error){LoadTrain, LoadFashionTrain} {
+			train, err := load(dir)
+			if err != nil {
+				t.Fatalf("gzip %v: %v", gzipped, err)
+			}
+			checkImages(t, train, []int{1, 4, 3}, trainPx, trainLab)
+		}
+		os.Remove(filepath.Join(dir, TrainLabels+suffix))
+		if _, err := LoadTrain(dir); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), TrainLabels) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("gzip %v: missing training labels: %v", gzipped, err)
+		}
+		if _, err := LoadFashionTrain(dir); !strings.Contains(fmt.Sprint(err), "apt install dataset-fashion-mnist") {
+			t.Errorf("gzip %v: missing Fashion-MNIST training labels: %v", gzipped, err)
+		}
+	}
+	if _, err := LoadTrain(filepath.Join(t.TempDir(), "absent")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
 	}
 }
 

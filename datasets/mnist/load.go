@@ -68,17 +68,50 @@ func LoadFiles(images, labels string) (*datasets.Images, error) {
 	return decodePair(img, lab)
 }
 
+// LoadTrain reads only MNIST's training pair (train-images-idx3-ubyte and
+// train-labels-idx1-ubyte, raw or .gz) from dir, as Load does; the test files are not
+// opened, so they may be missing or damaged. For a caller that never uses the test set,
+// such as training on a validation split of the training set.
+func LoadTrain(dir string) (*datasets.Images, error) {
+	return loadTrainFS(os.DirFS(dir), dir, mnistHint)
+}
+
+// LoadFashionTrain is LoadTrain for Fashion-MNIST (LoadFashion's advice for missing files).
+func LoadFashionTrain(dir string) (*datasets.Images, error) {
+	return loadTrainFS(os.DirFS(dir), dir, fashionHint)
+}
+
+// findAll locates each of bases (raw or .gz) in the directory fsys; where names it in
+// messages, hint says how to get missing files.
+func findAll(fsys fs.FS, where, hint string, bases ...string) ([]idxFile, error) {
+	if st, err := fs.Stat(fsys, "."); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("mnist: directory %s: %w; %s", where, fs.ErrNotExist, hint)
+	}
+	files := make([]idxFile, len(bases))
+	for i, base := range bases {
+		var err error
+		if files[i], err = findIDX(fsys, where, base, hint); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// loadTrainFS reads the training split from fsys, as loadFS does.
+func loadTrainFS(fsys fs.FS, where, hint string) (*datasets.Images, error) {
+	files, err := findAll(fsys, where, hint, TrainImages, TrainLabels)
+	if err != nil {
+		return nil, err
+	}
+	return decodePair(files[0], files[1])
+}
+
 // loadFS reads both splits from fsys; where names it in messages, hint says how to get
 // missing files.
 func loadFS(fsys fs.FS, where, hint string) (train, test *datasets.Images, err error) {
-	if st, err := fs.Stat(fsys, "."); err != nil || !st.IsDir() {
-		return nil, nil, fmt.Errorf("mnist: directory %s: %w; %s", where, fs.ErrNotExist, hint)
-	}
-	var files [4]idxFile
-	for i, base := range []string{TrainImages, TrainLabels, TestImages, TestLabels} {
-		if files[i], err = findIDX(fsys, where, base, hint); err != nil {
-			return nil, nil, err
-		}
+	files, err := findAll(fsys, where, hint, TrainImages, TrainLabels, TestImages, TestLabels)
+	if err != nil {
+		return nil, nil, err
 	}
 	// The two splits decode in parallel; gzip decoding is the main cost.
 	var wg sync.WaitGroup

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -226,7 +225,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 			return nil, nil, "", err
 		}
 		if trainOnly {
-			tr, err = loadTrainIDX(data, how)
+			tr, err = mnist.LoadTrain(data)
 		} else {
 			tr, te, err = mnist.Load(data)
 		}
@@ -241,7 +240,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 			return nil, nil, "", err
 		}
 		if trainOnly {
-			tr, err = loadTrainIDX(dir, how)
+			tr, err = mnist.LoadFashionTrain(dir)
 		} else {
 			tr, te, err = mnist.LoadFashion(dir)
 		}
@@ -273,28 +272,6 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		return tr, nil, name, nil // not the typed nil of a *datasets.Images
 	}
 	return tr, te, name, nil
-}
-
-// loadTrainIDX reads the training pair of MNIST's IDX files (train-images-idx3-ubyte and
-// train-labels-idx1-ubyte, each raw or with .gz) from dir, and not the test pair; how
-// says how to get missing files.
-func loadTrainIDX(dir, how string) (*datasets.Images, error) {
-	var paths [2]string
-	for i, base := range []string{mnist.TrainImages, mnist.TrainLabels} {
-		for _, name := range []string{base, base + ".gz"} {
-			p := filepath.Join(dir, name)
-			if _, err := os.Stat(p); err == nil {
-				paths[i] = p
-				break
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("mnist: %w", err)
-			}
-		}
-		if paths[i] == "" {
-			return nil, fmt.Errorf("mnist: no %s or %s.gz in %s: %w; %s", base, base, dir, fs.ErrNotExist, how)
-		}
-	}
-	return mnist.LoadFiles(paths[0], paths[1])
 }
 
 // loadOwnData reads -dataset csv:PATH, images:DIR or cifar100; with trainOnly,
