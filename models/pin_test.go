@@ -1,0 +1,212 @@
+package models_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/models"
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/smoothing"
+	"golang.org/x/sys/cpu"
+)
+
+// The bitwise pin across the architecture refactor (issue 28): the SHA-256 of the final
+// parameters (float64 bits, little-endian) after a few seeded private steps of every
+// built-in model, and of a few training variants that route the privacy randomness
+// (adaptive clipping's count noise, augmentation keys, per-layer clipping, shuffle
+// sampling, smoothing, EMA, both engines, both dtypes) through other paths. The expected
+// digests were RECORDED FROM THE CODE BEFORE THE REFACTOR (commit a055e0e's code) — this
+// is the one kind of test that may pin values the code produced: it says that moving
+// packages, layers' gradients and the noise draw changed no bit of training. Print the
+// digests with PRIVTRAIN_PIN_PRINT=1.
+var pinned = map[string]string{
+	"logreg":                   "22b84c0d574c49fb9d7a6360b3277865",
+	"mnist-cnn-relu":           "47ee231f64677dfd8a0b0813900a5c5b",
+	"mnist-cnn-tanh":           "e1630507306e14986b7e3862ec89bc6c",
+	"cifar10-cnn-relu":         "479515ef793351d6ccaf19cfc9614425",
+	"cifar10-cnn-tanh":         "f4f52e2e68ccaa6c322811cf8f69d414",
+	"cifar10-tb-cnn-relu":      "cac6ea34b2420fbadefafe023b0d4e89",
+	"cifar10-tb-cnn-tanh":      "fedf51f13cd9febeda66da8e184ef2ad",
+	"scatter-linear-mnist":     "c5f6aa0d2f9d5753b6030c29cc7c81e2",
+	"scatter-linear-cifar10":   "58db5bc7defa231acf308be9ce1b35a4",
+	"scatter-cnn-mnist-relu":   "d7ecdea5700063a67a9c568679154652",
+	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
+	"scatter-cnn-cifar10-relu": "e641b0db8128b6624a53380288b36f13",
+	"scatter-cnn-cifar10-tanh": "420240866c984fbaa83344192fbd9d57",
+	"cnn/gorgonia-float64":     "17208e958d71a17ca2928f28de1137fe",
+	"cnn/native-float64":       "0c2e2842c64ac1982659bfcd077c63a3",
+	"logreg/gorgonia-float32":  "30db48f8363042961e1909f1b5867d2c",
+	"cnn/per-layer":            "1a0d8f160857085c7292d6c17df0e649",
+	"cnn/adaptive-adam":        "7a8320f02331c7d7402edcbcd5d272a4",
+	"cnn/augmult-ema":          "d18f55ce942994a352511686899e40c2",
+	"logreg/shuffle-heavyball": "7d6a349a3b3cd070535986452b0e0996",
+	"logreg/epsilon-target":    "4424adc851e4d7a2d44306e3aa7673f4",
+	"logreg/lssgd":             "7febe572d74edfd2fd18cf9787f0087c",
+}
+
+// pinData returns 64 training examples of the spec's input shape: embedded MNIST digits
+// for 1×28×28, and uniform pixels with a label that depends on the mean of the first
+// channel for 3×32×32 (seeded PCG: the same bytes on every machine).
+func pinData(t *testing.T, shape []int) datasets.Dataset {
+	t.Helper()
+	if shape[0] == 1 && shape[1] == 28 {
+		tr, _, err := mnist.Embedded()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := datasets.StratifiedSubset(tr, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	size := shape[0] * shape[1] * shape[2]
+	rng := rand.New(rand.NewPCG(28, 1))
+	pixels := make([]byte, 64*size)
+	labels := make([]byte, 64)
+	for i := range labels {
+		sum := 0
+		for j := range size {
+			b := byte(rng.IntN(256))
+			pixels[i*size+j] = b
+			if j < shape[1]*shape[2] {
+				sum += int(b)
+			}
+		}
+		labels[i] = byte(sum * 10 / (255*shape[1]*shape[2] + 1))
+	}
+	ds, err := datasets.NewImages(shape, 10, pixels, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// pinRun trains spec for 2 epochs of 2 Poisson batches (expected 32 of 64) privately with
+// seed 5 on a model initialised with seed 7 and returns the digest of its parameters.
+func pinRun(t *testing.T, spec nn.Spec, physical int, opts []nn.Option, edit func(*nn.TrainerConfig)) string {
+	t.Helper()
+	m, err := nn.New(spec, physical, append([]nn.Option{nn.WithSeed(7)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(5)
+	cfg := nn.TrainerConfig{
+		Train: pinData(t, spec.InputShape), DatasetName: "pin", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		BatchSize: 32, Epochs: 2, Seed: &seed,
+		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	tr, err := nn.NewTrainer(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 4 {
+		t.Fatalf("%d steps, want 4", res.Steps)
+	}
+	p := make([]float64, m.NumParams())
+	m.Params(p)
+	h := sha256.New()
+	for _, v := range p {
+		h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// skipOffPinnedCPU skips where the kernels differ from the recording machine's: the
+// digests were recorded with the AVX-512 kernels of internal/gemm and layers, whose
+// summation order the AVX2 and pure-Go fallbacks do not share.
+func skipOffPinnedCPU(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX512F {
+		t.Skip("the pinned digests were recorded with the AVX-512 kernels; this CPU runs others")
+	}
+}
+
+func checkPin(t *testing.T, name, got string) {
+	t.Helper()
+	if os.Getenv("PRIVTRAIN_PIN_PRINT") != "" {
+		t.Logf("\t%q: %q,", name, got)
+		return
+	}
+	want, ok := pinned[name]
+	if !ok {
+		t.Errorf("%s: no pinned digest (got %s)", name, got)
+	} else if got != want {
+		t.Errorf("%s: parameters' digest %s, pinned %s: training with a fixed seed changed", name, got, want)
+	}
+}
+
+// TestPinnedTrainingBuiltin: every built-in model, DP-SGD on the native engine in float32.
+func TestPinnedTrainingBuiltin(t *testing.T) {
+	skipOffPinnedCPU(t)
+	for _, spec := range models.Builtin() {
+		checkPin(t, spec.Name, pinRun(t, spec, 16, nil, nil))
+	}
+}
+
+// TestPinnedTrainingVariants: the paths around the step, on small models.
+func TestPinnedTrainingVariants(t *testing.T) {
+	skipOffPinnedCPU(t)
+	logreg, cnn := models.LogisticRegression(), models.MNISTCNN(models.Tanh)
+	for _, tc := range []struct {
+		name string
+		spec nn.Spec
+		opts []nn.Option
+		edit func(*nn.TrainerConfig)
+	}{
+		{"cnn/gorgonia-float64", cnn, []nn.Option{nn.WithEngine(nn.EngineGorgonia), nn.WithDType(nn.Float64)}, nil},
+		{"cnn/native-float64", cnn, []nn.Option{nn.WithDType(nn.Float64)}, nil},
+		{"logreg/gorgonia-float32", logreg, []nn.Option{nn.WithEngine(nn.EngineGorgonia)}, nil},
+		{"cnn/per-layer", cnn, nil, func(c *nn.TrainerConfig) { c.Privacy.Clip = clipping.PerLayerEqual(1, 4) }},
+		{"cnn/adaptive-adam", cnn, nil, func(c *nn.TrainerConfig) {
+			c.Rule = dpoptim.NewAdam(dpoptim.Constant(0.01))
+			c.Privacy.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
+		}},
+		{"cnn/augmult-ema", cnn, nil, func(c *nn.TrainerConfig) {
+			c.AugmentMultiplicity = 2
+			c.Augment = datasets.Augment{Crop: true, Pad: 4, Flip: true}
+			c.EMA = 0.9
+		}},
+		{"logreg/shuffle-heavyball", logreg, nil, func(c *nn.TrainerConfig) {
+			c.Sampling = nn.Shuffle
+			c.Privacy = nil
+			c.Rule = &dpoptim.HeavyBall{LearningRate: dpoptim.Constant(0.1), Momentum: 0.9}
+		}},
+		{"logreg/epsilon-target", logreg, nil, func(c *nn.TrainerConfig) {
+			c.Privacy.NoiseMultiplier, c.Privacy.TargetEpsilon = 0, 2
+		}},
+	} {
+		checkPin(t, tc.name, pinRun(t, tc.spec, 16, tc.opts, tc.edit))
+	}
+	// DP-LSSGD: the smoother is built for the model's layout.
+	m, err := nn.New(logreg, 16, nn.WithSeed(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layout []smoothing.Tensor
+	for _, t := range m.Layout() {
+		layout = append(layout, smoothing.Tensor{Name: t.Name, Shape: t.Shape})
+	}
+	lap, err := smoothing.NewLaplacian[float64](1, layout, smoothing.Axes(m.SmoothingAxes()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPin(t, "logreg/lssgd", pinRun(t, logreg, 16, nil, func(c *nn.TrainerConfig) { c.Privacy.Smoother = lap }))
+}
