@@ -174,7 +174,7 @@ func (p *Private) adaptClip(batchSize, unclipped int) (float64, error) {
 	if p.ada == nil {
 		return p.c, nil
 	}
-	c := p.ada.next(p.ada.fraction(unclipped, batchSize, p.noise.rng.NormFloat64()))
+	c := p.ada.next(p.ada.fraction(unclipped, batchSize, p.noise.src.Normal()))
 	if !(c > 0) || math.IsInf(c, 0) {
 		return 0, fmt.Errorf("%w: %s: adaptive clip norm left the floating-point range (%v) at step %d", ErrNonFinite, p.Name(), c, p.step)
 	}

@@ -3,7 +3,6 @@ package dpoptim
 import (
 	"encoding"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/privtrain/privtrain/internal/privrand"
 )
@@ -17,7 +16,6 @@ import (
 // A Noise is not safe for concurrent use.
 type Noise struct {
 	src *privrand.Source
-	rng *rand.Rand // src.Rand(), the draws of a step
 }
 
 // NewSecureNoise returns a Noise seeded with 32 bytes from crypto/rand. Its stream cannot
@@ -43,7 +41,7 @@ var (
 	_ fmt.Stringer               = (*Noise)(nil)
 )
 
-func newNoise(src *privrand.Source) *Noise { return &Noise{src: src, rng: src.Rand()} }
+func newNoise(src *privrand.Source) *Noise { return &Noise{src: src} }
 
 // String returns "secure" or "seeded(<seed>)", for logs; use [Noise.Seed] to branch on
 // the mode.
@@ -53,7 +51,7 @@ func (n *Noise) String() string { return n.src.String() }
 func (n *Noise) Seed() (uint64, bool) { return n.src.Seed() }
 
 // Normal returns one standard normal draw.
-func (n *Noise) Normal() float64 { return n.rng.NormFloat64() }
+func (n *Noise) Normal() float64 { return n.src.Normal() }
 
 // MarshalBinary encodes the generator for a checkpoint (privrand's encoding). A seeded
 // Noise encodes its seed and exact position, so that a restored run continues bit for

@@ -194,15 +194,10 @@ func (p *Private) privateStep(params, clippedSum []float64, batchSize, unclipped
 		std = p.ada.zDelta * p.ada.c
 	}
 	std, inv = faults.Noise(std, inv, batchSize) // unchanged unless an audit test broke it
-	if std == 0 {
-		for i, s := range clippedSum {
-			g[i] = s * inv
-		}
-	} else {
-		rng := p.noise.rng
-		for i, s := range clippedSum {
-			g[i] = (s + std*rng.NormFloat64()) * inv
-		}
+	copy(g, clippedSum)
+	p.noise.src.AddGaussian(g, std)
+	for i := range g {
+		g[i] *= inv
 	}
 	nextClip, err := p.adaptClip(batchSize, unclipped)
 	if err != nil {
