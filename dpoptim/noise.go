@@ -8,7 +8,7 @@ import (
 )
 
 // Noise is the random source of the Gaussian noise added by a [Private] step: the
-// privrand.Noise stream of a ChaCha8 generator, seeded from crypto/rand ("secure", the
+// privrand.Noise stream of a ChaCha8 generator, with a secure key ("secure", the
 // default) or from an explicit seed for reproducible runs ("seeded(s)"). Gaussian draws
 // use the ziggurat NormFloat64 of math/rand/v2. See internal/privrand for the key
 // derivation and why a secure generator's state is never written out.
@@ -18,7 +18,7 @@ type Noise struct {
 	src *privrand.Source
 }
 
-// NewSecureNoise returns a Noise seeded with 32 bytes from crypto/rand. Its stream cannot
+// NewSecureNoise returns a Noise keyed with 32 bytes from the operating system's secure generator. Its stream cannot
 // be predicted or replayed, and its state is never serialised (see [Noise.MarshalBinary]).
 func NewSecureNoise() (*Noise, error) {
 	src, err := privrand.NewSecure(privrand.Noise)
@@ -57,11 +57,11 @@ func (n *Noise) Normal() float64 { return n.src.Normal() }
 // Noise encodes its seed and exact position, so that a restored run continues bit for
 // bit. A secure Noise encodes only that it is secure: writing its state to disk would let
 // anyone who reads the checkpoint predict the noise still to come, so
-// [Noise.UnmarshalBinary] reseeds it from crypto/rand instead.
+// [Noise.UnmarshalBinary] gives it a fresh secure key instead.
 func (n *Noise) MarshalBinary() ([]byte, error) { return n.src.MarshalBinary() }
 
 // UnmarshalBinary restores a generator encoded by MarshalBinary: a seeded one to the exact
-// position it was saved at, a secure one freshly seeded from crypto/rand. Malformed input,
+// position it was saved at, a secure one with a fresh secure key. Malformed input,
 // or another stream's state (a sampler's), gives an error wrapping ErrState and leaves n
 // unchanged.
 func (n *Noise) UnmarshalBinary(data []byte) error {

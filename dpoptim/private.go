@@ -247,8 +247,8 @@ func (p *Private) State() State {
 	return s
 }
 
-// SetState restores a state returned by State. A secure generator is reseeded from
-// crypto/rand (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
+// SetState restores a state returned by State. A secure generator gets a fresh secure
+// key (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
 func (p *Private) SetState(state State) error {
 	if p.rule == nil {
 		return errZeroPrivate

@@ -16,7 +16,7 @@ func NewNoise(seed uint64) *rand.Rand {
 	return privrand.NewSeeded(seed, privrand.ERM).Rand()
 }
 
-// NewSecureNoise returns a ChaCha8 generator keyed from crypto/rand, the
+// NewSecureNoise returns a ChaCha8 generator with a secure key, the
 // default for releases.
 func NewSecureNoise() (*rand.Rand, error) {
 	src, err := privrand.NewSecure(privrand.ERM)

@@ -98,7 +98,7 @@ type TrainerConfig struct {
 	Augment             datasets.Augment
 	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
 	// a reproducible run that resumes bit for bit. It is not private against anyone who
-	// knows the seed. nil draws both from crypto/rand.
+	// knows the seed. nil draws both with a secure key.
 	Seed *uint64
 	// EMA, if not 0, keeps an exponential moving average of the parameters with decay
 	// β = EMA in (0, 1) (dpoptim.EMA: JAX Privacy's warm-up of the decay, the average
@@ -527,7 +527,7 @@ func (t *Trainer) Noise() string {
 }
 
 // Seed returns the run's seed and true for a seeded run (TrainerConfig.Seed), and false
-// for one whose sampler and noise come from crypto/rand: the typed form of what Noise
+// for one whose sampler and noise come from a secure key: the typed form of what Noise
 // describes.
 func (t *Trainer) Seed() (uint64, bool) {
 	if t.cfg.Seed == nil {
