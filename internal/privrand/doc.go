@@ -2,8 +2,8 @@
 // Gaussian and Laplace noise of private mechanisms and the batch samplers whose secrecy
 // privacy amplification by subsampling assumes. It is the only package that builds a
 // ChaCha8 generator or reads the operating system's secure generator (crypto/rand): nn,
-// dpoptim, erm, audit and datasets draw from its named streams, and random identifiers
-// ([ID]) come from it too.
+// dpoptim, erm, audit and datasets draw from its named streams (erm/data's synthetic data
+// set too), and random identifiers ([ID]) come from it.
 //
 // # Generator
 //
@@ -36,7 +36,7 @@
 // unrelated keys are computationally independent. A secure Source of any stream has its
 // own crypto/rand key.
 //
-// Three streams keep the key derivation their consumers used before privrand owned them,
+// Four streams keep the key derivation their consumers used before privrand owned them,
 // so that seeded runs, and the checkpoints that resume them, reproduce bit for bit:
 //
 //   - [AuditCoins], audit's canary coins: SHA-256("privtrain audit coins" ‖ 0x00 ‖ le64(x));
@@ -44,7 +44,9 @@
 //     secure run): the first 8 bytes, little-endian, of
 //     SHA-256("privtrain/augment v1" ‖ 0x00 ‖ le64(x));
 //   - [ValidationSplit], the permutation of a held-out split: le64(x) in the first 8
-//     bytes of the key, the rest zero (not secret: the split need only be reproducible).
+//     bytes of the key, the rest zero (not secret: the split need only be reproducible);
+//   - [SyntheticData], erm/data's synthetic data set: le64(x) ‖ le64(0x9e3779b97f4a7c15)
+//     ‖ 16 zero bytes.
 //
 // A new consumer adds a Stream constant with a new name (never reusing a name or a value:
 // both are in keys and checkpoints) and takes the v1 derivation.

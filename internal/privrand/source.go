@@ -35,6 +35,10 @@ const (
 	// the little-endian seed in the first 8 bytes, the other 24 zero (the split is not
 	// secret: it only has to be reproducible).
 	ValidationSplit
+	// SyntheticData is erm/data's synthetic data set (data, not noise). Legacy key: the
+	// little-endian seed in bytes 0–7, the little-endian 0x9e3779b97f4a7c15 in bytes 8–15,
+	// the rest zero.
+	SyntheticData
 )
 
 // String returns the stream's name, which enters its key derivation.
@@ -52,11 +56,13 @@ func (s Stream) String() string {
 		return "augmentation"
 	case ValidationSplit:
 		return "validation-split"
+	case SyntheticData:
+		return "synthetic-data"
 	}
 	return "stream(" + strconv.Itoa(int(s)) + ")"
 }
 
-func (s Stream) valid() bool { return s >= Noise && s <= ValidationSplit }
+func (s Stream) valid() bool { return s >= Noise && s <= SyntheticData }
 
 // SecureOrigin names the operating system's secure generator that keys a secure
 // [Source], as reports and flag help print it ("(default: crypto/rand)").
@@ -110,6 +116,11 @@ func Key(seed uint64, s Stream) [32]byte {
 	case ValidationSplit:
 		var key [32]byte
 		binary.LittleEndian.PutUint64(key[:], seed)
+		return key
+	case SyntheticData:
+		var key [32]byte
+		binary.LittleEndian.PutUint64(key[:], seed)
+		binary.LittleEndian.PutUint64(key[8:], 0x9e3779b97f4a7c15)
 		return key
 	}
 	const label = "privtrain/privrand v1\x00"

@@ -9,21 +9,23 @@ import (
 )
 
 // The legacy streams keep the keys their consumers derived before privrand owned them
-// (written out here as audit, datasets' augmentation and the validation split derived
-// them), so that seeded audits, augmentations and validation splits, and the checkpoints
-// that depend on them, reproduce.
+// (written out here as audit, datasets' augmentation and validation split, and erm/data's
+// synthetic set derived them), so that seeded audits, augmentations, validation splits
+// and synthetic data sets, and the checkpoints that depend on them, reproduce.
 func TestLegacyStreamKeys(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 42, 1<<64 - 1} {
 		var le [8]byte
 		binary.LittleEndian.PutUint64(le[:], seed)
 		coins := sha256.Sum256(append([]byte("privtrain audit coins\x00"), le[:]...))
 		augment := sha256.Sum256(append([]byte("privtrain/augment v1\x00"), le[:]...))
-		var split [32]byte
+		var split, synthetic [32]byte
 		copy(split[:], le[:])
+		copy(synthetic[:], le[:])
+		binary.LittleEndian.PutUint64(synthetic[8:], 0x9e3779b97f4a7c15)
 		for _, c := range []struct {
 			s    Stream
 			want [32]byte
-		}{{AuditCoins, coins}, {Augmentation, augment}, {ValidationSplit, split}} {
+		}{{AuditCoins, coins}, {Augmentation, augment}, {ValidationSplit, split}, {SyntheticData, synthetic}} {
 			if got := Key(seed, c.s); got != c.want {
 				t.Errorf("Key(%d, %v) = %x, want %x", seed, c.s, got, c.want)
 			}
@@ -44,7 +46,7 @@ func TestLegacyStreamKeys(t *testing.T) {
 // Every stream has its own name, a seeded Source of it survives a round trip, and no two
 // streams of one seed share a key.
 func TestStreamsDistinct(t *testing.T) {
-	all := []Stream{Noise, Sampler, ERM, AuditCoins, Augmentation, ValidationSplit}
+	all := []Stream{Noise, Sampler, ERM, AuditCoins, Augmentation, ValidationSplit, SyntheticData}
 	names := map[string]bool{}
 	keys := map[[32]byte]Stream{}
 	for _, s := range all {
@@ -71,8 +73,8 @@ func TestStreamsDistinct(t *testing.T) {
 			t.Errorf("%v: the restored Source is not the saved one", s)
 		}
 	}
-	if (ValidationSplit + 1).valid() {
-		t.Errorf("stream %d is valid", ValidationSplit+1)
+	if (SyntheticData + 1).valid() {
+		t.Errorf("stream %d is valid", SyntheticData+1)
 	}
 }
 
