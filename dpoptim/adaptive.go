@@ -53,7 +53,7 @@ type AdaptiveClip struct {
 // must spend what one Gaussian mechanism with multiplier z spends. It returns an error
 // wrapping ErrConfig unless z > 0 and σ_b > z/2 (finite).
 func AdaptiveNoiseMultiplier(z, countNoise float64) (float64, error) {
-	if !(z > 0) || math.IsInf(z, 0) {
+	if z == 0 || CheckNoiseMultiplier(z) != nil {
 		return 0, fmt.Errorf("%w: adaptive clipping: noise multiplier z = %v, want a finite z > 0", ErrConfig, z)
 	}
 	if !(countNoise > 0) || math.IsInf(countNoise, 0) {

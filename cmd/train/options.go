@@ -244,7 +244,7 @@ func (o *options) validate() error {
 	if err := o.validateAdaptive(); err != nil {
 		return err
 	}
-	if o.set["noise"] && (!(o.noise > 0) || math.IsInf(o.noise, 0)) {
+	if o.set["noise"] && (o.noise == 0 || dpoptim.CheckNoiseMultiplier(o.noise) != nil) {
 		return usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
 	}
 	if !o.set["noise"] && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
