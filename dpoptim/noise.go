@@ -9,9 +9,10 @@ import (
 
 // Noise is the random source of the Gaussian noise added by a [Private] step: the
 // privrand.Noise stream of a ChaCha8 generator, with a secure key ("secure", the
-// default) or from an explicit seed for reproducible runs ("seeded(s)"). Gaussian draws
-// use the ziggurat NormFloat64 of math/rand/v2. See internal/privrand for the key
-// derivation and why a secure generator's state is never written out.
+// default) or from an explicit seed for reproducible runs ("seeded(s)"). privrand draws
+// the noise (privrand.AddGaussian: the ziggurat NormFloat64 of math/rand/v2, in index
+// order). See internal/privrand for the key derivation and why a secure generator's
+// state is never written out.
 //
 // A Noise is not safe for concurrent use.
 type Noise struct {
