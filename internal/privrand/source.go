@@ -41,7 +41,8 @@ const (
 	SyntheticData
 )
 
-// String returns the stream's name, which enters its key derivation.
+// String returns the stream's name, which enters its key derivation (but for the legacy
+// streams' own derivations).
 func (s Stream) String() string {
 	switch s {
 	case Noise:
@@ -151,9 +152,9 @@ func NewKey64() uint64 {
 
 // ID returns n bytes from the operating system's secure generator in hex (2n
 // characters), for identifiers that must not repeat across processes and runs (a run's
-// id, a temporary file's token). It is not privacy noise.
+// id, a temporary file's token). It is not privacy noise. n ≤ 0 gives "".
 func ID(n int) string {
-	b := make([]byte, n)
+	b := make([]byte, max(n, 0))
 	crand.Read(b) // never fails: crypto/rand crashes the program instead
 	return hex.EncodeToString(b)
 }

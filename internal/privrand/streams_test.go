@@ -86,8 +86,8 @@ func TestIDAndKey64(t *testing.T) {
 	if _, err := hex.DecodeString(a); err != nil {
 		t.Errorf("ID(16) = %q: %v", a, err)
 	}
-	if len(ID(4)) != 8 || ID(0) != "" {
-		t.Errorf("ID(4) = %q, ID(0) = %q", ID(4), ID(0))
+	if len(ID(4)) != 8 || ID(0) != "" || ID(-1) != "" {
+		t.Errorf("ID(4) = %q, ID(0) = %q, ID(-1) = %q", ID(4), ID(0), ID(-1))
 	}
 	// Two secure 64-bit keys coincide with probability 2⁻⁶⁴.
 	if NewKey64() == NewKey64() {
