@@ -40,7 +40,7 @@ type Common struct {
 	Guesses []int
 	// Seed, if not nil, makes the coins, the initial weights, the sampling and the noise
 	// reproducible (a multi-run audit derives each run's seed from it). nil draws them
-	// from crypto/rand.
+	// with secure keys.
 	Seed *uint64
 }
 

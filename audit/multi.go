@@ -168,7 +168,7 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 		batchLLR[k] = llr
 	}
 
-	noise := "secure" // every run's generators from crypto/rand
+	noise := "secure" // every run's generators with secure keys
 	if cfg.Seed != nil {
 		noise = fmt.Sprintf("seeded(%d), a seed per run derived from it", *cfg.Seed)
 	}

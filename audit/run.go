@@ -3,9 +3,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	crand "crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -19,6 +16,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -393,19 +391,18 @@ func logMixture(q, a float64) float64 {
 	return math.Log1p(q * math.Expm1(a)) // near 0: no cancellation in 1 + …
 }
 
-// coinSource returns the generator of the canaries' coins and labels: ChaCha8 keyed from
-// crypto/rand, or from the seed (hashed with a label, so the coins are unrelated to the
-// trainer's sampling and noise streams of the same seed).
+// coinSource returns the generator of the canaries' coins and labels: privrand's
+// AuditCoins stream, secure or of the seed (unrelated to the trainer's sampling and noise
+// streams of the same seed).
 func coinSource(seed *uint64) (*rand.Rand, error) {
-	var key [32]byte
 	if seed != nil {
-		var s [8]byte
-		binary.LittleEndian.PutUint64(s[:], *seed)
-		key = sha256.Sum256(append([]byte("privtrain audit coins\x00"), s[:]...))
-	} else if _, err := crand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("audit: seeding the canaries' coins from crypto/rand: %w", err)
+		return privrand.NewSeeded(*seed, privrand.AuditCoins).Rand(), nil
 	}
-	return rand.New(rand.NewChaCha8(key)), nil
+	src, err := privrand.NewSecure(privrand.AuditCoins)
+	if err != nil {
+		return nil, fmt.Errorf("audit: the canaries' coins: %w", err)
+	}
+	return src.Rand(), nil
 }
 
 // canaryData is the training set of an audit: the real examples, flattened into the first

@@ -1,15 +1,14 @@
 package datasets
 
 import (
-	crand "crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // ErrAugment reports an augmentation that does not fit the data: a crop or flip of
@@ -148,22 +147,13 @@ type Draw struct {
 	Flip   bool
 }
 
-// AugmentKey derives the views' key from a run's seed (a SHA-256 of a label and the seed,
-// so that it shares nothing with the seed's noise and sampling streams).
-func AugmentKey(seed uint64) uint64 {
-	b := binary.LittleEndian.AppendUint64([]byte("privtrain/augment v1\x00"), seed)
-	h := sha256.Sum256(b)
-	return binary.LittleEndian.Uint64(h[:8])
-}
+// AugmentKey derives the views' key from a run's seed: privrand's Augmentation stream,
+// which shares nothing with the seed's noise and sampling streams.
+func AugmentKey(seed uint64) uint64 { return privrand.Key64(seed, privrand.Augmentation) }
 
-// NewAugmentKey is a key from crypto/rand, for a run without a seed.
-func NewAugmentKey() (uint64, error) {
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("datasets: augmentation key from crypto/rand: %w", err)
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
-}
+// NewAugmentKey is a key from the operating system's secure generator, for a run without
+// a seed. It does not fail; the error is kept for callers written when it could.
+func NewAugmentKey() (uint64, error) { return privrand.NewKey64(), nil }
 
 // splitmix is SplitMix64's finaliser: a bijection of uint64 that spreads every input bit.
 func splitmix(x uint64) uint64 {

@@ -1,12 +1,12 @@
 package datasets
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // StratifiedSplit splits the indices 0…len(labels)-1 into rest and picked, with
@@ -79,7 +79,7 @@ func StratifiedSplit(labels []int, n int) (rest, picked []int, err error) {
 
 // RandomStratifiedSplit is StratifiedSplit with the examples of each class picked at
 // random instead of evenly spaced: the indices are permuted by a ChaCha8 stream seeded
-// with seed, StratifiedSplit runs on the permuted order, and the result is mapped back.
+// with seed (privrand.ValidationSplit), StratifiedSplit runs on the permuted order, and the result is mapped back.
 // So every class's share of picked is what StratifiedSplit gives (within one of
 // n·m_c/N), which examples are picked depends on seed, and the same labels and seed
 // always give the same split. Both slices are in increasing index order.
@@ -105,11 +105,9 @@ func RandomStratifiedSplit(labels []int, n int, seed uint64) (rest, picked []int
 }
 
 // seedPermutation is a permutation of 0…n−1 drawn by a Fisher–Yates shuffle from
-// ChaCha8 seeded with seed (the seed in the first 8 bytes of the key, the rest zero).
+// privrand's ValidationSplit stream of seed.
 func seedPermutation(n int, seed uint64) []int {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	rng := rand.New(rand.NewChaCha8(key))
+	rng := privrand.NewSeeded(seed, privrand.ValidationSplit).Rand()
 	perm := make([]int, n)
 	for i := range perm {
 		perm[i] = i

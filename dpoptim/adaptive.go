@@ -53,7 +53,7 @@ type AdaptiveClip struct {
 // must spend what one Gaussian mechanism with multiplier z spends. It returns an error
 // wrapping ErrConfig unless z > 0 and σ_b > z/2 (finite).
 func AdaptiveNoiseMultiplier(z, countNoise float64) (float64, error) {
-	if !(z > 0) || math.IsInf(z, 0) {
+	if z == 0 || CheckNoiseMultiplier(z) != nil {
 		return 0, fmt.Errorf("%w: adaptive clipping: noise multiplier z = %v, want a finite z > 0", ErrConfig, z)
 	}
 	if !(countNoise > 0) || math.IsInf(countNoise, 0) {
@@ -174,7 +174,7 @@ func (p *Private) adaptClip(batchSize, unclipped int) (float64, error) {
 	if p.ada == nil {
 		return p.c, nil
 	}
-	c := p.ada.next(p.ada.fraction(unclipped, batchSize, p.noise.rng.NormFloat64()))
+	c := p.ada.next(p.ada.fraction(unclipped, batchSize, p.noise.src.Normal()))
 	if !(c > 0) || math.IsInf(c, 0) {
 		return 0, fmt.Errorf("%w: %s: adaptive clip norm left the floating-point range (%v) at step %d", ErrNonFinite, p.Name(), c, p.step)
 	}

@@ -27,8 +27,9 @@
 //	})
 //	for each logical batch: err = step.Step(params, clippedSum, batchSize)
 //
-// The noise comes from a ChaCha8 generator seeded from crypto/rand unless a seed is given
-// ([NewSeededNoise]); a seeded run is reproducible, says so ([Noise.String]) and resumes
+// The noise comes from a ChaCha8 generator with a secure key unless a seed is given
+// ([NewSeededNoise]) and is drawn by internal/privrand (AddGaussian); z is range-checked
+// by [CheckNoiseMultiplier] wherever it enters; a seeded run is reproducible, says so ([Noise.String]) and resumes
 // bit for bit from [Private.State]. [NonPrivate] applies a rule to the plain mean gradient
 // for non-private baselines.
 //

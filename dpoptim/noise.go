@@ -3,24 +3,23 @@ package dpoptim
 import (
 	"encoding"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // Noise is the random source of the Gaussian noise added by a [Private] step: the
-// privrand.Noise stream of a ChaCha8 generator, seeded from crypto/rand ("secure", the
-// default) or from an explicit seed for reproducible runs ("seeded(s)"). Gaussian draws
-// use the ziggurat NormFloat64 of math/rand/v2. See internal/privrand for the key
-// derivation and why a secure generator's state is never written out.
+// privrand.Noise stream of a ChaCha8 generator, with a secure key ("secure", the
+// default) or from an explicit seed for reproducible runs ("seeded(s)"). privrand draws
+// the noise (privrand.AddGaussian: the ziggurat NormFloat64 of math/rand/v2, in index
+// order). See internal/privrand for the key derivation and why a secure generator's
+// state is never written out.
 //
 // A Noise is not safe for concurrent use.
 type Noise struct {
 	src *privrand.Source
-	rng *rand.Rand // src.Rand(), the draws of a step
 }
 
-// NewSecureNoise returns a Noise seeded with 32 bytes from crypto/rand. Its stream cannot
+// NewSecureNoise returns a Noise keyed with 32 bytes from the operating system's secure generator. Its stream cannot
 // be predicted or replayed, and its state is never serialised (see [Noise.MarshalBinary]).
 func NewSecureNoise() (*Noise, error) {
 	src, err := privrand.NewSecure(privrand.Noise)
@@ -43,7 +42,7 @@ var (
 	_ fmt.Stringer               = (*Noise)(nil)
 )
 
-func newNoise(src *privrand.Source) *Noise { return &Noise{src: src, rng: src.Rand()} }
+func newNoise(src *privrand.Source) *Noise { return &Noise{src: src} }
 
 // String returns "secure" or "seeded(<seed>)", for logs; use [Noise.Seed] to branch on
 // the mode.
@@ -53,17 +52,17 @@ func (n *Noise) String() string { return n.src.String() }
 func (n *Noise) Seed() (uint64, bool) { return n.src.Seed() }
 
 // Normal returns one standard normal draw.
-func (n *Noise) Normal() float64 { return n.rng.NormFloat64() }
+func (n *Noise) Normal() float64 { return n.src.Normal() }
 
 // MarshalBinary encodes the generator for a checkpoint (privrand's encoding). A seeded
 // Noise encodes its seed and exact position, so that a restored run continues bit for
 // bit. A secure Noise encodes only that it is secure: writing its state to disk would let
 // anyone who reads the checkpoint predict the noise still to come, so
-// [Noise.UnmarshalBinary] reseeds it from crypto/rand instead.
+// [Noise.UnmarshalBinary] gives it a fresh secure key instead.
 func (n *Noise) MarshalBinary() ([]byte, error) { return n.src.MarshalBinary() }
 
 // UnmarshalBinary restores a generator encoded by MarshalBinary: a seeded one to the exact
-// position it was saved at, a secure one freshly seeded from crypto/rand. Malformed input,
+// position it was saved at, a secure one with a fresh secure key. Malformed input,
 // or another stream's state (a sampler's), gives an error wrapping ErrState and leaves n
 // unchanged.
 func (n *Noise) UnmarshalBinary(data []byte) error {

@@ -37,6 +37,18 @@ type PrivateConfig struct {
 	Adaptive *AdaptiveClip
 }
 
+// CheckNoiseMultiplier is the one range check of a noise multiplier z, from the flag to
+// the draw: it returns nil for a finite z ≥ 0 and otherwise an error wrapping ErrConfig.
+// z = 0 is in range (NewPrivate then adds no noise); a caller that gives 0 another
+// meaning (nn: calibrate for a target ε) or refuses it (cmd/train's -noise) says so
+// itself. NewPrivate, AdaptiveNoiseMultiplier, nn's Trainer and cmd/train call it.
+func CheckNoiseMultiplier(z float64) error {
+	if !(z >= 0) || math.IsInf(z, 0) {
+		return fmt.Errorf("%w: noise multiplier z = %v, want a finite z ≥ 0", ErrConfig, z)
+	}
+	return nil
+}
+
 // Private is one private training step around an update rule (DP-X for rule X): it adds
 // Gaussian noise to the clipped gradient sum, divides by the expected batch size, smooths
 // if asked, hands the result to the rule and records the step's privacy cost. See the
@@ -66,8 +78,8 @@ func NewPrivate(rule Rule, cfg PrivateConfig) (*Private, error) {
 	if rule == nil {
 		return nil, fmt.Errorf("%w: nil rule", ErrConfig)
 	}
-	if !(cfg.NoiseMultiplier >= 0) || math.IsInf(cfg.NoiseMultiplier, 0) {
-		return nil, fmt.Errorf("%w: noise multiplier z = %v, want a finite z ≥ 0", ErrConfig, cfg.NoiseMultiplier)
+	if err := CheckNoiseMultiplier(cfg.NoiseMultiplier); err != nil {
+		return nil, err
 	}
 	if !(cfg.ClipNorm > 0) || math.IsInf(cfg.ClipNorm, 0) {
 		return nil, fmt.Errorf("%w: clip norm C = %v, want a finite C > 0", ErrConfig, cfg.ClipNorm)
@@ -179,7 +191,7 @@ func (p *Private) privateStep(params, clippedSum []float64, batchSize, unclipped
 		return fmt.Errorf("%w: %s: clipped sum[%d] = %v", ErrNonFinite, p.Name(), i, clippedSum[i])
 	}
 	z := p.multiplier(p.step)
-	if !(z >= 0) || math.IsInf(z, 0) || (z == 0 && p.z > 0) {
+	if CheckNoiseMultiplier(z) != nil || (z == 0 && p.z > 0) {
 		return fmt.Errorf("%w: %s: noise multiplier %v at step %d", ErrConfig, p.Name(), z, p.step)
 	}
 	if err := p.recorder.Record(p.q, z, 1); err != nil {
@@ -194,15 +206,10 @@ func (p *Private) privateStep(params, clippedSum []float64, batchSize, unclipped
 		std = p.ada.zDelta * p.ada.c
 	}
 	std, inv = faults.Noise(std, inv, batchSize) // unchanged unless an audit test broke it
-	if std == 0 {
-		for i, s := range clippedSum {
-			g[i] = s * inv
-		}
-	} else {
-		rng := p.noise.rng
-		for i, s := range clippedSum {
-			g[i] = (s + std*rng.NormFloat64()) * inv
-		}
+	copy(g, clippedSum)
+	p.noise.src.AddGaussian(g, std)
+	for i := range g {
+		g[i] *= inv
 	}
 	nextClip, err := p.adaptClip(batchSize, unclipped)
 	if err != nil {
@@ -252,8 +259,8 @@ func (p *Private) State() State {
 	return s
 }
 
-// SetState restores a state returned by State. A secure generator is reseeded from
-// crypto/rand (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
+// SetState restores a state returned by State. A secure generator gets a fresh secure
+// key (see [Noise.MarshalBinary]); a seeded one resumes where it stopped.
 func (p *Private) SetState(state State) error {
 	if p.rule == nil {
 		return errZeroPrivate

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // AccMD is DP-AccMD, the accelerated mirror descent of the DP-ERM-revisited
@@ -60,7 +62,7 @@ func (a *AccMD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 			x[j] = r*z[j] + (1-r)*y[j]
 		}
 		p.Gradient(g, x)
-		addGaussian(rng, g, sigma)
+		privrand.AddGaussian(rng, g, sigma)
 		floats.AddScaledTo(y, x, -1/(4*L), g)
 		projectBall(y, p.Radius)
 		floats.AddScaled(z, -float64(k+2)/(16*L), g)

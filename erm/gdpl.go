@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // GDPL is DP-GD of the DP-ERM-revisited paper (Algorithm 4; digest §4.5)
@@ -72,7 +74,7 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	g := make([]float64, d)
 	for range T {
 		p.Gradient(g, x)
-		addGaussian(rng, g, sigma)
+		privrand.AddGaussian(rng, g, sigma)
 		floats.AddScaled(x, -eta, g)
 	}
 	return &Result{X: x, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T,

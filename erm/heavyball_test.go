@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privtrain/privtrain/erm/data"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // TestHeavyBallOracles checks digest §2.3 (μ = 0.5, L = 1, Q = diag(0.5, 1)).
@@ -86,7 +87,7 @@ func TestHeavyBallSmoothedForm(t *testing.T) {
 	g := make([]float64, 5)
 	for range 40 {
 		p.Gradient(g, x)
-		addLaplace(rng, g, b)
+		privrand.AddLaplace(rng, g, b)
 		floats.Scale(beta, u)
 		floats.AddScaled(u, 1-beta, g) // u_t = β u_{t−1} + (1−β) g_t, u_{−1} = 0
 		floats.AddScaled(x, -alpha/(1-beta), u)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // LaplaceSettings are the parameters shared by the pure ε-DP methods of the
@@ -125,7 +127,7 @@ func runMomentum(p *Problem, rng *rand.Rand, start []float64, m int, s momentumS
 		} else {
 			p.batchGradient(g, y, smp.sample(rng, m))
 		}
-		addLaplace(rng, g, s.b[t])
+		privrand.AddLaplace(rng, g, s.b[t])
 		copy(prev, x)
 		copy(x, z)
 		floats.AddScaled(x, -s.alpha[t], g)

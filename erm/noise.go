@@ -16,7 +16,7 @@ func NewNoise(seed uint64) *rand.Rand {
 	return privrand.NewSeeded(seed, privrand.ERM).Rand()
 }
 
-// NewSecureNoise returns a ChaCha8 generator keyed from crypto/rand, the
+// NewSecureNoise returns a ChaCha8 generator with a secure key, the
 // default for releases.
 func NewSecureNoise() (*rand.Rand, error) {
 	src, err := privrand.NewSecure(privrand.ERM)
@@ -24,36 +24,6 @@ func NewSecureNoise() (*rand.Rand, error) {
 		return nil, fmt.Errorf("erm: %w", err)
 	}
 	return src.Rand(), nil
-}
-
-// laplace draws from the Laplace distribution with scale b (density
-// exp(−|x|/b)/(2b), variance 2b²) as the difference of two exponentials.
-// The scale is b, as the DP accelerated methods paper's Laplace mechanism
-// requires; the authors' MATLAB laprnd treats b as the standard deviation,
-// adding √2 too little noise (digest §2.7), which is not followed here.
-func laplace(rng *rand.Rand, b float64) float64 {
-	return b * (rng.ExpFloat64() - rng.ExpFloat64())
-}
-
-// addLaplace adds iid Laplace(b) noise to every entry of v; b = 0 adds none.
-func addLaplace(rng *rand.Rand, v []float64, b float64) {
-	if b == 0 {
-		return
-	}
-	for j := range v {
-		v[j] += laplace(rng, b)
-	}
-}
-
-// addGaussian adds iid N(0, sigma²) noise to every entry of v; sigma = 0
-// adds none.
-func addGaussian(rng *rand.Rand, v []float64, sigma float64) {
-	if sigma == 0 {
-		return
-	}
-	for j := range v {
-		v[j] += sigma * rng.NormFloat64()
-	}
 }
 
 // sampler draws index sets of a fixed size without replacement, each from a

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // dualLoss is a loss whose conjugate DP-SCD and the reference dual solver
@@ -274,10 +275,8 @@ func (st *dualState) scdRound(rng *rand.Rand, batch []int, sigmaP, clip, std, bo
 	}
 	floats.Add(st.v, dv)
 	if std > 0 {
-		for _, i := range batch {
-			st.alpha[i] += std * rng.NormFloat64()
-		}
-		addGaussian(rng, st.v, std)
+		privrand.AddGaussianAt(rng, st.alpha, batch, std)
+		privrand.AddGaussian(rng, st.v, std)
 	}
 }
 

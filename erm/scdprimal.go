@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // PrimalSCD is primalDP-SCD (Algorithm 2, Appendix B of the DP-SCD paper;
@@ -73,10 +74,8 @@ func (a *PrimalSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		}
 		floats.Add(v, dv)
 		if std > 0 {
-			for _, j := range batch {
-				theta[j] += std * rng.NormFloat64()
-			}
-			addGaussian(rng, v, std)
+			privrand.AddGaussianAt(rng, theta, batch, std)
+			privrand.AddGaussian(rng, v, std)
 		}
 	}
 	delta := a.Delta

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // SequentialSCD is seqDP-SCD, the baseline of the DP-SCD paper (Algorithm 3,
@@ -58,10 +59,8 @@ func (a *SequentialSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 			floats.AddScaled(st.v, z, p.Data.X.RawRowView(i))
 		}
 		if std > 0 {
-			for _, i := range batch {
-				st.alpha[i] += std * rng.NormFloat64()
-			}
-			addGaussian(rng, st.v, std)
+			privrand.AddGaussianAt(rng, st.alpha, batch, std)
+			privrand.AddGaussian(rng, st.v, std)
 		}
 	}
 	delta := a.Delta

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // SVRG is DP-SVRG, the private proximal SVRG of the DP-ERM-revisited paper
@@ -222,7 +223,7 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 				floats.AddScaled(r.v, g*inv, p.Data.X.RawRowView(i))
 			}
 		}
-		addGaussian(rng, r.v, r.sigma)
+		privrand.AddGaussian(rng, r.v, r.sigma)
 		// prox of η((λ/2)‖·‖² + λ₁‖·‖₁): soft threshold, then shrink.
 		for j, xj := range r.x {
 			y := xj - eta*r.v[j]

@@ -11,6 +11,7 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/faults"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // Checkpoint capture and restore: Trainer.Checkpoint copies a trainer's state into a
@@ -34,7 +35,7 @@ var (
 // A checkpoint of a seeded run holds the seed and the exact positions of the noise and
 // sampling generators, and so resumes bit for bit; anyone who holds it can also strip
 // the noise from the parameters. A secure run's checkpoint holds neither generator's
-// state: both are reseeded from crypto/rand on Restore (dpoptim.Noise.MarshalBinary
+// state: both get fresh secure keys on Restore (dpoptim.Noise.MarshalBinary
 // explains why). The running training loss and accuracy of the epoch in progress are
 // computed on raw training data and are not covered by ε: share the parameters, not the
 // checkpoint.
@@ -340,7 +341,7 @@ func settingsDiff(ckpt, this map[string]string) string {
 // describeSeed names a run's randomness for messages.
 func describeSeed(seed uint64, seeded bool) string {
 	if !seeded {
-		return "unseeded (crypto/rand)"
+		return "unseeded (" + privrand.SecureOrigin + ")"
 	}
 	return fmt.Sprintf("seed %d", seed)
 }

@@ -1,14 +1,13 @@
 package nn
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // ErrRewind reports a Restore that would move a trainer that has already taken steps back
@@ -40,9 +39,7 @@ func AllowRewind() RestoreOption { return func(c *restoreConfig) { c.allowRewind
 
 // newRunID returns a random run identifier (128 bits, hex).
 func newRunID() string {
-	b := make([]byte, 16)
-	rand.Read(b) // never fails (crypto/rand panics instead of returning an error)
-	return hex.EncodeToString(b)
+	return privrand.ID(16)
 }
 
 // RunID returns the run's identifier: random, created by NewTrainer, and taken over from

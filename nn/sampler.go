@@ -48,7 +48,7 @@ func ParseSampling(s string) (Sampling, error) {
 }
 
 // sampler draws the example indices of each logical batch with privrand's samplers, from
-// the privrand.Sampler stream: seeded from crypto/rand, or from the run's seed for
+// the privrand.Sampler stream: with a secure key, or seeded from the run's seed for
 // reproducible runs (a stream independent of the seed's noise stream, which dpoptim
 // draws).
 type sampler struct {
@@ -107,7 +107,7 @@ func (s *sampler) endEpoch() { s.perm = nil }
 
 // Sampler state in a checkpoint: a seeded sampler saves its exact generator position
 // (privrand's encoding) so a resumed run draws the same batches; a secure one saves
-// nothing and is reseeded from crypto/rand on restore: whoever reads the checkpoint could
+// nothing and gets a fresh secure key on restore: whoever reads the checkpoint could
 // otherwise predict which examples the remaining steps include, which is exactly the
 // secret that privacy amplification by subsampling rests on.
 const (

@@ -98,7 +98,7 @@ type TrainerConfig struct {
 	Augment             datasets.Augment
 	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
 	// a reproducible run that resumes bit for bit. It is not private against anyone who
-	// knows the seed. nil draws both from crypto/rand.
+	// knows the seed. nil draws both with a secure key.
 	Seed *uint64
 	// EMA, if not 0, keeps an exponential moving average of the parameters with decay
 	// β = EMA in (0, 1) (dpoptim.EMA: JAX Privacy's warm-up of the decay, the average
@@ -364,7 +364,7 @@ func (t *Trainer) setupPrivacy() error {
 	if !(p.Delta > 0 && p.Delta < 1) {
 		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrTrainConfig, p.Delta)
 	}
-	if !(p.NoiseMultiplier >= 0) || math.IsInf(p.NoiseMultiplier, 0) {
+	if dpoptim.CheckNoiseMultiplier(p.NoiseMultiplier) != nil {
 		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", ErrTrainConfig, p.NoiseMultiplier)
 	}
 	if !(p.TargetEpsilon >= 0) || math.IsInf(p.TargetEpsilon, 0) {
@@ -397,17 +397,16 @@ func (t *Trainer) setupPrivacy() error {
 	if p.TargetEpsilon > 0 && spent.Epsilon > p.TargetEpsilon {
 		return fmt.Errorf("%w: %d steps at q = %.4g with noise multiplier %v spend ε = %.4g at δ = %v, above the target ε = %v", ErrBudget, steps, q, z, spent.Epsilon, p.Delta, p.TargetEpsilon)
 	}
-	if p.Adaptive != nil {
-		if _, err := dpoptim.AdaptiveNoiseMultiplier(z, p.Adaptive.CountNoise); err != nil {
-			return fmt.Errorf("%w: %v (expected batch %d)", ErrTrainConfig, err, t.plan.BatchSize)
-		}
-	}
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
 	var noise *dpoptim.Noise
 	if t.cfg.Seed != nil {
 		noise = dpoptim.NewSeededNoise(*t.cfg.Seed)
 	}
-	return t.newPrivate(z, noise)
+	err = t.newPrivate(z, noise)
+	if err != nil && p.Adaptive != nil { // NewPrivate computes z_Δ (the one place): σ_b ≤ z/2 fails there
+		return fmt.Errorf("%w: %w (expected batch %d)", ErrTrainConfig, err, t.plan.BatchSize)
+	}
+	return err
 }
 
 // newPrivate builds the private step with noise multiplier z and makes it the optimizer.
@@ -527,7 +526,7 @@ func (t *Trainer) Noise() string {
 }
 
 // Seed returns the run's seed and true for a seeded run (TrainerConfig.Seed), and false
-// for one whose sampler and noise come from crypto/rand: the typed form of what Noise
+// for one whose sampler and noise come from a secure key: the typed form of what Noise
 // describes.
 func (t *Trainer) Seed() (uint64, bool) {
 	if t.cfg.Seed == nil {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/privtrain/privtrain/audit"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // Exit statuses.
@@ -71,7 +72,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&c.Confidence, "confidence", 0.95, "confidence of the lower bound, in (0, 1)")
 	fs.StringVar(&o.guesses, "guesses", "", "comma-separated even guess counts r to try, split over the confidence (default 20,50,100,… up to m)")
 	fs.IntVar(&c.ResumeAfter, "resume-after", 0, "checkpoint after this many steps and finish in a restored trainer (audits resuming)")
-	fs.Int64Var(&o.seed, "seed", -1, "seed for coins, weights, sampling and noise (reproducible; default crypto/rand)")
+	fs.Int64Var(&o.seed, "seed", -1, "seed for coins, weights, sampling and noise (reproducible; default "+privrand.SecureOrigin+")")
 	fs.StringVar(&o.score, "score", "step-likelihood", "canary score: step-likelihood (per-step likelihood ratio) or accumulated-update (final minus initial weights)")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.StringVar(&o.mode, "mode", "one-run", "one-run (m canaries, one training run) or multi-run (one canary in each of -runs runs)")

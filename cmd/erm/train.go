@@ -14,11 +14,12 @@ import (
 
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // seedFlag is -seed: a seed ≥ 0; a negative one is refused, as cmd/train's unsigned
-// -seed refuses it. Left out (stored as −1), the noise comes from crypto/rand; it then
-// prints as "", so -help shows only the usage's "(default: crypto/rand)" and not also
+// -seed refuses it. Left out (stored as −1), the noise has a secure key; it then
+// prints as "", so -help shows only the usage's "(default: <privrand.SecureOrigin>)" and not also
 // "(default -1)".
 type seedFlag struct{ seed *int64 }
 
@@ -144,7 +145,7 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.IntVar(&o.newtonSteps, "newton-steps", 0, "Newton steps of DP-SCD's logistic update (0: exact, 1: the authors' code)")
 	fs.BoolVar(&o.spectralL, "spectral-l", false, "use the accelerated paper's data-dependent L = λ_max(XᵀX/n) + λ (not private) for the step size")
 	o.seed = -1
-	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: crypto/rand)")
+	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -374,7 +375,7 @@ func (o *trainOptions) train() (*report, error) {
 		return nil, usagef("erm: -data: %v", err)
 	}
 	var noise *rand.Rand
-	seedDesc := "crypto/rand"
+	seedDesc := privrand.SecureOrigin
 	if o.seed >= 0 {
 		noise = erm.NewNoise(uint64(o.seed))
 		seedDesc = fmt.Sprintf("%d (reproducible: keep it secret if the model is released)", o.seed)

@@ -11,6 +11,7 @@ import (
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // The defaults of a run with no flags: DP-SGD on the MNIST CNN on the embedded sample at
@@ -122,7 +123,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
 	fs.StringVar(&o.accountant, "accountant", "rdp", "privacy accountant that calibrates the noise and reports ε (also for a resumed checkpoint): rdp (Rényi DP, Balle et al. conversion; long-standing, conservative) | pld (privacy loss distribution, pessimistic discretisation: a tighter upper bound, about 8-10% less noise for the same ε)")
 	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
-	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: crypto/rand)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
 	fs.StringVar(&o.featureCache, "feature-cache", "", "keep the front-end features of scatter models (the scattering of the training and test sets and the parameter-free GroupNorm and Flatten after it, computed before the first step) in directory `DIR` and re-use them in later runs on identical data and front end (file named by a SHA-256 of the front end's settings, the dtype and every raw example; checksummed, and recomputed with a warning when damaged). Stored raw, 4 bytes per value: 1.1 GB for the 70,000 images of MNIST or Fashion-MNIST, 3.7 GB for CIFAR-10. The files hold features of the private training data: protect DIR as the data. No effect for other models")
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
@@ -243,7 +244,7 @@ func (o *options) validate() error {
 	if err := o.validateAdaptive(); err != nil {
 		return err
 	}
-	if o.set["noise"] && (!(o.noise > 0) || math.IsInf(o.noise, 0)) {
+	if o.set["noise"] && (o.noise == 0 || dpoptim.CheckNoiseMultiplier(o.noise) != nil) {
 		return usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
 	}
 	if !o.set["noise"] && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {

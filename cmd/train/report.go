@@ -15,6 +15,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/internal/jsonnum"
+	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -222,7 +223,7 @@ func samplingName(s nn.Sampling) string {
 func noiseDescription(noise string) string {
 	switch {
 	case noise == "secure":
-		return "secure (ChaCha8 seeded from crypto/rand)"
+		return "secure (ChaCha8 seeded from " + privrand.SecureOrigin + ")"
 	case strings.HasPrefix(noise, "seeded"):
 		return noise + ": reproducible, NOT private against anyone who knows the seed"
 	}

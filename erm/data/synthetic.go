@@ -1,13 +1,13 @@
 package data
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // SyntheticL1Bound is the L1 radius of the covariate domain U of the DP
@@ -32,7 +32,7 @@ func Synthetic(n, d int, seed uint64) (*Dataset, error) {
 	if n > (1<<31)/d {
 		return nil, fmt.Errorf("data: synthetic data of %d×%d is too large: %w", n, d, ErrInvalid)
 	}
-	rng := rand.New(rand.NewChaCha8(seedBytes(seed)))
+	rng := privrand.NewSeeded(seed, privrand.SyntheticData).Rand()
 	w := make([]float64, d)
 	for j := range w {
 		w[j] = rng.NormFloat64()
@@ -58,12 +58,4 @@ func Synthetic(n, d int, seed uint64) (*Dataset, error) {
 		L1Bound: SyntheticL1Bound,
 		L2Bound: math.Sqrt(float64(min(d, SyntheticL1Bound))),
 	}, nil
-}
-
-// seedBytes expands a 64-bit seed into a ChaCha8 key.
-func seedBytes(seed uint64) [32]byte {
-	var b [32]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	binary.LittleEndian.PutUint64(b[8:], 0x9e3779b97f4a7c15) // fixed, so distinct seeds never collide
-	return b
 }

@@ -1,7 +1,6 @@
 package atomicfile
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -9,15 +8,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // processToken tells this process's temporary files from those of an earlier process
 // that had the same pid (containers often start every run as the same pid).
-var processToken = func() string {
-	b := make([]byte, 4)
-	rand.Read(b) // never fails (crypto/rand panics instead of returning an error)
-	return hex.EncodeToString(b)
-}()
+var processToken = privrand.ID(4)
 
 // live holds the temporary files that this process's Write calls are writing now.
 var live sync.Map

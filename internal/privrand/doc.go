@@ -1,7 +1,9 @@
-// Package privrand owns the randomness that privacy rests on: the generator behind the
-// Gaussian noise of private steps and the batch samplers whose secrecy privacy
-// amplification by subsampling assumes. nn, dpoptim and erm draw from it and from nothing
-// else.
+// Package privrand owns the randomness that privacy rests on: the generators, the
+// Gaussian and Laplace noise of private mechanisms and the batch samplers whose secrecy
+// privacy amplification by subsampling assumes. It is the only package that builds a
+// ChaCha8 generator or reads the operating system's secure generator (crypto/rand): nn,
+// dpoptim, erm, audit and datasets draw from its named streams (erm/data's synthetic data
+// set too), and random identifiers ([ID]) come from it.
 //
 // # Generator
 //
@@ -33,6 +35,30 @@
 // pairs give unrelated keys (SHA-256 is collision resistant), and ChaCha8 streams under
 // unrelated keys are computationally independent. A secure Source of any stream has its
 // own crypto/rand key.
+//
+// Four streams keep the key derivation their consumers used before privrand owned them,
+// so that seeded runs, and the checkpoints that resume them, reproduce bit for bit:
+//
+//   - [AuditCoins], audit's canary coins: SHA-256("privtrain audit coins" ‖ 0x00 ‖ le64(x));
+//   - [Augmentation], the 64-bit key of augmentation's views ([Key64]; [NewKey64] for a
+//     secure run): the first 8 bytes, little-endian, of
+//     SHA-256("privtrain/augment v1" ‖ 0x00 ‖ le64(x));
+//   - [ValidationSplit], the permutation of a held-out split: le64(x) in the first 8
+//     bytes of the key, the rest zero (not secret: the split need only be reproducible);
+//   - [SyntheticData], erm/data's synthetic data set: le64(x) ‖ le64(0x9e3779b97f4a7c15)
+//     ‖ 16 zero bytes.
+//
+// A new consumer adds a Stream constant with a new name (never reusing a name or a value:
+// both are in keys and checkpoints) and takes the v1 derivation.
+//
+// # Noise
+//
+// [AddGaussian] adds N(0, std²) to every entry of a slice, [AddGaussianAt] to the entries
+// of an index list, [AddLaplace] Laplace(b) (scale b, variance 2b²). Each draws from the
+// generator in index order (Gaussian: one NormFloat64 per entry; Laplace: the difference
+// of two ExpFloat64), so a seeded run's noise is a fixed function of its seed, and a scale
+// of 0 draws nothing. dpoptim's private steps and erm's solvers add their noise through
+// them and in no other way.
 //
 // # Samplers
 //

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,9 +24,25 @@ const (
 	Sampler
 	// ERM is erm's solvers, which take noise and batches from one *rand.Rand.
 	ERM
+	// AuditCoins is audit's canary coins and labels (which canaries are members). Legacy
+	// key: SHA-256("privtrain audit coins" ‖ 0x00 ‖ little-endian uint64(seed)).
+	AuditCoins
+	// Augmentation is the 64-bit key of augmentation's views ([Key64]), from which
+	// datasets draws each view by a PCG generator. Legacy key: SHA-256("privtrain/augment
+	// v1" ‖ 0x00 ‖ little-endian uint64(seed)).
+	Augmentation
+	// ValidationSplit is the permutation that picks a held-out validation set. Legacy key:
+	// the little-endian seed in the first 8 bytes, the other 24 zero (the split is not
+	// secret: it only has to be reproducible).
+	ValidationSplit
+	// SyntheticData is erm/data's synthetic data set (data, not noise). Legacy key: the
+	// little-endian seed in bytes 0–7, the little-endian 0x9e3779b97f4a7c15 in bytes 8–15,
+	// the rest zero.
+	SyntheticData
 )
 
-// String returns the stream's name, which enters its key derivation.
+// String returns the stream's name, which enters its key derivation (but for the legacy
+// streams' own derivations).
 func (s Stream) String() string {
 	switch s {
 	case Noise:
@@ -34,11 +51,23 @@ func (s Stream) String() string {
 		return "sampler"
 	case ERM:
 		return "erm"
+	case AuditCoins:
+		return "audit-coins"
+	case Augmentation:
+		return "augmentation"
+	case ValidationSplit:
+		return "validation-split"
+	case SyntheticData:
+		return "synthetic-data"
 	}
 	return "stream(" + strconv.Itoa(int(s)) + ")"
 }
 
-func (s Stream) valid() bool { return s >= Noise && s <= ERM }
+func (s Stream) valid() bool { return s >= Noise && s <= SyntheticData }
+
+// SecureOrigin names the operating system's secure generator that keys a secure
+// [Source], as reports and flag help print it ("(default: crypto/rand)").
+const SecureOrigin = "crypto/rand"
 
 // ErrState is wrapped by every error of [Source.UnmarshalBinary]: the input is not a
 // Source's encoding.
@@ -77,8 +106,24 @@ func NewSeeded(seed uint64, s Stream) *Source {
 	return newSource(Key(seed, s), true, seed, s)
 }
 
-// Key returns the ChaCha8 key of stream s of seed, as the package doc derives it.
+// Key returns the ChaCha8 key of stream s of seed, as the package doc derives it: the v1
+// derivation, or a legacy stream's own (see its constant).
 func Key(seed uint64, s Stream) [32]byte {
+	switch s {
+	case AuditCoins:
+		return sha256.Sum256(binary.LittleEndian.AppendUint64([]byte("privtrain audit coins\x00"), seed))
+	case Augmentation:
+		return sha256.Sum256(binary.LittleEndian.AppendUint64([]byte("privtrain/augment v1\x00"), seed))
+	case ValidationSplit:
+		var key [32]byte
+		binary.LittleEndian.PutUint64(key[:], seed)
+		return key
+	case SyntheticData:
+		var key [32]byte
+		binary.LittleEndian.PutUint64(key[:], seed)
+		binary.LittleEndian.PutUint64(key[8:], 0x9e3779b97f4a7c15)
+		return key
+	}
 	const label = "privtrain/privrand v1\x00"
 	name := s.String()
 	b := make([]byte, 0, len(label)+len(name)+1+8)
@@ -87,6 +132,31 @@ func Key(seed uint64, s Stream) [32]byte {
 	b = append(b, 0)
 	b = binary.LittleEndian.AppendUint64(b, seed)
 	return sha256.Sum256(b)
+}
+
+// Key64 returns the 64-bit key of stream s of seed, for a consumer that seeds its own
+// small generators from one uint64 (the [Augmentation] stream): the first 8 bytes of
+// [Key] read little-endian.
+func Key64(seed uint64, s Stream) uint64 {
+	k := Key(seed, s)
+	return binary.LittleEndian.Uint64(k[:8])
+}
+
+// NewKey64 returns a 64-bit key from the operating system's secure generator: the
+// secure counterpart of [Key64].
+func NewKey64() uint64 {
+	var b [8]byte
+	crand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// ID returns n bytes from the operating system's secure generator in hex (2n
+// characters), for identifiers that must not repeat across processes and runs (a run's
+// id, a temporary file's token). It is not privacy noise. n ≤ 0 gives "".
+func ID(n int) string {
+	b := make([]byte, max(n, 0))
+	crand.Read(b) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b)
 }
 
 func newSource(key [32]byte, seeded bool, seed uint64, s Stream) *Source {
