@@ -97,7 +97,7 @@ func (l Conv2D) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 		}
 	}
 	us := u.Shape()
-	tap := &Tap{In: u, Z: z, Shape: clipping.ConvShape{InDim: us[3], OutDim: l.Filters, Positions: us[1] * us[2], Bias: !l.NoBias}}
+	tap := &Tap{In: u, Z: z, Shape: convGradShape{InDim: us[3], OutDim: l.Filters, Positions: us[1] * us[2], Bias: !l.NoBias}}
 	return z, tap, nil
 }
 
@@ -205,11 +205,11 @@ func newConvOp[T num.Float](l Conv2D, in activation, batch int, ps [][]T, act ac
 	return o, out, nil
 }
 
-// gradient is the layer's clipping.Conv in the NHWC layout. Its patches are rebuilt from
+// gradient is the layer's Conv2DGradient in the NHWC layout. Its patches are rebuilt from
 // the input (P·k values per example from H·W·C) rather than kept: writing them for the
 // whole batch would cost more memory traffic than rebuilding them in cache.
 func (o *convOp[T]) gradient(nv *Native[T], k int) clipping.Gradient[T] {
-	g := &clipping.Conv[T]{GradZ: o.gradZ, InDim: o.k, OutDim: o.f, Positions: o.p, Bias: o.bias != nil,
+	g := &Conv2DGradient[T]{GradZ: o.gradZ, InDim: o.k, OutDim: o.f, Positions: o.p, Bias: o.bias != nil,
 		PositionsMajor: true, InOrder: o.order}
 	if nv.train {
 		g.Patches = nv.patches(o, k)

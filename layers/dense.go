@@ -55,7 +55,7 @@ func (l Dense) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 			return nil, nil, fmt.Errorf("dense bias: %w", err)
 		}
 	}
-	tap := &Tap{In: x, Z: z, Shape: clipping.DenseShape{InDim: x.Shape()[1], OutDim: l.Units, Bias: !l.NoBias}}
+	tap := &Tap{In: x, Z: z, Shape: denseGradShape{InDim: x.Shape()[1], OutDim: l.Units, Bias: !l.NoBias}}
 	return z, tap, nil
 }
 
@@ -106,9 +106,9 @@ func newDenseOp[T num.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, tra
 	return o
 }
 
-// gradient is the layer's clipping.Dense: its input activation (batch-sized) and dZ.
+// gradient is the layer's DenseGradient: its input activation (batch-sized) and dZ.
 func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
-	return &clipping.Dense[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
+	return &DenseGradient[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
 		Bias: o.bias != nil, InOrder: o.order}
 }
 
