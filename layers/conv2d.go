@@ -23,7 +23,8 @@ type Conv2D struct {
 	// and right.
 	Padding [2]int
 	NoBias  bool
-	// Init draws the weight (the zero value is GlorotUniform); the bias starts at zero.
+	// Init draws the weight (nil, the zero value, is GlorotUniform); the bias starts at
+	// zero.
 	Init Initializer
 }
 
@@ -71,7 +72,7 @@ func (l Conv2D) Params(in []int) []ParamSpec {
 		Init: l.Init, FanIn: fanIn, FanOut: fanOut}}
 	if !l.NoBias {
 		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.Filters}, NodeShape: []int{1, l.Filters, 1, 1},
-			Init: Zeros, FanIn: fanIn, FanOut: fanOut})
+			Init: Zeros{}, FanIn: fanIn, FanOut: fanOut})
 	}
 	return ps
 }
@@ -343,7 +344,7 @@ type convSettings struct {
 
 func init() {
 	registerSettings(func(l Conv2D) convSettings {
-		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: l.Init.String()}
+		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: kernelInitName(l.Init)}
 	}, func(s convSettings) (Conv2D, error) {
 		in, err := kernelInit(s.Init)
 		return Conv2D{Filters: s.Filters, Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding, NoBias: s.NoBias, Init: in}, err

@@ -16,7 +16,8 @@ import (
 type Dense struct {
 	Units  int
 	NoBias bool
-	// Init draws the weight (the zero value is GlorotUniform); the bias starts at zero.
+	// Init draws the weight (nil, the zero value, is GlorotUniform); the bias starts at
+	// zero.
 	Init Initializer
 }
 
@@ -39,7 +40,7 @@ func (l Dense) Params(in []int) []ParamSpec {
 	ps := []ParamSpec{{Name: "weight", Shape: []int{in[0], l.Units}, Init: l.Init, FanIn: in[0], FanOut: l.Units}}
 	if !l.NoBias {
 		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.Units}, NodeShape: []int{1, l.Units},
-			Init: Zeros, FanIn: in[0], FanOut: l.Units})
+			Init: Zeros{}, FanIn: in[0], FanOut: l.Units})
 	}
 	return ps
 }
@@ -166,7 +167,7 @@ type denseSettings struct {
 
 func init() {
 	registerSettings(func(l Dense) denseSettings {
-		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: l.Init.String()}
+		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: kernelInitName(l.Init)}
 	}, func(s denseSettings) (Dense, error) {
 		in, err := kernelInit(s.Init)
 		return Dense{Units: s.Units, NoBias: s.NoBias, Init: in}, err

@@ -14,7 +14,8 @@
 // Conventions (Keras-compatible where it matters for reproducing the tutorials):
 //   - images are CHW per example, NCHW in the graph;
 //   - Dense weights are [in, out]; Conv2D weights [filters, channels, kh, kw];
-//   - weights start Glorot-uniform (the Keras default) unless Init says HeNormal; biases
+//   - weights start Glorot-uniform (the Keras default) unless Init says otherwise (an
+//     Initializer value: HeNormal{}, Constant{Value: 0.25}, …); biases
 //     start at zero;
 //   - padding is symmetric only (Gorgonia's asymmetric max-pool padding computes wrong
 //     windows; its Conv2d has none), and padded cells never win a max-pool.

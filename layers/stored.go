@@ -96,17 +96,6 @@ func registerPlain[L Layer]() {
 	})
 }
 
-// kernelInit parses a stored weight initializer: a kernel initializer's String (Ones,
-// a normalisation layer's scale, is not one).
-func kernelInit(s string) (Initializer, error) {
-	for _, in := range []Initializer{GlorotUniform, HeNormal, Zeros} {
-		if in.String() == s {
-			return in, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown initializer %q", s)
-}
-
 // TorchExporter is a layer with a PyTorch equivalent. nn.ExportTorch writes a network as
 // a torch.nn.Sequential of its layers' modules, so a layer (of this package or any
 // other) that implements it can be exported.

@@ -174,7 +174,7 @@ func init() { nn.RegisterLayer[myTanh]("test.mytanh") }
 
 func customSpec(act layers.Layer) nn.Spec {
 	return nn.Spec{Name: "custom", InputShape: []int{1, 3, 3}, NumClasses: 3,
-		Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 4, Init: layers.HeNormal}, act, layers.Dense{Units: 3, NoBias: true}}}
+		Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 4, Init: layers.HeNormal{}}, act, layers.Dense{Units: 3, NoBias: true}}}
 }
 
 func TestCustomLayerRegistry(t *testing.T) {
@@ -188,7 +188,7 @@ func TestCustomLayerRegistry(t *testing.T) {
 	if l := got.Spec().Layers[2]; l != (myTanh{Note: "kept"}) {
 		t.Errorf("custom layer rebuilt as %#v", l)
 	}
-	if got.Spec().Layers[1] != (layers.Dense{Units: 4, Init: layers.HeNormal}) || got.Spec().Layers[3] != (layers.Dense{Units: 3, NoBias: true}) {
+	if got.Spec().Layers[1] != (layers.Dense{Units: 4, Init: layers.HeNormal{}}) || got.Spec().Layers[3] != (layers.Dense{Units: 3, NoBias: true}) {
 		t.Errorf("dense settings lost: %#v", got.Spec().Layers)
 	}
 	x := randomInput(m, 2, 8)
