@@ -50,7 +50,7 @@
 // (scale_test.go, scale_grad_test.go) is such a pair; scale_nn_test.go trains it natively,
 // saves and reloads it. A layer without a native op still runs, on nn's Gorgonia engine;
 // NewNative's ErrNotNative (and nn.Model.EngineReason) name it. A layer of another package
-// is stored with nn.RegisterLayer and exported if it implements TorchExporter, but cannot
+// is stored with Register and exported if it implements TorchExporter, but cannot
 // have a native op.
 //
 // A layer that is fixed — no parameters, independent of the data, deterministic — may say

@@ -170,7 +170,7 @@ func (myTanh) Apply(x *G.Node, _ []*G.Node) (*G.Node, *layers.Tap, error) {
 // unregistered is a custom layer nobody registers.
 type unregistered struct{ myTanh }
 
-func init() { nn.RegisterLayer[myTanh]("test.mytanh") }
+func init() { layers.Register[myTanh]("test.mytanh") }
 
 func customSpec(act layers.Layer) nn.Spec {
 	return nn.Spec{Name: "custom", InputShape: []int{1, 3, 3}, NumClasses: 3,
@@ -200,16 +200,16 @@ func TestCustomLayerRegistry(t *testing.T) {
 	m2 := newModel(t, customSpec(unregistered{}), 2)
 	path2 := saveModel(t, m2, t.TempDir(), nil)
 	_, err = nn.LoadModel(path2, 2)
-	if !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "nn_test.unregistered") || !strings.Contains(err.Error(), "RegisterLayer") {
+	if !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "nn_test.unregistered") || !strings.Contains(err.Error(), "layers.Register") {
 		t.Errorf("unregistered layer: %v", err)
 	}
 
 	// Duplicate registrations are programming errors.
 	for name, reg := range map[string]func(){
-		"name":  func() { nn.RegisterLayer[unregistered]("test.mytanh") },
-		"type":  func() { nn.RegisterLayer[myTanh]("test.other") },
-		"empty": func() { nn.RegisterLayer[unregistered]("") },
-		"built": func() { nn.RegisterLayer[unregistered]("dense") },
+		"name":  func() { layers.Register[unregistered]("test.mytanh") },
+		"type":  func() { layers.Register[myTanh]("test.other") },
+		"empty": func() { layers.Register[unregistered]("") },
+		"built": func() { layers.Register[unregistered]("dense") },
 	} {
 		func() {
 			defer func() {
