@@ -21,10 +21,13 @@
 // clipped sum with a huge bound equal Σ_i g_i, and with a bound below every norm (all
 // examples clipped, and each example alone) the clipped sum equals Σ_i (C/‖g_i‖)·g_i and
 // one example's clipped contribution has norm exactly C. The float32 binding of the kind
-// is checked against the same references with a float32 tolerance.
+// is checked against the same references with a float32 tolerance, and, where the layer
+// has a native kernel, the native engine's kind (its own layout) and sums as the float64
+// one.
 package layertest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -79,13 +82,16 @@ type Report struct {
 	// clipped example's norm against C; Float32: the float32 binding's gradients and
 	// clipped sum against the reference.
 	Symbolic, FiniteDiff, Norm, Clipped, Float32 float64
+	// Native: the native engine's per-example gradients, norms and clipped sums against
+	// the reference; −1 when the layer has no native kernel.
+	Native float64
 	// NumParams is the number of parameters checked per example.
 	NumParams int
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("%d params: symbolic %.2g, finite differences %.2g, norms %.2g, clipped sums %.2g, float32 %.2g",
-		r.NumParams, r.Symbolic, r.FiniteDiff, r.Norm, r.Clipped, r.Float32)
+	return fmt.Sprintf("%d params: symbolic %.2g, finite differences %.2g, norms %.2g, clipped sums %.2g, float32 %.2g, native %.2g",
+		r.NumParams, r.Symbolic, r.FiniteDiff, r.Norm, r.Clipped, r.Float32, r.Native)
 }
 
 // Check checks layer l's per-example gradients for per-example input shape in (see the
@@ -184,7 +190,59 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 		return rep, err
 	}
 	compare(t, &rep.Float32, cfg.Float32, "float32 clipped sum", sum, clippedRef(sym, nil, c))
+
+	// The native engine's kind (its own layout: NHWC, permuted inputs, patches rebuilt
+	// on demand), where the layer has a native kernel.
+	nws, err := p.native()
+	if errors.Is(err, layers.ErrNotNative) {
+		rep.Native = -1
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	for i := range cfg.Batch {
+		if err := nws.PerExample(i, got); err != nil {
+			return rep, err
+		}
+		compare(t, &rep.Native, cfg.Symbolic, fmt.Sprintf("native example %d gradient vs Gorgonia's symbolic gradient", i), got, sym[i])
+	}
+	var nrep Report
+	p.checkSums(t, nws, sym, cfg.Symbolic, &nrep)
+	rep.Native = max(rep.Native, nrep.Norm, nrep.Clipped)
 	return rep, nil
+}
+
+// native runs the layer, followed by a Flatten, on layers.Native for the whole batch, with
+// the gradient of Σ_i ℓ_i at its output, and returns a Workspace over its tap.
+func (p *problem) native() (*clipping.Workspace[float64], error) {
+	stack := []layers.Layer{p.l, layers.Flatten{}}
+	params := [][][]float64{make([][]float64, len(p.theta)), nil}
+	for j := range p.theta {
+		params[0][j] = slices.Clone(p.theta[j])
+	}
+	nv, err := layers.NewNative(stack, p.in, p.batch, params, true)
+	if err != nil {
+		return nil, err
+	}
+	copy(nv.Input(), p.x)
+	nv.Prepare()
+	n := prod(p.out)
+	for lo := 0; lo < p.batch; lo += nv.Chunk() {
+		hi := min(lo+nv.Chunk(), p.batch)
+		nv.Forward(0, lo, hi)
+		y := nv.Logits()[lo*n : hi*n]
+		dy := make([]float64, len(y)) // ∂(Σ r⊙y + ½Σy²)/∂y = r + y (y CHW-flattened)
+		for j, v := range y {
+			dy[j] = p.r[lo*n+j] + v
+		}
+		nv.Backward(0, lo, hi, dy)
+	}
+	taps := nv.Taps()
+	if len(taps) != 1 {
+		return nil, fmt.Errorf("native engine has %d taps, want 1", len(taps))
+	}
+	return clipping.NewWorkspace(taps, p.batch)
 }
 
 // checkSums checks the Workspace's norms and sums against the reference gradients ref.
