@@ -8,9 +8,9 @@ import (
 	"github.com/privtrain/privtrain/internal/num"
 )
 
-// Conv2DGradient is the per-example gradient of a convolution computed as Z_i = W·U_iᵀ + b, with W
-// of shape [OutDim, InDim] (InDim = channels·kh·kw) and U_i the example's im2col'd input,
-// one row of InDim values per output position. Example i's gradient is dZ_i·U_i for W
+// Conv2DGradient is Conv2D's per-example gradient kind, of a convolution computed as
+// Z_i = W·U_iᵀ + b, with W of shape [OutDim, InDim] (InDim = channels·kh·kw) and U_i the
+// example's im2col'd input, one row of InDim values per output position. Example i's gradient is dZ_i·U_i for W
 // (row-major [OutDim × InDim]) and Σ_p dZ_i[:, p] for b. It is a Formed kind: a chunk's
 // gradients are formed (one small GEMM each) in per-worker scratch, their norms taken,
 // and their clipped sum added with one more GEMM; no [B × NumParams] matrix is held.

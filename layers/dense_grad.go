@@ -8,10 +8,10 @@ import (
 	"github.com/privtrain/privtrain/internal/num"
 )
 
-// DenseGradient is the per-example gradient of a fully connected layer Z = A·W + b with W of shape
-// [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i) for W (row-major) and dZ_i for
-// b. No per-example gradient is ever formed: ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and
-// Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
+// DenseGradient is Dense's per-example gradient kind, of a fully connected layer
+// Z = A·W + b with W of shape [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i)
+// for W (row-major) and dZ_i for b. No per-example gradient is ever formed:
+// ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
 type DenseGradient[T num.Float] struct {
 	// In is the layer input A, [B × InDim]; GradZ is ∂loss/∂Z, [B × OutDim].
 	In, GradZ     []T
