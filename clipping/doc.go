@@ -7,12 +7,13 @@
 // Per-example gradients come from one backward pass of the summed loss. Because example
 // i's loss depends only on row i, the gradient of the summed loss at a layer's output, row
 // i, is example i's own gradient there, and its parameter gradient follows in closed form
-// from that and what the layer kept from the forward pass. Each parametrised layer kind
-// says how in one Gradient implementation (one file per kind):
+// from that and what the layer kept from the forward pass. Each parametrised layer says
+// how in one Gradient implementation, its kind, kept by the layer in package layers
+// beside it (one file per kind; this package knows none of them):
 //
-//	Dense (dense.go):  ∂ℓ_i/∂W = outer(A_i, dZ_i),  ∂ℓ_i/∂b = dZ_i
-//	Conv  (conv.go):   ∂ℓ_i/∂W = dZ_i · U_i,        ∂ℓ_i/∂b = Σ_positions dZ_i
-//	GroupNorm (package layers): ∂ℓ_i/∂γ_c = Σ_positions dY_i·x̂_i,  ∂ℓ_i/∂β_c = Σ_positions dY_i
+//	Dense (layers/dense_grad.go):   ∂ℓ_i/∂W = outer(A_i, dZ_i),  ∂ℓ_i/∂b = dZ_i
+//	Conv2D (layers/conv2d_grad.go): ∂ℓ_i/∂W = dZ_i · U_i,        ∂ℓ_i/∂b = Σ_positions dZ_i
+//	GroupNorm (layers/groupnorm_grad.go): ∂ℓ_i/∂γ_c = Σ_positions dY_i·x̂_i,  ∂ℓ_i/∂β_c = Σ_positions dY_i
 //
 // A kind never has to form a [B × params] matrix: Dense takes the norm ‖a‖·‖dz‖ of
 // outer(a, dz) for free and adds Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ with one GEMM. A
@@ -44,7 +45,7 @@
 // group's rows (group.go) — for Dense one GEMM Aᵀ_group·dZ_group, since a sum of outer
 // products is not an outer product and ‖a‖·‖dz‖ no longer gives its norm — then its norm
 // is taken and the chunk's clipped sum added with one GEMM, as Formed does. k = 1 leaves
-// the kinds unwrapped (Dense keeps its free norm). Masks stay per row; a group is real or
+// the kinds unwrapped (Dense's kind keeps its free norm). Masks stay per row; a group is real or
 // padding as a whole.
 //
 // # One native step

@@ -1,8 +1,6 @@
 package clipping
 
 import (
-	"fmt"
-
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 )
@@ -10,8 +8,9 @@ import (
 // Gradient is one parametrised layer's per-example gradients, as a layer kind forms them
 // from what its network's backward pass left (typically the layer's input and the gradient
 // of the summed loss at its output, refreshed in place before every Workspace call). It is
-// the only thing a Workspace knows about a layer: each kind (Dense, Conv, GroupNorm's in
-// package layers, or any kind wrapped by Formed) implements it in one file.
+// the only thing a Workspace knows about a layer: each kind (package layers keeps one beside
+// each parametrised layer, e.g. layers.DenseGradient, or any kind wrapped by Formed)
+// implements it in one file.
 //
 // The layer's parameters occupy NumParams consecutive entries of the flat parameter vector.
 // A kind may keep sums in an order of its own ("kind order", e.g. a permuted weight);
@@ -95,7 +94,7 @@ func (f formed[T]) Scatter(g []T, dst []float64, overwrite bool) {
 		s.Scatter(g, dst, overwrite)
 		return
 	}
-	scatter(g, dst, overwrite)
+	Scatter(g, dst, overwrite)
 }
 
 func (f formed[T]) NewScratch(chunk int) Scratch[T] {
@@ -141,8 +140,9 @@ func (s *formedScratch[T]) Sum(worker int, rows []int, acc []T) {
 
 func (s *formedScratch[T]) Example(worker, i int, g []T) { s.ex.Example(worker, i, g) }
 
-// scatter adds (or writes) g into dst, both in the same order.
-func scatter[T num.Float](g []T, dst []float64, overwrite bool) {
+// Scatter adds (or, with overwrite, writes) g into dst, both in the same order: the
+// Scatter of a kind whose gradients are in the flat layout.
+func Scatter[T num.Float](g []T, dst []float64, overwrite bool) {
 	if overwrite {
 		for j, v := range g {
 			dst[j] = float64(v)
@@ -152,32 +152,6 @@ func scatter[T num.Float](g []T, dst []float64, overwrite bool) {
 	for j, v := range g {
 		dst[j] += float64(v)
 	}
-}
-
-// checkLen reports a buffer whose length is not want.
-func checkLen[T num.Float](kind, what string, buf []T, want int) error {
-	if len(buf) != want {
-		return fmt.Errorf("%w: %s %s has %d values, want %d", ErrShape, kind, what, len(buf), want)
-	}
-	return nil
-}
-
-// checkOrder reports an InOrder that is not nil nor a permutation of 0…n−1.
-func checkOrder(kind string, order []int, n int) error {
-	if order == nil {
-		return nil
-	}
-	if len(order) != n {
-		return fmt.Errorf("%w: %s input order has %d entries for %d inputs", ErrShape, kind, len(order), n)
-	}
-	seen := make([]bool, n)
-	for _, j := range order {
-		if j < 0 || j >= n || seen[j] {
-			return fmt.Errorf("%w: %s input order is not a permutation of 0…%d", ErrShape, kind, n-1)
-		}
-		seen[j] = true
-	}
-	return nil
 }
 
 // Shape is a parametrised layer's gradient kind before it is bound to buffers: what a

@@ -87,14 +87,11 @@ func TestGroupedClippedSumMatchesReference(t *testing.T) {
 	const examples = 6
 	real := []bool{true, false, true, true, false, true}
 	for _, k := range []int{2, 3} {
-		for _, layout := range []string{"reference", "native"} {
+		for _, layout := range []string{"reference"} { // the native layout: package layers
 			batch := examples * k
 			rng := rand.New(rand.NewPCG(uint64(k), 77))
 			ref := randomTaps[float64](rng, testSpecs, batch)
 			taps := ref
-			if layout == "native" {
-				taps = relayout(rng, ref, batch)
-			}
 			w := newWorkspace(t, taps, batch)
 			if err := w.SetGroupSize(k); err != nil {
 				t.Fatal(err)

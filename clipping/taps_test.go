@@ -1,9 +1,14 @@
 package clipping
 
-import "github.com/privtrain/privtrain/internal/num"
+import (
+	"fmt"
 
-// The tests describe layers by the fields of the former Tap struct and turn them into the
-// kinds' Gradients (Dense, Conv) through gradients.
+	"github.com/privtrain/privtrain/internal/num"
+)
+
+// The tests describe layers by the fields of the former Tap struct and turn them into
+// test-only kinds (bruteKind) through gradients: the Workspace's machinery (chunks, rules,
+// groups, fills, padding) is tested here; the layer kinds in package layers.
 
 type testKind int
 
@@ -38,16 +43,40 @@ func (t Tap[T]) positions() int {
 	return t.Positions
 }
 
-// gradient is the kind's Gradient, nil for an unknown kind.
+// gradient is the tap's test-only kind, nil for an unknown kind.
 func (t Tap[T]) gradient() Gradient[T] {
-	switch t.Kind {
-	case denseKind:
-		return &Dense[T]{In: t.In, GradZ: t.GradZ, InDim: t.InDim, OutDim: t.OutDim, Bias: t.Bias, InOrder: t.InOrder}
-	case convKind:
-		return Formed[T](&Conv[T]{In: t.In, GradZ: t.GradZ, InDim: t.InDim, OutDim: t.OutDim, Positions: t.Positions,
-			Bias: t.Bias, PositionsMajor: t.PositionsMajor, InOrder: t.InOrder, Patches: t.Patches})
+	if t.Kind != denseKind && t.Kind != convKind {
+		return nil
+	}
+	return Formed[T](bruteKind[T]{t})
+}
+
+// bruteKind is a test-only kind: example i's gradient written out from the chain rule
+// (bruteGradient), in the reference layout (no InOrder, PositionsMajor or Patches). The
+// layers' own kinds (layers.DenseGradient, layers.Conv2DGradient), their layouts and
+// their fast paths are tested in package layers against the same reference.
+type bruteKind[T num.Float] struct{ t Tap[T] }
+
+func (k bruteKind[T]) NumParams() int { return k.t.NumParams() }
+
+func (k bruteKind[T]) Check(batch int) error {
+	t := k.t
+	P := t.positions()
+	if t.InDim <= 0 || t.OutDim <= 0 || P <= 0 {
+		return fmt.Errorf("%w: test kind with InDim %d, OutDim %d, positions %d", ErrShape, t.InDim, t.OutDim, P)
+	}
+	if len(t.In) != batch*P*t.InDim || len(t.GradZ) != batch*P*t.OutDim {
+		return fmt.Errorf("%w: test kind buffers of %d and %d values", ErrShape, len(t.In), len(t.GradZ))
 	}
 	return nil
+}
+
+func (k bruteKind[T]) NewExampleScratch() ExampleScratch[T] { return k }
+
+func (k bruteKind[T]) Example(_, i int, g []T) {
+	for j, v := range bruteGradient([]Tap[T]{k.t}, i)[0] {
+		g[j] = T(v)
+	}
 }
 
 func gradients[T num.Float](taps []Tap[T]) []Gradient[T] {

@@ -23,7 +23,8 @@ type Conv2D struct {
 	// and right.
 	Padding [2]int
 	NoBias  bool
-	// Init draws the weight (the zero value is GlorotUniform); the bias starts at zero.
+	// Init draws the weight (nil, the zero value, is GlorotUniform); the bias starts at
+	// zero.
 	Init Initializer
 }
 
@@ -71,7 +72,7 @@ func (l Conv2D) Params(in []int) []ParamSpec {
 		Init: l.Init, FanIn: fanIn, FanOut: fanOut}}
 	if !l.NoBias {
 		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.Filters}, NodeShape: []int{1, l.Filters, 1, 1},
-			Init: Zeros, FanIn: fanIn, FanOut: fanOut})
+			Init: Zeros{}, FanIn: fanIn, FanOut: fanOut})
 	}
 	return ps
 }
@@ -97,7 +98,7 @@ func (l Conv2D) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 		}
 	}
 	us := u.Shape()
-	tap := &Tap{In: u, Z: z, Shape: clipping.ConvShape{InDim: us[3], OutDim: l.Filters, Positions: us[1] * us[2], Bias: !l.NoBias}}
+	tap := &Tap{In: u, Z: z, Shape: convGradShape{InDim: us[3], OutDim: l.Filters, Positions: us[1] * us[2], Bias: !l.NoBias}}
 	return z, tap, nil
 }
 
@@ -205,11 +206,11 @@ func newConvOp[T num.Float](l Conv2D, in activation, batch int, ps [][]T, act ac
 	return o, out, nil
 }
 
-// gradient is the layer's clipping.Conv in the NHWC layout. Its patches are rebuilt from
+// gradient is the layer's Conv2DGradient in the NHWC layout. Its patches are rebuilt from
 // the input (P·k values per example from H·W·C) rather than kept: writing them for the
 // whole batch would cost more memory traffic than rebuilding them in cache.
 func (o *convOp[T]) gradient(nv *Native[T], k int) clipping.Gradient[T] {
-	g := &clipping.Conv[T]{GradZ: o.gradZ, InDim: o.k, OutDim: o.f, Positions: o.p, Bias: o.bias != nil,
+	g := &Conv2DGradient[T]{GradZ: o.gradZ, InDim: o.k, OutDim: o.f, Positions: o.p, Bias: o.bias != nil,
 		PositionsMajor: true, InOrder: o.order}
 	if nv.train {
 		g.Patches = nv.patches(o, k)
@@ -343,7 +344,7 @@ type convSettings struct {
 
 func init() {
 	registerSettings(func(l Conv2D) convSettings {
-		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: l.Init.String()}
+		return convSettings{Filters: l.Filters, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, NoBias: l.NoBias, Init: kernelInitName(l.Init)}
 	}, func(s convSettings) (Conv2D, error) {
 		in, err := kernelInit(s.Init)
 		return Conv2D{Filters: s.Filters, Kernel: s.Kernel, Stride: s.Stride, Padding: s.Padding, NoBias: s.NoBias, Init: in}, err

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
-
-	"github.com/privtrain/privtrain/clipping"
 )
 
 // TestConv2DMatchesDirectConvolution compares the layer with the convolution sum written
@@ -65,7 +63,7 @@ func checkConv(t *testing.T, l Conv2D, in []int, B int, r applied) {
 	}
 	assertNear(t, "conv output", r.out, want, 1e-12)
 	assertNear(t, "im2col tap", r.tapIn, wantU, 0)
-	if ts := r.tap.Shape.(clipping.ConvShape); ts.InDim != k || ts.OutDim != F || ts.Positions != OH*OW || ts.Bias == l.NoBias {
+	if ts := r.tap.Shape.(convGradShape); ts.InDim != k || ts.OutDim != F || ts.Positions != OH*OW || ts.Bias == l.NoBias {
 		t.Fatalf("tap %+v", *r.tap)
 	}
 }

@@ -16,7 +16,8 @@ import (
 type Dense struct {
 	Units  int
 	NoBias bool
-	// Init draws the weight (the zero value is GlorotUniform); the bias starts at zero.
+	// Init draws the weight (nil, the zero value, is GlorotUniform); the bias starts at
+	// zero.
 	Init Initializer
 }
 
@@ -39,7 +40,7 @@ func (l Dense) Params(in []int) []ParamSpec {
 	ps := []ParamSpec{{Name: "weight", Shape: []int{in[0], l.Units}, Init: l.Init, FanIn: in[0], FanOut: l.Units}}
 	if !l.NoBias {
 		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.Units}, NodeShape: []int{1, l.Units},
-			Init: Zeros, FanIn: in[0], FanOut: l.Units})
+			Init: Zeros{}, FanIn: in[0], FanOut: l.Units})
 	}
 	return ps
 }
@@ -55,7 +56,7 @@ func (l Dense) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 			return nil, nil, fmt.Errorf("dense bias: %w", err)
 		}
 	}
-	tap := &Tap{In: x, Z: z, Shape: clipping.DenseShape{InDim: x.Shape()[1], OutDim: l.Units, Bias: !l.NoBias}}
+	tap := &Tap{In: x, Z: z, Shape: denseGradShape{InDim: x.Shape()[1], OutDim: l.Units, Bias: !l.NoBias}}
 	return z, tap, nil
 }
 
@@ -106,9 +107,9 @@ func newDenseOp[T num.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, tra
 	return o
 }
 
-// gradient is the layer's clipping.Dense: its input activation (batch-sized) and dZ.
+// gradient is the layer's DenseGradient: its input activation (batch-sized) and dZ.
 func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
-	return &clipping.Dense[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
+	return &DenseGradient[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
 		Bias: o.bias != nil, InOrder: o.order}
 }
 
@@ -166,7 +167,7 @@ type denseSettings struct {
 
 func init() {
 	registerSettings(func(l Dense) denseSettings {
-		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: l.Init.String()}
+		return denseSettings{Units: l.Units, NoBias: l.NoBias, Init: kernelInitName(l.Init)}
 	}, func(s denseSettings) (Dense, error) {
 		in, err := kernelInit(s.Init)
 		return Dense{Units: s.Units, NoBias: s.NoBias, Init: in}, err

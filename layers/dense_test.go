@@ -3,6 +3,7 @@ package layers
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -63,7 +64,7 @@ func TestInitializers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	v := make([]float64, n)
 	// Glorot: U(-l, l), l = sqrt(6/(fanIn+fanOut)); variance l²/3 = 2/(fanIn+fanOut).
-	if err := GlorotUniform.Fill(v, 64, 16, rng); err != nil {
+	if err := (GlorotUniform{}).Fill(v, 64, 16, rng); err != nil {
 		t.Fatal(err)
 	}
 	l := math.Sqrt(6.0 / 80)
@@ -77,14 +78,14 @@ func TestInitializers(t *testing.T) {
 	if math.Abs(mean) > 0.01 || math.Abs(variance/(2.0/80)-1) > 0.05 {
 		t.Errorf("glorot mean %v variance %v, want 0 and %v", mean, variance, 2.0/80)
 	}
-	if err := HeNormal.Fill(v, 50, 10, rng); err != nil {
+	if err := (HeNormal{}).Fill(v, 50, 10, rng); err != nil {
 		t.Fatal(err)
 	}
 	mean, variance = moments(v)
 	if math.Abs(mean) > 0.01 || math.Abs(variance/(2.0/50)-1) > 0.05 {
 		t.Errorf("he mean %v variance %v, want 0 and %v", mean, variance, 2.0/50)
 	}
-	if err := Zeros.Fill(v, 1, 1, rng); err != nil {
+	if err := (Zeros{}).Fill(v, 1, 1, rng); err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range v {
@@ -92,11 +93,56 @@ func TestInitializers(t *testing.T) {
 			t.Fatal("zeros left a non-zero")
 		}
 	}
-	if err := Initializer(9).Fill(v, 1, 1, rng); err == nil {
-		t.Error("unknown initializer accepted")
-	}
-	if err := HeNormal.Fill(v, 0, 1, rng); err == nil {
+	if err := (HeNormal{}).Fill(v, 0, 1, rng); err == nil {
 		t.Error("he-normal with zero fan-in accepted")
+	}
+	if err := (Constant{Value: 0.25}).Fill(v, 0, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range v {
+		if x != 0.25 {
+			t.Fatalf("constant 0.25 left %v", x)
+		}
+	}
+	if err := (Constant{Value: math.NaN()}).Fill(v, 1, 1, rng); err == nil {
+		t.Error("constant NaN accepted")
+	}
+	// A nil initializer is GlorotUniform: the same draws from the same stream.
+	a, b := make([]float64, 10), make([]float64, 10)
+	if err := (ParamSpec{FanIn: 3, FanOut: 2}).Fill(a, rand.New(rand.NewPCG(7, 8))); err != nil {
+		t.Fatal(err)
+	}
+	if err := (GlorotUniform{}).Fill(b, 3, 2, rand.New(rand.NewPCG(7, 8))); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a, b) {
+		t.Errorf("nil initializer drew %v, glorot-uniform %v", a, b)
+	}
+}
+
+// TestStoredInitializers checks the stored names of weight initializers read back as the
+// same value, nil (the default) as glorot-uniform, and that names of no kernel
+// initializer are refused.
+func TestStoredInitializers(t *testing.T) {
+	for _, tc := range []struct {
+		in   Initializer
+		name string
+	}{
+		{nil, "glorot-uniform"}, {HeNormal{}, "he-normal"}, {Zeros{}, "zeros"},
+		{Constant{Value: 0.25}, "constant:0.25"}, {Constant{Value: -1e-300}, "constant:-1e-300"},
+	} {
+		if got := kernelInitName(tc.in); got != tc.name {
+			t.Errorf("%v stored as %q, want %q", tc.in, got, tc.name)
+		}
+		back, err := kernelInit(tc.name)
+		if err != nil || back != tc.in {
+			t.Errorf("%q read back as %v, %v; want %v", tc.name, back, err, tc.in)
+		}
+	}
+	for _, bad := range []string{"ones", "constant:", "constant:NaN", "constant:+Inf", "constant:x", "Glorot-Uniform", ""} {
+		if in, err := kernelInit(bad); err == nil {
+			t.Errorf("%q accepted as %v", bad, in)
+		}
 	}
 }
 

@@ -14,7 +14,8 @@
 // Conventions (Keras-compatible where it matters for reproducing the tutorials):
 //   - images are CHW per example, NCHW in the graph;
 //   - Dense weights are [in, out]; Conv2D weights [filters, channels, kh, kw];
-//   - weights start Glorot-uniform (the Keras default) unless Init says HeNormal; biases
+//   - weights start Glorot-uniform (the Keras default) unless Init says otherwise (an
+//     Initializer value: HeNormal{}, Constant{Value: 0.25}, …); biases
 //     start at zero;
 //   - padding is symmetric only (Gorgonia's asymmetric max-pool padding computes wrong
 //     windows; its Conv2d has none), and padded cells never win a max-pool.
@@ -49,7 +50,7 @@
 // (scale_test.go, scale_grad_test.go) is such a pair; scale_nn_test.go trains it natively,
 // saves and reloads it. A layer without a native op still runs, on nn's Gorgonia engine;
 // NewNative's ErrNotNative (and nn.Model.EngineReason) name it. A layer of another package
-// is stored with nn.RegisterLayer and exported if it implements TorchExporter, but cannot
+// is stored with Register and exported if it implements TorchExporter, but cannot
 // have a native op.
 //
 // A layer that is fixed — no parameters, independent of the data, deterministic — may say

@@ -52,8 +52,8 @@ func (l GroupNorm) Params(in []int) []ParamSpec {
 	}
 	c := in[0]
 	return []ParamSpec{
-		{Name: "weight", Shape: []int{c}, NodeShape: []int{c, 1}, Init: Ones, FanIn: 1, FanOut: 1},
-		{Name: "bias", Shape: []int{c}, NodeShape: []int{c, 1}, Init: Zeros, FanIn: 1, FanOut: 1},
+		{Name: "weight", Shape: []int{c}, NodeShape: []int{c, 1}, Init: Ones{}, FanIn: 1, FanOut: 1},
+		{Name: "bias", Shape: []int{c}, NodeShape: []int{c, 1}, Init: Zeros{}, FanIn: 1, FanOut: 1},
 	}
 }
 

@@ -57,7 +57,7 @@ func TestGroupNormShapes(t *testing.T) {
 		}
 	}
 	ps := GroupNorm{Groups: 2}.Params([]int{6, 3, 3})
-	if len(ps) != 2 || ps[0].Name != "weight" || ps[0].Init != Ones || ps[1].Name != "bias" || ps[1].Init != Zeros || num.Prod(ps[0].Shape) != 6 {
+	if len(ps) != 2 || ps[0].Name != "weight" || ps[0].Init != (Ones{}) || ps[1].Name != "bias" || ps[1].Init != (Zeros{}) || num.Prod(ps[0].Shape) != 6 {
 		t.Errorf("params %+v", ps)
 	}
 	if ps := (GroupNorm{Groups: 2, NoAffine: true}).Params([]int{6, 3, 3}); ps != nil {
@@ -85,7 +85,7 @@ func randomStack(rng *rand.Rand, ls []Layer, in []int, b int) (params [][][]floa
 	for li, l := range ls {
 		for _, p := range l.Params(cur) {
 			v := randomValues(rng, num.Prod(p.Shape))
-			if p.Init == Ones {
+			if p.Init == (Ones{}) {
 				for j := range v {
 					v[j] = 1 + v[j]/2
 				}

@@ -299,7 +299,7 @@ func fromPositionsMajor(v []float64, b, p, f int) []float64 {
 	return out
 }
 
-// rawTap is a native tap's buffers: a clipping.Dense's or a clipping.Conv's fields.
+// rawTap is a native tap's buffers: a DenseGradient's or a Conv2DGradient's fields.
 type rawTap[T num.Float] struct {
 	conv                     bool
 	In, GradZ                []T
@@ -312,11 +312,11 @@ func raw[T num.Float](g clipping.Gradient[T]) rawTap[T] {
 	if u, ok := g.(interface {
 		Unwrap() clipping.ExampleKind[T]
 	}); ok {
-		c := u.Unwrap().(*clipping.Conv[T])
+		c := u.Unwrap().(*Conv2DGradient[T])
 		return rawTap[T]{conv: true, In: c.In, GradZ: c.GradZ, InDim: c.InDim, OutDim: c.OutDim, Positions: c.Positions,
 			InOrder: c.InOrder, Patches: c.Patches}
 	}
-	d := g.(*clipping.Dense[T])
+	d := g.(*DenseGradient[T])
 	return rawTap[T]{In: d.In, GradZ: d.GradZ, InDim: d.InDim, OutDim: d.OutDim, Positions: 1, InOrder: d.InOrder}
 }
 

@@ -36,9 +36,9 @@ func (Scale) OutputShape(in []int) ([]int, error) {
 // Params is γ ("weight", [n]) then, with Bias, β ("bias", [n]); each a [1, n] node.
 func (l Scale) Params(in []int) []ParamSpec {
 	n := in[0]
-	ps := []ParamSpec{{Name: "weight", Shape: []int{n}, NodeShape: []int{1, n}, Init: Ones, FanIn: 1, FanOut: 1}}
+	ps := []ParamSpec{{Name: "weight", Shape: []int{n}, NodeShape: []int{1, n}, Init: Ones{}, FanIn: 1, FanOut: 1}}
 	if l.Bias {
-		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{n}, NodeShape: []int{1, n}, Init: Zeros, FanIn: 1, FanOut: 1})
+		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{n}, NodeShape: []int{1, n}, Init: Zeros{}, FanIn: 1, FanOut: 1})
 	}
 	return ps
 }

@@ -14,14 +14,17 @@ import (
 
 // A layer of this package describes itself to the outside in its own file: its stored
 // settings (registered by an init function with registerSettings or registerPlain,
-// listed by Codecs for nn's checkpoint architecture) and, where PyTorch has an
-// equivalent, its PyTorch module (TorchModule, and TorchParams where PyTorch lays the
-// parameters out differently). Neither nn nor any other package lists the kinds.
+// listed by Codecs) and, where PyTorch has an equivalent, its PyTorch module (TorchModule,
+// and TorchParams where PyTorch lays the parameters out differently). Layers of other
+// packages are registered with Register. This is the one layer registry: nn's checkpoint
+// architecture reads it (CodecFor, CodecByName), and neither nn nor any other package
+// lists the kinds.
 
 // Codec stores one layer type: nn's checkpoint architecture holds a layer l as
 // {"type": Kind, "settings": Encode(l)} and rebuilds it with Decode.
 type Codec struct {
-	// Kind is the type's Kind(), the name it is stored under; Type its Go type.
+	// Kind is the name the type is stored under (its Kind() for this package's layers,
+	// the name given to Register for others); Type its Go type.
 	Kind string
 	Type reflect.Type
 	// Encode returns l's settings as JSON (snake_case fields), or nil for a layer type
@@ -33,29 +36,93 @@ type Codec struct {
 }
 
 var codecs = struct {
-	sync.Mutex
-	byKind map[string]Codec
-}{byKind: map[string]Codec{}}
+	sync.RWMutex
+	byKind  map[string]Codec
+	byType  map[reflect.Type]string
+	builtin []string // the kinds of this package's layers
+}{byKind: map[string]Codec{}, byType: map[reflect.Type]string{}}
 
-// Codecs lists the stored layer types of this package, ordered by kind.
+// Codecs lists the stored layer types of this package, ordered by kind (not those of
+// other packages given to Register).
 func Codecs() []Codec {
-	codecs.Lock()
-	defer codecs.Unlock()
-	out := make([]Codec, 0, len(codecs.byKind))
-	for _, c := range codecs.byKind {
-		out = append(out, c)
+	codecs.RLock()
+	defer codecs.RUnlock()
+	out := make([]Codec, 0, len(codecs.builtin))
+	for _, k := range codecs.builtin {
+		out = append(out, codecs.byKind[k])
 	}
 	slices.SortFunc(out, func(a, b Codec) int { return strings.Compare(a.Kind, b.Kind) })
 	return out
 }
 
-func register(c Codec) {
+// CodecFor is the codec of l's type, if the type is registered.
+func CodecFor(l Layer) (Codec, bool) {
+	codecs.RLock()
+	defer codecs.RUnlock()
+	name, ok := codecs.byType[reflect.TypeOf(l)]
+	if !ok {
+		return Codec{}, false
+	}
+	return codecs.byKind[name], true
+}
+
+// CodecByName is the codec of the layer type stored under name, if one is registered.
+func CodecByName(name string) (Codec, bool) {
+	codecs.RLock()
+	defer codecs.RUnlock()
+	c, ok := codecs.byKind[name]
+	return c, ok
+}
+
+// Register makes layers of type L (of a package other than this one) storable in and
+// rebuildable from checkpoints under name: their settings are L's JSON encoding
+// (exported fields, or L's own MarshalJSON), decoded strictly (unknown fields are an
+// error) into a new L. Call it from an init function of the package that defines L,
+// before saving or loading a checkpoint that uses it. The names of this package's own
+// layers are taken.
+//
+// Register panics if name is empty or already registered, or if L is already
+// registered under another name: like http.Handle or sql.Register, it is called once at
+// program start, and a clash is a programming error.
+func Register[L Layer](name string) {
+	typ := reflect.TypeFor[L]()
+	register(Codec{
+		Kind:   name,
+		Type:   typ,
+		Encode: func(l Layer) (json.RawMessage, error) { return json.Marshal(l) },
+		Decode: func(raw json.RawMessage) (Layer, error) {
+			var l L
+			if len(raw) == 0 {
+				raw = json.RawMessage("null")
+			}
+			if typ.Kind() == reflect.Pointer {
+				l = reflect.New(typ.Elem()).Interface().(L)
+			}
+			if err := strictjson.Unmarshal(raw, &l); err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+	}, false)
+}
+
+func register(c Codec, builtin bool) {
 	codecs.Lock()
 	defer codecs.Unlock()
-	if _, dup := codecs.byKind[c.Kind]; dup || c.Kind == "" {
-		panic(fmt.Sprintf("layers: kind %q registered twice (or empty)", c.Kind))
+	if c.Kind == "" {
+		panic("layers: Register with an empty name")
+	}
+	if _, dup := codecs.byKind[c.Kind]; dup {
+		panic(fmt.Sprintf("layers: Register: layer name %q already registered", c.Kind))
+	}
+	if old, dup := codecs.byType[c.Type]; dup {
+		panic(fmt.Sprintf("layers: Register: type %v already registered as %q", c.Type, old))
 	}
 	codecs.byKind[c.Kind] = c
+	codecs.byType[c.Type] = c.Kind
+	if builtin {
+		codecs.builtin = append(codecs.builtin, c.Kind)
+	}
 }
 
 // registerSettings registers layer type L, stored as the JSON of its settings S: to takes
@@ -76,7 +143,7 @@ func registerSettings[L Layer, S any](to func(L) S, from func(S) (L, error)) {
 			}
 			return from(s)
 		},
-	})
+	}, true)
 }
 
 // registerPlain registers layer type L, which has no settings: it is stored without
@@ -93,18 +160,7 @@ func registerPlain[L Layer]() {
 			}
 			return zero, nil
 		},
-	})
-}
-
-// kernelInit parses a stored weight initializer: a kernel initializer's String (Ones,
-// a normalisation layer's scale, is not one).
-func kernelInit(s string) (Initializer, error) {
-	for _, in := range []Initializer{GlorotUniform, HeNormal, Zeros} {
-		if in.String() == s {
-			return in, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown initializer %q", s)
+	}, true)
 }
 
 // TorchExporter is a layer with a PyTorch equivalent. nn.ExportTorch writes a network as

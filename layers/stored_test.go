@@ -70,3 +70,60 @@ func FuzzCodecs(f *testing.F) {
 		}
 	})
 }
+
+// registeredElsewhere stands for a layer of another package, stored with Register.
+type registeredElsewhere struct {
+	Flatten
+	Note string
+}
+
+func init() { Register[registeredElsewhere]("test.elsewhere") }
+
+// TestRegister: a layer registered with Register is found by its type and its name, is
+// stored as its JSON encoding, is not listed among this package's Codecs, and a second
+// registration of its name or type panics.
+func TestRegister(t *testing.T) {
+	c, ok := CodecFor(registeredElsewhere{Note: "x"})
+	if !ok || c.Kind != "test.elsewhere" || c.Type != reflect.TypeFor[registeredElsewhere]() {
+		t.Fatalf("CodecFor: %+v, %v", c, ok)
+	}
+	if byName, ok := CodecByName("test.elsewhere"); !ok || byName.Type != c.Type {
+		t.Fatalf("CodecByName: %+v, %v", byName, ok)
+	}
+	raw, err := c.Encode(registeredElsewhere{Note: "x"})
+	if err != nil || string(raw) != `{"Note":"x"}` {
+		t.Fatalf("Encode: %s, %v", raw, err)
+	}
+	if l, err := c.Decode(raw); err != nil || l != (registeredElsewhere{Note: "x"}) {
+		t.Fatalf("Decode: %#v, %v", l, err)
+	}
+	if _, err := c.Decode(json.RawMessage(`{"Note":"x","Other":1}`)); err == nil {
+		t.Error("unknown field accepted")
+	}
+	for _, k := range Codecs() {
+		if k.Kind == "test.elsewhere" {
+			t.Error("Codecs lists a layer of another package")
+		}
+	}
+	if d, ok := CodecFor(Dense{Units: 3}); !ok || d.Kind != "dense" {
+		t.Errorf("CodecFor(Dense): %+v, %v", d, ok)
+	}
+	if _, ok := CodecFor(struct{ Flatten }{}); ok {
+		t.Error("an unregistered type has a codec")
+	}
+	for name, reg := range map[string]func(){
+		"name":  func() { Register[struct{ Flatten }]("test.elsewhere") },
+		"type":  func() { Register[registeredElsewhere]("test.other") },
+		"empty": func() { Register[struct{ ReLU }]("") },
+		"built": func() { Register[struct{ ReLU }]("dense") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: duplicate registration did not panic", name)
+				}
+			}()
+			reg()
+		}()
+	}
+}

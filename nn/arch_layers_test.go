@@ -15,7 +15,7 @@ import (
 func TestArchitectureNewLayers(t *testing.T) {
 	spec := nn.Spec{Name: "norm-pool", InputShape: []int{4, 6, 6}, NumClasses: 3, Layers: []layers.Layer{
 		layers.GroupNorm{Groups: 2, NoAffine: true},
-		layers.Conv2D{Filters: 4, Kernel: [2]int{3, 3}, Init: layers.HeNormal},
+		layers.Conv2D{Filters: 4, Kernel: [2]int{3, 3}, Init: layers.HeNormal{}},
 		layers.GroupNorm{Groups: 4},
 		layers.AvgPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}, Padding: [2]int{1, 1}},
 		layers.GlobalAvgPool2D{},
@@ -47,7 +47,7 @@ func TestStoredSettingsJSON(t *testing.T) {
 		{layers.Conv2D{Filters: 16, Kernel: [2]int{8, 8}, Stride: [2]int{2, 2}, Padding: [2]int{3, 3}},
 			`{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}`},
 		{layers.Dense{Units: 10}, `{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}`},
-		{layers.Dense{Units: 7, NoBias: true, Init: layers.HeNormal}, `{"type":"dense","settings":{"units":7,"no_bias":true,"init":"he-normal"}}`},
+		{layers.Dense{Units: 7, NoBias: true, Init: layers.HeNormal{}}, `{"type":"dense","settings":{"units":7,"no_bias":true,"init":"he-normal"}}`},
 		{layers.MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}}, `{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}`},
 		{layers.AvgPool2D{Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, `{"type":"avgpool","settings":{"kernel":[3,3],"stride":[0,0],"padding":[1,1]}}`},
 		{layers.GroupNorm{Groups: 9, NoAffine: true}, `{"type":"groupnorm","settings":{"groups":9,"no_affine":true}}`},

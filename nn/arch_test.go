@@ -170,11 +170,11 @@ func (myTanh) Apply(x *G.Node, _ []*G.Node) (*G.Node, *layers.Tap, error) {
 // unregistered is a custom layer nobody registers.
 type unregistered struct{ myTanh }
 
-func init() { nn.RegisterLayer[myTanh]("test.mytanh") }
+func init() { layers.Register[myTanh]("test.mytanh") }
 
 func customSpec(act layers.Layer) nn.Spec {
 	return nn.Spec{Name: "custom", InputShape: []int{1, 3, 3}, NumClasses: 3,
-		Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 4, Init: layers.HeNormal}, act, layers.Dense{Units: 3, NoBias: true}}}
+		Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 4, Init: layers.HeNormal{}}, act, layers.Dense{Units: 3, NoBias: true}}}
 }
 
 func TestCustomLayerRegistry(t *testing.T) {
@@ -188,7 +188,7 @@ func TestCustomLayerRegistry(t *testing.T) {
 	if l := got.Spec().Layers[2]; l != (myTanh{Note: "kept"}) {
 		t.Errorf("custom layer rebuilt as %#v", l)
 	}
-	if got.Spec().Layers[1] != (layers.Dense{Units: 4, Init: layers.HeNormal}) || got.Spec().Layers[3] != (layers.Dense{Units: 3, NoBias: true}) {
+	if got.Spec().Layers[1] != (layers.Dense{Units: 4, Init: layers.HeNormal{}}) || got.Spec().Layers[3] != (layers.Dense{Units: 3, NoBias: true}) {
 		t.Errorf("dense settings lost: %#v", got.Spec().Layers)
 	}
 	x := randomInput(m, 2, 8)
@@ -200,16 +200,16 @@ func TestCustomLayerRegistry(t *testing.T) {
 	m2 := newModel(t, customSpec(unregistered{}), 2)
 	path2 := saveModel(t, m2, t.TempDir(), nil)
 	_, err = nn.LoadModel(path2, 2)
-	if !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "nn_test.unregistered") || !strings.Contains(err.Error(), "RegisterLayer") {
+	if !errors.Is(err, nn.ErrArchitecture) || !strings.Contains(err.Error(), "nn_test.unregistered") || !strings.Contains(err.Error(), "layers.Register") {
 		t.Errorf("unregistered layer: %v", err)
 	}
 
 	// Duplicate registrations are programming errors.
 	for name, reg := range map[string]func(){
-		"name":  func() { nn.RegisterLayer[unregistered]("test.mytanh") },
-		"type":  func() { nn.RegisterLayer[myTanh]("test.other") },
-		"empty": func() { nn.RegisterLayer[unregistered]("") },
-		"built": func() { nn.RegisterLayer[unregistered]("dense") },
+		"name":  func() { layers.Register[unregistered]("test.mytanh") },
+		"type":  func() { layers.Register[myTanh]("test.other") },
+		"empty": func() { layers.Register[unregistered]("") },
+		"built": func() { layers.Register[unregistered]("dense") },
 	} {
 		func() {
 			defer func() {

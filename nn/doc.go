@@ -62,7 +62,7 @@
 // Using a trained model. A checkpoint stores the model's Architecture (every layer with its
 // settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, package
 // layers' layers by the codecs their own files register (layers.Codecs), layers of other
-// packages by the name given to RegisterLayer, and checkpoints written before
+// packages by the name given to layers.Register, and checkpoints written before
 // architectures were stored by the model name registered with RegisterSpec (package
 // models registers its own). A Predictor computes logits and probabilities for any number
 // of examples and is safe for concurrent use; ExportTorch writes the parameters as a

@@ -49,7 +49,7 @@ type FeatureCacheUse struct {
 	// Set names the dataset: "training" or "test" for the Trainer's.
 	Set string
 	// File is the cache file of the dataset's features; empty when the front end cannot
-	// be cached (a layer type that is not registered, see RegisterLayer).
+	// be cached (a layer type that is not registered, see layers.Register).
 	File string
 	// Loaded is true when the features were read from File, false when they were
 	// computed (and written to File, unless Problem says that failed).
@@ -141,7 +141,7 @@ func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, 
 	}
 	for _, lc := range arch.Layers {
 		if lc.Type == "" {
-			return key, fmt.Errorf("front-end layer %s is not registered (RegisterLayer), so its features are not cached", lc.GoType)
+			return key, fmt.Errorf("front-end layer %s is not registered (layers.Register), so its features are not cached", lc.GoType)
 		}
 	}
 	desc.Layers = arch.Layers

@@ -27,7 +27,7 @@ type tally struct{ Scale float32 }
 
 var tallied atomic.Int64
 
-func init() { nn.RegisterLayer[tally]("test-tally") }
+func init() { layers.Register[tally]("test-tally") }
 
 func (tally) Kind() string                        { return "tally" }
 func (tally) OutputShape(in []int) ([]int, error) { return in, nil }

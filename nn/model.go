@@ -171,7 +171,7 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	for _, pl := range plan {
 		for j, p := range pl.params {
 			off := pl.paramOffs[j]
-			if err := p.Init.Fill(init[off:off+num.Prod(p.Shape)], p.FanIn, p.FanOut, rng); err != nil {
+			if err := p.Fill(init[off:off+num.Prod(p.Shape)], rng); err != nil {
 				return nil, fmt.Errorf("%w: %s.%s: %v", ErrSpec, pl.name, p.Name, err)
 			}
 		}

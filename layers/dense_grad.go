@@ -1,17 +1,18 @@
-package clipping
+package layers
 
 import (
 	"fmt"
 
+	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
-// Dense is the per-example gradient of a fully connected layer Z = A·W + b with W of shape
-// [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i) for W (row-major) and dZ_i for
-// b. No per-example gradient is ever formed: ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and
-// Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
-type Dense[T num.Float] struct {
+// DenseGradient is Dense's per-example gradient kind, of a fully connected layer
+// Z = A·W + b with W of shape [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i)
+// for W (row-major) and dZ_i for b. No per-example gradient is ever formed:
+// ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
+type DenseGradient[T num.Float] struct {
 	// In is the layer input A, [B × InDim]; GradZ is ∂loss/∂Z, [B × OutDim].
 	In, GradZ     []T
 	InDim, OutDim int
@@ -23,33 +24,33 @@ type Dense[T num.Float] struct {
 	InOrder []int
 }
 
-var _ Gradient[float32] = (*Dense[float32])(nil)
+var _ clipping.Gradient[float32] = (*DenseGradient[float32])(nil)
 
-// DenseShape is a Dense gradient before it is bound to buffers.
-type DenseShape struct {
+// denseGradShape is a DenseGradient before it is bound to buffers.
+type denseGradShape struct {
 	InDim, OutDim int
 	Bias          bool
 }
 
-var _ Shape = DenseShape{}
+var _ clipping.Shape = denseGradShape{}
 
 // NumParams is InDim·OutDim, plus OutDim with a bias.
-func (s DenseShape) NumParams() int {
-	return (&Dense[float32]{InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}).NumParams()
+func (s denseGradShape) NumParams() int {
+	return (&DenseGradient[float32]{InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}).NumParams()
 }
 
-// Bind32 is the Dense gradient of float32 buffers.
-func (s DenseShape) Bind32(in, gradZ []float32) Gradient[float32] {
-	return &Dense[float32]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
+// Bind32 is the DenseGradient of float32 buffers.
+func (s denseGradShape) Bind32(in, gradZ []float32) clipping.Gradient[float32] {
+	return &DenseGradient[float32]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
 }
 
-// Bind64 is the Dense gradient of float64 buffers.
-func (s DenseShape) Bind64(in, gradZ []float64) Gradient[float64] {
-	return &Dense[float64]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
+// Bind64 is the DenseGradient of float64 buffers.
+func (s denseGradShape) Bind64(in, gradZ []float64) clipping.Gradient[float64] {
+	return &DenseGradient[float64]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}
 }
 
 // NumParams is InDim·OutDim, plus OutDim with a bias.
-func (t *Dense[T]) NumParams() int {
+func (t *DenseGradient[T]) NumParams() int {
 	n := t.InDim * t.OutDim
 	if t.Bias {
 		n += t.OutDim
@@ -58,9 +59,9 @@ func (t *Dense[T]) NumParams() int {
 }
 
 // Check checks In and GradZ hold batch rows and InOrder is a permutation.
-func (t *Dense[T]) Check(batch int) error {
+func (t *DenseGradient[T]) Check(batch int) error {
 	if t.InDim <= 0 || t.OutDim <= 0 {
-		return fmt.Errorf("%w: dense gradient with InDim %d, OutDim %d", ErrShape, t.InDim, t.OutDim)
+		return fmt.Errorf("%w: dense gradient with InDim %d, OutDim %d", clipping.ErrShape, t.InDim, t.OutDim)
 	}
 	if err := checkLen("dense", "input", t.In, batch*t.InDim); err != nil {
 		return err
@@ -72,10 +73,10 @@ func (t *Dense[T]) Check(batch int) error {
 }
 
 // RowScratch is 0: nothing is formed per example.
-func (t *Dense[T]) RowScratch() int { return 0 }
+func (t *DenseGradient[T]) RowScratch() int { return 0 }
 
 // NewScratch holds a chunk's packed rows when they are not consecutive.
-func (t *Dense[T]) NewScratch(chunk int) Scratch[T] {
+func (t *DenseGradient[T]) NewScratch(chunk int) clipping.Scratch[T] {
 	sc := &denseScratch[T]{t: t, packIn: make([]T, chunk*t.InDim), packGZ: make([]T, chunk*t.OutDim), ones: make([]T, chunk)}
 	for j := range sc.ones {
 		sc.ones[j] = 1
@@ -84,20 +85,20 @@ func (t *Dense[T]) NewScratch(chunk int) Scratch[T] {
 }
 
 // Scatter maps the weight rows back through InOrder.
-func (t *Dense[T]) Scatter(g []T, dst []float64, overwrite bool) {
+func (t *DenseGradient[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	if t.InOrder == nil {
-		scatter(g, dst, overwrite)
+		clipping.Scatter(g, dst, overwrite)
 		return
 	}
 	k, F := t.InDim, t.OutDim
 	for j, r := range t.InOrder {
-		scatter(g[j*F:(j+1)*F], dst[r*F:(r+1)*F], overwrite)
+		clipping.Scatter(g[j*F:(j+1)*F], dst[r*F:(r+1)*F], overwrite)
 	}
-	scatter(g[k*F:], dst[k*F:], overwrite)
+	clipping.Scatter(g[k*F:], dst[k*F:], overwrite)
 }
 
 type denseScratch[T num.Float] struct {
-	t              *Dense[T]
+	t              *DenseGradient[T]
 	packIn, packGZ []T // a chunk's rows of In and (scaled) GradZ
 	ones           []T // for bias sums
 }
@@ -176,3 +177,29 @@ func (s *denseScratch[T]) Example(_ int, i int, g []T) {
 }
 
 func consecutive(rows []int) bool { return rows[len(rows)-1]-rows[0] == len(rows)-1 }
+
+// checkLen reports a buffer whose length is not want.
+func checkLen[T num.Float](kind, what string, buf []T, want int) error {
+	if len(buf) != want {
+		return fmt.Errorf("%w: %s %s has %d values, want %d", clipping.ErrShape, kind, what, len(buf), want)
+	}
+	return nil
+}
+
+// checkOrder reports an InOrder that is not nil nor a permutation of 0…n−1.
+func checkOrder(kind string, order []int, n int) error {
+	if order == nil {
+		return nil
+	}
+	if len(order) != n {
+		return fmt.Errorf("%w: %s input order has %d entries for %d inputs", clipping.ErrShape, kind, len(order), n)
+	}
+	seen := make([]bool, n)
+	for _, j := range order {
+		if j < 0 || j >= n || seen[j] {
+			return fmt.Errorf("%w: %s input order is not a permutation of 0…%d", clipping.ErrShape, kind, n-1)
+		}
+		seen[j] = true
+	}
+	return nil
+}

@@ -1,15 +1,16 @@
-package clipping
+package layers
 
 import (
 	"fmt"
 
+	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
-// Conv is the per-example gradient of a convolution computed as Z_i = W·U_iᵀ + b, with W
-// of shape [OutDim, InDim] (InDim = channels·kh·kw) and U_i the example's im2col'd input,
-// one row of InDim values per output position. Example i's gradient is dZ_i·U_i for W
+// Conv2DGradient is Conv2D's per-example gradient kind, of a convolution computed as
+// Z_i = W·U_iᵀ + b, with W of shape [OutDim, InDim] (InDim = channels·kh·kw) and U_i the
+// example's im2col'd input, one row of InDim values per output position. Example i's gradient is dZ_i·U_i for W
 // (row-major [OutDim × InDim]) and Σ_p dZ_i[:, p] for b. It is a Formed kind: a chunk's
 // gradients are formed (one small GEMM each) in per-worker scratch, their norms taken,
 // and their clipped sum added with one more GEMM; no [B × NumParams] matrix is held.
@@ -17,7 +18,7 @@ import (
 // By default the layout is Gorgonia's (GradZ channels first, In's columns in the weight's
 // order). The native engine's NHWC layout sets PositionsMajor and InOrder, and rebuilds
 // patches on demand (Patches) instead of keeping In for the whole batch.
-type Conv[T num.Float] struct {
+type Conv2DGradient[T num.Float] struct {
 	// In is U, [B × Positions × InDim]; nil when Patches stands in for it.
 	In []T
 	// GradZ is ∂loss/∂Z, [B × OutDim × Positions] ([B × Positions × OutDim] with
@@ -37,33 +38,33 @@ type Conv[T num.Float] struct {
 	Patches func(worker, i int, buf []T) []T
 }
 
-var _ ExampleKind[float32] = (*Conv[float32])(nil)
+var _ clipping.ExampleKind[float32] = (*Conv2DGradient[float32])(nil)
 
-// ConvShape is a Conv gradient (Gorgonia's layout) before it is bound to buffers.
-type ConvShape struct {
+// convGradShape is a Conv2DGradient (Gorgonia's layout) before it is bound to buffers.
+type convGradShape struct {
 	InDim, OutDim, Positions int
 	Bias                     bool
 }
 
-var _ Shape = ConvShape{}
+var _ clipping.Shape = convGradShape{}
 
 // NumParams is InDim·OutDim, plus OutDim with a bias.
-func (s ConvShape) NumParams() int {
-	return (&Conv[float32]{InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}).NumParams()
+func (s convGradShape) NumParams() int {
+	return (&Conv2DGradient[float32]{InDim: s.InDim, OutDim: s.OutDim, Bias: s.Bias}).NumParams()
 }
 
-// Bind32 is the Conv gradient of float32 buffers.
-func (s ConvShape) Bind32(in, gradZ []float32) Gradient[float32] {
-	return Formed[float32](&Conv[float32]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Positions: s.Positions, Bias: s.Bias})
+// Bind32 is the Conv2DGradient of float32 buffers.
+func (s convGradShape) Bind32(in, gradZ []float32) clipping.Gradient[float32] {
+	return clipping.Formed[float32](&Conv2DGradient[float32]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Positions: s.Positions, Bias: s.Bias})
 }
 
-// Bind64 is the Conv gradient of float64 buffers.
-func (s ConvShape) Bind64(in, gradZ []float64) Gradient[float64] {
-	return Formed[float64](&Conv[float64]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Positions: s.Positions, Bias: s.Bias})
+// Bind64 is the Conv2DGradient of float64 buffers.
+func (s convGradShape) Bind64(in, gradZ []float64) clipping.Gradient[float64] {
+	return clipping.Formed[float64](&Conv2DGradient[float64]{In: in, GradZ: gradZ, InDim: s.InDim, OutDim: s.OutDim, Positions: s.Positions, Bias: s.Bias})
 }
 
 // NumParams is InDim·OutDim, plus OutDim with a bias.
-func (t *Conv[T]) NumParams() int {
+func (t *Conv2DGradient[T]) NumParams() int {
 	n := t.InDim * t.OutDim
 	if t.Bias {
 		n += t.OutDim
@@ -72,9 +73,9 @@ func (t *Conv[T]) NumParams() int {
 }
 
 // Check checks the buffers hold batch examples and InOrder is a permutation.
-func (t *Conv[T]) Check(batch int) error {
+func (t *Conv2DGradient[T]) Check(batch int) error {
 	if t.InDim <= 0 || t.OutDim <= 0 || t.Positions <= 0 {
-		return fmt.Errorf("%w: conv gradient with InDim %d, OutDim %d, Positions %d", ErrShape, t.InDim, t.OutDim, t.Positions)
+		return fmt.Errorf("%w: conv gradient with InDim %d, OutDim %d, Positions %d", clipping.ErrShape, t.InDim, t.OutDim, t.Positions)
 	}
 	if t.Patches == nil || t.In != nil {
 		if err := checkLen("conv", "input", t.In, batch*t.Positions*t.InDim); err != nil {
@@ -88,7 +89,7 @@ func (t *Conv[T]) Check(batch int) error {
 }
 
 // NewExampleScratch holds a row of ones (bias sums) and room for one example's patches.
-func (t *Conv[T]) NewExampleScratch() ExampleScratch[T] {
+func (t *Conv2DGradient[T]) NewExampleScratch() clipping.ExampleScratch[T] {
 	sc := &convScratch[T]{t: t, ones: make([]T, t.Positions)}
 	for j := range sc.ones {
 		sc.ones[j] = 1
@@ -100,9 +101,9 @@ func (t *Conv[T]) NewExampleScratch() ExampleScratch[T] {
 }
 
 // Scatter maps weight columns back through InOrder.
-func (t *Conv[T]) Scatter(g []T, dst []float64, overwrite bool) {
+func (t *Conv2DGradient[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	if t.InOrder == nil {
-		scatter(g, dst, overwrite)
+		clipping.Scatter(g, dst, overwrite)
 		return
 	}
 	k, F := t.InDim, t.OutDim
@@ -116,11 +117,11 @@ func (t *Conv[T]) Scatter(g []T, dst []float64, overwrite bool) {
 			}
 		}
 	}
-	scatter(g[k*F:], dst[k*F:], overwrite)
+	clipping.Scatter(g[k*F:], dst[k*F:], overwrite)
 }
 
 type convScratch[T num.Float] struct {
-	t       *Conv[T]
+	t       *Conv2DGradient[T]
 	ones    []T
 	patches []T
 }
@@ -132,7 +133,7 @@ func (s *convScratch[T]) patchesOf(worker, i int) []T {
 	if t.Patches != nil {
 		u := t.Patches(worker, i, s.patches[:n])
 		if len(u) != n {
-			panic(fmt.Sprintf("clipping: Patches returned %d values, want %d", len(u), n))
+			panic(fmt.Sprintf("layers: Patches returned %d values, want %d", len(u), n))
 		}
 		return u
 	}

@@ -1,0 +1,345 @@
+package layers_test
+
+import (
+	"errors"
+	"github.com/privtrain/privtrain/clipping"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// referenceGroupSum is the augmentation-multiplicity rule written out from the chain rule:
+// example i's gradient is the mean of the brute-force gradients of rows i·k … i·k+k−1,
+// clipped as a whole (flat, or each layer's part for perLayer) and summed over the
+// examples whose rows are real.
+func referenceGroupSum(taps []kindTap[float64], batch, k int, mask []bool, perLayer []float64, flat float64) (sum, norms []float64) {
+	n := batch / k
+	norms = make([]float64, n)
+	for i := range n {
+		if mask != nil && !mask[i*k] {
+			continue
+		}
+		var parts [][]float64
+		for r := i * k; r < (i+1)*k; r++ {
+			rp := bruteGradient(taps, r)
+			if parts == nil {
+				parts = make([][]float64, len(rp))
+				for l := range rp {
+					parts[l] = make([]float64, len(rp[l]))
+				}
+			}
+			for l := range rp {
+				for j, v := range rp[l] {
+					parts[l][j] += v / float64(k)
+				}
+			}
+		}
+		g := concat(parts)
+		norms[i] = norm(g)
+		if perLayer == nil {
+			c := math.Min(1, flat/norms[i])
+			for j := range g {
+				g[j] *= c
+			}
+		} else {
+			g = nil
+			for l, p := range parts {
+				c := math.Min(1, perLayer[l]/norm(p))
+				for _, v := range p {
+					g = append(g, c*v)
+				}
+			}
+		}
+		if sum == nil {
+			sum = make([]float64, len(g))
+		}
+		for j := range g {
+			sum[j] += g[j]
+		}
+	}
+	if sum == nil {
+		sum = make([]float64, concatLen(taps))
+	}
+	return sum, norms
+}
+
+func concatLen(taps []kindTap[float64]) int {
+	n := 0
+	for _, t := range taps {
+		n += t.NumParams()
+	}
+	return n
+}
+
+// groupMask marks the rows of the real examples of a batch of n examples of k rows.
+func groupMask(k int, real []bool) []bool {
+	m := make([]bool, 0, k*len(real))
+	for _, r := range real {
+		for range k {
+			m = append(m, r)
+		}
+	}
+	return m
+}
+
+func TestGroupedClippedSumMatchesReference(t *testing.T) {
+	const examples = 6
+	real := []bool{true, false, true, true, false, true}
+	for _, k := range []int{2, 3} {
+		for _, layout := range []string{"reference", "native"} {
+			batch := examples * k
+			rng := rand.New(rand.NewPCG(uint64(k), 77))
+			ref := randomTaps[float64](rng, testSpecs, batch)
+			taps := ref
+			if layout == "native" {
+				taps = relayout(rng, ref, batch)
+			}
+			w := newWorkspace(t, taps, batch)
+			if err := w.SetGroupSize(k); err != nil {
+				t.Fatal(err)
+			}
+			if w.GroupSize() != k {
+				t.Fatalf("GroupSize = %d, want %d", w.GroupSize(), k)
+			}
+			mask := groupMask(k, real)
+			for _, tc := range []struct {
+				name     string
+				rule     clipping.Rule
+				perLayer []float64
+				flat     float64
+			}{
+				{"flat", clipping.Flat{C: 0.3}, nil, 0.3},
+				{"per-layer", clipping.PerLayer{C: []float64{0.5, 0.2, 1, 0.05}}, []float64{0.5, 0.2, 1, 0.05}, 0},
+			} {
+				want, wantNorms := referenceGroupSum(ref, batch, k, mask, tc.perLayer, tc.flat)
+				got := make([]float64, w.NumParams())
+				st, err := w.ClippedSum(mask, tc.rule, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := layout + " " + tc.name
+				assertClose(t, what+" clipped sum", got, want, 1e-10)
+				assertClose(t, what+" norms", st.Norms, wantNorms, 1e-10)
+				if len(st.Norms) != examples {
+					t.Fatalf("%s: %d norms for %d examples", what, len(st.Norms), examples)
+				}
+				if tc.perLayer == nil {
+					clipped := 0
+					for i, n := range wantNorms {
+						if real[i] && n > tc.flat {
+							clipped++
+						}
+					}
+					if st.Clipped != clipped || clipped == 0 || clipped == 4 {
+						t.Fatalf("%s: Clipped = %d, want %d (and a mix of clipped and unclipped examples)", what, st.Clipped, clipped)
+					}
+				}
+			}
+			// The plain sum is Σ_i mean_k g: the reference without clipping.
+			want, _ := referenceGroupSum(ref, batch, k, mask, nil, math.Inf(1))
+			got := make([]float64, w.NumParams())
+			if err := w.Sum(mask, got); err != nil {
+				t.Fatal(err)
+			}
+			assertClose(t, layout+" sum", got, want, 1e-10)
+			// PerExample is the group's mean gradient.
+			for i := range examples {
+				single := make([]bool, examples)
+				single[i] = true
+				want, _ := referenceGroupSum(ref, batch, k, groupMask(k, single), nil, math.Inf(1))
+				if err := w.PerExample(i, got); err != nil {
+					t.Fatal(err)
+				}
+				assertClose(t, layout+" per-example", got, want, 1e-10)
+			}
+		}
+	}
+}
+
+// TestGroupedPaddingContributesNothing: whatever the padding groups' buffers hold (NaN
+// included), the result equals that of the real groups alone.
+func TestGroupedPaddingContributesNothing(t *testing.T) {
+	const k, examples = 3, 5
+	batch := k * examples
+	rng := rand.New(rand.NewPCG(8, 9))
+	taps := randomTaps[float64](rng, testSpecs, batch)
+	w := newWorkspace(t, taps, batch)
+	if err := w.SetGroupSize(k); err != nil {
+		t.Fatal(err)
+	}
+	real := []bool{true, false, true, false, true}
+	mask := groupMask(k, real)
+	want := make([]float64, w.NumParams())
+	if _, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range taps {
+		per, gz := len(tp.In)/batch, len(tp.GradZ)/batch
+		for r, m := range mask {
+			if !m {
+				for j := r * per; j < (r+1)*per; j++ {
+					tp.In[j] = math.NaN()
+				}
+				for j := r * gz; j < (r+1)*gz; j++ {
+					tp.GradZ[j] = math.Inf(1)
+				}
+			}
+		}
+	}
+	got := make([]float64, w.NumParams())
+	st, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("padding groups changed the clipped sum")
+	}
+	for i, r := range real {
+		if !r && st.Norms[i] != 0 {
+			t.Fatalf("padding example %d has norm %v", i, st.Norms[i])
+		}
+	}
+}
+
+// TestGroupedFill: a clipping.Filler is called with row ranges that cover the batch once and end
+// on group boundaries, and the result equals the pre-filled one for every chunk size.
+func TestGroupedFill(t *testing.T) {
+	const k, examples = 2, 11
+	batch := k * examples
+	rng := rand.New(rand.NewPCG(10, 11))
+	src := randomTaps[float64](rng, testSpecs, batch)
+	dstTaps := make([]kindTap[float64], len(src))
+	for l, tp := range src {
+		dstTaps[l] = tp
+		dstTaps[l].In = make([]float64, len(tp.In))
+		dstTaps[l].GradZ = make([]float64, len(tp.GradZ))
+	}
+	pre := newWorkspace(t, src, batch)
+	w := newWorkspace(t, dstTaps, batch)
+	for _, ws := range []*clipping.Workspace[float64]{pre, w} {
+		if err := ws.SetGroupSize(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real := make([]bool, examples)
+	for i := range real {
+		real[i] = i%3 != 1
+	}
+	mask := groupMask(k, real)
+	for _, chunk := range []int{1, 2, 5, examples} {
+		pre.SetChunkRows(chunk)
+		w.SetChunkRows(chunk)
+		var mu sync.Mutex
+		covered := make([]int, batch)
+		fill := func(_, lo, hi int) error {
+			if lo%k != 0 || hi%k != 0 {
+				t.Errorf("fill %d…%d does not end on groups of %d", lo, hi, k)
+			}
+			mu.Lock()
+			for i := lo; i < hi; i++ {
+				covered[i]++
+			}
+			mu.Unlock()
+			for l, tp := range src {
+				in, gz := len(tp.In)/batch, len(tp.GradZ)/batch
+				copy(dstTaps[l].In[lo*in:hi*in], tp.In[lo*in:hi*in])
+				copy(dstTaps[l].GradZ[lo*gz:hi*gz], tp.GradZ[lo*gz:hi*gz])
+			}
+			return nil
+		}
+		want := make([]float64, w.NumParams())
+		got := make([]float64, w.NumParams())
+		if _, err := pre.ClippedSum(mask, clipping.Flat{C: 0.4}, want); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.ClippedSumFill(mask, clipping.Flat{C: 0.4}, got, fill); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("chunk %d: filled result differs from the pre-filled one", chunk)
+		}
+		for i, c := range covered {
+			if c != 1 {
+				t.Fatalf("chunk %d: row %d filled %d times", chunk, i, c)
+			}
+		}
+	}
+}
+
+func TestGroupSizeErrors(t *testing.T) {
+	const batch = 6
+	rng := rand.New(rand.NewPCG(12, 13))
+	taps := randomTaps[float64](rng, testSpecs, batch)
+	w := newWorkspace(t, taps, batch)
+	for _, k := range []int{0, -1, 4, 7} {
+		if err := w.SetGroupSize(k); !errors.Is(err, clipping.ErrShape) {
+			t.Errorf("SetGroupSize(%d) = %v, want clipping.ErrShape", k, err)
+		}
+	}
+	if err := w.SetGroupSize(2); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]float64, w.NumParams())
+	mixed := []bool{true, true, true, false, false, false}
+	if _, err := w.ClippedSum(mixed, clipping.Flat{C: 1}, dst); !errors.Is(err, clipping.ErrShape) {
+		t.Errorf("a group mixing real and padding rows: %v, want clipping.ErrShape", err)
+	}
+	for _, v := range dst {
+		if v != 0 {
+			t.Fatal("a refused call changed dst")
+		}
+	}
+	if err := w.PerExample(3, dst); !errors.Is(err, clipping.ErrShape) {
+		t.Errorf("PerExample(3) with 3 examples: %v, want clipping.ErrShape", err)
+	}
+	// Back to one row per example: the ungrouped result, bit for bit.
+	if err := w.SetGroupSize(1); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newWorkspace(t, taps, batch)
+	want := make([]float64, w.NumParams())
+	if _, err := fresh.ClippedSum(nil, clipping.Flat{C: 0.3}, want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ClippedSum(nil, clipping.Flat{C: 0.3}, dst); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dst, want) {
+		t.Fatal("group size 1 after 2 differs from a fresh workspace")
+	}
+}
+
+// TestGroupedFloat32ClippedNormAtMostC: in float32, one real group's clipped contribution
+// (computed exactly from the float32 values) never exceeds C.
+func TestGroupedFloat32ClippedNormAtMostC(t *testing.T) {
+	const k, examples = 3, 4
+	batch := k * examples
+	for trial := range 10 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 14))
+		taps := randomTaps[float32](rng, testSpecs, batch)
+		w, err := clipping.NewWorkspace(gradients(taps), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.SetGroupSize(k); err != nil {
+			t.Fatal(err)
+		}
+		const c = 0.05
+		for i := range examples {
+			single := make([]bool, examples)
+			single[i] = true
+			got := make([]float64, w.NumParams())
+			st, err := w.ClippedSum(groupMask(k, single), clipping.Flat{C: c}, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Norms[i] > c {
+				if n := exactNorm(got); n > c {
+					t.Fatalf("trial %d example %d: clipped norm %v > C = %v", trial, i, n, c)
+				}
+			}
+		}
+	}
+}
