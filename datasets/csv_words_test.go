@@ -5,21 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
-
-// failingReader returns its text, then err.
-type failingReader struct {
-	r   io.Reader
-	err error
-}
-
-func (f *failingReader) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	if err == io.EOF {
-		return n, f.err
-	}
-	return n, err
-}
 
 // TestReadCSVErrorWords pins the whole message of the errors that encoding/csv and the row
 // width produce, across issue 28's move of the row loop to internal/csvrows: the words are
@@ -37,8 +24,8 @@ func TestReadCSVErrorWords(t *testing.T) {
 		{strings.NewReader("1,0\n1,\"0\n"), "datasets: bad CSV data: parse error on line 2, column 6: extraneous or missing \" in quoted-field"},
 		{strings.NewReader("1,0\n1,0\"x\n"), "datasets: bad CSV data: parse error on line 2, column 4: bare \" in non-quoted-field"},
 		{strings.NewReader("1\",0\n"), "datasets: bad CSV data: parse error on line 1, column 2: bare \" in non-quoted-field"},
-		{&failingReader{strings.NewReader("1,0\n"), disk}, "datasets: bad CSV data: disk on fire"},
-		{&failingReader{strings.NewReader(""), disk}, "datasets: bad CSV data: disk on fire"},
+		{io.MultiReader(strings.NewReader("1,0\n"), iotest.ErrReader(disk)), "datasets: bad CSV data: disk on fire"},
+		{io.MultiReader(strings.NewReader(""), iotest.ErrReader(disk)), "datasets: bad CSV data: disk on fire"},
 	} {
 		_, err := ReadCSV(tc.in, CSVOptions{Ranges: r})
 		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrCSV) {

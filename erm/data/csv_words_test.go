@@ -5,21 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
-
-// failingReader returns its text, then err.
-type failingReader struct {
-	r   io.Reader
-	err error
-}
-
-func (f *failingReader) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	if err == io.EOF {
-		return n, f.err
-	}
-	return n, err
-}
 
 // TestReadCSVErrorWords pins the whole message of the errors that encoding/csv produces,
 // across issue 28's move of the row loop to internal/csvrows: the words are this package's
@@ -34,8 +21,8 @@ func TestReadCSVErrorWords(t *testing.T) {
 		{strings.NewReader("1,2,3\n4,5\n"), "csv: line 2: 2 fields, want 3 like the first data line: malformed input", ErrFormat},
 		{strings.NewReader("1,2\n3,\"4\n"), "csv: line 2: extraneous or missing \" in quoted-field: malformed input", ErrFormat},
 		{strings.NewReader("1,2\n3,4\"x\n"), "csv: line 2: bare \" in non-quoted-field: malformed input", ErrFormat},
-		{&failingReader{strings.NewReader("1,2\n\n3,4\n"), disk}, "csv: after line 3: disk on fire", disk},
-		{&failingReader{strings.NewReader(""), disk}, "csv: after line 0: disk on fire", disk},
+		{io.MultiReader(strings.NewReader("1,2\n\n3,4\n"), iotest.ErrReader(disk)), "csv: after line 3: disk on fire", disk},
+		{io.MultiReader(strings.NewReader(""), iotest.ErrReader(disk)), "csv: after line 0: disk on fire", disk},
 	} {
 		_, err := ReadCSV(tc.in, CSVOptions{})
 		if err == nil || err.Error() != tc.want || !errors.Is(err, tc.target) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestEachLinesAndWidths(t *testing.T) {
@@ -50,12 +51,8 @@ func TestEachErrors(t *testing.T) {
 	}
 
 	disk := errors.New("disk")
-	err = Each(io.MultiReader(strings.NewReader("1\n\n2\n"), &errReader{disk}), Options{}, func(int, []string) error { return nil })
+	err = Each(io.MultiReader(strings.NewReader("1\n\n2\n"), iotest.ErrReader(disk)), Options{}, func(int, []string) error { return nil })
 	if !errors.As(err, &ce) || ce.Line != 3 || ce.Fault != nil || !errors.Is(err, disk) {
 		t.Errorf("reader error: %#v, want an *Error after line 3 wrapping the reader's error", err)
 	}
 }
-
-type errReader struct{ err error }
-
-func (e *errReader) Read([]byte) (int, error) { return 0, e.err }
