@@ -26,21 +26,15 @@ type Ledger struct {
 	mu      sync.Mutex
 	cfg     config
 	ready   bool
-	total   []float64 // Σ steps·RDP per order, aligned with cfg.orders
-	steps   int
+	sum     rdpSum // the RDP totals, aligned with cfg.orders, and the step count
 	history []Segment
-
-	// per-step RDP of the most recent (q, z), so that a constant-noise
-	// training loop calling Record(q, z, 1) every step computes it once.
-	lastQ, lastZ float64
-	lastRDP      []float64
 }
 
 // NewLedger returns an empty ledger configured by opts.
 func NewLedger(opts ...Option) *Ledger {
 	l := &Ledger{cfg: newConfig(opts)}
 	l.ready = true
-	l.total = make([]float64, len(l.cfg.orders))
+	l.sum = newRDPSum(len(l.cfg.orders))
 	return l
 }
 
@@ -50,7 +44,7 @@ func (l *Ledger) init() {
 		return
 	}
 	l.cfg = newConfig(nil)
-	l.total = make([]float64, len(l.cfg.orders))
+	l.sum = newRDPSum(len(l.cfg.orders))
 	l.ready = true
 }
 
@@ -70,21 +64,10 @@ func (l *Ledger) Record(q, z float64, steps int) error {
 	if l.cfg.err != nil {
 		return l.cfg.err
 	}
-	if l.steps > math.MaxInt-steps {
+	if l.sum.steps > math.MaxInt-steps {
 		return fmt.Errorf("accountant: step count overflows int: %w", ErrInvalidParameter)
 	}
-	if l.lastRDP == nil || q != l.lastQ || z != l.lastZ {
-		if l.lastRDP == nil {
-			l.lastRDP = make([]float64, len(l.cfg.orders))
-		}
-		sampledGaussianRDP(q, z, l.cfg.orders, l.lastRDP)
-		l.lastQ, l.lastZ = q, z
-	}
-	fs := float64(steps)
-	for i, r := range l.lastRDP {
-		l.total[i] += fs * r
-	}
-	l.steps += steps
+	l.sum.add(l.cfg.orders, q, z, steps)
 	if n := len(l.history); n > 0 && l.history[n-1].Q == q && l.history[n-1].Z == z {
 		l.history[n-1].Steps += steps
 	} else {
@@ -93,50 +76,35 @@ func (l *Ledger) Record(q, z float64, steps int) error {
 	return nil
 }
 
-// Epsilon returns the smallest ε over the ledger's orders such that
-// everything recorded so far is (ε, δ)-DP, with the order that attains it.
-// An empty ledger spends ε = 0. ε is +Inf if no order gives a finite bound.
-// A ledger made with WithAccountant(PLD{…}) (or another non-RDP accountant)
-// asks that accountant instead, from the recorded history.
+// Epsilon returns the smallest ε such that everything recorded so far is
+// (ε, δ)-DP, as the ledger's accountant certifies it (RDP: over the ledger's
+// orders, with the order that attains it). An empty ledger spends ε = 0. ε is
+// +Inf if no order gives a finite bound.
 func (l *Ledger) Epsilon(delta float64) (Spent, error) {
-	if err := checkDelta(delta); err != nil {
-		return Spent{}, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.init()
-	if l.cfg.err != nil {
-		return Spent{}, l.cfg.err
-	}
-	if l.steps == 0 {
-		return Spent{Delta: delta}, nil
-	}
-	if l.cfg.acct != nil {
-		return l.cfg.acct.Epsilon(slices.Clone(l.history), delta)
-	}
-	return epsilonFromRDP(l.cfg.orders, l.total, delta, l.cfg.conversion), nil
+	return l.ask(func(a Accountant, history []Segment) (Spent, error) { return a.Epsilon(history, delta) })
 }
 
-// Delta returns the smallest δ over the ledger's orders such that everything
-// recorded so far is (ε, δ)-DP, with the order that attains it. An empty
-// ledger spends δ = 0.
+// Delta returns the smallest δ such that everything recorded so far is
+// (ε, δ)-DP, as the ledger's accountant certifies it. An empty ledger spends
+// δ = 0.
 func (l *Ledger) Delta(eps float64) (Spent, error) {
-	if err := checkEpsilon(eps); err != nil {
-		return Spent{}, err
-	}
+	return l.ask(func(a Accountant, history []Segment) (Spent, error) { return a.Delta(history, eps) })
+}
+
+// ask puts query to the ledger's accountant about the recorded history. The
+// RDP accountant is handed the totals summed in Record, so that asking after
+// every step costs one pass over the orders however long the history.
+func (l *Ledger) ask(query func(Accountant, []Segment) (Spent, error)) (Spent, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
 	if l.cfg.err != nil {
 		return Spent{}, l.cfg.err
 	}
-	if l.steps == 0 {
-		return Spent{Epsilon: eps}, nil
-	}
 	if l.cfg.acct != nil {
-		return l.cfg.acct.Delta(slices.Clone(l.history), eps)
+		return query(l.cfg.acct, slices.Clone(l.history))
 	}
-	return deltaFromRDP(l.cfg.orders, l.total, eps, l.cfg.conversion), nil
+	return query(RDP{Orders: l.cfg.orders, Conversion: l.cfg.conversion, composed: &l.sum}, nil)
 }
 
 // Accountant returns the accountant that answers Epsilon and Delta: the one
@@ -157,9 +125,9 @@ func (l *Ledger) Clone() *Ledger {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
-	c := &Ledger{cfg: l.cfg, ready: true, steps: l.steps}
+	c := &Ledger{cfg: l.cfg, ready: true}
 	c.cfg.orders = slices.Clone(l.cfg.orders)
-	c.total = slices.Clone(l.total)
+	c.sum = rdpSum{total: slices.Clone(l.sum.total), steps: l.sum.steps}
 	c.history = slices.Clone(l.history)
 	return c
 }
@@ -168,7 +136,7 @@ func (l *Ledger) Clone() *Ledger {
 func (l *Ledger) Steps() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.steps
+	return l.sum.steps
 }
 
 // Orders returns a copy of the ledger's Rényi orders, ascending.
@@ -192,7 +160,7 @@ func (l *Ledger) RDP() []float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
-	return slices.Clone(l.total)
+	return slices.Clone(l.sum.total)
 }
 
 // History returns the recorded steps as segments, consecutive Record calls

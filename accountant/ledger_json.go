@@ -77,11 +77,11 @@ func (l *Ledger) MarshalJSON() ([]byte, error) {
 		Version:    ledgerFormatVersion,
 		Conversion: l.cfg.conversion.String(),
 		Orders:     l.cfg.orders,
-		RDP:        make([]jsonFloat, len(l.total)),
-		Steps:      l.steps,
+		RDP:        make([]jsonFloat, len(l.sum.total)),
+		Steps:      l.sum.steps,
 		History:    make([]segmentJSON, len(l.history)),
 	}
-	for i, r := range l.total {
+	for i, r := range l.sum.total {
 		out.RDP[i] = jsonFloat(r)
 	}
 	for i, s := range l.history {
@@ -117,11 +117,9 @@ func (l *Ledger) UnmarshalJSON(data []byte) error {
 	acct := l.cfg.acct
 	l.cfg = cfg
 	l.cfg.acct = acct
-	l.total = total
-	l.steps = in.Steps
+	l.sum = rdpSum{total: total, steps: in.Steps}
 	l.history = history
 	l.ready = true
-	l.lastRDP = nil
 	return nil
 }
 

@@ -342,3 +342,45 @@ func TestParseConversion(t *testing.T) {
 		t.Errorf("ParseConversion(renyi): %v", err)
 	}
 }
+
+// The ledger answers through its accountant: what it reports after a mixed
+// run of Record calls (repeated, alternating and merged (q, z)) is what the
+// RDP accountant computes from the ledger's history at once, summed in
+// another order, and the ledger of a PLD accountant is that accountant's
+// answer.
+func TestLedgerAnswersAsItsAccountant(t *testing.T) {
+	calls := []Segment{{0.01, 1.1, 1}, {0.01, 1.1, 1}, {0.02, 0.9, 3}, {0.01, 1.1, 2}, {0.02, 0.9, 1}, {0.5, 4, 7}}
+	for _, acct := range []Accountant{RDP{}, RDP{Orders: []float64{1.5, 2, 8, 32}, Conversion: Classic}, PLD{}} {
+		l := NewLedger(WithAccountant(acct))
+		if s, err := l.Epsilon(1e-5); err != nil || s.Epsilon != 0 {
+			t.Errorf("%s: empty ledger spends %+v, %v; want ε = 0", acct.Name(), s, err)
+		}
+		for _, c := range calls {
+			if err := l.Record(c.Q, c.Z, c.Steps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := l.Epsilon(1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := acct.Epsilon(l.History(), 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got.Epsilon-want.Epsilon) > 1e-12*want.Epsilon || got.Order != want.Order {
+			t.Errorf("%s: ledger ε %+v, accountant on its history %+v", acct.Name(), got, want)
+		}
+		gotD, err := l.Delta(got.Epsilon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantD, err := acct.Delta(l.History(), got.Epsilon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(gotD.Delta-wantD.Delta) > 1e-12*wantD.Delta {
+			t.Errorf("%s: ledger δ %+v, accountant on its history %+v", acct.Name(), gotD, wantD)
+		}
+	}
+}

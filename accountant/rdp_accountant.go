@@ -26,6 +26,10 @@ type RDP struct {
 	// one per step. It over-states ε by at most about 2·GridRatio relative
 	// (RDP scales like 1/z²); 0 keeps every step exact.
 	GridRatio float64
+
+	// composed, set by a Ledger asking about its own history, holds that
+	// history's totals as the Ledger summed them while recording.
+	composed *rdpSum
 }
 
 // Name returns "rdp".
@@ -60,54 +64,84 @@ func (a RDP) Description() string {
 
 // totals returns the summed RDP of history at the orders of c.
 func (a RDP) totals(c config, history []Segment) []float64 {
-	total := make([]float64, len(c.orders))
-	r := make([]float64, len(c.orders))
+	sum := newRDPSum(len(c.orders))
 	for _, s := range mergeHistory(history, a.GridRatio) {
-		sampledGaussianRDP(s.Q, s.Z, c.orders, r)
-		fs := float64(s.Steps)
-		for i := range r {
-			total[i] += fs * r[i]
-		}
+		sum.add(c.orders, s.Q, s.Z, s.Steps)
 	}
-	return total
+	return sum.total
 }
 
 // Epsilon returns the ε of history at delta, with the optimal order.
 func (a RDP) Epsilon(history []Segment, delta float64) (Spent, error) {
-	c, err := a.cfg()
-	if err != nil {
-		return Spent{}, err
-	}
-	if err := checkDelta(delta); err != nil {
-		return Spent{}, err
-	}
-	steps, err := checkHistory(history)
-	if err != nil {
-		return Spent{}, err
-	}
-	if steps == 0 {
-		return Spent{Delta: delta}, nil
-	}
-	return epsilonFromRDP(c.orders, a.totals(c, history), delta, c.conversion), nil
+	return a.spend(history, checkDelta(delta), Spent{Delta: delta}, func(c config, total []float64) Spent {
+		return epsilonFromRDP(c.orders, total, delta, c.conversion)
+	})
 }
 
 // Delta returns the δ of history at eps, with the optimal order.
 func (a RDP) Delta(history []Segment, eps float64) (Spent, error) {
+	return a.spend(history, checkEpsilon(eps), Spent{Epsilon: eps}, func(c config, total []float64) Spent {
+		return deltaFromRDP(c.orders, total, eps, c.conversion)
+	})
+}
+
+// spend answers a query about history (argErr: the query's own argument check; none: what
+// an empty history spends) by converting history's per-order totals: those a Ledger
+// composed as it recorded history, or computed here.
+func (a RDP) spend(history []Segment, argErr error, none Spent, convert func(config, []float64) Spent) (Spent, error) {
 	c, err := a.cfg()
 	if err != nil {
 		return Spent{}, err
 	}
-	if err := checkEpsilon(eps); err != nil {
-		return Spent{}, err
+	if argErr != nil {
+		return Spent{}, argErr
+	}
+	if a.composed != nil {
+		if a.composed.steps == 0 {
+			return none, nil
+		}
+		return convert(c, a.composed.total), nil
 	}
 	steps, err := checkHistory(history)
 	if err != nil {
 		return Spent{}, err
 	}
 	if steps == 0 {
-		return Spent{Epsilon: eps}, nil
+		return none, nil
 	}
-	return deltaFromRDP(c.orders, a.totals(c, history), eps, c.conversion), nil
+	return convert(c, a.totals(c, history)), nil
+}
+
+// rdpSum is the Rényi DP of a composition of subsampled Gaussian steps, per order: what
+// RDP.totals computes for a history at once, and what a Ledger keeps as it records, so
+// that a query after every step costs one pass over the orders, not one RDP evaluation
+// per recorded segment.
+type rdpSum struct {
+	total []float64 // Σ steps·RDP per order
+	steps int
+
+	// per-step RDP of the most recent (q, z), so that a constant-noise training loop
+	// adding one step at a time computes it once.
+	lastQ, lastZ float64
+	lastRDP      []float64
+}
+
+func newRDPSum(orders int) rdpSum { return rdpSum{total: make([]float64, orders)} }
+
+// add composes steps steps of the subsampled Gaussian (q, z) at orders.
+func (s *rdpSum) add(orders []float64, q, z float64, steps int) {
+	if s.lastRDP == nil || q != s.lastQ || z != s.lastZ {
+		if s.lastRDP == nil {
+			s.lastRDP = make([]float64, len(orders))
+		}
+		sampledGaussianRDP(q, z, orders, s.lastRDP)
+		s.lastQ, s.lastZ = q, z
+	}
+	fs := float64(steps)
+	for i, r := range s.lastRDP {
+		s.total[i] += fs * r
+	}
+	s.steps += steps
 }
 
 // CalibrateNoise is the package's CalibrateNoise with a's orders and conversion.

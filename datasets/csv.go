@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/privtrain/privtrain/internal/csvrows"
 )
 
 // ErrCSV reports a CSV file that cannot be read as a dataset: a row of the wrong width, a
@@ -182,50 +183,87 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 }
 
 func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
-	cr := csv.NewReader(r)
-	if opts.Comma != 0 {
-		cr.Comma = opts.Comma
+	var (
+		t     *Table
+		row   func(rec []string, line int) error
+		names []string // label cells, as written
+	)
+	err := csvrows.Each(r, csvrows.Options{Comma: opts.Comma}, func(line int, rec []string) error {
+		if row != nil {
+			return row(rec, line)
+		}
+		first := slices.Clone(rec)
+		var header bool
+		var err error
+		if t, row, header, err = startTable(first, opts, &names); err != nil {
+			return err
+		}
+		if !header {
+			return row(first, 1)
+		}
+		return nil
+	})
+	if ce, ok := err.(*csvrows.Error); ok {
+		return nil, fmt.Errorf("%w: %v", ErrCSV, ce.Err)
 	}
-	cr.ReuseRecord = true
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: no rows", ErrCSV)
+	}
+	rows := len(names)
+	if opts.Unlabelled {
+		rows = len(t.values) / max(t.features, 1)
+	}
+	if rows == 0 {
+		return nil, fmt.Errorf("%w: a header but no data rows", ErrCSV)
+	}
+	if opts.Unlabelled {
+		t.labels = make([]int32, rows)
+		return t, nil
+	}
+	if err := t.setLabels(names); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// startTable reads the first row of a CSV file: it finds the label column and whether the
+// row is a header, checks the declared ranges, and returns the empty table with the
+// function that adds a row to it (appending the row's label cell to *names).
+func startTable(first []string, opts CSVOptions, names *[]string) (t *Table, row func(rec []string, line int) error, header bool, err error) {
 	bad := func(line int, format string, a ...any) error {
 		return &CSVError{Line: line, Column: -1, Msg: fmt.Sprintf(format, a...)}
 	}
-	first, err := cr.Read()
-	if err == io.EOF {
-		return nil, fmt.Errorf("%w: no rows", ErrCSV)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCSV, err)
-	}
-	first = slices.Clone(first)
 	width := len(first)
 	label := width - 1
 	if opts.Unlabelled {
 		if opts.Label != "" {
-			return nil, fmt.Errorf("%w: label column %q given, but the file is read as unlabelled", ErrCSV, opts.Label)
+			return nil, nil, false, fmt.Errorf("%w: label column %q given, but the file is read as unlabelled", ErrCSV, opts.Label)
 		}
 		label = -1
 	} else if width < 2 {
-		return nil, bad(1, "%d column; want at least one feature and a label", width)
+		return nil, nil, false, bad(1, "%d column; want at least one feature and a label", width)
 	}
 	byName := false
 	if opts.Label != "" {
 		if k, err := strconv.Atoi(opts.Label); err == nil {
 			if k < 0 || k >= width {
-				return nil, fmt.Errorf("%w: label column %d: the file has columns 0 to %d", ErrCSV, k, width-1)
+				return nil, nil, false, fmt.Errorf("%w: label column %d: the file has columns 0 to %d", ErrCSV, k, width-1)
 			}
 			label = k
 		} else {
 			byName = true
 			label = slices.IndexFunc(first, func(s string) bool { return strings.TrimSpace(s) == opts.Label })
 			if label < 0 {
-				return nil, fmt.Errorf("%w: no column named %q in the first row (%s)", ErrCSV, opts.Label, strings.Join(first, ","))
+				return nil, nil, false, fmt.Errorf("%w: no column named %q in the first row (%s)", ErrCSV, opts.Label, strings.Join(first, ","))
 			}
 		}
 	}
-	header := opts.Header == HeaderYes || byName
+	header = opts.Header == HeaderYes || byName
 	if opts.Header == HeaderNo && byName {
-		return nil, fmt.Errorf("%w: label column %q given by name, but the file has no header", ErrCSV, opts.Label)
+		return nil, nil, false, fmt.Errorf("%w: label column %q given by name, but the file has no header", ErrCSV, opts.Label)
 	}
 	if opts.Header == HeaderAuto && !header {
 		for j, s := range first {
@@ -241,17 +279,17 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	}
 	switch len(opts.Ranges) {
 	case 0:
-		return nil, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
+		return nil, nil, false, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
 	case 1, features:
 	default:
-		return nil, fmt.Errorf("%w: %d feature ranges for %d features: give one for all or one per feature", ErrCSV, len(opts.Ranges), features)
+		return nil, nil, false, fmt.Errorf("%w: %d feature ranges for %d features: give one for all or one per feature", ErrCSV, len(opts.Ranges), features)
 	}
 	for _, rg := range opts.Ranges {
 		if err := rg.check(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCSV, strings.TrimPrefix(err.Error(), "datasets: "))
+			return nil, nil, false, fmt.Errorf("%w: %v", ErrCSV, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 	}
-	t := &Table{features: features}
+	t = &Table{features: features}
 	if header {
 		for j, s := range first {
 			if j != label {
@@ -259,15 +297,14 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 			}
 		}
 	}
-	var names []string // label cells, as written
-	row := func(rec []string, line int) error {
+	row = func(rec []string, line int) error {
 		if len(rec) != width {
 			return bad(line, "%d fields, want %d as in the first row", len(rec), width)
 		}
 		k := 0
 		for j, s := range rec {
 			if j == label {
-				names = append(names, strings.TrimSpace(s))
+				*names = append(*names, strings.TrimSpace(s))
 				continue
 			}
 			x, err := parseFeature(s)
@@ -288,43 +325,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 		}
 		return nil
 	}
-	if !header {
-		if err := row(first, 1); err != nil {
-			return nil, err
-		}
-	}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
-				return nil, bad(pe.Line, "%d fields, want %d as in the first row", len(rec), width)
-			}
-			return nil, fmt.Errorf("%w: %v", ErrCSV, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if err := row(rec, line); err != nil {
-			return nil, err
-		}
-	}
-	rows := len(names)
-	if opts.Unlabelled {
-		rows = len(t.values) / max(features, 1)
-	}
-	if rows == 0 {
-		return nil, fmt.Errorf("%w: a header but no data rows", ErrCSV)
-	}
-	if opts.Unlabelled {
-		t.labels = make([]int32, rows)
-		return t, nil
-	}
-	if err := t.setLabels(names); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t, row, header, nil
 }
 
 // parseFeature reads one feature cell: a finite decimal number.

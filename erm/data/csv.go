@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privtrain/privtrain/internal/csvrows"
 )
 
 // Header says whether a CSV file starts with a header line.
@@ -52,46 +53,23 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Dataset, error) {
 	if opts.LabelColumn < 0 {
 		return nil, fmt.Errorf("csv: label column %d: want 1-based column or 0 for the last: %w", opts.LabelColumn, ErrInvalid)
 	}
-	cr := csv.NewReader(r)
-	if opts.Comma != 0 {
-		cr.Comma = opts.Comma
-	}
-	cr.FieldsPerRecord = -1 // checked here, to word the error
-	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = true
-
 	var (
-		header    []string
-		headerLn  int
-		first     = true
-		cols      int
-		labelCol  int
-		labels    []float64
-		values    []float64
-		lastLine  int
-		headerSet = opts.Header
+		header   []string
+		headerLn int
+		first    = true
+		cols     int
+		labelCol int
+		labels   []float64
+		values   []float64
 	)
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("csv: line %d: %v: %w", pe.Line, pe.Err, ErrFormat)
-			}
-			return nil, fmt.Errorf("csv: after line %d: %w", lastLine, err)
-		}
-		line, _ := cr.FieldPos(0)
-		lastLine = line
+	err := csvrows.Each(r, csvrows.Options{Comma: opts.Comma, TrimLeadingSpace: true}, func(line int, rec []string) error {
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
-			continue // blank line
+			return nil // blank line
 		}
 		if first {
 			first = false
-			isHeader := headerSet == HeaderYes
-			if headerSet == HeaderAuto {
+			isHeader := opts.Header == HeaderYes
+			if opts.Header == HeaderAuto {
 				for _, f := range rec {
 					if _, err := parseField(f); err != nil {
 						isHeader = true
@@ -102,32 +80,32 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Dataset, error) {
 			if isHeader {
 				header = append([]string(nil), rec...)
 				headerLn = line
-				continue
+				return nil
 			}
 		}
 		if cols == 0 {
 			cols = len(rec)
 			if cols < 2 {
-				return nil, fmt.Errorf("csv: line %d: %d field; need features and a label: %w", line, cols, ErrFormat)
+				return fmt.Errorf("csv: line %d: %d field; need features and a label: %w", line, cols, ErrFormat)
 			}
 			labelCol = cols - 1
 			if opts.LabelColumn > 0 {
 				if opts.LabelColumn > cols {
-					return nil, fmt.Errorf("csv: line %d: label column %d but only %d fields: %w", line, opts.LabelColumn, cols, ErrFormat)
+					return fmt.Errorf("csv: line %d: label column %d but only %d fields: %w", line, opts.LabelColumn, cols, ErrFormat)
 				}
 				labelCol = opts.LabelColumn - 1
 			}
 		}
 		if len(rec) != cols {
-			return nil, fmt.Errorf("csv: line %d: %d fields, want %d like the first data line: %w", line, len(rec), cols, ErrFormat)
+			return fmt.Errorf("csv: line %d: %d fields, want %d like the first data line: %w", line, len(rec), cols, ErrFormat)
 		}
 		if len(labels)+1 > maxElems/cols {
-			return nil, fmt.Errorf("csv: line %d: more than %d elements: %w", line, maxElems, ErrFormat)
+			return fmt.Errorf("csv: line %d: more than %d elements: %w", line, maxElems, ErrFormat)
 		}
 		for j, f := range rec {
 			v, err := parseField(f)
 			if err != nil {
-				return nil, fmt.Errorf("csv: line %d, column %d: %q is not a finite number: %w", line, j+1, clipString(f), ErrFormat)
+				return fmt.Errorf("csv: line %d, column %d: %q is not a finite number: %w", line, j+1, clipString(f), ErrFormat)
 			}
 			if j == labelCol {
 				labels = append(labels, v)
@@ -135,6 +113,16 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Dataset, error) {
 				values = append(values, v)
 			}
 		}
+		return nil
+	})
+	if ce, ok := err.(*csvrows.Error); ok {
+		if ce.Fault != nil {
+			return nil, fmt.Errorf("csv: line %d: %v: %w", ce.Line, ce.Fault, ErrFormat)
+		}
+		return nil, fmt.Errorf("csv: after line %d: %w", ce.Line, ce.Err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(labels) == 0 {
 		return nil, fmt.Errorf("csv: no data lines: %w", ErrFormat)
