@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -187,7 +187,7 @@ func TestScaleTrainsAndSaves(t *testing.T) {
 	m.Params(start)
 	seed := uint64(4)
 	tr, err := nn.NewTrainer(m, nn.TrainerConfig{
-		Train: clitest.Random(t, []int{2, 3, 3}, 3, 64), DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Train: datatest.Random(t, []int{2, 3, 3}, 3, 64), DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
 		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
 		BatchSize: 16, Epochs: 2, Seed: &seed,
 	})

@@ -14,8 +14,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
@@ -39,7 +39,7 @@ func randomParams(t testing.TB, m *nn.Model, seed uint64) []float64 {
 // saveModel writes a checkpoint of m (non-private, step 0) to dir and returns its path.
 func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*nn.Checkpoint)) string {
 	t.Helper()
-	ds := clitest.Random(t, m.InputShape(), m.NumClasses(), 4)
+	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
 	tr := newTrainer(t, m, nn.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
 	c, err := tr.Checkpoint()
 	if err != nil {

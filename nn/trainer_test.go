@@ -11,15 +11,15 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )
 
 // embedded returns a stratified subset of n embedded training digits and the 2,000 test
 // digits.
-var embedded = clitest.MNIST
+var embedded = datatest.MNIST
 
 func seedPtr(s uint64) *uint64 { return &s }
 

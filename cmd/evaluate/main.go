@@ -39,9 +39,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
 )
@@ -102,13 +103,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
-			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
+			return exit.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
 		}
 		if *split != "test" && *split != "train" && *split != "validation" {
-			return cli.Usagef("-split %q: want test, train or validation", *split)
+			return exit.Usagef("-split %q: want test, train or validation", *split)
 		}
 		if kind, _ := cli.OwnDataKind(*dataset); *dataset != "" && kind == "" && !slices.Contains(datasetNames, *dataset) {
-			return cli.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
+			return exit.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
 		}
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -127,17 +128,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if *split == "validation" && held == nil {
-			return cli.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
+			return exit.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
 		}
 		trained, same := trainedOn(c, name)
 		if *split == "validation" && !same {
-			return cli.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", *ckpt, trained, name)
+			return exit.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", *ckpt, trained, name)
 		}
 		if !same {
 			held = nil // another data set: none of its examples was held out
 		}
 		if held != nil && *split != "test" && given["split-seed"] && own.SplitSeed != held.seed {
-			return cli.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
+			return exit.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
 				own.SplitSeed, *ckpt, held.setting, held.seed, *split)
 		}
 		var ds datasets.Dataset
@@ -167,10 +168,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if !slices.Equal(ds.Shape(), p.InputShape()) {
-			return cli.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
+			return exit.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
 		}
 		if ds.NumClasses() != p.NumClasses() {
-			return cli.Usagef("-dataset %s has %d classes; the model of %s (%s) has %d", name, ds.NumClasses(), *ckpt, c.Model, p.NumClasses())
+			return exit.Usagef("-dataset %s has %d classes; the model of %s (%s) has %d", name, ds.NumClasses(), *ckpt, c.Model, p.NumClasses())
 		}
 		r, err := evaluate(p, ds)
 		if err != nil {
@@ -210,7 +211,7 @@ func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given ma
 	trainedKind, _ := cli.OwnDataKind(trained)
 	if kind == trainedKind && (kind != "" || name == "cifar100" && trained == "cifar100") {
 		if s := c.Settings["scale"]; given["scale"] && s != "" && own.Scale != s {
-			return "", cli.Usagef("-scale %s: the model of %s was trained with -scale %s, the transform its inputs need; leave -scale out", own.Scale, ckpt, s)
+			return "", exit.Usagef("-scale %s: the model of %s was trained with -scale %s, the transform its inputs need; leave -scale out", own.Scale, ckpt, s)
 		}
 		if err := own.FromSettings(c.Settings, given); err != nil {
 			return "", fmt.Errorf("-checkpoint %s: %w", ckpt, err)
@@ -224,7 +225,7 @@ func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given ma
 	}
 	if dataset == "" && kind != "" {
 		if _, err := os.Stat(path); err != nil {
-			return "", cli.Usagef("-dataset %s (the data the checkpoint was trained on): %s; give -dataset %s:PATH where it is now", name, cli.StatReason(err), kind)
+			return "", exit.Usagef("-dataset %s (the data the checkpoint was trained on): %s; give -dataset %s:PATH where it is now", name, cli.StatReason(err), kind)
 		}
 	}
 	return name, nil
@@ -282,13 +283,13 @@ func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, tra
 	}
 	rest, val, err := datasets.HoldOut(train, held.fraction, held.seed)
 	if err != nil {
-		return nil, cli.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
+		return nil, exit.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
 			split, ckpt, held.setting, held.seed, name, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	if want := c.Dataset; want.Size > 0 {
 		got := nn.DatasetFingerprint(want.Name, rest)
 		if got.Size != want.Size || got.Labels != want.Labels {
-			return nil, cli.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
+			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
 				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )

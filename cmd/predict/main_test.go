@@ -18,8 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )

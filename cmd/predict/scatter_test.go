@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/scatter"

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/nn"
 )
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -24,7 +25,7 @@ func TestFeatureCacheFlag(t *testing.T) {
 		args := append([]string{"-model", "scatter-linear", "-dataset", "fashion-mnist", "-data", data,
 			"-batch", "20", "-epochs", "1", "-seed", "7", "-checkpoint", ck}, extra...)
 		code, _, stderr := runCmd(t, context.Background(), args...)
-		if code != exitOK {
+		if code != exit.OK {
 			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
 		c, err := nn.Load(ck)

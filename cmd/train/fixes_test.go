@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -29,7 +30,7 @@ func TestResumeWithOtherEpsilon(t *testing.T) {
 		t.Errorf("fresh calibrated run: %v", first)
 	}
 	code, stdout, stderr := runCmd(t, context.Background(), "-resume", a, "-epsilon", "4", "-epochs", "3", "-checkpoint", b, "-json")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("resume -epsilon 4: exit %d: %s", code, stderr)
 	}
 	s := decodeSummary(t, stdout)
@@ -71,7 +72,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 			tc.path = filepath.Join(dir, "x.png")
 		}
 		code, stdout, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", tc.flag, tc.path)
-		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
+		if code != exit.Usage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.path, code, stderr)
 		}
 		if strings.Contains(stderr, "epoch") {
@@ -88,7 +89,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		ro := filepath.Join(dir, "ro")
 		os.Mkdir(ro, 0o555)
 		code, _, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", "-plot", filepath.Join(ro, "p.png"))
-		if code != exitUsage || !strings.Contains(stderr, "permission denied") {
+		if code != exit.Usage || !strings.Contains(stderr, "permission denied") {
 			t.Errorf("read-only directory: exit %d, %q", code, stderr)
 		}
 	}
@@ -113,12 +114,12 @@ func TestInterruptSaysEpoch(t *testing.T) {
 		code, _, stderr := runCmd(t, ctx, "-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", ckpt)
 		stepHook = nil
 		cancel()
-		if code != exitInterrupted || !strings.Contains(stderr, tc.want) {
+		if code != exit.Interrupted || !strings.Contains(stderr, tc.want) {
 			t.Errorf("interrupted at step %d: exit %d, stderr %q; want %q", tc.at, code, stderr, tc.want)
 		}
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", ckpt, "-epochs", "2")
-	if code != exitOK || !strings.Contains(stderr, "at step 8 of 16 (after epoch 1 of 2)") {
+	if code != exit.OK || !strings.Contains(stderr, "at step 8 of 16 (after epoch 1 of 2)") {
 		t.Errorf("resume: exit %d, %q", code, stderr)
 	}
 	var list string
@@ -192,7 +193,7 @@ func TestErrorPrefixesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", bad)
-	if code != exitFailure || !strings.HasPrefix(stderr, "train: -resume "+bad+": not a privtrain checkpoint") || strings.Count(stderr, bad) != 1 || strings.Contains(stderr, "nn:") {
+	if code != exit.Failure || !strings.HasPrefix(stderr, "train: -resume "+bad+": not a privtrain checkpoint") || strings.Count(stderr, bad) != 1 || strings.Contains(stderr, "nn:") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	_, err := nn.Load(bad)
@@ -203,7 +204,7 @@ func TestErrorPrefixesOnce(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "a.ckpt")
 	mustRun(t, "-model", "logreg", "-epochs", "1", "-batch", "1000", "-checkpoint", ck)
 	code, _, stderr = runCmd(t, context.Background(), "-resume", ck, "-model", "cnn")
-	if code != exitUsage || strings.Count(stderr, ck) != 1 || strings.Contains(stderr, "nn:") || !strings.Contains(stderr, "model: checkpoint has logreg") {
+	if code != exit.Usage || strings.Count(stderr, ck) != 1 || strings.Contains(stderr, "nn:") || !strings.Contains(stderr, "model: checkpoint has logreg") {
 		t.Errorf("mismatch: exit %d, %q", code, stderr)
 	}
 }

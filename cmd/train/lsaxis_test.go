@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -151,7 +152,7 @@ func TestLSAxisResume(t *testing.T) {
 		t.Fatalf("checkpoint settings %v: want ls-axis input", ck.Settings)
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-ls-axis", "flat", "-epochs", "2")
-	if code != exitUsage || !strings.Contains(stderr, "ls-axis") {
+	if code != exit.Usage || !strings.Contains(stderr, "ls-axis") {
 		t.Errorf("resuming with another -ls-axis: exit %d, %q", code, stderr)
 	}
 	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)
@@ -168,7 +169,7 @@ func TestLSAxisResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", old, "-ls-axis", "input", "-epochs", "2")
-	if code != exitUsage || !strings.Contains(stderr, "before -ls-axis") {
+	if code != exit.Usage || !strings.Contains(stderr, "before -ls-axis") {
 		t.Errorf("resuming an old checkpoint with -ls-axis input: exit %d, %q", code, stderr)
 	}
 	mustRun(t, "-resume", old, "-epochs", "2", "-checkpoint", old)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
@@ -78,7 +79,7 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
-		return nil, usagef("-metrics %s: %v", path, err)
+		return nil, exit.Usagef("-metrics %s: %v", path, err)
 	}
 	l.f = f
 	return l, nil

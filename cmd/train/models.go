@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"

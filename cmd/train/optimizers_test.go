@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -48,7 +49,7 @@ func TestOptimizerTable(t *testing.T) {
 		flagNames[f.name] = true
 	}
 	var help bytes.Buffer
-	if code := run(context.Background(), []string{"-help"}, &help, &bytes.Buffer{}); code != exitOK {
+	if code := run(context.Background(), []string{"-help"}, &help, &bytes.Buffer{}); code != exit.OK {
 		t.Fatalf("-help: exit %d", code)
 	}
 	seen := map[string]bool{}

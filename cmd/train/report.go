@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
 )

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -44,7 +45,7 @@ func TestResumeOlderCopy(t *testing.T) {
 	}
 
 	code, _, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-checkpoint", c)
-	if code != exitUsage || !strings.Contains(stderr, "-allow-rewind") || !strings.Contains(stderr, "older copy") || strings.Count(stderr, "\n") != 1 {
+	if code != exit.Usage || !strings.Contains(stderr, "-allow-rewind") || !strings.Contains(stderr, "older copy") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("resuming an older copy: exit %d, %q", code, stderr)
 	}
 	if again, err := nn.Load(c); err != nil || again.Step != 32 {
@@ -52,7 +53,7 @@ func TestResumeOlderCopy(t *testing.T) {
 	}
 
 	code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-checkpoint", c, "-allow-rewind", "-json")
-	if code != exitOK || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "16 discarded steps") {
+	if code != exit.OK || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "16 discarded steps") {
 		t.Fatalf("-allow-rewind: exit %d, %q", code, stderr)
 	}
 	rewound := decodeSummary(t, stdout)
@@ -70,7 +71,7 @@ func TestResumeOlderCopy(t *testing.T) {
 	mustRun(t, "-resume", c, "-checkpoint", c)
 
 	code, _, stderr = runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", "-allow-rewind")
-	if code != exitUsage || !strings.Contains(stderr, "-allow-rewind") {
+	if code != exit.Usage || !strings.Contains(stderr, "-allow-rewind") {
 		t.Errorf("-allow-rewind without -resume: exit %d, %q", code, stderr)
 	}
 }
@@ -89,16 +90,16 @@ func TestCheckpointKey(t *testing.T) {
 	}
 	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)
 	code, _, stderr := runCmd(t, context.Background(), "-resume", plain, "-epochs", "2")
-	if code != exitFailure || !strings.Contains(stderr, "authentication") {
+	if code != exit.Failure || !strings.Contains(stderr, "authentication") {
 		t.Errorf("resuming an unkeyed checkpoint with a key set: exit %d, %q", code, stderr)
 	}
 	t.Setenv(keyEnv, "short")
 	code, _, stderr = runCmd(t, context.Background(), append(args, "-checkpoint", c)...)
-	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+	if code != exit.Usage || !strings.Contains(stderr, keyEnv) {
 		t.Errorf("short key: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", c)
-	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+	if code != exit.Usage || !strings.Contains(stderr, keyEnv) {
 		t.Errorf("short key with -resume: exit %d, %q", code, stderr)
 	}
 }

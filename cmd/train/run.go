@@ -15,19 +15,12 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
-)
-
-// Exit statuses.
-const (
-	exitOK          = cli.ExitOK
-	exitFailure     = cli.ExitFailure // training or writing an output failed
-	exitUsage       = cli.ExitUsage   // bad command line
-	exitInterrupted = 130             // stopped by Ctrl-C (128 + SIGINT, as shells report it)
 )
 
 const usageHeader = `usage: train [flags]
@@ -51,35 +44,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(stdout, flags)
-			return exitOK
+			return exit.OK
 		}
-		fmt.Fprintf(stderr, "train: %s (see train -help)\n", cli.OneLine(err.Error()))
-		return exitUsage
+		fmt.Fprintf(stderr, "train: %s (see train -help)\n", exit.OneLine(err.Error()))
+		return exit.Usage
 	}
 	if flags.NArg() > 0 {
 		fmt.Fprintf(stderr, "train: unexpected argument %q (flags only; see train -help)\n", flags.Arg(0))
-		return exitUsage
+		return exit.Usage
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.applyRecipe(flags); err != nil {
-		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-		return exitUsage
+		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+		return exit.Usage
 	}
 
 	code, err := train(ctx, o, flags, start, stdout, stderr)
 	if err != nil {
-		var ue *usageError
+		var ue *exit.UsageError
 		switch {
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(ue.Msg))
-			return exitUsage
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
+			return exit.Usage
 		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
-			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-			return exitUsage
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+			return exit.Usage
 		}
-		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-		return exitFailure
+		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+		return exit.Failure
 	}
 	return code
 }
@@ -111,7 +104,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		var err error
 		if ck, err = loadCheckpoint(o.resume); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return 0, usagef("-resume %s: no such file", o.resume)
+				return 0, exit.Usagef("-resume %s: no such file", o.resume)
 			}
 			return 0, fileError("resume", o.resume, err)
 		}
@@ -155,14 +148,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
-			return 0, usagef("-dataset %s: %v", o.dataset, err)
+			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
-		return 0, usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
+		return 0, exit.Usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -201,7 +194,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	cfg.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
-			return 0, usagef("%v", err)
+			return 0, exit.Usagef("%v", err)
 		}
 		return 0, err
 	}
@@ -259,7 +252,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		} else {
 			fmt.Fprintf(stderr, "train: %s; no checkpoint written (use -checkpoint FILE to be able to resume)\n", where)
 		}
-		return exitInterrupted, nil
+		return exit.Interrupted, nil
 	}
 	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
 	sum.setNoiseOrigin(o, ck != nil)
@@ -270,7 +263,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	} else {
 		sum.writeText(stdout)
 	}
-	return exitOK, nil
+	return exit.OK, nil
 }
 
 // interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
@@ -494,12 +487,12 @@ func checkWritable(flagName, path string) error {
 		return nil
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("-%s %s: is a directory; want a file name", flagName, path)
+		return exit.Usagef("-%s %s: is a directory; want a file name", flagName, path)
 	}
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".train-probe-*")
 	if err != nil {
-		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, cli.StatReason(err))
+		return exit.Usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, cli.StatReason(err))
 	}
 	name := probe.Name()
 	probe.Close()
@@ -533,7 +526,7 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 	}
 	spec := lookupOptimizer(o.optimizer)
 	if spec == nil {
-		return nil, usagef("-optimizer %q: unknown", o.optimizer)
+		return nil, exit.Usagef("-optimizer %q: unknown", o.optimizer)
 	}
 	return spec.build(o, sched), nil
 }
@@ -567,7 +560,7 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 		}
 		lap, err := smoothing.NewLaplacian[float64](o.lsSigma, layout, axes...)
 		if err != nil {
-			return nil, usagef("-ls-sigma %v: %v", o.lsSigma, err)
+			return nil, exit.Usagef("-ls-sigma %v: %v", o.lsSigma, err)
 		}
 		p.Smoother = lap
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -91,7 +92,7 @@ func TestScheduleAndEMAFlagErrors(t *testing.T) {
 		{[]string{"-ema", "x"}, "-ema"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line naming %s", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
 	}
@@ -145,7 +146,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	}
 	code, _, stderr := runCmd(t, ctx, append(common, "-epochs", "3", "-checkpoint", mid)...)
 	stepHook = nil
-	if code != exitInterrupted {
+	if code != exit.Interrupted {
 		t.Fatalf("interrupted run: exit %d, %s", code, stderr)
 	}
 	resumed := decodeSummary(t, mustRun(t, "-resume", mid, "-checkpoint", mid, "-json"))
@@ -163,7 +164,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	}
 	for _, args := range [][]string{{"-ema", "0.99"}, {"-ema", "0"}, {"-epochs", "4"}, {"-warmup-steps", "6"}} {
 		code, _, stderr := runCmd(t, context.Background(), append([]string{"-resume", a}, args...)...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(strings.ToLower(stderr), strings.TrimPrefix(args[0], "-")) {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(strings.ToLower(stderr), strings.TrimPrefix(args[0], "-")) {
 			t.Errorf("resume %v: exit %d, %q", args, code, stderr)
 		}
 	}

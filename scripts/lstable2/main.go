@@ -23,8 +23,9 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
@@ -65,7 +66,7 @@ func run() error {
 	sampling := flag.String("sampling", "shuffle", "shuffle (the authors' DataLoader) or poisson")
 	flag.Parse()
 
-	train, test, name, _, err := cli.LoadData(*dataset, *data, &cli.DataFlags{})
+	train, test, name, err := loadData(*dataset, *data)
 	if err != nil {
 		return err
 	}
@@ -136,4 +137,30 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// loadData reads the two data sets of Table 2 as cmd/train -dataset and -data do: MNIST
+// (the embedded sample without -data) and Fashion-MNIST (the Debian package's directory
+// without -data).
+func loadData(dataset, dir string) (train, test datasets.Dataset, name string, err error) {
+	var tr, te *datasets.Images
+	switch dataset {
+	case "mnist":
+		if dir == "" {
+			tr, te, err = mnist.Embedded()
+			return tr, te, "mnist-embedded", err
+		}
+		tr, te, err = mnist.Load(dir)
+	case "fashion-mnist":
+		if dir == "" {
+			dir = mnist.DebianFashionDir
+		}
+		tr, te, err = mnist.LoadFashion(dir)
+	default:
+		return nil, nil, "", fmt.Errorf("-dataset %q: want mnist or fashion-mnist (Table 2's data sets)", dataset)
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("-data %s: %w", dir, err)
+	}
+	return tr, te, dataset, nil
 }

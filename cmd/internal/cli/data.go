@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
@@ -124,32 +125,32 @@ func (o *DataFlags) FromSettings(settings map[string]string, given map[string]bo
 // Validate checks the values of the flags that -dataset uses (not whether they apply).
 func (o *DataFlags) Validate(dataset string) error {
 	if o.Labels != "fine" && o.Labels != "coarse" {
-		return Usagef("-labels %q: want fine or coarse", o.Labels)
+		return exit.Usagef("-labels %q: want fine or coarse", o.Labels)
 	}
 	kind, path := OwnDataKind(dataset)
 	if kind == "" {
 		return nil
 	}
 	if path == "" {
-		return Usagef("-dataset %s: give the path after the colon, e.g. -dataset %s:data/train.%s", dataset, kind, map[string]string{"csv": "csv", "images": "dir"}[kind])
+		return exit.Usagef("-dataset %s: give the path after the colon, e.g. -dataset %s:data/train.%s", dataset, kind, map[string]string{"csv": "csv", "images": "dir"}[kind])
 	}
 	if !(o.TestFraction > 0 && o.TestFraction < 1) {
-		return Usagef("-test-fraction %v: want a fraction in (0, 1)", o.TestFraction)
+		return exit.Usagef("-test-fraction %v: want a fraction in (0, 1)", o.TestFraction)
 	}
 	if kind == "csv" {
 		if o.Scale == "" {
-			return Usagef("-dataset %s needs -scale LO:HI (or one LO:HI per feature): the range the features can take, declared, because scaling by the data's own min and max is not private", dataset)
+			return exit.Usagef("-dataset %s needs -scale LO:HI (or one LO:HI per feature): the range the features can take, declared, because scaling by the data's own min and max is not private", dataset)
 		}
 		if _, err := datasets.ParseRanges(o.Scale); err != nil {
-			return Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
+			return exit.Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 		if _, err := datasets.ParseHeader(o.Header); err != nil {
-			return Usagef("-header %q: unknown (want auto, yes, no)", o.Header)
+			return exit.Usagef("-header %q: unknown (want auto, yes, no)", o.Header)
 		}
 		return nil
 	}
 	if o.Channels != 0 && o.Channels != 1 && o.Channels != 3 {
-		return Usagef("-channels %d: want 1, 3 or 0 (by the data)", o.Channels)
+		return exit.Usagef("-channels %d: want 1, 3 or 0 (by the data)", o.Channels)
 	}
 	if _, _, err := ParseImageSize(o.ImageSize); err != nil {
 		return err
@@ -166,7 +167,7 @@ func ParseImageSize(s string) (w, h int, err error) {
 	w, errW := strconv.Atoi(a)
 	h, errH := strconv.Atoi(b)
 	if !ok || errW != nil || errH != nil || w < 1 || h < 1 || w > 4096 || h > 4096 {
-		return 0, 0, Usagef("-image-size %q: want WxH, e.g. 28x28 (each 1 to 4096)", s)
+		return 0, 0, exit.Usagef("-image-size %q: want WxH, e.g. 28x28 (each 1 to 4096)", s)
 	}
 	return w, h, nil
 }
@@ -209,7 +210,7 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
 		if _, err := os.Stat(dir); err != nil {
-			return Usagef("-data %s: %s; %s", dir, StatReason(err), how)
+			return exit.Usagef("-data %s: %s; %s", dir, StatReason(err), how)
 		}
 		return nil
 	}
@@ -248,7 +249,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 	case "cifar10":
 		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
 		if data == "" {
-			return nil, nil, "", Usagef("-dataset cifar10 needs -data PATH: %s", how)
+			return nil, nil, "", exit.Usagef("-dataset cifar10 needs -data PATH: %s", how)
 		}
 		if err := missing(data, how); err != nil {
 			return nil, nil, "", err
@@ -260,11 +261,11 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		}
 		name = "cifar10"
 	default:
-		return nil, nil, "", Usagef("-dataset %q: unknown", dataset)
+		return nil, nil, "", exit.Usagef("-dataset %q: unknown", dataset)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, "", Usagef("-data %s: %v", data, err)
+			return nil, nil, "", exit.Usagef("-data %s: %v", data, err)
 		}
 		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
 	}
@@ -281,10 +282,10 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 	if dataset == "cifar100" {
 		how := "download cifar-100-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
 		if data == "" {
-			return nil, nil, "", nil, Usagef("-dataset cifar100 needs -data PATH: %s", how)
+			return nil, nil, "", nil, exit.Usagef("-dataset cifar100 needs -data PATH: %s", how)
 		}
 		if _, err := os.Stat(data); err != nil {
-			return nil, nil, "", nil, Usagef("-data %s: %s; %s", data, StatReason(err), how)
+			return nil, nil, "", nil, exit.Usagef("-data %s: %s; %s", data, StatReason(err), how)
 		}
 		var opts []cifar.Option
 		name = "cifar100"
@@ -305,7 +306,7 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		return tr, te, name, nil, nil
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, "", nil, Usagef("-dataset %s: %s", dataset, StatReason(err))
+		return nil, nil, "", nil, exit.Usagef("-dataset %s: %s", dataset, StatReason(err))
 	}
 	var all datasets.Dataset
 	var classes []string
@@ -313,7 +314,7 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 	case "csv":
 		ranges, err := datasets.ParseRanges(o.Scale)
 		if err != nil {
-			return nil, nil, "", nil, Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
+			return nil, nil, "", nil, exit.Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 		header, _ := datasets.ParseHeader(o.Header) // checked by Validate; as before, a checkpoint's unknown value reads as auto
 		t, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: o.Label, Header: header, Ranges: ranges})
@@ -336,12 +337,12 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		all, classes = f, f.ClassNames
 	}
 	if len(classes) < 2 {
-		return nil, nil, "", nil, Usagef("-dataset %s: %d class (%s); want at least 2", dataset, len(classes), strings.Join(classes, ", "))
+		return nil, nil, "", nil, exit.Usagef("-dataset %s: %d class (%s); want at least 2", dataset, len(classes), strings.Join(classes, ", "))
 	}
 	notes = append(notes, "classes: "+classList(classes))
 	train, test, err = datasets.HoldOut(all, o.TestFraction, o.SplitSeed)
 	if err != nil {
-		return nil, nil, "", nil, Usagef("-test-fraction %v: %s", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
+		return nil, nil, "", nil, exit.Usagef("-test-fraction %v: %s", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	return train, test, dataset, notes, nil
 }
@@ -352,7 +353,7 @@ func dataError(flagValue string, err error) error {
 	_, path := OwnDataKind(flagValue)
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), path+": ")
 	if errors.Is(err, datasets.ErrCSV) || errors.Is(err, datasets.ErrImage) || errors.Is(err, fs.ErrNotExist) {
-		return Usagef("-dataset %s: %s", flagValue, msg)
+		return exit.Usagef("-dataset %s: %s", flagValue, msg)
 	}
 	return fmt.Errorf("-dataset %s: %s", flagValue, msg)
 }

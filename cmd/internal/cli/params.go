@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -24,7 +25,7 @@ func AddParamsFlag(fs *flag.FlagSet) *string {
 // CheckParams checks a -params value.
 func CheckParams(which string) error {
 	if which != ParamsAveraged && which != ParamsRaw {
-		return Usagef("-params %q: want %s or %s", which, ParamsAveraged, ParamsRaw)
+		return exit.Usagef("-params %q: want %s or %s", which, ParamsAveraged, ParamsRaw)
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
 // Package cli holds what the commands that read a checkpoint (evaluate, predict, export)
-// share: their exit statuses, usage errors and one-line messages, as cmd/train has them.
+// share with cmd/train: the flag-parsing run loop, checkpoint and data loading from
+// flags. Exit statuses and usage errors are package exit's, shared by every command.
 package cli
 
 import (
@@ -10,27 +11,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 )
-
-// Exit statuses, as cmd/train's.
-const (
-	ExitOK      = 0
-	ExitFailure = 1 // a damaged checkpoint, a failed computation or write
-	ExitUsage   = 2 // bad command line or input that does not fit the model
-)
-
-// UsageError is a mistake on the command line or an input that does not fit the model:
-// exit status 2.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-// Usagef returns a UsageError.
-func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
-
-// OneLine keeps a message on one line.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Run parses args with flags and runs body, printing a one-line message on stderr for an
 // error; it returns the exit status. -help prints header and the flags on stdout.
@@ -41,33 +24,28 @@ func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr
 			fmt.Fprint(stdout, header)
 			flags.SetOutput(stdout)
 			flags.PrintDefaults()
-			return ExitOK
+			return exit.OK
 		}
-		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, OneLine(err.Error()), name)
-		return ExitUsage
+		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, exit.OneLine(err.Error()), name)
+		return exit.Usage
 	}
 	err := body()
-	if err == nil {
-		return ExitOK
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", name, exit.OneLine(err.Error()))
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", name, OneLine(err.Error()))
-	var ue *UsageError
-	if errors.As(err, &ue) {
-		return ExitUsage
-	}
-	return ExitFailure
+	return exit.Status(err)
 }
 
 // LoadCheckpoint reads the checkpoint named by -checkpoint: a missing flag or file is a
 // usage error, a damaged file a failure.
 func LoadCheckpoint(path string) (*nn.Checkpoint, error) {
 	if path == "" {
-		return nil, Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
+		return nil, exit.Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
 	}
 	c, err := nn.Load(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, Usagef("-checkpoint %s: no such file", path)
+			return nil, exit.Usagef("-checkpoint %s: no such file", path)
 		}
 		return nil, fmt.Errorf("-checkpoint %s: %w", path, err)
 	}

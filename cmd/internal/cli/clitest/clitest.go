@@ -15,49 +15,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
-// MNIST returns a subset of the embedded training digits and the embedded test digits.
+// MNIST returns a subset of the embedded training digits and the embedded test digits
+// (datatest.MNIST).
 func MNIST(t testing.TB, n int) (train, test datasets.Dataset) {
 	t.Helper()
-	tr, te, err := mnist.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := datasets.StratifiedSubset(tr, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sub, te
+	return datatest.MNIST(t, n)
 }
 
-// Random returns n random images of the given shape with labels 0, 1, … cycling.
+// Random returns n random images of the given shape with labels 0, 1, … cycling
+// (datatest.Random).
 func Random(t testing.TB, shape []int, classes, n int) datasets.Dataset {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(n), 1))
-	size := 1
-	for _, s := range shape {
-		size *= s
-	}
-	px := make([]byte, n*size)
-	for i := range px {
-		px[i] = byte(rng.IntN(256))
-	}
-	labels := make([]byte, n)
-	for i := range labels {
-		labels[i] = byte(i % classes)
-	}
-	ds, err := datasets.NewImages(shape, classes, px, labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ds
+	return datatest.Random(t, shape, classes, n)
 }
 
 // Checkpoint trains spec on train for one epoch of non-private SGD (a few steps, a
