@@ -1,4 +1,8 @@
-package nn
+// Package export writes a trained model for other frameworks: Torch and TorchFile lay its
+// parameters out as PyTorch's state_dict of the equivalent torch.nn.Sequential, in a
+// plain safetensors file with the Sequential's source in its metadata. (Inference on a
+// model, Predictor, is package nn's: it needs no other framework.)
+package export
 
 import (
 	"encoding/json"
@@ -10,10 +14,11 @@ import (
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// ExportTorch writes m's parameters to w as a plain safetensors file laid out for a
+// Torch writes m's parameters to w as a plain safetensors file laid out for a
 // PyTorch torch.nn.Sequential of the same layers, so that
 //
 //	model.load_state_dict(safetensors.torch.load_file("model.safetensors"))
@@ -51,7 +56,7 @@ import (
 // F64: call .double() on the PyTorch model for F64). The metadata holds "format": "pt",
 // "privtrain.model" (the model's name), "privtrain.architecture" (the Architecture as
 // JSON, input shape included) and "privtrain.torch" (the Sequential as PyTorch source).
-func ExportTorch(w io.Writer, m *Model) error {
+func Torch(w io.Writer, m *nn.Model) error {
 	tensors, modules, err := torchTensors(m)
 	if err != nil {
 		return err
@@ -76,10 +81,10 @@ func ExportTorch(w io.Writer, m *Model) error {
 	return nil
 }
 
-// ExportTorchFile writes ExportTorch's file to path atomically (mode 0644: the parameters
+// TorchFile writes Torch's file to path atomically (mode 0644: the parameters
 // are what a private training run publishes).
-func ExportTorchFile(path string, m *Model) error {
-	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return ExportTorch(w, m) }); err != nil {
+func TorchFile(path string, m *nn.Model) error {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Torch(w, m) }); err != nil {
 		return fmt.Errorf("nn: export to %s: %w", path, err)
 	}
 	return nil
@@ -87,16 +92,14 @@ func ExportTorchFile(path string, m *Model) error {
 
 // torchTensors lays m's parameters out as PyTorch's state_dict of the Sequential and
 // returns each module's PyTorch source.
-func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
-	plan, _, err := planLayers(m.Spec())
+func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, error) {
+	plan, err := m.LayerStates()
 	if err != nil {
 		return nil, nil, err
 	}
-	flat := make([]float64, m.NumParams())
-	m.Params(flat)
 	tensors := map[string]checkpoint.Tensor{}
 	put := func(name string, shape []int, v []float64) {
-		if m.DType() == Float64 {
+		if m.DType() == nn.Float64 {
 			tensors[name] = checkpoint.F64(shape, v)
 			return
 		}
@@ -105,31 +108,28 @@ func torchTensors(m *Model) (map[string]checkpoint.Tensor, []string, error) {
 	var modules []string
 	for i, pl := range plan {
 		idx := strconv.Itoa(i)
-		ex, ok := pl.layer.(layers.TorchExporter)
+		ex, ok := pl.Layer.(layers.TorchExporter)
 		if !ok {
-			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.layer, pl.layer.Kind())
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.Layer, pl.Layer.Kind())
 		}
-		mod, err := ex.TorchModule(pl.in)
+		mod, err := ex.TorchModule(pl.InputShape)
 		if err != nil {
-			return nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.layer.Kind(), err)
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.Layer.Kind(), err)
 		}
-		params := make([][]float64, len(pl.params))
-		for j, p := range pl.params {
-			params[j] = flat[pl.paramOffs[j] : pl.paramOffs[j]+num.Prod(p.Shape)]
-		}
+		params := pl.Values
 		var ts []layers.TorchTensor
 		if pe, ok := ex.(layers.TorchParamsExporter); ok {
-			if ts, err = pe.TorchParams(pl.in, params); err != nil {
-				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.layer.Kind(), err)
+			if ts, err = pe.TorchParams(pl.InputShape, params); err != nil {
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.Layer.Kind(), err)
 			}
 		} else {
-			for j, p := range pl.params {
+			for j, p := range pl.Params {
 				ts = append(ts, layers.TorchTensor{Name: p.Name, Shape: p.Shape, Values: params[j]})
 			}
 		}
 		for _, t := range ts {
 			if _, dup := tensors[idx+"."+t.Name]; dup || t.Name == "" || num.Prod(t.Shape) != len(t.Values) {
-				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.layer.Kind(), t.Name, t.Shape, len(t.Values))
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.Layer.Kind(), t.Name, t.Shape, len(t.Values))
 			}
 			put(idx+"."+t.Name, t.Shape, t.Values)
 		}

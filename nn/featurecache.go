@@ -67,10 +67,12 @@ type FeatureCacheUse struct {
 // fail the call: use reports them, and the features are computed. For a model without
 // a front end it returns ds and a zero use.
 func (m *Model) CachedFrontEndFeatures(ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
-	return m.cachedFrontEndFeatures(context.Background(), ds, dir)
+	return m.CachedFrontEndFeaturesContext(context.Background(), ds, dir)
 }
 
-func (m *Model) cachedFrontEndFeatures(ctx context.Context, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
+// CachedFrontEndFeaturesContext is CachedFrontEndFeatures, stopping between chunks of
+// examples when ctx is done (with an error wrapping ctx.Err()).
+func (m *Model) CachedFrontEndFeaturesContext(ctx context.Context, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
 	var use FeatureCacheUse
 	if m.front == nil {
 		return ds, use, nil
@@ -84,7 +86,7 @@ func (m *Model) cachedFrontEndFeatures(ctx context.Context, ds datasets.Dataset,
 			return nil, use, err
 		}
 		use.Problem = err.Error()
-		feats, err := m.frontEndFeatures(ctx, ds)
+		feats, err := m.FrontEndFeaturesContext(ctx, ds)
 		return feats, use, err
 	}
 	use.File = filepath.Join(dir, "frontend-"+hex.EncodeToString(key[:])+".features")
@@ -103,7 +105,7 @@ func (m *Model) cachedFrontEndFeatures(ctx context.Context, ds datasets.Dataset,
 	if !errors.Is(err, fs.ErrNotExist) {
 		use.Problem = fmt.Sprintf("%s: %v; recomputed and rewritten", use.File, err)
 	}
-	feats, err := m.frontEndFeatures(ctx, ds)
+	feats, err := m.FrontEndFeaturesContext(ctx, ds)
 	if err != nil {
 		return nil, use, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // tally is a registered front end that scales its input by Scale and counts the examples
@@ -289,11 +290,11 @@ func TestTrainerFeatureCache(t *testing.T) {
 	dir := t.TempDir()
 	run := func(cache string) ([]float64, float64, []nn.FeatureCacheUse) {
 		m := newModel(t, scatterSpec(), 8, nn.WithSeed(4))
-		var last nn.FrontEndProgress
-		tn, err := nn.NewTrainer(m, nn.TrainerConfig{
+		var last training.FrontEndProgress
+		tn, err := training.NewTrainer(m, training.TrainerConfig{
 			Train: train, Test: test, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 8, Epochs: 2,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(11),
-			OnFrontEnd: func(p nn.FrontEndProgress) { last = p }, FeatureCache: cache,
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(11),
+			OnFrontEnd: func(p training.FrontEndProgress) { last = p }, FeatureCache: cache,
 		})
 		if err != nil {
 			t.Fatal(err)

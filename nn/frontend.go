@@ -183,7 +183,7 @@ func (m *Model) FeatureShape() []int { return slices.Clone(m.inputShape) }
 // frontBatch returns b with its raw rows replaced by their features; b itself for a model
 // without a front end or a batch of features. Masked rows are transformed as zeros.
 func (m *Model) frontBatch(b Batch) (Batch, error) {
-	if m.front == nil || b.features {
+	if m.front == nil || b.Features {
 		return b, nil
 	}
 	B, L := m.batch, m.rawLen
@@ -211,7 +211,7 @@ func (m *Model) frontBatch(b Batch) (Batch, error) {
 	if err != nil {
 		return b, fmt.Errorf("nn: front end %s: %w", f, err)
 	}
-	b.X, b.features = x, true
+	b.X, b.Features = x, true
 	return b, nil
 }
 
@@ -220,11 +220,12 @@ func (m *Model) frontBatch(b Batch) (Batch, error) {
 // FeatureShape examples with ds's labels. For a model without a front end it returns ds.
 // The Trainer calls it for its training and test sets before the first step.
 func (m *Model) FrontEndFeatures(ds datasets.Dataset) (datasets.Dataset, error) {
-	return m.frontEndFeatures(context.Background(), ds)
+	return m.FrontEndFeaturesContext(context.Background(), ds)
 }
 
-// frontEndFeatures is FrontEndFeatures, stopping between chunks when ctx is done.
-func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
+// FrontEndFeaturesContext is FrontEndFeatures, stopping between chunks when ctx is done
+// (with an error wrapping ctx.Err()).
+func (m *Model) FrontEndFeaturesContext(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
 	if m.front == nil {
 		return ds, nil
 	}
@@ -236,6 +237,14 @@ func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (data
 		return nil, fmt.Errorf("nn: front end %s: %w", m.front, err)
 	}
 	return &featureSet{fs}, nil
+}
+
+// IsFeatures reports whether ds holds precomputed front-end features (FrontEndFeatures'
+// result) rather than raw inputs: a trainer loads its examples into Batch.X with
+// Batch.Features set.
+func IsFeatures(ds datasets.Dataset) bool {
+	_, ok := ds.(*featureSet)
+	return ok
 }
 
 // featureSet marks a dataset of this model's precomputed front-end features, so that the

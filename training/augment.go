@@ -1,9 +1,10 @@
-package nn
+package training
 
 import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // Augmentation multiplicity (De et al. 2022): the trainer loads K augmented views of
@@ -16,56 +17,6 @@ import (
 // and views) in TrainerConfig.Settings, so that a checkpoint of the run refuses to resume
 // with another. It is absent without augmentation.
 const SettingAugment = "nn.augment"
-
-// grouper is implemented by both engines.
-type grouper interface {
-	setGroupSize(k int) error
-	groupSize() int
-}
-
-func (n *nativeNet[T]) setGroupSize(k int) error {
-	if err := n.ws.SetGroupSize(k); err != nil {
-		return err
-	}
-	// A chunk of examples is k chunks of the program's rows: keep the rows one chunk.
-	n.ws.SetChunkRows(max(1, n.train.Chunk()/k))
-	return nil
-}
-
-func (n *nativeNet[T]) groupSize() int { return n.ws.GroupSize() }
-
-func (n *net[T]) setGroupSize(k int) error { return n.ws.SetGroupSize(k) }
-
-func (n *net[T]) groupSize() int { return n.ws.GroupSize() }
-
-// SetGroupSize makes each example of ClippedGradient, Gradient and PerExampleGradient a
-// group of k consecutive rows of the batch (k views of one example): example i's gradient
-// is the mean of rows i·k … i·k+k−1's gradients, clipped as one, and the Stats' norms are
-// per example (BatchSize/k of them). The batch size must be a multiple of k; a mask must
-// mark a group's rows all real or all padding. Loss, Correct and Examples still count
-// rows. k = 1 (the default) is one row per example. A Trainer sets it from
-// TrainerConfig.AugmentMultiplicity.
-func (m *Model) SetGroupSize(k int) error {
-	g, ok := m.net.(grouper)
-	if !ok {
-		return fmt.Errorf("%w: the %v engine has no row groups", ErrSpec, m.engine)
-	}
-	if k < 1 || m.batch%k != 0 {
-		return fmt.Errorf("%w: group size %d does not divide the batch size %d", ErrBatch, k, m.batch)
-	}
-	if err := g.setGroupSize(k); err != nil {
-		return fmt.Errorf("nn: %w", err)
-	}
-	return nil
-}
-
-// GroupSize is the number of rows per example (SetGroupSize).
-func (m *Model) GroupSize() int {
-	if g, ok := m.net.(grouper); ok {
-		return g.groupSize()
-	}
-	return 1
-}
 
 // augmenter is a trainer's augmentation state: the views' key and one example's scratch.
 type augmenter struct {
@@ -90,25 +41,25 @@ func (t *Trainer) setupAugment() error {
 	k, a := t.cfg.AugmentMultiplicity, t.cfg.Augment
 	switch {
 	case k < 0:
-		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", nn.ErrTrainConfig, k)
 	case k == 0:
 		if !a.Identity() {
-			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", ErrTrainConfig, a)
+			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", nn.ErrTrainConfig, a)
 		}
 		return t.model.SetGroupSize(1)
 	case a.Identity():
-		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", nn.ErrTrainConfig, k)
 	case t.model.HasFrontEnd():
 		// The trainer trains on the front end's cached features; views would crop and
 		// flip those, not the images, and recomputing the front end per view and step
 		// would undo the caching.
-		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", ErrTrainConfig, t.model.Name(), t.model.FrontEnd())
+		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", nn.ErrTrainConfig, t.model.Name(), t.model.FrontEnd())
 	case t.model.BatchSize()%k != 0:
-		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrTrainConfig, t.model.BatchSize(), k)
+		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", nn.ErrTrainConfig, t.model.BatchSize(), k)
 	}
 	shape := t.cfg.Train.Shape()
 	if err := a.Check(shape); err != nil {
-		return fmt.Errorf("%w: %v", ErrTrainConfig, err)
+		return fmt.Errorf("%w: %v", nn.ErrTrainConfig, err)
 	}
 	if err := t.model.SetGroupSize(k); err != nil {
 		return err
@@ -133,7 +84,7 @@ func (t *Trainer) setupAugment() error {
 // loadTrain fills the physical batch for the training examples idx: the examples
 // themselves, or with augmentation K views of each (rows j·K … j·K+K−1 for idx[j],
 // drawn from the key, the step, the example's index and the view).
-func (t *Trainer) loadTrain(idx []int) Batch {
+func (t *Trainer) loadTrain(idx []int) nn.Batch {
 	if t.aug == nil {
 		return t.load(t.cfg.Train, idx)
 	}
@@ -148,5 +99,5 @@ func (t *Trainer) loadTrain(idx []int) Batch {
 		t.labels[r] = a.aug.View(t.cfg.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
 		t.mask[r] = true
 	}
-	return Batch{X: t.x, Labels: t.labels, Mask: t.mask}
+	return nn.Batch{X: t.x, Labels: t.labels, Mask: t.mask}
 }

@@ -1,13 +1,10 @@
-package nn
+package training
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strings"
 
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -26,18 +23,10 @@ import (
 //	                         model's dtype (so that a resume continues it bit for bit);
 //	                         absent only in a checkpoint at step 0 taken before Run
 
-// Tensor names of the parameter average.
-const (
-	emaPrefix = "ema/"
-	emaDecay  = emaPrefix + "decay"
-	emaStep   = emaPrefix + "step"
-	emaParams = emaPrefix + "params"
-)
-
 // checkEMA checks TrainerConfig.EMA.
 func checkEMA(decay float64) error {
 	if decay != 0 && !(decay > 0 && decay < 1) {
-		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", ErrTrainConfig, decay)
+		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", nn.ErrTrainConfig, decay)
 	}
 	return nil
 }
@@ -108,7 +97,7 @@ func (t *Trainer) withAverage() (restore func() error, err error) {
 }
 
 // captureAverage fills c's averaging fields from the trainer.
-func (t *Trainer) captureAverage(c *Checkpoint) {
+func (t *Trainer) captureAverage(c *checkpoint.Training) {
 	if t.average == nil {
 		return
 	}
@@ -121,7 +110,7 @@ func (t *Trainer) captureAverage(c *Checkpoint) {
 
 // restoredAverage returns the trainer's average as checkpoint c holds it (nil for a run
 // without averaging); compatible has checked that c's decay is the trainer's.
-func (t *Trainer) restoredAverage(c *Checkpoint) (*dpoptim.EMA, error) {
+func (t *Trainer) restoredAverage(c *checkpoint.Training) (*dpoptim.EMA, error) {
 	if t.cfg.EMA == 0 {
 		return nil, nil
 	}
@@ -129,106 +118,10 @@ func (t *Trainer) restoredAverage(c *Checkpoint) (*dpoptim.EMA, error) {
 	s := dpoptim.State{Step: c.EMASteps, Vectors: map[string][]float64{"average": c.EMAParams},
 		Scalars: map[string]float64{"decay": c.EMA}}
 	if err := e.SetState(s); err != nil {
-		return nil, fmt.Errorf("%w: parameter average: %v", ErrCheckpoint, err)
+		return nil, fmt.Errorf("%w: parameter average: %v", checkpoint.ErrInvalid, err)
 	}
 	if c.EMAParams != nil && len(c.EMAParams) != t.model.NumParams() {
-		return nil, fmt.Errorf("%w: parameter average of %d values, model has %d", ErrCheckpoint, len(c.EMAParams), t.model.NumParams())
+		return nil, fmt.Errorf("%w: parameter average of %d values, model has %d", checkpoint.ErrInvalid, len(c.EMAParams), t.model.NumParams())
 	}
 	return e, nil
-}
-
-// ModelParams returns the parameters a model built from c should hold: the averaged
-// ones when the run kept an average (EMAParams), the raw ones (Params) otherwise. It
-// is what ModelFromCheckpoint, LoadModel and LoadPredictor load, and so what evaluate,
-// predict and export use; to use the raw parameters instead, set EMAParams to nil
-// first (or SetParams(c.Params) on the model).
-func (c *Checkpoint) ModelParams() []float64 {
-	if c.EMAParams != nil {
-		return c.EMAParams
-	}
-	return c.Params
-}
-
-// averageTensors lays c's average out as the ema/ tensors.
-func (c *Checkpoint) averageTensors(dst map[string]checkpoint.Tensor) error {
-	if c.EMA == 0 {
-		if c.EMAParams != nil || c.EMASteps != 0 {
-			return fmt.Errorf("%w: a parameter average without its decay", ErrCheckpoint)
-		}
-		return nil
-	}
-	if c.EMAParams != nil && len(c.EMAParams) != len(c.Params) {
-		return fmt.Errorf("%w: parameter average of %d values for %d parameters", ErrCheckpoint, len(c.EMAParams), len(c.Params))
-	}
-	dst[emaDecay] = checkpoint.F64(nil, []float64{c.EMA})
-	dst[emaStep] = checkpoint.F64([]int{1}, []float64{float64(c.EMASteps)})
-	if c.EMAParams != nil {
-		dst[emaParams] = checkpoint.F64([]int{len(c.EMAParams)}, c.EMAParams)
-	}
-	return nil
-}
-
-// setAverage reads the ema/ tensors (none: a run without averaging) and checks them
-// against the checkpoint's parameters and step.
-func (c *Checkpoint) setAverage(tensors map[string]checkpoint.Tensor) error {
-	found := false
-	for name := range tensors {
-		if strings.HasPrefix(name, emaPrefix) {
-			found = true
-			if !slices.Contains([]string{emaDecay, emaStep, emaParams}, name) {
-				return fmt.Errorf("unknown tensor %q", name)
-			}
-		}
-	}
-	if !found {
-		return nil
-	}
-	scalar := func(name string, rank int) (float64, error) {
-		t, ok := tensors[name]
-		if !ok {
-			return 0, fmt.Errorf("parameter average without %q", name)
-		}
-		v, err := t.Float64s()
-		if err != nil || len(t.Shape) != rank || len(v) != 1 {
-			return 0, fmt.Errorf("%s: %v of shape %v, want one F64 value", name, t.DType, t.Shape)
-		}
-		return v[0], nil
-	}
-	decay, err := scalar(emaDecay, 0)
-	if err != nil {
-		return err
-	}
-	if !(decay > 0 && decay < 1) {
-		return fmt.Errorf("%s = %v, want β in (0, 1)", emaDecay, decay)
-	}
-	step, err := scalar(emaStep, 1)
-	if err != nil {
-		return err
-	}
-	if !(step >= 0) || step != math.Trunc(step) || step > math.MaxInt32 {
-		return fmt.Errorf("%s = %v, want a step count", emaStep, step)
-	}
-	c.EMA, c.EMASteps = decay, int(step)
-	if t, ok := tensors[emaParams]; ok {
-		v, err := t.Float64s()
-		if err != nil || len(t.Shape) != 1 {
-			return fmt.Errorf("%s: %v of shape %v, want a F64 vector", emaParams, t.DType, t.Shape)
-		}
-		if len(v) != len(c.Params) {
-			return fmt.Errorf("%s holds %d values for %d parameters", emaParams, len(v), len(c.Params))
-		}
-		for i, x := range v {
-			if !finite(x) {
-				return fmt.Errorf("%s[%d] = %v", emaParams, i, x)
-			}
-		}
-		c.EMAParams = v
-	}
-	switch {
-	case c.EMAParams == nil && (c.EMASteps != 0 || c.Step != 0):
-		return errors.New("a parameter average without its values after the first step")
-	case c.EMAParams != nil && c.EMASteps != c.Step:
-		return fmt.Errorf("parameter average of %d steps at step %d", c.EMASteps, c.Step)
-	}
-	return nil
 }

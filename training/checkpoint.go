@@ -1,16 +1,14 @@
-package nn
+package training
 
 import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
-	"github.com/privtrain/privtrain/accountant"
-	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/faults"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // Checkpoint capture and restore: Trainer.Checkpoint copies a trainer's state into a
@@ -18,100 +16,18 @@ import (
 // The file layout is checkpoint_codec.go's; Save and Load (save.go) join the two.
 
 var (
-	// ErrCheckpoint reports a file that is a sound privtrain checkpoint container but not a
-	// valid training checkpoint: a foreign one (no training metadata), or one whose tensors
-	// and metadata do not fit together. Damaged files give package checkpoint's errors
-	// (checkpoint.ErrCorrupt, ErrTruncated, ErrChecksum, ErrNotCheckpoint) instead.
-	ErrCheckpoint = errors.New("nn: invalid training checkpoint")
 	// ErrMismatch reports a checkpoint that belongs to another run than the trainer's:
 	// another model, data set, optimizer, sampling, clipping, δ, noise or settings.
 	ErrMismatch = errors.New("nn: checkpoint does not match this training run")
 )
 
-// Checkpoint is the complete state of a training run: everything a Trainer needs to
-// continue exactly where it stopped, and what Restore checks before it does.
-//
-// A checkpoint of a seeded run holds the seed and the exact positions of the noise and
-// sampling generators, and so resumes bit for bit; anyone who holds it can also strip
-// the noise from the parameters. A secure run's checkpoint holds neither generator's
-// state: both are reseeded from crypto/rand on Restore (dpoptim.Noise.MarshalBinary
-// explains why). The running training loss and accuracy of the epoch in progress are
-// computed on raw training data and are not covered by ε: share the parameters, not the
-// checkpoint.
-type Checkpoint struct {
-	// Model, DType and Layout describe the network; Params are its parameters in Layout
-	// order (stored as one named tensor per entry, with its real shape).
-	Model  string
-	DType  DType
-	Layout []ParamInfo
-	Params []float64
-	// EMA is the decay of the run's parameter average (TrainerConfig.EMA; 0: none),
-	// EMAParams the average in Layout order (full precision; nil without averaging, or
-	// at step 0 before Run started it) and EMASteps the updates it holds (Step).
-	// ModelParams picks EMAParams when present: models built from the checkpoint use
-	// the averaged parameters.
-	EMA       float64
-	EMAParams []float64
-	EMASteps  int
-	// Architecture is the network's description (nil in checkpoints written before
-	// checkpoints stored one): ModelFromCheckpoint rebuilds the model from it.
-	Architecture *Architecture
-	// Optimizer is the optimizer's name ("DP-Adam") and OptimizerState its State(): for
-	// private training its Step is the number of private steps, which must be Step.
-	Optimizer      string
-	OptimizerState dpoptim.State
-	// Ledger is the privacy ledger of the steps so far (nil for non-private training).
-	Ledger *accountant.Ledger
-	// Step is the number of steps completed; Epoch the number of epochs completed.
-	Step, Epoch int
-	// Noise is "secure", "seeded(<seed>)" or "none" (non-private training).
-	Noise string
-	// Seed is the run's seed when Seeded.
-	Seed   uint64
-	Seeded bool
-	// Dataset is the fingerprint of the training set.
-	Dataset Fingerprint
-	// Settings are the caller's TrainerConfig.Settings.
-	Settings map[string]string
-	// Plan is the plan the run was saved under.
-	Plan Plan
-	// RunID identifies the run (Trainer.RunID): random, made when the run started, kept
-	// by its resumes. Rewinds are the rewinds of the run's lineage, oldest first: the
-	// ledger holds LineageSteps steps, Step of them on the current branch.
-	RunID   string
-	Rewinds []Rewind
-
-	sampler       string // samplerSecure or samplerSeeded
-	samplerState  []byte // seeded sampler's ChaCha8 state
-	perm          []int  // Shuffle: the current epoch's permutation, mid-epoch only
-	epochLoss     float64
-	epochCorrect  int
-	epochExamples int
-	testLoss      float64
-	testAccuracy  float64
-}
-
-// Spent returns the privacy spent by the checkpoint's steps at its plan's δ (+Inf for
-// non-private training).
-func (c *Checkpoint) Spent() (accountant.Spent, error) {
-	if c.Ledger == nil {
-		return accountant.Spent{Epsilon: math.Inf(1)}, nil
-	}
-	return c.Ledger.Epsilon(c.Plan.Delta)
-}
-
 // Checkpoint captures the trainer's state: call it between steps (after Run returns, or
 // from a callback). The checkpoint shares nothing with the trainer.
-func (t *Trainer) Checkpoint() (*Checkpoint, error) {
+func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 	if t.failed != nil {
 		return nil, fmt.Errorf("nn: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
 	}
-	c := &Checkpoint{
-		Model:          t.model.Name(),
-		DType:          t.model.DType(),
-		Layout:         t.model.Layout(),
-		Architecture:   t.model.storedArchitecture(),
-		Params:         make([]float64, t.model.NumParams()),
+	c := &checkpoint.Training{
 		Optimizer:      t.opt.Name(),
 		OptimizerState: t.opt.State(),
 		Step:           t.step,
@@ -122,21 +38,21 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 		Plan:           t.plan,
 		RunID:          t.runID,
 		Rewinds:        slices.Clone(t.rewinds),
-		sampler:        t.sampler.kind(),
-		samplerState:   t.sampler.state(),
-		epochLoss:      t.epochLoss,
-		epochCorrect:   t.epochCorrect,
-		epochExamples:  t.epochExamples,
-		testLoss:       t.testLoss,
-		testAccuracy:   t.testAccuracy,
+		Sampler:        t.sampler.kind(),
+		SamplerState:   t.sampler.state(),
+		EpochLoss:      t.epochLoss,
+		EpochCorrect:   t.epochCorrect,
+		EpochExamples:  t.epochExamples,
+		TestLoss:       t.testLoss,
+		TestAccuracy:   t.testAccuracy,
 	}
-	t.model.Params(c.Params)
+	t.model.WriteCheckpoint(c)
 	t.captureAverage(c)
 	if t.cfg.Seed != nil {
 		c.Seed, c.Seeded = *t.cfg.Seed, true
 	}
 	if t.sampler.perm != nil && t.step%t.plan.StepsPerEpoch != 0 {
-		c.perm = slices.Clone(t.sampler.perm)
+		c.Perm = slices.Clone(t.sampler.perm)
 	}
 	if t.ledger != nil {
 		var err error
@@ -160,12 +76,12 @@ func (t *Trainer) Checkpoint() (*Checkpoint, error) {
 //
 // A trainer that has already taken steps accepts only a state of its own run at or after
 // its own; an earlier one (a rewind) needs AllowRewind, and then the trainer's ledger
-// keeps the steps that the rewind discards. Errors wrap ErrMismatch, ErrCheckpoint (a
+// keeps the steps that the rewind discards. Errors wrap ErrMismatch, checkpoint.ErrInvalid (a
 // ledger that does not match its plan), ErrRewind or ErrBudget, and leave the trainer
 // unchanged.
-func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
+func (t *Trainer) Restore(c *checkpoint.Training, opts ...RestoreOption) error {
 	if c == nil {
-		return fmt.Errorf("%w: nil checkpoint", ErrCheckpoint)
+		return fmt.Errorf("%w: nil checkpoint", checkpoint.ErrInvalid)
 	}
 	var rc restoreConfig
 	for _, o := range opts {
@@ -176,15 +92,15 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 	if err := t.compatible(c); err != nil {
 		return err
 	}
-	if err := checkRewinds(c.Rewinds, c.Step, c.Plan.Steps); err != nil {
-		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	if err := checkpoint.CheckRewinds(c.Rewinds, c.Step, c.Plan.Steps); err != nil {
+		return fmt.Errorf("%w: %v", checkpoint.ErrInvalid, err)
 	}
 	if t.plan.Private {
 		if c.Ledger == nil {
-			return fmt.Errorf("%w: private training without a ledger", ErrCheckpoint)
+			return fmt.Errorf("%w: private training without a ledger", checkpoint.ErrInvalid)
 		}
-		if err := verifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, t.scaler); err != nil {
-			return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		if err := checkpoint.VerifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, t.scaler); err != nil {
+			return fmt.Errorf("%w: %v", checkpoint.ErrInvalid, err)
 		}
 	}
 	// The lineage the trainer continues: c's, or after a rewind the trainer's own with
@@ -203,7 +119,7 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 				return fmt.Errorf("%w: the trainer is at step %d (%d steps taken); the checkpoint at step %d is an earlier state of the same run, and the steps it would discard have spent privacy; rewind explicitly (AllowRewind, train -allow-rewind) to keep them counted", ErrRewind, t.step, t.lineageSteps(), c.Step)
 			}
 			ledger = t.ledger
-			rewinds = append(slices.Clone(t.rewinds), Rewind{From: t.step, To: c.Step})
+			rewinds = append(slices.Clone(t.rewinds), checkpoint.Rewind{From: t.step, To: c.Step})
 		}
 	}
 	z := t.plan.NoiseMultiplier
@@ -223,13 +139,13 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 		return err
 	}
 	smp := *t.sampler
-	if err := smp.restore(c.sampler, c.samplerState, slices.Clone(c.perm)); err != nil {
-		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	if err := smp.restore(c.Sampler, c.SamplerState, slices.Clone(c.Perm)); err != nil {
+		return fmt.Errorf("%w: %v", checkpoint.ErrInvalid, err)
 	}
 	old := make([]float64, len(t.params))
 	t.model.Params(old)
 	if err := t.model.SetParams(c.Params); err != nil {
-		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		return fmt.Errorf("%w: %v", checkpoint.ErrInvalid, err)
 	}
 	opt, priv := t.opt, t.private
 	if priv != nil && z != t.plan.NoiseMultiplier {
@@ -243,7 +159,7 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 	}
 	if err := opt.SetState(c.OptimizerState); err != nil {
 		_ = t.model.SetParams(old)
-		return fmt.Errorf("%w: optimizer state: %v", ErrCheckpoint, err)
+		return fmt.Errorf("%w: optimizer state: %v", checkpoint.ErrInvalid, err)
 	}
 	if t.ledger != nil && ledger != t.ledger {
 		b, err := ledger.MarshalJSON()
@@ -251,7 +167,7 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 			err = t.ledger.UnmarshalJSON(b)
 		}
 		if err != nil { // not reachable for a ledger that Load or Checkpoint produced
-			return fmt.Errorf("%w: ledger: %v", ErrCheckpoint, err)
+			return fmt.Errorf("%w: ledger: %v", checkpoint.ErrInvalid, err)
 		}
 	}
 	t.runID, t.rewinds = runID, rewinds
@@ -259,27 +175,21 @@ func (t *Trainer) Restore(c *Checkpoint, opts ...RestoreOption) error {
 	t.average = average
 	*t.sampler = smp
 	t.step = c.Step
-	t.epochLoss, t.epochCorrect, t.epochExamples = c.epochLoss, c.epochCorrect, c.epochExamples
-	t.testLoss, t.testAccuracy = c.testLoss, c.testAccuracy
+	t.epochLoss, t.epochCorrect, t.epochExamples = c.EpochLoss, c.EpochCorrect, c.EpochExamples
+	t.testLoss, t.testAccuracy = c.TestLoss, c.TestAccuracy
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
 	return nil
 }
 
 // compatible reports why c cannot continue this trainer's run.
-func (t *Trainer) compatible(c *Checkpoint) error {
+func (t *Trainer) compatible(c *checkpoint.Training) error {
 	mismatch := func(what string, ckpt, this any) error {
 		return fmt.Errorf("%w: %s: checkpoint has %v, this run %v", ErrMismatch, what, ckpt, this)
 	}
-	m := t.model
+	if what, ckpt, this, ok := t.model.MatchesCheckpoint(c); !ok {
+		return mismatch(what, ckpt, this)
+	}
 	switch {
-	case c.Model != m.Name():
-		return mismatch("model", c.Model, m.Name())
-	case c.DType != m.DType():
-		return mismatch("dtype", c.DType, m.DType())
-	case !layoutsEqual(c.Layout, m.Layout()):
-		return mismatch("parameter layout", c.Layout, m.Layout())
-	case len(c.Params) != m.NumParams():
-		return mismatch("parameter count", len(c.Params), m.NumParams())
 	case !c.Dataset.Equal(t.dataset):
 		return mismatch("training set", c.Dataset, t.dataset)
 	case c.Optimizer != t.opt.Name():
@@ -314,10 +224,6 @@ func (t *Trainer) compatible(c *Checkpoint) error {
 		return mismatch("randomness", describeSeed(c.Seed, c.Seeded), describeSeed(derefOr(t.cfg.Seed), seeded))
 	}
 	return nil
-}
-
-func layoutsEqual(a, b []ParamInfo) bool {
-	return slices.EqualFunc(a, b, func(x, y ParamInfo) bool { return x.Name == y.Name && slices.Equal(x.Shape, y.Shape) })
 }
 
 func settingsDiff(ckpt, this map[string]string) string {

@@ -1,55 +1,27 @@
-package nn
+package training
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
-	"slices"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// Fingerprint identifies a training set in a checkpoint, so that a run is not resumed on
-// other data: a name chosen by the caller, the size, the example shape, the number of
-// classes and the SHA-256 of the labels in index order. It does not hash the pixels
-// (cheap to compute for any size); the labels alone tell MNIST from Fashion-MNIST, a
-// subset from the full set, and one subset from another.
-type Fingerprint struct {
-	Name    string `json:"name"`
-	Size    int    `json:"size"`
-	Shape   []int  `json:"shape"`
-	Classes int    `json:"classes"`
-	Labels  string `json:"labels_sha256"`
-}
-
 // DatasetFingerprint computes the fingerprint of ds under name.
-func DatasetFingerprint(name string, ds datasets.Dataset) Fingerprint {
+func DatasetFingerprint(name string, ds datasets.Dataset) checkpoint.Fingerprint {
 	h := sha256.New()
 	var b [4]byte
 	for _, l := range datasets.Labels(ds) {
 		binary.LittleEndian.PutUint32(b[:], uint32(l))
 		h.Write(b[:])
 	}
-	return Fingerprint{
+	return checkpoint.Fingerprint{
 		Name:    name,
 		Size:    ds.Len(),
 		Shape:   ds.Shape(),
 		Classes: ds.NumClasses(),
 		Labels:  hex.EncodeToString(h.Sum(nil)),
 	}
-}
-
-// Equal reports whether f and g describe the same data.
-func (f Fingerprint) Equal(g Fingerprint) bool {
-	return f.Name == g.Name && f.Size == g.Size && slices.Equal(f.Shape, g.Shape) && f.Classes == g.Classes && f.Labels == g.Labels
-}
-
-// String describes the fingerprint in one line.
-func (f Fingerprint) String() string {
-	l := f.Labels
-	if len(l) > 12 {
-		l = l[:12]
-	}
-	return fmt.Sprintf("%q: %d examples of shape %v, %d classes, labels sha256 %s…", f.Name, f.Size, f.Shape, f.Classes, l)
 }

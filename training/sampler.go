@@ -1,4 +1,4 @@
-package nn
+package training
 
 import (
 	"bytes"
@@ -6,53 +6,15 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
-
-// Sampling says how the logical batches of a training run are drawn from the training set.
-type Sampling int
-
-const (
-	// Poisson includes every example in every step independently with probability
-	// q = BatchSize/n, so the batch size varies from step to step around BatchSize. It is
-	// the sampling that the privacy accountant's subsampled-Gaussian analysis assumes,
-	// and the default.
-	Poisson Sampling = iota
-	// Shuffle splits a fresh random permutation of the training set into batches of
-	// BatchSize examples (the last one of an epoch smaller) and visits each example once
-	// per epoch. The accountant still computes ε as if batches were Poisson-sampled with
-	// q = BatchSize/n, a guarantee that is not proven for shuffling: use it for
-	// comparisons with non-private training, not for reported privacy.
-	Shuffle
-)
-
-// String returns "poisson" or "shuffle".
-func (s Sampling) String() string {
-	switch s {
-	case Poisson:
-		return "poisson"
-	case Shuffle:
-		return "shuffle"
-	}
-	return fmt.Sprintf("Sampling(%d)", int(s))
-}
-
-// ParseSampling parses "poisson" or "shuffle".
-func ParseSampling(s string) (Sampling, error) {
-	switch s {
-	case "poisson":
-		return Poisson, nil
-	case "shuffle":
-		return Shuffle, nil
-	}
-	return 0, fmt.Errorf("nn: unknown sampling %q (want poisson or shuffle)", s)
-}
 
 // sampler draws the example indices of each logical batch with privrand's samplers, from
 // the privrand.Sampler stream: seeded from crypto/rand, or from the run's seed for
 // reproducible runs (a stream independent of the seed's noise stream, which dpoptim
 // draws).
 type sampler struct {
-	mode    Sampling
+	mode    checkpoint.Sampling
 	n       int
 	batch   int
 	poisson privrand.Poisson
@@ -62,8 +24,8 @@ type sampler struct {
 	idx     []int            // the last batch, reused
 }
 
-func newSampler(mode Sampling, n, batch int, seed *uint64) (*sampler, error) {
-	if mode != Poisson && mode != Shuffle {
+func newSampler(mode checkpoint.Sampling, n, batch int, seed *uint64) (*sampler, error) {
+	if mode != checkpoint.Poisson && mode != checkpoint.Shuffle {
 		return nil, fmt.Errorf("nn: unknown sampling %v", mode)
 	}
 	if n < 1 || batch < 1 || batch > n {
@@ -89,11 +51,11 @@ func newSampler(mode Sampling, n, batch int, seed *uint64) (*sampler, error) {
 // in increasing order under Poisson. The slice is reused by the next call.
 func (s *sampler) next(k int) []int {
 	switch s.mode {
-	case Poisson:
+	case checkpoint.Poisson:
 		// Each example independently with probability q = batch/n, as the
 		// subsampled-Gaussian analysis assumes, in O(q·n) draws (privrand.Poisson).
 		s.idx = s.poisson.Sample(s.src.Rand(), s.idx)
-	case Shuffle:
+	case checkpoint.Shuffle:
 		if k == 0 || s.perm == nil {
 			s.perm = s.shuffle.Perm(s.src.Rand())
 		}
@@ -105,21 +67,11 @@ func (s *sampler) next(k int) []int {
 // endEpoch forgets the finished epoch's permutation.
 func (s *sampler) endEpoch() { s.perm = nil }
 
-// Sampler state in a checkpoint: a seeded sampler saves its exact generator position
-// (privrand's encoding) so a resumed run draws the same batches; a secure one saves
-// nothing and is reseeded from crypto/rand on restore: whoever reads the checkpoint could
-// otherwise predict which examples the remaining steps include, which is exactly the
-// secret that privacy amplification by subsampling rests on.
-const (
-	samplerSecure = "secure"
-	samplerSeeded = "seeded"
-)
-
 func (s *sampler) kind() string {
 	if _, seeded := s.src.Seed(); seeded {
-		return samplerSeeded
+		return checkpoint.SamplerSeeded
 	}
-	return samplerSecure
+	return checkpoint.SamplerSecure
 }
 
 // state returns the generator's state (nil for a secure sampler).
@@ -134,20 +86,20 @@ func (s *sampler) state() []byte {
 	return b
 }
 
-// restore sets the generator from a checkpoint: kind is samplerSeeded or samplerSecure,
+// restore sets the generator from a checkpoint: kind is checkpoint.SamplerSeeded or checkpoint.SamplerSecure,
 // state the generator state of a seeded sampler, perm the current epoch's permutation
 // under Shuffle (nil at an epoch boundary). On error s is unchanged.
 func (s *sampler) restore(kind string, state []byte, perm []int) error {
 	src := new(privrand.Source)
 	switch kind {
-	case samplerSeeded:
+	case checkpoint.SamplerSeeded:
 		if err := src.UnmarshalBinary(fromLegacyState(state)); err != nil {
 			return fmt.Errorf("sampler state: %v", err)
 		}
 		if _, seeded := src.Seed(); !seeded || src.Stream() != privrand.Sampler {
 			return fmt.Errorf("sampler state: a %s %v generator, want a seeded sampler", src, src.Stream())
 		}
-	case samplerSecure:
+	case checkpoint.SamplerSecure:
 		if len(state) != 0 {
 			return fmt.Errorf("sampler state of %d bytes for a secure sampler", len(state))
 		}
@@ -159,10 +111,10 @@ func (s *sampler) restore(kind string, state []byte, perm []int) error {
 		return fmt.Errorf("sampler kind %q", kind)
 	}
 	if perm != nil {
-		if s.mode != Shuffle {
+		if s.mode != checkpoint.Shuffle {
 			return fmt.Errorf("a permutation for %v sampling", s.mode)
 		}
-		if err := checkPerm(perm, s.n); err != nil {
+		if err := checkpoint.CheckPerm(perm, s.n); err != nil {
 			return err
 		}
 	}
@@ -185,6 +137,3 @@ func fromLegacyState(state []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, 0)
 	return append(b, state...)
 }
-
-// checkPerm reports whether perm is a permutation of 0…n−1.
-func checkPerm(perm []int, n int) error { return privrand.CheckPerm(perm, n) }

@@ -1,4 +1,4 @@
-package nn
+package training
 
 import (
 	"context"
@@ -15,13 +15,11 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/parallel"
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 var (
-	// ErrTrainConfig reports a training configuration that cannot run: datasets that do
-	// not fit the model, a batch size outside [1, n], no epochs, a private plan without
-	// clipping, δ outside (0, 1), neither a noise multiplier nor a target ε.
-	ErrTrainConfig = errors.New("nn: invalid training configuration")
 	// ErrBudget reports a plan whose ε would exceed its target: a fixed noise multiplier too
 	// small for the target, or a resumed run extended beyond the budget its noise was
 	// calibrated for. Nothing is trained.
@@ -87,7 +85,7 @@ type TrainerConfig struct {
 	// Epochs ≥ 1: the plan has Epochs·⌈n/b⌉ steps.
 	Epochs int
 	// Sampling is Poisson (the default) or Shuffle.
-	Sampling Sampling
+	Sampling checkpoint.Sampling
 	// AugmentMultiplicity K ≥ 1 trains on K views of every sampled example drawn by
 	// Augment (which must change something), loaded into K consecutive rows, the example's
 	// gradient being the mean over its views before clipping (augment.go); 0, the
@@ -140,7 +138,7 @@ type FrontEndProgress struct {
 	// CacheDir is TrainerConfig.FeatureCache. Cache says, when Done and CacheDir is set,
 	// where the features of the training set and then of the test set (if any) came from.
 	CacheDir string
-	Cache    []FeatureCacheUse
+	Cache    []nn.FeatureCacheUse
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -206,15 +204,15 @@ type Result struct {
 // Training and evaluation use the model's physical batch size; padding rows are masked
 // and contribute nothing. A Trainer is not safe for concurrent use.
 type Trainer struct {
-	model   *Model
+	model   *nn.Model
 	cfg     TrainerConfig
-	plan    Plan
+	plan    checkpoint.Plan
 	private *dpoptim.Private // nil for non-private training
 	opt     dpoptim.Optimizer
 	scaler  dpoptim.NoiseScaler
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
-	dataset Fingerprint
+	dataset checkpoint.Fingerprint
 	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
 	aug     *augmenter   // nil without augmentation multiplicity
 
@@ -222,7 +220,7 @@ type Trainer struct {
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
 	// its lineage (Restore with AllowRewind), oldest first.
 	runID   string
-	rewinds []Rewind
+	rewinds []checkpoint.Rewind
 	// failed is the error of a step that did not complete. The private step may already
 	// have recorded its (q, z) in the ledger, so continuing would spend privacy that the
 	// plan did not count: the trainer refuses to run or checkpoint after it.
@@ -245,25 +243,25 @@ type Trainer struct {
 
 // NewTrainer checks cfg against the model, works out the plan (sampling rate, steps,
 // calibrated or checked noise, the ε of the whole plan) and returns a trainer at step 0.
-func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
+func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	if m == nil {
-		return nil, fmt.Errorf("%w: nil model", ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil model", nn.ErrTrainConfig)
 	}
 	if err := checkDatasets(m, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Rule == nil {
-		return nil, fmt.Errorf("%w: nil update rule", ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil update rule", nn.ErrTrainConfig)
 	}
 	n := cfg.Train.Len()
 	if cfg.BatchSize < 1 || cfg.BatchSize > n {
-		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", ErrTrainConfig, cfg.BatchSize, n, n)
+		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", nn.ErrTrainConfig, cfg.BatchSize, n, n)
 	}
 	if cfg.Epochs < 1 {
-		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrTrainConfig, cfg.Epochs)
+		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", nn.ErrTrainConfig, cfg.Epochs)
 	}
-	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
-		return nil, fmt.Errorf("%w: unknown sampling %v", ErrTrainConfig, cfg.Sampling)
+	if cfg.Sampling != checkpoint.Poisson && cfg.Sampling != checkpoint.Shuffle {
+		return nil, fmt.Errorf("%w: unknown sampling %v", nn.ErrTrainConfig, cfg.Sampling)
 	}
 	if err := checkEMA(cfg.EMA); err != nil {
 		return nil, err
@@ -285,7 +283,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA)}
 	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
-	t.plan = Plan{
+	t.plan = checkpoint.Plan{
 		DatasetSize:   n,
 		BatchSize:     cfg.BatchSize,
 		PhysicalBatch: m.BatchSize(),
@@ -297,7 +295,7 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 		Spent:         accountant.Spent{Epsilon: math.Inf(1)},
 	}
 	if cfg.Epochs > math.MaxInt32/spe {
-		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", ErrTrainConfig, cfg.Epochs, spe)
+		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", nn.ErrTrainConfig, cfg.Epochs, spe)
 	}
 	var err error
 	if t.sampler, err = newSampler(cfg.Sampling, n, cfg.BatchSize, cfg.Seed); err != nil {
@@ -320,12 +318,12 @@ func NewTrainer(m *Model, cfg TrainerConfig) (*Trainer, error) {
 	return t, nil
 }
 
-func checkDatasets(m *Model, cfg TrainerConfig) error {
+func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
 	if cfg.Train == nil {
-		return fmt.Errorf("%w: no training set", ErrTrainConfig)
+		return fmt.Errorf("%w: no training set", nn.ErrTrainConfig)
 	}
 	if cfg.Train.Len() < 1 {
-		return fmt.Errorf("%w: empty training set", ErrTrainConfig)
+		return fmt.Errorf("%w: empty training set", nn.ErrTrainConfig)
 	}
 	for _, ds := range []struct {
 		name string
@@ -335,10 +333,10 @@ func checkDatasets(m *Model, cfg TrainerConfig) error {
 			continue
 		}
 		if !slices.Equal(ds.ds.Shape(), m.InputShape()) {
-			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", ErrTrainConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
+			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", nn.ErrTrainConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
 		}
 		if ds.ds.NumClasses() > m.NumClasses() {
-			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", ErrTrainConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
+			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", nn.ErrTrainConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
 		}
 	}
 	return nil
@@ -349,29 +347,29 @@ func checkDatasets(m *Model, cfg TrainerConfig) error {
 func (t *Trainer) setupPrivacy() error {
 	p := t.cfg.Privacy
 	if p.Clip == nil {
-		return fmt.Errorf("%w: private training needs a clipping rule", ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a clipping rule", nn.ErrTrainConfig)
 	}
 	if err := clipFits(p.Clip, len(t.model.ParamLayers())); err != nil {
-		return fmt.Errorf("%w: %v, model %s has %d parametrised layers %v", ErrTrainConfig, err, t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
+		return fmt.Errorf("%w: %v, model %s has %d parametrised layers %v", nn.ErrTrainConfig, err, t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
 	}
 	bound := p.Clip.Bound()
 	if !(bound > 0) || math.IsInf(bound, 0) {
-		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", ErrTrainConfig, bound)
+		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", nn.ErrTrainConfig, bound)
 	}
 	if err := t.checkAdaptive(); err != nil {
 		return err
 	}
 	if !(p.Delta > 0 && p.Delta < 1) {
-		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrTrainConfig, p.Delta)
+		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", nn.ErrTrainConfig, p.Delta)
 	}
 	if !(p.NoiseMultiplier >= 0) || math.IsInf(p.NoiseMultiplier, 0) {
-		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", ErrTrainConfig, p.NoiseMultiplier)
+		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", nn.ErrTrainConfig, p.NoiseMultiplier)
 	}
 	if !(p.TargetEpsilon >= 0) || math.IsInf(p.TargetEpsilon, 0) {
-		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", ErrTrainConfig, p.TargetEpsilon)
+		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", nn.ErrTrainConfig, p.TargetEpsilon)
 	}
 	if p.NoiseMultiplier == 0 && p.TargetEpsilon == 0 {
-		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", nn.ErrTrainConfig)
 	}
 	t.scaler, _ = t.cfg.Rule.(dpoptim.NoiseScaler)
 	t.plan.NoiseSchedule = t.scaler != nil
@@ -399,7 +397,7 @@ func (t *Trainer) setupPrivacy() error {
 	}
 	if p.Adaptive != nil {
 		if _, err := dpoptim.AdaptiveNoiseMultiplier(z, p.Adaptive.CountNoise); err != nil {
-			return fmt.Errorf("%w: %v (expected batch %d)", ErrTrainConfig, err, t.plan.BatchSize)
+			return fmt.Errorf("%w: %v (expected batch %d)", nn.ErrTrainConfig, err, t.plan.BatchSize)
 		}
 	}
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
@@ -504,10 +502,10 @@ func legacyFrozenClip(r clipping.Rule) clipping.Rule {
 }
 
 // Plan returns the run's plan.
-func (t *Trainer) Plan() Plan { return t.plan }
+func (t *Trainer) Plan() checkpoint.Plan { return t.plan }
 
 // Model returns the model being trained.
-func (t *Trainer) Model() *Model { return t.model }
+func (t *Trainer) Model() *nn.Model { return t.model }
 
 // Optimizer returns the optimizer: a *dpoptim.Private for private training (its Name is
 // "DP-SGD", "DP-LSAdam", …), a *dpoptim.NonPrivate otherwise.
@@ -681,7 +679,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 	for lo := 0; lo < len(idx); lo += b {
 		chunk := idx[lo:min(lo+b, len(idx))]
 		batch := t.loadTrain(chunk)
-		var st StepStats
+		var st nn.StepStats
 		var err error
 		if t.private != nil {
 			st, err = t.model.ClippedGradient(batch, t.clipRule(), t.grad)
@@ -715,7 +713,7 @@ func (t *Trainer) trainStep(k int) (int, error) {
 // load fills the physical batch with the examples idx (at most BatchSize of them) and
 // masks the rest. Large batches load on all cores (Example is safe for concurrent use):
 // the model's workers would otherwise wait for one goroutine copying (or decoding) rows.
-func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
+func (t *Trainer) load(ds datasets.Dataset, idx []int) nn.Batch {
 	size := datasets.Size(ds)
 	rows := func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -734,8 +732,7 @@ func (t *Trainer) load(ds datasets.Dataset, idx []int) Batch {
 	} else {
 		rows(0, 0, len(t.labels))
 	}
-	_, features := ds.(*featureSet)
-	return Batch{X: t.x[:len(t.labels)*size], Labels: t.labels, Mask: t.mask, features: features}
+	return nn.Batch{X: t.x[:len(t.labels)*size], Labels: t.labels, Mask: t.mask, Features: nn.IsFeatures(ds)}
 }
 
 // Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
@@ -753,10 +750,10 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 		}
 	}()
 	if ds == nil || ds.Len() == 0 {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrTrainConfig)
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", nn.ErrTrainConfig)
 	}
-	if _, ok := ds.(*featureSet); !ok && !slices.Equal(ds.Shape(), t.model.InputShape()) {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrTrainConfig, ds.Shape(), t.model.InputShape())
+	if !nn.IsFeatures(ds) && !slices.Equal(ds.Shape(), t.model.InputShape()) {
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", nn.ErrTrainConfig, ds.Shape(), t.model.InputShape())
 	}
 	b := t.model.BatchSize()
 	idx := make([]int, 0, b)
@@ -796,9 +793,9 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 	}
 	features := func(ds datasets.Dataset, set string) (datasets.Dataset, error) {
 		if t.cfg.FeatureCache == "" {
-			return t.model.frontEndFeatures(ctx, ds)
+			return t.model.FrontEndFeaturesContext(ctx, ds)
 		}
-		fs, use, err := t.model.cachedFrontEndFeatures(ctx, ds, t.cfg.FeatureCache)
+		fs, use, err := t.model.CachedFrontEndFeaturesContext(ctx, ds, t.cfg.FeatureCache)
 		use.Set = set
 		p.Cache = append(p.Cache, use)
 		return fs, err

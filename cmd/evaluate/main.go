@@ -45,6 +45,8 @@ import (
 	"github.com/privtrain/privtrain/datasets/mnist"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train|validation] [-json]
@@ -198,7 +200,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // without -dataset, the checkpoint's (by its settings, else its recorded name); for data
 // of the kind the checkpoint was trained on (csv:, images:, cifar100), the run's settings
 // (the scaling, the label column, the held-out split) unless a flag overrides them.
-func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given map[string]bool) (string, error) {
+func dataOf(c *checkpoint.Training, ckpt, dataset string, own *cli.DataFlags, given map[string]bool) (string, error) {
 	trained := c.Settings["dataset"]
 	if trained == "" {
 		trained = datasetOf(c)
@@ -242,7 +244,7 @@ type heldOut struct {
 // heldOutOf reads the validation split from the checkpoint's settings, as cmd/train
 // records them (validation and split-seed); nil for a run without -validation. A value
 // that does not parse is a damaged checkpoint.
-func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
+func heldOutOf(c *checkpoint.Training, ckpt string) (*heldOut, error) {
 	v, ok := c.Settings["validation"]
 	if !ok {
 		return nil, nil
@@ -261,7 +263,7 @@ func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
 
 // trainedOn returns the -dataset the checkpoint was trained on and whether name is that
 // data set (for csv: and images:, data of the same kind, which may have moved).
-func trainedOn(c *nn.Checkpoint, name string) (trained string, same bool) {
+func trainedOn(c *checkpoint.Training, name string) (trained string, same bool) {
 	trained = c.Settings["dataset"]
 	if trained == "" {
 		trained = datasetOf(c)
@@ -277,7 +279,7 @@ func trainedOn(c *nn.Checkpoint, name string) (trained string, same bool) {
 // made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
 // seed), and the part kept must be the training set the checkpoint records (its size
 // and the hash of its labels): other data would score other examples than the run's.
-func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
+func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
 	if held == nil {
 		return train, nil
 	}
@@ -287,7 +289,7 @@ func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, tra
 			split, ckpt, held.setting, held.seed, name, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	if want := c.Dataset; want.Size > 0 {
-		got := nn.DatasetFingerprint(want.Name, rest)
+		got := training.DatasetFingerprint(want.Name, rest)
 		if got.Size != want.Size || got.Labels != want.Labels {
 			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
 				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
@@ -300,7 +302,7 @@ func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, tra
 }
 
 // datasetOf is the -dataset a checkpoint was trained on, by the name cmd/train records.
-func datasetOf(c *nn.Checkpoint) string {
+func datasetOf(c *checkpoint.Training) string {
 	switch name := c.Dataset.Name; {
 	case name == "mnist-embedded" || name == "mnist":
 		return "mnist"
@@ -363,9 +365,9 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 	return r, nil
 }
 
-func printText(w io.Writer, r *report, c *nn.Checkpoint) error {
+func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, c.DType, r.Checkpoint, c.Dataset.Name)
+	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, nn.DTypeOf(c.DType), r.Checkpoint, c.Dataset.Name)
 	if c.EMA > 0 {
 		fmt.Fprintf(&b, "parameters %s (-params raw|averaged)\n", cli.ParamsDescription(c))
 	}

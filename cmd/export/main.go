@@ -25,6 +25,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/export"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -78,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)
 		}
-		if err := nn.ExportTorchFile(*out, m); err != nil {
+		if err := export.TorchFile(*out, m); err != nil {
 			return err
 		}
 		if *quiet {

@@ -58,6 +58,7 @@ import (
 	"github.com/privtrain/privtrain/datasets/mnist"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 const usageHeader = `usage: predict -checkpoint FILE [-json] [-scale S] INPUT...
@@ -196,7 +197,7 @@ type tableFormat struct {
 
 // fromSettings sets up the reader for a model trained on your own data, by the settings
 // cmd/train records in the checkpoint (see cli.DataFlags.Settings).
-func (r *reader) fromSettings(c *nn.Checkpoint, ckpt string, scaleGiven bool) error {
+func (r *reader) fromSettings(c *checkpoint.Training, ckpt string, scaleGiven bool) error {
 	dataset := c.Settings["dataset"]
 	kind, _ := cli.OwnDataKind(dataset)
 	r.trainedOn = dataset

@@ -9,7 +9,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // augmentFlags are -augmult and -augment: augmentation multiplicity (De et al. 2022).
@@ -89,7 +89,7 @@ func (o *options) augmentPhysicalBatch() {
 }
 
 // augmentConfig sets the trainer's augmentation.
-func (o *options) augmentConfig(cfg *nn.TrainerConfig) error {
+func (o *options) augmentConfig(cfg *training.TrainerConfig) error {
 	if o.aug.k == 0 {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func TestAugmentBadFlags(t *testing.T) {
@@ -95,11 +95,11 @@ func TestAugmentRunResumes(t *testing.T) {
 	}
 	mustRun(t, append(common, "-epochs", "2", "-checkpoint", b)...)
 	mustRun(t, "-resume", b, "-epochs", "3", "-checkpoint", b)
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := nn.Load(b)
+	cb, err := checkpoint.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // TestCheckpointRebuildsData: the settings that a run on csv:PATH or images:DIR writes
@@ -25,7 +26,7 @@ func TestCheckpointRebuildsData(t *testing.T) {
 	} {
 		ckpt := filepath.Join(dir, "m.ckpt")
 		s := decodeSummary(t, mustRun(t, append(args, "-optimizer", "sgd", "-lr", "1", "-epochs", "10", "-seed", "1", "-checkpoint", ckpt, "-json")...))
-		c, err := nn.Load(ckpt)
+		c, err := checkpoint.Load(ckpt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // TestFeatureCacheFlag: -feature-cache DIR computes and stores the scattering features in
@@ -28,7 +28,7 @@ func TestFeatureCacheFlag(t *testing.T) {
 		if code != exit.OK {
 			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
-		c, err := nn.Load(ck)
+		c, err := checkpoint.Load(ck)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // metricRecord is one line of the -metrics file. Values that do not exist are null: ε of
@@ -85,7 +85,7 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 	return l, nil
 }
 
-func (l *metricsLog) write(m nn.EpochMetrics) error {
+func (l *metricsLog) write(m training.EpochMetrics) error {
 	r := metricRecord{
 		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
 		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // parseOptions parses args as run does and fills the defaults, without loading data.
@@ -153,7 +153,7 @@ func TestOptimizerTable(t *testing.T) {
 		back := &options{resume: "x"}
 		fs := newFlagSet(back)
 		back.set = map[string]bool{}
-		if err := back.applyCheckpoint(&nn.Checkpoint{Settings: s}, fs); err != nil {
+		if err := back.applyCheckpoint(&checkpoint.Training{Settings: s}, fs); err != nil {
 			t.Fatal(err)
 		}
 		back.resolve()

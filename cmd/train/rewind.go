@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // newerCheckpoint compares the resumed checkpoint ck with the one at -checkpoint. When
@@ -16,7 +16,7 @@ import (
 // discard steps whose privacy is already spent: without -allow-rewind that is a usage
 // error; with it, a warning, and the newer checkpoint is returned so that the trainer's
 // ledger keeps its steps. Otherwise it returns nil.
-func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Checkpoint, error) {
+func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*checkpoint.Training, error) {
 	if o.allowRewind && o.resume == "" {
 		return nil, exit.Usagef("-allow-rewind applies to -resume FILE")
 	}
@@ -53,30 +53,30 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 
 // keyEnv names the environment variable that holds the checkpoint key: when it is set,
 // checkpoints are written with an HMAC-SHA256 under it and only checkpoints whose MAC
-// verifies are resumed (nn.SaveWithKey, nn.LoadWithKey).
+// verifies are resumed (checkpoint.SaveWithKey, checkpoint.LoadWithKey).
 const keyEnv = "PRIVTRAIN_CHECKPOINT_KEY"
 
 // checkKey refuses a key too short to be a key.
 func checkKey() error {
-	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < nn.MinKeyLen {
-		return exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), nn.MinKeyLen)
+	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < checkpoint.MinKeyLen {
+		return exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), checkpoint.MinKeyLen)
 	}
 	return nil
 }
 
-func loadCheckpoint(path string) (*nn.Checkpoint, error) {
+func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	if err := checkKey(); err != nil {
 		return nil, err
 	}
 	if k, ok := os.LookupEnv(keyEnv); ok {
-		return nn.LoadWithKey(path, []byte(k))
+		return checkpoint.LoadWithKey(path, []byte(k))
 	}
-	return nn.Load(path)
+	return checkpoint.Load(path)
 }
 
-func saveCheckpoint(path string, c *nn.Checkpoint) error {
+func saveCheckpoint(path string, c *checkpoint.Training) error {
 	if k, ok := os.LookupEnv(keyEnv); ok {
-		return nn.SaveWithKey(path, c, []byte(k))
+		return checkpoint.SaveWithKey(path, c, []byte(k))
 	}
-	return nn.Save(path, c)
+	return checkpoint.Save(path, c)
 }

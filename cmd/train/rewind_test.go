@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func copyFile(t *testing.T, from, to string) {
@@ -32,11 +32,11 @@ func TestResumeOlderCopy(t *testing.T) {
 	mustRun(t, "-model", "logreg", "-seed", "7", "-noise", "1.1", "-batch", "500", "-epochs", "1", "-checkpoint", c)
 	copyFile(t, c, old) // step 16
 	two := decodeSummary(t, mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c, "-json"))
-	newest, err := nn.Load(c)
+	newest, err := checkpoint.Load(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := nn.Load(old)
+	first, err := checkpoint.Load(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestResumeOlderCopy(t *testing.T) {
 	if code != exit.Usage || !strings.Contains(stderr, "-allow-rewind") || !strings.Contains(stderr, "older copy") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("resuming an older copy: exit %d, %q", code, stderr)
 	}
-	if again, err := nn.Load(c); err != nil || again.Step != 32 {
+	if again, err := checkpoint.Load(c); err != nil || again.Step != 32 {
 		t.Fatalf("the refused resume touched %s: %v, %v", c, again, err)
 	}
 
@@ -60,11 +60,11 @@ func TestResumeOlderCopy(t *testing.T) {
 	if !(rewound["epsilon"].(float64) > two["epsilon"].(float64)) {
 		t.Errorf("ε after the rewind %v, before %v: the discarded steps must stay counted", rewound["epsilon"], two["epsilon"])
 	}
-	after, err := nn.Load(c)
+	after, err := checkpoint.Load(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Step != 32 || after.LineageSteps() != 48 || after.Ledger.Steps() != 48 || !slices.Equal(after.Rewinds, []nn.Rewind{{From: 32, To: 16}}) {
+	if after.Step != 32 || after.LineageSteps() != 48 || after.Ledger.Steps() != 48 || !slices.Equal(after.Rewinds, []checkpoint.Rewind{{From: 32, To: 16}}) {
 		t.Errorf("after the rewind: step %d, %d steps taken, ledger %d, rewinds %v", after.Step, after.LineageSteps(), after.Ledger.Steps(), after.Rewinds)
 	}
 	// Resuming the file itself (or a copy of the newest) needs no flag.
@@ -85,7 +85,7 @@ func TestCheckpointKey(t *testing.T) {
 	mustRun(t, append(args, "-checkpoint", plain)...)
 	t.Setenv(keyEnv, "a key of at least sixteen bytes")
 	mustRun(t, append(args, "-checkpoint", c)...)
-	if _, err := nn.LoadWithKey(c, []byte("a key of at least sixteen bytes")); err != nil {
+	if _, err := checkpoint.LoadWithKey(c, []byte("a key of at least sixteen bytes")); err != nil {
 		t.Fatalf("checkpoint written under the key: %v", err)
 	}
 	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)

@@ -20,7 +20,9 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
+	"github.com/privtrain/privtrain/training"
 )
 
 const usageHeader = `usage: train [flags]
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
 			return exit.Usage
-		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
+		case errors.Is(err, training.ErrMismatch) || errors.Is(err, training.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, training.ErrRewind):
 			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
 			return exit.Usage
 		}
@@ -91,7 +93,7 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 // run state shared by the callbacks.
 type session struct {
 	o       *options
-	trainer *nn.Trainer
+	trainer *training.Trainer
 	out     *reporter
 	metrics *metricsLog
 	// savedStep is the step of the last checkpoint written (−1: none).
@@ -99,7 +101,7 @@ type session struct {
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
-	var ck *nn.Checkpoint
+	var ck *checkpoint.Training
 	if o.resume != "" {
 		var err error
 		if ck, err = loadCheckpoint(o.resume); err != nil {
@@ -170,12 +172,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	cfg := nn.TrainerConfig{
+	cfg := training.TrainerConfig{
 		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 		FeatureCache: o.featureCache,
 	}
-	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
+	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
 	}
@@ -192,7 +194,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
-	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
+	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
 			return 0, exit.Usagef("%v", err)
 		}
@@ -204,7 +206,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if err := s.trainer.Restore(newest); err != nil {
 			return 0, fmt.Errorf("-checkpoint %s: %w", o.checkpoint, err)
 		}
-		if err := s.trainer.Restore(ck, nn.AllowRewind()); err != nil {
+		if err := s.trainer.Restore(ck, training.AllowRewind()); err != nil {
 			return 0, fmt.Errorf("-resume %s -allow-rewind: %w", o.resume, err)
 		}
 	} else if ck != nil {
@@ -268,7 +270,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 
 // interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
 // 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
-func interruptedWhere(step int, p nn.Plan) string {
+func interruptedWhere(step int, p checkpoint.Plan) string {
 	if step == 0 {
 		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
 	}
@@ -277,7 +279,7 @@ func interruptedWhere(step int, p nn.Plan) string {
 
 // epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
 // under way, "after epoch 1 of 2" at its end.
-func epochPosition(step int, p nn.Plan) string {
+func epochPosition(step int, p checkpoint.Plan) string {
 	if step%p.StepsPerEpoch == 0 {
 		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
 	}
@@ -298,9 +300,9 @@ func (s *session) save() error {
 
 // stepHook, when set by a test, runs after every step (to interrupt a run at a chosen
 // step). It must be nil outside tests.
-var stepHook func(nn.StepProgress)
+var stepHook func(training.StepProgress)
 
-func (s *session) onStep(p nn.StepProgress) error {
+func (s *session) onStep(p training.StepProgress) error {
 	s.out.step(p)
 	if stepHook != nil {
 		stepHook(p)
@@ -311,7 +313,7 @@ func (s *session) onStep(p nn.StepProgress) error {
 	return nil
 }
 
-func (s *session) onEpoch(m nn.EpochMetrics) error {
+func (s *session) onEpoch(m training.EpochMetrics) error {
 	s.out.epoch(m, s.trainer.Plan())
 	if err := s.metrics.write(m); err != nil {
 		return fmt.Errorf("-metrics %s: %w", s.o.metrics, err)
@@ -397,7 +399,7 @@ func (o *options) settings() map[string]string {
 
 // applyCheckpoint takes the flags not given on the command line from the checkpoint of
 // the run being resumed, so that "train -resume FILE" alone continues it.
-func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
+func (o *options) applyCheckpoint(c *checkpoint.Training, flags *flag.FlagSet) error {
 	for name, value := range c.Settings {
 		if o.set[name] || flags.Lookup(name) == nil {
 			continue
@@ -531,8 +533,8 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 	return spec.build(o, sched), nil
 }
 
-func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
-	p := &nn.Privacy{Delta: o.delta}
+func buildPrivacy(o *options, m *nn.Model) (*training.Privacy, error) {
+	p := &training.Privacy{Delta: o.delta}
 	if o.accountant == "pld" {
 		p.Accountant = []accountant.Option{accountant.WithAccountant(accountant.PLD{})}
 	}

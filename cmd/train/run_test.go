@@ -20,7 +20,8 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // runCmd runs the command with args and returns its exit status, stdout and stderr.
@@ -237,11 +238,11 @@ func TestResume(t *testing.T) {
 	if whole["epsilon"] != resumed["epsilon"] || whole["steps"] != resumed["steps"] || whole["test_accuracy"] != resumed["test_accuracy"] {
 		t.Errorf("uninterrupted %v\nresumed %v", whole, resumed)
 	}
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := nn.Load(b)
+	cb, err := checkpoint.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestInterrupt(t *testing.T) {
 	args := []string{"-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stepHook = func(p nn.StepProgress) {
+	stepHook = func(p training.StepProgress) {
 		if p.GlobalStep == 5 {
 			cancel()
 		}
@@ -305,17 +306,17 @@ func TestInterrupt(t *testing.T) {
 	if !strings.Contains(stderr, "interrupted after step 5 of 16") || !strings.Contains(stderr, "-resume "+ckpt) {
 		t.Errorf("stderr %q", stderr)
 	}
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil || c.Step != 5 {
 		t.Fatalf("checkpoint after interrupt: %v, %v", c, err)
 	}
 	mustRun(t, "-resume", ckpt, "-checkpoint", ckpt)
 	mustRun(t, append(args, full)...)
-	got, err := nn.Load(ckpt)
+	got, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := nn.Load(full)
+	want, err := checkpoint.Load(full)
 	if err != nil {
 		t.Fatal(err)
 	}

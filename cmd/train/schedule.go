@@ -5,7 +5,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // The learning-rate warm-up (-warmup-steps), the cosine schedule's horizon and parameter
@@ -77,7 +77,7 @@ func (o *options) scheduleSettings(s map[string]string) {
 // checkResumedHorizon refuses to resume a cosine schedule with another -epochs: the
 // schedule's horizon is the plan's length, and changing it would change the rates of
 // the steps already taken.
-func (o *options) checkResumedHorizon(c *nn.Checkpoint) error {
+func (o *options) checkResumedHorizon(c *checkpoint.Training) error {
 	if _, ok := c.Settings[settingDecaySteps]; ok && o.set["epochs"] && o.epochs != c.Plan.Epochs {
 		return exit.Usagef("-epochs %d: the resumed run's cosine learning-rate schedule decays over its %d epochs; a resumed run cannot change -epochs (start a new run instead)", o.epochs, c.Plan.Epochs)
 	}

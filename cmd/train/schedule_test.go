@@ -12,7 +12,8 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // -lr-schedule cosine[:ALPHA] with -warmup-steps: the rates of the schedule that a plan of
@@ -128,7 +129,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 			t.Errorf("metrics line %d: learning_rate %v (want %v), ema %v", line, r["learning_rate"], want, r["ema"])
 		}
 	}
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	// The same run interrupted after step 20 (mid-epoch) and resumed.
 	mid := filepath.Join(dir, "mid.ckpt")
 	ctx, cancel := context.WithCancel(context.Background())
-	stepHook = func(p nn.StepProgress) {
+	stepHook = func(p training.StepProgress) {
 		if p.GlobalStep == 20 {
 			cancel()
 		}
@@ -153,7 +154,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	if whole["test_accuracy"] != resumed["test_accuracy"] || whole["test_loss"] != resumed["test_loss"] || resumed["ema"] != 0.9 {
 		t.Errorf("uninterrupted %v\nresumed %v", whole, resumed)
 	}
-	cm, err := nn.Load(mid)
+	cm, err := checkpoint.Load(mid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // -validation FRACTION holds out part of the training set for tuning: the run trains on
@@ -120,7 +120,7 @@ func validationNote(o *options, trainN int) string {
 // checkResumedValidation refuses to resume the run of checkpoint c with another
 // -validation fraction or split seed than it was trained with: the examples held out
 // would differ, and with them the training set. The message says what the run had.
-func (o *options) checkResumedValidation(c *nn.Checkpoint) error {
+func (o *options) checkResumedValidation(c *checkpoint.Training) error {
 	had := map[string]string{}
 	o.validationSettings(had)
 	old, now := c.Settings[settingValidation], had[settingValidation]

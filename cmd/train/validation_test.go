@@ -18,6 +18,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // exampleHashes hashes every example of ds (its values and its label).
@@ -189,7 +190,7 @@ func TestValidationRun(t *testing.T) {
 	}
 
 	// The reported accuracy is the model's on the held-out part of the training set.
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}

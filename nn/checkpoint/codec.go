@@ -1,4 +1,4 @@
-package nn
+package checkpoint
 
 import (
 	"encoding/json"
@@ -14,10 +14,9 @@ import (
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/internal/strictjson"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// The checkpoint codec: a Checkpoint laid out as a checkpoint.File (named tensors and
+// The checkpoint codec: a Training laid out as a File (named tensors and
 // string metadata) and read back, with everything checked that can be checked without a
 // trainer. The on-disk schema:
 //
@@ -78,35 +77,35 @@ type positionJSON struct {
 }
 
 // file lays c out as named tensors and metadata.
-func (c *Checkpoint) file() (*checkpoint.File, error) {
+func (c *Training) file() (*File, error) {
 	if len(c.Params) != layoutSize(c.Layout) {
-		return nil, fmt.Errorf("%w: %d parameters for a layout of %d", ErrCheckpoint, len(c.Params), layoutSize(c.Layout))
+		return nil, fmt.Errorf("%w: %d parameters for a layout of %d", ErrInvalid, len(c.Params), layoutSize(c.Layout))
 	}
-	f := &checkpoint.File{Tensors: map[string]checkpoint.Tensor{}, Metadata: map[string]string{}}
+	f := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
 	off := 0
 	for _, p := range c.Layout {
 		v := c.Params[off : off+p.Size()]
 		off += p.Size()
 		if c.DType == Float32 {
-			f.Tensors[paramPrefix+p.Name] = checkpoint.F32(p.Shape, num.Converted[float32](v))
+			f.Tensors[paramPrefix+p.Name] = F32(p.Shape, num.Converted[float32](v))
 		} else {
-			f.Tensors[paramPrefix+p.Name] = checkpoint.F64(p.Shape, v)
+			f.Tensors[paramPrefix+p.Name] = F64(p.Shape, v)
 		}
 	}
 	optimizerTensors(f.Tensors, optimizerPrefix, c.OptimizerState)
 	if err := c.averageTensors(f.Tensors); err != nil {
 		return nil, err
 	}
-	if c.samplerState != nil {
-		f.Tensors[tensorSampler] = checkpoint.U8([]int{len(c.samplerState)}, c.samplerState)
+	if c.SamplerState != nil {
+		f.Tensors[tensorSampler] = U8([]int{len(c.SamplerState)}, c.SamplerState)
 	}
-	if c.perm != nil {
-		f.Tensors[tensorPerm] = checkpoint.I64([]int{len(c.perm)}, num.Converted[int64](c.perm))
+	if c.Perm != nil {
+		f.Tensors[tensorPerm] = I64([]int{len(c.Perm)}, num.Converted[int64](c.Perm))
 	}
 	pos := positionJSON{
-		Step: c.Step, EpochLoss: c.epochLoss, EpochCorrect: c.epochCorrect,
-		EpochExamples: c.epochExamples, TestLoss: jsonnum.FiniteOrNil(c.testLoss),
-		TestAccuracy: jsonnum.FiniteOrNil(c.testAccuracy), RunID: c.RunID,
+		Step: c.Step, EpochLoss: c.EpochLoss, EpochCorrect: c.EpochCorrect,
+		EpochExamples: c.EpochExamples, TestLoss: jsonnum.FiniteOrNil(c.TestLoss),
+		TestAccuracy: jsonnum.FiniteOrNil(c.TestAccuracy), RunID: c.RunID,
 	}
 	for _, r := range c.Rewinds {
 		pos.Rewinds = append(pos.Rewinds, [2]int{r.From, r.To})
@@ -122,30 +121,30 @@ func (c *Checkpoint) file() (*checkpoint.File, error) {
 	for key, v := range map[string]any{keyLayout: layout, keyPlan: c.Plan, keyPosition: pos, keyDataset: c.Dataset, keySettings: settings} {
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, key, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, key, err)
 		}
 		f.Metadata[key] = string(b)
 	}
 	if c.Ledger != nil {
 		b, err := c.Ledger.MarshalJSON()
 		if err != nil {
-			return nil, fmt.Errorf("%w: ledger: %v", ErrCheckpoint, err)
+			return nil, fmt.Errorf("%w: ledger: %v", ErrInvalid, err)
 		}
 		f.Metadata[keyLedger] = string(b)
 	}
 	if c.Architecture != nil {
 		b, err := json.Marshal(c.Architecture)
 		if err != nil {
-			return nil, fmt.Errorf("%w: architecture: %v", ErrCheckpoint, err)
+			return nil, fmt.Errorf("%w: architecture: %v", ErrInvalid, err)
 		}
 		f.Metadata[keyArch] = string(b)
 	}
 	f.Metadata[keyKind] = checkpointKind
 	f.Metadata[keyModel] = c.Model
-	f.Metadata[keyDType] = c.DType.String()
+	f.Metadata[keyDType] = paramDType(c.DType)
 	f.Metadata[keyOptimizer] = c.Optimizer
 	f.Metadata[keyNoise] = c.Noise
-	f.Metadata[keySampler] = c.sampler
+	f.Metadata[keySampler] = c.Sampler
 	if c.Seeded {
 		f.Metadata[keySeed] = strconv.FormatUint(c.Seed, 10)
 	}
@@ -160,12 +159,12 @@ func layoutSize(layout []ParamInfo) int {
 	return n
 }
 
-// fromFile checks a decoded container and turns it into a Checkpoint. Everything that can
+// fromFile checks a decoded container and turns it into a Training. Everything that can
 // be checked without a trainer is checked here, so that a checkpoint that loads is
 // internally consistent.
-func fromFile(f *checkpoint.File) (*Checkpoint, error) {
+func fromFile(f *File) (*Training, error) {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrCheckpoint, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
 	}
 	md := f.Metadata
 	kind, ok := md[keyKind]
@@ -186,7 +185,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 			return nil, bad("missing metadata %q", k)
 		}
 	}
-	c := &Checkpoint{Model: md[keyModel], Optimizer: md[keyOptimizer], Noise: md[keyNoise], sampler: md[keySampler]}
+	c := &Training{Model: md[keyModel], Optimizer: md[keyOptimizer], Noise: md[keyNoise], Sampler: md[keySampler]}
 	switch md[keyDType] {
 	case "float32":
 		c.DType = Float32
@@ -209,7 +208,7 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 		if err := strictJSON(arch, c.Architecture); err != nil {
 			return nil, bad("%s: %v", keyArch, err)
 		}
-		if err := c.Architecture.check(); err != nil {
+		if err := c.Architecture.Check(); err != nil {
 			return nil, bad("%s: %v", keyArch, err)
 		}
 	}
@@ -237,6 +236,18 @@ func fromFile(f *checkpoint.File) (*Checkpoint, error) {
 	return c, nil
 }
 
+// paramDType names the parameters' element type as the "nn.dtype" metadata stores it
+// (nn.DType's names).
+func paramDType(d DType) string {
+	switch d {
+	case Float32:
+		return "float32"
+	case Float64:
+		return "float64"
+	}
+	return d.String()
+}
+
 // strictJSON decodes one JSON value with no unknown fields and nothing after it.
 func strictJSON(s string, dst any) error { return strictjson.Unmarshal([]byte(s), dst) }
 
@@ -246,7 +257,7 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // limit bounds the data; this keeps the layout arithmetic far from overflow).
 const maxParams = 1 << 40
 
-func (c *Checkpoint) setLayoutAndParams(tensors map[string]checkpoint.Tensor) error {
+func (c *Training) setLayoutAndParams(tensors map[string]Tensor) error {
 	if len(c.Layout) == 0 {
 		return errors.New("empty parameter layout")
 	}
@@ -289,19 +300,19 @@ func (c *Checkpoint) setLayoutAndParams(tensors map[string]checkpoint.Tensor) er
 		t := tensors[paramPrefix+p.Name]
 		var v []float64
 		switch {
-		case c.DType == Float32 && t.DType == checkpoint.Float32:
+		case c.DType == Float32 && t.DType == Float32:
 			v32, err := t.Float32s()
 			if err != nil {
 				return fmt.Errorf("parameter %s: %v", p.Name, err)
 			}
 			v = num.Converted[float64](v32)
-		case c.DType == Float64 && t.DType == checkpoint.Float64:
+		case c.DType == Float64 && t.DType == Float64:
 			var err error
 			if v, err = t.Float64s(); err != nil {
 				return fmt.Errorf("parameter %s: %v", p.Name, err)
 			}
 		default:
-			return fmt.Errorf("parameter %s stored as %v in a %v checkpoint", p.Name, t.DType, c.DType)
+			return fmt.Errorf("parameter %s stored as %v in a %v checkpoint", p.Name, t.DType, paramDType(c.DType))
 		}
 		for i, x := range v {
 			if !finite(x) {
@@ -314,7 +325,7 @@ func (c *Checkpoint) setLayoutAndParams(tensors map[string]checkpoint.Tensor) er
 	return nil
 }
 
-func (c *Checkpoint) setPosition(p positionJSON) error {
+func (c *Training) setPosition(p positionJSON) error {
 	spe := c.Plan.StepsPerEpoch
 	switch {
 	case p.Step < 0 || p.Step > c.Plan.Steps:
@@ -327,29 +338,29 @@ func (c *Checkpoint) setPosition(p positionJSON) error {
 		return errors.New("running statistics at an epoch boundary")
 	case p.EpochExamples > p.Step%spe*c.Plan.DatasetSize:
 		return fmt.Errorf("%d examples in %d steps of the epoch", p.EpochExamples, p.Step%spe)
-	case p.RunID != "" && !isRunID(p.RunID):
+	case p.RunID != "" && !IsRunID(p.RunID):
 		return fmt.Errorf("run id %q, want 32 hexadecimal digits", p.RunID)
 	}
 	for _, r := range p.Rewinds {
 		c.Rewinds = append(c.Rewinds, Rewind{From: r[0], To: r[1]})
 	}
-	if err := checkRewinds(c.Rewinds, p.Step, c.Plan.Steps); err != nil {
+	if err := CheckRewinds(c.Rewinds, p.Step, c.Plan.Steps); err != nil {
 		return err
 	}
 	c.RunID = p.RunID
 	c.Step, c.Epoch = p.Step, p.Step/spe
-	c.epochLoss, c.epochCorrect, c.epochExamples = p.EpochLoss, p.EpochCorrect, p.EpochExamples
-	c.testLoss, c.testAccuracy = math.NaN(), math.NaN()
+	c.EpochLoss, c.EpochCorrect, c.EpochExamples = p.EpochLoss, p.EpochCorrect, p.EpochExamples
+	c.TestLoss, c.TestAccuracy = math.NaN(), math.NaN()
 	if p.TestLoss != nil {
-		c.testLoss = *p.TestLoss
+		c.TestLoss = *p.TestLoss
 	}
 	if p.TestAccuracy != nil {
-		c.testAccuracy = *p.TestAccuracy
+		c.TestAccuracy = *p.TestAccuracy
 	}
 	return nil
 }
 
-func (c *Checkpoint) setPrivacy(md map[string]string) error {
+func (c *Training) setPrivacy(md map[string]string) error {
 	if s, ok := md[keySeed]; ok {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -384,24 +395,24 @@ func (c *Checkpoint) setPrivacy(md map[string]string) error {
 	// Every step must carry the plan's z. A rule's noise schedule (ADP-SGD) is known only
 	// to a trainer: Restore checks those ledgers step by step.
 	if !c.Plan.NoiseSchedule {
-		if err := verifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, nil); err != nil {
+		if err := VerifyLedger(c.Ledger, c.Plan, c.Rewinds, c.Step, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor) error {
+func (c *Training) setOptimizerAndSampler(tensors map[string]Tensor) error {
 	for name, t := range tensors {
 		switch {
 		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix), strings.HasPrefix(name, emaPrefix):
 		case name == tensorSampler:
-			if t.DType != checkpoint.Uint8 || len(t.Shape) != 1 {
+			if t.DType != Uint8 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler state: %v of shape %v, want a U8 vector", t.DType, t.Shape)
 			}
-			c.samplerState, _ = t.Uint8s()
+			c.SamplerState, _ = t.Uint8s()
 		case name == tensorPerm:
-			if t.DType != checkpoint.Int64 || len(t.Shape) != 1 {
+			if t.DType != Int64 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler permutation: %v of shape %v, want an I64 vector", t.DType, t.Shape)
 			}
 			v, err := t.Int64s()
@@ -413,7 +424,7 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 					return fmt.Errorf("sampler permutation entry %d", x)
 				}
 			}
-			c.perm = num.Converted[int](v)
+			c.Perm = num.Converted[int](v)
 		default:
 			return fmt.Errorf("unknown tensor %q", name)
 		}
@@ -442,24 +453,24 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 			return err
 		}
 	}
-	switch c.sampler {
-	case samplerSeeded:
-		if !c.Seeded || c.samplerState == nil {
+	switch c.Sampler {
+	case SamplerSeeded:
+		if !c.Seeded || c.SamplerState == nil {
 			return errors.New("a seeded sampler without a seed or state")
 		}
-	case samplerSecure:
-		if c.Seeded || c.samplerState != nil {
+	case SamplerSecure:
+		if c.Seeded || c.SamplerState != nil {
 			return errors.New("a secure sampler with a seed or state")
 		}
 	default:
-		return fmt.Errorf("sampler %q", c.sampler)
+		return fmt.Errorf("sampler %q", c.Sampler)
 	}
 	midEpoch := c.Step%c.Plan.StepsPerEpoch != 0
-	if c.perm != nil {
+	if c.Perm != nil {
 		if c.Plan.Sampling != Shuffle || !midEpoch {
 			return errors.New("a sampler permutation outside a shuffled epoch")
 		}
-		if err := checkPerm(c.perm, c.Plan.DatasetSize); err != nil {
+		if err := CheckPerm(c.Perm, c.Plan.DatasetSize); err != nil {
 			return fmt.Errorf("sampler: %v", err)
 		}
 	} else if c.Plan.Sampling == Shuffle && midEpoch {
@@ -470,7 +481,7 @@ func (c *Checkpoint) setOptimizerAndSampler(tensors map[string]checkpoint.Tensor
 
 // checkNoise checks the private optimizer's noise generator against the run's seed and
 // the checkpoint's noise description, through the generator's own typed answer.
-func (c *Checkpoint) checkNoise() error {
+func (c *Training) checkNoise() error {
 	if c.OptimizerState.Noise == nil {
 		return errors.New("private optimizer state without a noise generator")
 	}
@@ -499,16 +510,16 @@ const (
 // noise generator's bytes as U8, each vector as a F64 vector, each scalar as a rank-0 F64
 // tensor, and the nested rule's state under prefix+"rule/". Vector and scalar names must
 // not be "step", "noise" or start with "rule/" (no dpoptim rule uses them).
-func optimizerTensors(dst map[string]checkpoint.Tensor, prefix string, s dpoptim.State) {
-	dst[prefix+stateStep] = checkpoint.F64([]int{1}, []float64{float64(s.Step)})
+func optimizerTensors(dst map[string]Tensor, prefix string, s dpoptim.State) {
+	dst[prefix+stateStep] = F64([]int{1}, []float64{float64(s.Step)})
 	if s.Noise != nil {
-		dst[prefix+stateNoise] = checkpoint.U8([]int{len(s.Noise)}, s.Noise)
+		dst[prefix+stateNoise] = U8([]int{len(s.Noise)}, s.Noise)
 	}
 	for k, v := range s.Vectors {
-		dst[prefix+k] = checkpoint.F64([]int{len(v)}, v)
+		dst[prefix+k] = F64([]int{len(v)}, v)
 	}
 	for k, v := range s.Scalars {
-		dst[prefix+k] = checkpoint.F64(nil, []float64{v})
+		dst[prefix+k] = F64(nil, []float64{v})
 	}
 	if s.Rule != nil {
 		optimizerTensors(dst, prefix+stateRule, *s.Rule)
@@ -520,7 +531,7 @@ func optimizerTensors(dst map[string]checkpoint.Tensor, prefix string, s dpoptim
 // also reads the layout of files written before State, which stored the noise generator
 // as one float64 per byte and a rule's scalars as vectors of length 1 (dpoptim's rules
 // accept those where they had scalars).
-func optimizerState(tensors map[string]checkpoint.Tensor, prefix string, nest int) (dpoptim.State, error) {
+func optimizerState(tensors map[string]Tensor, prefix string, nest int) (dpoptim.State, error) {
 	var s dpoptim.State
 	hasRule := false
 	for name, t := range tensors {
@@ -549,7 +560,7 @@ func optimizerState(tensors map[string]checkpoint.Tensor, prefix string, nest in
 			}
 			s.Noise = b
 		default:
-			if t.DType != checkpoint.Float64 || len(t.Shape) > 1 {
+			if t.DType != Float64 || len(t.Shape) > 1 {
 				return s, fmt.Errorf("optimizer state %q: %v of shape %v, want a F64 vector or scalar", name, t.DType, t.Shape)
 			}
 			v, err := t.Float64s()
@@ -592,11 +603,11 @@ func optimizerState(tensors map[string]checkpoint.Tensor, prefix string, nest in
 
 // noiseBytes reads a serialised noise generator: U8, or F64 with one byte per element as
 // files written before dpoptim.State stored it.
-func noiseBytes(t checkpoint.Tensor) ([]byte, error) {
+func noiseBytes(t Tensor) ([]byte, error) {
 	if len(t.Shape) != 1 {
 		return nil, fmt.Errorf("shape %v, want a vector", t.Shape)
 	}
-	if t.DType == checkpoint.Uint8 {
+	if t.DType == Uint8 {
 		return t.Uint8s()
 	}
 	v, err := t.Float64s()

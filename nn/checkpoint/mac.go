@@ -1,4 +1,4 @@
-package nn
+package checkpoint
 
 import (
 	"crypto/hmac"
@@ -10,8 +10,6 @@ import (
 	"hash"
 	"maps"
 	"slices"
-
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // ErrAuthentication reports a checkpoint whose keyed MAC is missing or does not verify
@@ -31,7 +29,7 @@ const MinKeyLen = 16
 // can forge or edit a checkpoint — its ledger included — that LoadWithKey accepts. Keep
 // the key apart from the checkpoints (cmd/train reads it from PRIVTRAIN_CHECKPOINT_KEY).
 // Load, without a key, still reads the file but cannot check the MAC.
-func SaveWithKey(path string, c *Checkpoint, key []byte) error {
+func SaveWithKey(path string, c *Training, key []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -40,7 +38,7 @@ func SaveWithKey(path string, c *Checkpoint, key []byte) error {
 
 // LoadWithKey is Load for a checkpoint written by SaveWithKey: it refuses, with
 // ErrAuthentication, a file without a MAC or whose MAC does not verify under key.
-func LoadWithKey(path string, key []byte) (*Checkpoint, error) {
+func LoadWithKey(path string, key []byte) (*Training, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -55,7 +53,7 @@ func checkKey(key []byte) error {
 }
 
 // verifyMAC checks the MAC that SaveWithKey stored in f, read from path, under key.
-func verifyMAC(path string, f *checkpoint.File, key []byte) error {
+func verifyMAC(path string, f *File, key []byte) error {
 	stored, ok := f.Metadata[keyMAC]
 	if !ok {
 		return fmt.Errorf("%s: %w: no MAC (the checkpoint was saved without a key)", path, ErrAuthentication)
@@ -69,7 +67,7 @@ func verifyMAC(path string, f *checkpoint.File, key []byte) error {
 
 // fileMAC is HMAC-SHA256 under key of f's tensors and metadata (less the MAC itself), in
 // a canonical, length-prefixed order.
-func fileMAC(f *checkpoint.File, key []byte) []byte {
+func fileMAC(f *File, key []byte) []byte {
 	h := hmac.New(sha256.New, key)
 	str := func(h hash.Hash, s string) {
 		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(s))))

@@ -1,23 +1,21 @@
-package nn
+package checkpoint
 
 import (
 	"encoding/hex"
 	"fmt"
 	"io"
-
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// Save and Load: a Checkpoint to and from a file, through the codec of
-// checkpoint_codec.go and package checkpoint's container.
+// Save and Load: a Training to and from a file, through the codec of
+// codec.go and this package's container.
 
 // Save writes c to path atomically (package checkpoint: a temporary file in the same
 // directory, synced and renamed over path, mode 0600): a reader of path, or a crash at
 // any moment, sees the previous checkpoint or the new one, never a partial file.
-func Save(path string, c *Checkpoint) error { return save(path, c, nil) }
+func Save(path string, c *Training) error { return save(path, c, nil) }
 
 // save is Save, with the MAC of SaveWithKey when key is not nil.
-func save(path string, c *Checkpoint, key []byte) error {
+func save(path string, c *Training, key []byte) error {
 	f, err := c.file()
 	if err != nil {
 		return err
@@ -25,17 +23,17 @@ func save(path string, c *Checkpoint, key []byte) error {
 	if key != nil {
 		f.Metadata[keyMAC] = hex.EncodeToString(fileMAC(f, key))
 	}
-	return checkpoint.WriteFile(path, f) // "checkpoint: PATH: …" already says what and where
+	return WriteFile(path, f) // "checkpoint: PATH: …" already says what and where
 }
 
 // Load reads and verifies the checkpoint at path. A damaged file gives an error matching
-// checkpoint.ErrCorrupt (or ErrTruncated, ErrChecksum, ErrNotCheckpoint); a sound
-// container that is not a valid training checkpoint gives ErrCheckpoint.
-func Load(path string) (*Checkpoint, error) { return load(path, nil) }
+// ErrCorrupt (or ErrTruncated, ErrChecksum, ErrNotCheckpoint); a sound
+// container that is not a valid training checkpoint gives ErrInvalid.
+func Load(path string) (*Training, error) { return load(path, nil) }
 
 // load is Load, checking the MAC of SaveWithKey first when key is not nil.
-func load(path string, key []byte) (*Checkpoint, error) {
-	f, err := checkpoint.ReadFile(path)
+func load(path string, key []byte) (*Training, error) {
+	f, err := ReadFile(path)
 	if err != nil {
 		return nil, err // "checkpoint: PATH: …" already says what and where
 	}
@@ -51,9 +49,10 @@ func load(path string, key []byte) (*Checkpoint, error) {
 	return c, nil
 }
 
-// decode reads a checkpoint from r (for tests and fuzzing).
-func decode(r io.Reader, opts ...checkpoint.ReadOption) (*Checkpoint, error) {
-	f, err := checkpoint.Decode(r, opts...)
+// DecodeTraining reads a training checkpoint from r, with the checks of Load (the file
+// name aside); opts are the container's (WithMaxSize).
+func DecodeTraining(r io.Reader, opts ...ReadOption) (*Training, error) {
+	f, err := Decode(r, opts...)
 	if err != nil {
 		return nil, err
 	}

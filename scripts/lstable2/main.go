@@ -28,7 +28,9 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
+	"github.com/privtrain/privtrain/training"
 )
 
 // paperStd is the Gaussian noise std on the mean gradient that the authors' code uses for
@@ -72,9 +74,9 @@ func run() error {
 	}
 	n := train.Len()
 	steps := (n + *batch - 1) / *batch
-	samp := nn.Shuffle
+	samp := checkpoint.Shuffle
 	if *sampling == "poisson" {
-		samp = nn.Poisson
+		samp = checkpoint.Poisson
 	}
 	fmt.Println("eps_column\tz\tvariant\tseed\ttest_accuracy\trdp_epsilon\tseconds")
 	for _, e := range strings.Split(*epsList, ",") {
@@ -93,7 +95,7 @@ func run() error {
 				if err != nil {
 					return err
 				}
-				p := &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5}
+				p := &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5}
 				if v != "dp-sgd" {
 					var layout []smoothing.Tensor
 					for _, t := range m.Layout() {
@@ -117,7 +119,7 @@ func run() error {
 					p.Smoother = lap
 				}
 				seedCopy := seed
-				tr, err := nn.NewTrainer(m, nn.TrainerConfig{
+				tr, err := training.NewTrainer(m, training.TrainerConfig{
 					Train: train, Test: test, DatasetName: name,
 					Rule:      dpoptim.NewSGD(epochInverseTime{a: *a, stepsPerEpoch: steps}),
 					Privacy:   p,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // Run parses args with flags and runs body, printing a one-line message on stderr for an
@@ -38,11 +39,11 @@ func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr
 
 // LoadCheckpoint reads the checkpoint named by -checkpoint: a missing flag or file is a
 // usage error, a damaged file a failure.
-func LoadCheckpoint(path string) (*nn.Checkpoint, error) {
+func LoadCheckpoint(path string) (*checkpoint.Training, error) {
 	if path == "" {
 		return nil, exit.Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
 	}
-	c, err := nn.Load(path)
+	c, err := checkpoint.Load(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, exit.Usagef("-checkpoint %s: no such file", path)
@@ -53,7 +54,7 @@ func LoadCheckpoint(path string) (*nn.Checkpoint, error) {
 }
 
 // Predictor loads the checkpoint named by -checkpoint and its model.
-func Predictor(path string) (*nn.Checkpoint, *nn.Predictor, error) {
+func Predictor(path string) (*checkpoint.Training, *nn.Predictor, error) {
 	c, err := LoadCheckpoint(path)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // The -params flag of evaluate, predict and export: which parameters of a checkpoint of a
@@ -32,7 +33,7 @@ func CheckParams(which string) error {
 
 // SelectParams makes models built from c use the parameters -params names: averaged
 // keeps c's average (if it has one), raw drops it.
-func SelectParams(c *nn.Checkpoint, which string) error {
+func SelectParams(c *checkpoint.Training, which string) error {
 	if err := CheckParams(which); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func SelectParams(c *nn.Checkpoint, which string) error {
 
 // ParamsDescription says which parameters a model built from c holds, for reports:
 // "averaged (EMA β = 0.999)" or "raw".
-func ParamsDescription(c *nn.Checkpoint) string {
+func ParamsDescription(c *checkpoint.Training) string {
 	if c.EMAParams != nil {
 		return fmt.Sprintf("%s (EMA β = %g)", ParamsAveraged, c.EMA)
 	}
@@ -52,7 +53,7 @@ func ParamsDescription(c *nn.Checkpoint) string {
 }
 
 // PredictorParams is Predictor with the parameters -params names.
-func PredictorParams(path, which string) (*nn.Checkpoint, *nn.Predictor, error) {
+func PredictorParams(path, which string) (*checkpoint.Training, *nn.Predictor, error) {
 	if err := CheckParams(which); err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // MNIST returns a subset of the embedded training digits and the embedded test digits
@@ -53,7 +55,7 @@ func AveragedCheckpoint(t testing.TB, dir string, spec nn.Spec, train datasets.D
 		t.Fatal(err)
 	}
 	seed := uint64(2)
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
 		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: ema})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func AveragedCheckpoint(t testing.TB, dir string, spec nn.Spec, train datasets.D
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "m.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -95,7 +97,7 @@ func OwnData(t testing.TB, dir string, spec nn.Spec, dataset, data string, own c
 	settings := map[string]string{"dataset": dataset}
 	own.Settings(dataset, settings)
 	seed := uint64(2)
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Test: test, DatasetName: name, Settings: settings,
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Test: test, DatasetName: name, Settings: settings,
 		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: min(16, train.Len()), Epochs: 10, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func OwnData(t testing.TB, dir string, spec nn.Spec, dataset, data string, own c
 		t.Fatal(err)
 	}
 	path = filepath.Join(dir, "m.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path, loss, acc

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // embedded returns a stratified subset of n embedded training digits and the 2,000 test
@@ -32,16 +34,16 @@ func newModel(t testing.TB, spec nn.Spec, batch int, opts ...nn.Option) *nn.Mode
 	return m
 }
 
-func newTrainer(t testing.TB, m *nn.Model, cfg nn.TrainerConfig) *nn.Trainer {
+func newTrainer(t testing.TB, m *nn.Model, cfg training.TrainerConfig) *training.Trainer {
 	t.Helper()
-	tr, err := nn.NewTrainer(m, cfg)
+	tr, err := training.NewTrainer(m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tr
 }
 
-func run(t testing.TB, tr *nn.Trainer) nn.Result {
+func run(t testing.TB, tr *training.Trainer) training.Result {
 	t.Helper()
 	res, err := tr.Run(context.Background())
 	if err != nil {
@@ -57,7 +59,7 @@ func run(t testing.TB, tr *nn.Trainer) nn.Result {
 func TestTrainerLearns(t *testing.T) {
 	train, test := embedded(t, 2000)
 	t.Run("non-private", func(t *testing.T) {
-		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 100, nn.WithSeed(1)), nn.TrainerConfig{
+		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 100, nn.WithSeed(1)), training.TrainerConfig{
 			Train: train, Test: test, DatasetName: "mnist-2000", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
 			BatchSize: 50, Epochs: 4, Seed: seedPtr(1),
 		})
@@ -74,9 +76,9 @@ func TestTrainerLearns(t *testing.T) {
 	})
 	t.Run("dp-sgd", func(t *testing.T) {
 		const target, delta = 4.0, 1e-5
-		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 128, nn.WithSeed(1)), nn.TrainerConfig{
+		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 128, nn.WithSeed(1)), training.TrainerConfig{
 			Train: train, Test: test, DatasetName: "mnist-2000", Rule: dpoptim.NewSGD(dpoptim.Constant(2)),
-			Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: target, Delta: delta},
+			Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: target, Delta: delta},
 			BatchSize: 200, Epochs: 5, Seed: seedPtr(2),
 		})
 		plan := tr.Plan()
@@ -122,9 +124,9 @@ func TestTrainerLearns(t *testing.T) {
 func TestFixedNoisePlan(t *testing.T) {
 	train, _ := embedded(t, 1000)
 	m := newModel(t, models.LogisticRegression(), 64)
-	cfg := nn.TrainerConfig{
+	cfg := training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 3,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
 	}
 	tr := newTrainer(t, m, cfg)
 	l := accountant.NewLedger()
@@ -136,11 +138,11 @@ func TestFixedNoisePlan(t *testing.T) {
 		t.Errorf("plan ε = %v (calibrated %v), fresh ledger %v", got.Epsilon, tr.Plan().Calibrated, want.Epsilon)
 	}
 	cfg.Privacy.TargetEpsilon = want.Epsilon * 0.99
-	if _, err := nn.NewTrainer(m, cfg); !errors.Is(err, nn.ErrBudget) {
+	if _, err := training.NewTrainer(m, cfg); !errors.Is(err, training.ErrBudget) {
 		t.Errorf("plan spending ε = %v under target %v: err = %v, want ErrBudget", want.Epsilon, cfg.Privacy.TargetEpsilon, err)
 	}
 	cfg.Privacy.TargetEpsilon = want.Epsilon * 1.01
-	if _, err := nn.NewTrainer(m, cfg); err != nil {
+	if _, err := training.NewTrainer(m, cfg); err != nil {
 		t.Errorf("plan within its target: %v", err)
 	}
 }
@@ -150,9 +152,9 @@ func TestFixedNoisePlan(t *testing.T) {
 func TestADPSchedule(t *testing.T) {
 	train, _ := embedded(t, 500)
 	rule := &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, Rule: rule, BatchSize: 50, Epochs: 2, Seed: seedPtr(1),
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
 	})
 	plan := tr.Plan()
 	res := run(t, tr)
@@ -178,11 +180,11 @@ func TestADPSchedule(t *testing.T) {
 // rounding. Noise per chunk would make them differ by the noise itself.
 func TestChunksAddUpBeforeNoise(t *testing.T) {
 	train, _ := embedded(t, 400)
-	params := func(physical int) ([]float64, *nn.Trainer) {
+	params := func(physical int) ([]float64, *training.Trainer) {
 		m := newModel(t, models.LogisticRegression(), physical, nn.WithSeed(3), nn.WithDType(nn.Float64))
-		tr := newTrainer(t, m, nn.TrainerConfig{
+		tr := newTrainer(t, m, training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 40, Epochs: 2, Seed: seedPtr(9),
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 0.5}, NoiseMultiplier: 2, Delta: 1e-5},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 0.5}, NoiseMultiplier: 2, Delta: 1e-5},
 		})
 		run(t, tr)
 		p := make([]float64, m.NumParams())
@@ -212,11 +214,11 @@ func TestEmptyPoissonBatches(t *testing.T) {
 	empty, changed := 0, 0
 	before := make([]float64, m.NumParams())
 	after := make([]float64, m.NumParams())
-	var tr *nn.Trainer
-	tr = newTrainer(t, m, nn.TrainerConfig{
+	var tr *training.Trainer
+	tr = newTrainer(t, m, training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 1, Epochs: 2, Seed: seedPtr(4),
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 5, Delta: 1e-5},
-		OnStep: func(p nn.StepProgress) error {
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 5, Delta: 1e-5},
+		OnStep: func(p training.StepProgress) error {
 			if p.BatchSize == 0 {
 				empty++
 				m.Params(after)
@@ -246,10 +248,10 @@ func TestRunCancel(t *testing.T) {
 	train, _ := embedded(t, 300)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 30, Epochs: 3,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
-		OnStep: func(p nn.StepProgress) error {
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		OnStep: func(p training.StepProgress) error {
 			if p.GlobalStep == 5 {
 				cancel()
 			}
@@ -278,12 +280,12 @@ func TestCallbacksPLD(t *testing.T) {
 	train, test := embedded(t, 200)
 	var got []float64
 	pld := accountant.PLD{}
-	var tr *nn.Trainer
-	tr = newTrainer(t, newModel(t, models.LogisticRegression(), 64), nn.TrainerConfig{
+	var tr *training.Trainer
+	tr = newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
 		Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5,
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5,
 			Accountant: []accountant.Option{accountant.WithAccountant(pld)}},
-		OnStep: func(p nn.StepProgress) error {
+		OnStep: func(p training.StepProgress) error {
 			got = append(got, p.Epsilon)
 			if p.Step == p.StepsPerEpoch {
 				want, err := pld.Epsilon(tr.Ledger().History(), 1e-5)
@@ -307,10 +309,10 @@ func TestCallbacks(t *testing.T) {
 	train, test := embedded(t, 200)
 	var steps, epochs []int
 	var lastEps float64
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
 		Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
-		OnStep: func(p nn.StepProgress) error {
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		OnStep: func(p training.StepProgress) error {
 			if p.StepsPerEpoch != 4 || p.TotalSteps != 8 || p.Epsilon <= lastEps {
 				t.Errorf("step %+v after ε = %v", p, lastEps)
 			}
@@ -318,7 +320,7 @@ func TestCallbacks(t *testing.T) {
 			steps = append(steps, p.GlobalStep)
 			return nil
 		},
-		OnEpoch: func(m nn.EpochMetrics) error {
+		OnEpoch: func(m training.EpochMetrics) error {
 			if math.IsNaN(m.TestAccuracy) || m.TestAccuracy < 0 || m.TestAccuracy > 1 || m.Epsilon != lastEps {
 				t.Errorf("epoch %+v, last step's ε %v", m, lastEps)
 			}
@@ -334,9 +336,9 @@ func TestCallbacks(t *testing.T) {
 		t.Errorf("final ε %v, plan %v", lastEps, tr.Plan().Spent.Epsilon)
 	}
 	stop := errors.New("stop")
-	tr2 := newTrainer(t, newModel(t, models.LogisticRegression(), 64), nn.TrainerConfig{
+	tr2 := newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
-		OnEpoch: func(nn.EpochMetrics) error { return stop },
+		OnEpoch: func(training.EpochMetrics) error { return stop },
 	})
 	if _, err := tr2.Run(context.Background()); !errors.Is(err, stop) || tr2.Steps() != 4 {
 		t.Errorf("callback error: Run returned %v at step %d, want it at step 4", err, tr2.Steps())
@@ -351,42 +353,42 @@ func TestNewTrainerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	sgd := dpoptim.NewSGD(dpoptim.Constant(1))
-	ok := func() nn.TrainerConfig {
-		return nn.TrainerConfig{Train: train, Test: test, Rule: sgd, BatchSize: 10, Epochs: 1,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5}}
+	ok := func() training.TrainerConfig {
+		return training.TrainerConfig{Train: train, Test: test, Rule: sgd, BatchSize: 10, Epochs: 1,
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5}}
 	}
-	if _, err := nn.NewTrainer(logreg, ok()); err != nil {
+	if _, err := training.NewTrainer(logreg, ok()); err != nil {
 		t.Fatalf("valid configuration: %v", err)
 	}
 	for _, tc := range []struct {
 		name   string
-		change func(*nn.TrainerConfig)
+		change func(*training.TrainerConfig)
 	}{
-		{"no training set", func(c *nn.TrainerConfig) { c.Train = nil }},
-		{"training shape", func(c *nn.TrainerConfig) { c.Train = cifarShaped }},
-		{"test shape", func(c *nn.TrainerConfig) { c.Test = cifarShaped }},
-		{"nil rule", func(c *nn.TrainerConfig) { c.Rule = nil }},
-		{"batch 0", func(c *nn.TrainerConfig) { c.BatchSize = 0 }},
-		{"batch > n", func(c *nn.TrainerConfig) { c.BatchSize = 101 }},
-		{"no epochs", func(c *nn.TrainerConfig) { c.Epochs = 0 }},
-		{"sampling", func(c *nn.TrainerConfig) { c.Sampling = 7 }},
-		{"no clipping", func(c *nn.TrainerConfig) { c.Privacy.Clip = nil }},
-		{"per-layer count", func(c *nn.TrainerConfig) { c.Privacy.Clip = clipping.PerLayer{C: []float64{1, 1}} }},
-		{"clip 0", func(c *nn.TrainerConfig) { c.Privacy.Clip = clipping.Flat{C: 0} }},
-		{"δ = 0", func(c *nn.TrainerConfig) { c.Privacy.Delta = 0 }},
-		{"δ = 1", func(c *nn.TrainerConfig) { c.Privacy.Delta = 1 }},
-		{"δ NaN", func(c *nn.TrainerConfig) { c.Privacy.Delta = math.NaN() }},
-		{"no noise, no target", func(c *nn.TrainerConfig) { c.Privacy.TargetEpsilon = 0 }},
-		{"negative z", func(c *nn.TrainerConfig) { c.Privacy.NoiseMultiplier = -1 }},
-		{"infinite ε", func(c *nn.TrainerConfig) { c.Privacy.TargetEpsilon = math.Inf(1) }},
+		{"no training set", func(c *training.TrainerConfig) { c.Train = nil }},
+		{"training shape", func(c *training.TrainerConfig) { c.Train = cifarShaped }},
+		{"test shape", func(c *training.TrainerConfig) { c.Test = cifarShaped }},
+		{"nil rule", func(c *training.TrainerConfig) { c.Rule = nil }},
+		{"batch 0", func(c *training.TrainerConfig) { c.BatchSize = 0 }},
+		{"batch > n", func(c *training.TrainerConfig) { c.BatchSize = 101 }},
+		{"no epochs", func(c *training.TrainerConfig) { c.Epochs = 0 }},
+		{"sampling", func(c *training.TrainerConfig) { c.Sampling = 7 }},
+		{"no clipping", func(c *training.TrainerConfig) { c.Privacy.Clip = nil }},
+		{"per-layer count", func(c *training.TrainerConfig) { c.Privacy.Clip = clipping.PerLayer{C: []float64{1, 1}} }},
+		{"clip 0", func(c *training.TrainerConfig) { c.Privacy.Clip = clipping.Flat{C: 0} }},
+		{"δ = 0", func(c *training.TrainerConfig) { c.Privacy.Delta = 0 }},
+		{"δ = 1", func(c *training.TrainerConfig) { c.Privacy.Delta = 1 }},
+		{"δ NaN", func(c *training.TrainerConfig) { c.Privacy.Delta = math.NaN() }},
+		{"no noise, no target", func(c *training.TrainerConfig) { c.Privacy.TargetEpsilon = 0 }},
+		{"negative z", func(c *training.TrainerConfig) { c.Privacy.NoiseMultiplier = -1 }},
+		{"infinite ε", func(c *training.TrainerConfig) { c.Privacy.TargetEpsilon = math.Inf(1) }},
 	} {
 		cfg := ok()
 		tc.change(&cfg)
-		if _, err := nn.NewTrainer(logreg, cfg); !errors.Is(err, nn.ErrTrainConfig) {
+		if _, err := training.NewTrainer(logreg, cfg); !errors.Is(err, nn.ErrTrainConfig) {
 			t.Errorf("%s: err = %v, want ErrTrainConfig", tc.name, err)
 		}
 	}
-	if _, err := nn.NewTrainer(nil, ok()); !errors.Is(err, nn.ErrTrainConfig) {
+	if _, err := training.NewTrainer(nil, ok()); !errors.Is(err, nn.ErrTrainConfig) {
 		t.Errorf("nil model: err = %v", err)
 	}
 }
@@ -397,10 +399,10 @@ func TestNewTrainerErrors(t *testing.T) {
 func TestShuffleWarns(t *testing.T) {
 	train, _ := embedded(t, 250)
 	var sizes []int
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), nn.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 1, Sampling: nn.Shuffle,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
-		OnStep:  func(p nn.StepProgress) error { sizes = append(sizes, p.BatchSize); return nil },
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
+		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 1, Sampling: checkpoint.Shuffle,
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		OnStep:  func(p training.StepProgress) error { sizes = append(sizes, p.BatchSize); return nil },
 	})
 	if w := tr.Plan().Warnings(); len(w) != 1 || !strings.Contains(w[0], "Poisson") {
 		t.Errorf("warnings %q, want one about Poisson sampling", w)
@@ -421,9 +423,9 @@ func TestClipRuleCopied(t *testing.T) {
 	params := func(mutate bool) []float64 {
 		m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(5), nn.WithDType(nn.Float64))
 		thresholds := []float64{0.05}
-		tr := newTrainer(t, m, nn.TrainerConfig{
+		tr := newTrainer(t, m, training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 50, Epochs: 1, Seed: seedPtr(6),
-			Privacy: &nn.Privacy{Clip: clipping.PerLayer{C: thresholds}, NoiseMultiplier: 1, Delta: 1e-5},
+			Privacy: &training.Privacy{Clip: clipping.PerLayer{C: thresholds}, NoiseMultiplier: 1, Delta: 1e-5},
 		})
 		if mutate {
 			thresholds[0] = 1e6
@@ -459,9 +461,9 @@ func (r *failingRule) Step(params, grad []float64) error {
 func TestFailedStepEndsTrainer(t *testing.T) {
 	train, _ := embedded(t, 500)
 	m := newModel(t, models.LogisticRegression(), 64)
-	tr := newTrainer(t, m, nn.TrainerConfig{
+	tr := newTrainer(t, m, training.TrainerConfig{
 		Train: train, Rule: &failingRule{Rule: dpoptim.NewSGD(dpoptim.Constant(1))}, BatchSize: 100, Epochs: 2,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
 		Seed:    seedPtr(1),
 	})
 	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "overflowed") {

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // BenchmarkTrainerEpoch times one private epoch of the default command's configuration
@@ -29,10 +30,10 @@ func BenchmarkTrainerEpoch(b *testing.B) {
 		b.Run(fmt.Sprintf("cnn/physical=%d", physical), func(b *testing.B) {
 			m := newModel(b, models.MNISTCNN(models.Tanh), physical, nn.WithSeed(1))
 			examples := 0
-			tr := newTrainer(b, m, nn.TrainerConfig{
+			tr := newTrainer(b, m, training.TrainerConfig{
 				Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(4)), BatchSize: 2048, Epochs: b.N, Seed: seedPtr(1),
-				Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
-				OnStep:  func(p nn.StepProgress) error { examples += p.BatchSize; return nil },
+				Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
+				OnStep:  func(p training.StepProgress) error { examples += p.BatchSize; return nil },
 			})
 			b.ResetTimer()
 			if _, err := tr.Run(context.Background()); err != nil {
@@ -82,14 +83,14 @@ func trainerVsStep(b *testing.B, spec nn.Spec, train, test datasets.Dataset, log
 	epoch := 0
 	for b.Loop() {
 		epoch++
-		tr := newTrainer(b, m, nn.TrainerConfig{
+		tr := newTrainer(b, m, training.TrainerConfig{
 			Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(3)), BatchSize: logical, Epochs: 1,
 			Seed:    seedPtr(uint64(epoch)),
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
 			// After each of the trainer's steps (and the epoch's evaluation, which comes
 			// before the last step's callback), as many examples of bare steps: the two
 			// alternate every ~0.1 s, so that the machine's load drifts hit both alike.
-			OnStep: func(p nn.StepProgress) error {
+			OnStep: func(p training.StepProgress) error {
 				t0, c0 := time.Now(), cpuTime()
 				took[0] += t0.Sub(last)
 				cpu[0] += c0 - lastCPU
@@ -197,12 +198,12 @@ func BenchmarkScatterLinearEpoch(b *testing.B) {
 	train, _ := embedded(b, 8000)
 	m := newModel(b, models.ScatterLinearMNIST(), 2048, nn.WithSeed(1))
 	examples := 0
-	tr := newTrainer(b, m, nn.TrainerConfig{
+	tr := newTrainer(b, m, training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(4)), BatchSize: 2048, Epochs: b.N, Seed: seedPtr(1),
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
-		OnStep:  func(p nn.StepProgress) error { examples += p.BatchSize; return nil },
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
+		OnStep:  func(p training.StepProgress) error { examples += p.BatchSize; return nil },
 		// The features are computed before the first step: time the steps only.
-		OnFrontEnd: func(p nn.FrontEndProgress) {
+		OnFrontEnd: func(p training.FrontEndProgress) {
 			if p.Done {
 				b.ResetTimer()
 			}

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"errors"
@@ -10,17 +10,19 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // rewindTrainer is a seeded DP-SGD run of 10 steps per epoch at a fixed z (no target, so
 // that only the rewind rules, not the budget, decide), or calibrated for target when > 0.
-func rewindTrainer(t *testing.T, epochs int, target float64, onEpoch func(nn.EpochMetrics) error) *nn.Trainer {
+func rewindTrainer(t *testing.T, epochs int, target float64, onEpoch func(training.EpochMetrics) error) *training.Trainer {
 	train, _ := embedded(t, 400)
-	priv := &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.2, Delta: 1e-5}
+	priv := &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.2, Delta: 1e-5}
 	if target > 0 {
 		priv.NoiseMultiplier, priv.TargetEpsilon = 0, target
 	}
-	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
+	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, DatasetName: "mnist-400", Rule: dpoptim.NewSGD(dpoptim.Constant(1)), Privacy: priv,
 		BatchSize: 40, Epochs: epochs, Seed: seedPtr(9), OnEpoch: onEpoch,
 	})
@@ -30,9 +32,9 @@ func rewindTrainer(t *testing.T, epochs int, target float64, onEpoch func(nn.Epo
 // restores its own epoch-2 checkpoint. Without AllowRewind it must refuse (it used to
 // shrink the ledger to 20 steps); with it, the ledger keeps all 40 and ε never decreases.
 func TestRestoreRefusesRewind(t *testing.T) {
-	var ck2 *nn.Checkpoint
-	var tr *nn.Trainer
-	tr = rewindTrainer(t, 4, 0, func(m nn.EpochMetrics) error {
+	var ck2 *checkpoint.Training
+	var tr *training.Trainer
+	tr = rewindTrainer(t, 4, 0, func(m training.EpochMetrics) error {
 		if m.Epoch == 2 {
 			var err error
 			ck2, err = tr.Checkpoint()
@@ -54,14 +56,14 @@ func TestRestoreRefusesRewind(t *testing.T) {
 	}
 
 	err = tr.Restore(ck2)
-	if !errors.Is(err, nn.ErrRewind) {
+	if !errors.Is(err, training.ErrRewind) {
 		t.Fatalf("rewind without AllowRewind: err = %v, want ErrRewind", err)
 	}
 	if tr.Steps() != 40 || tr.Ledger().Steps() != 40 {
 		t.Fatalf("refused rewind changed the trainer: step %d, ledger %d", tr.Steps(), tr.Ledger().Steps())
 	}
 
-	if err := tr.Restore(ck2, nn.AllowRewind()); err != nil {
+	if err := tr.Restore(ck2, training.AllowRewind()); err != nil {
 		t.Fatalf("rewind with AllowRewind: %v", err)
 	}
 	if tr.Steps() != 20 || tr.Ledger().Steps() != 40 {
@@ -83,14 +85,14 @@ func TestRestoreRefusesRewind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ck.Rewinds, []nn.Rewind{{From: 40, To: 20}}) || ck.LineageSteps() != 60 {
+	if !slices.Equal(ck.Rewinds, []checkpoint.Rewind{{From: 40, To: 20}}) || ck.LineageSteps() != 60 {
 		t.Fatalf("rewinds %v, lineage %d steps", ck.Rewinds, ck.LineageSteps())
 	}
 	path := filepath.Join(t.TempDir(), "r.ckpt")
-	if err := nn.Save(path, ck); err != nil {
+	if err := checkpoint.Save(path, ck); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := nn.Load(path)
+	loaded, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestRestoreRefusesRewind(t *testing.T) {
 	}
 	// That trainer has now taken steps of the run: the old epoch-4 state of the discarded
 	// branch is an earlier state too.
-	if err := fresh.Restore(ck4); !errors.Is(err, nn.ErrRewind) {
+	if err := fresh.Restore(ck4); !errors.Is(err, training.ErrRewind) {
 		t.Errorf("restoring the discarded branch: err = %v, want ErrRewind", err)
 	}
 }
@@ -112,9 +114,9 @@ func TestRestoreRefusesRewind(t *testing.T) {
 // checkpoint of another run is refused once the trainer has taken steps, with or without
 // AllowRewind; a calibrated plan cannot finish within its target after a rewind.
 func TestRestoreForwardAndForeign(t *testing.T) {
-	var ck1 *nn.Checkpoint
-	var tr *nn.Trainer
-	tr = rewindTrainer(t, 2, 0, func(m nn.EpochMetrics) error {
+	var ck1 *checkpoint.Training
+	var tr *training.Trainer
+	tr = rewindTrainer(t, 2, 0, func(m training.EpochMetrics) error {
 		if m.Epoch == 1 {
 			var err error
 			ck1, err = tr.Checkpoint()
@@ -141,15 +143,15 @@ func TestRestoreForwardAndForeign(t *testing.T) {
 	// Another run (its own id) that has taken steps refuses this run's checkpoints.
 	other := rewindTrainer(t, 2, 0, nil)
 	run(t, other)
-	for _, opts := range [][]nn.RestoreOption{nil, {nn.AllowRewind()}} {
-		if err := other.Restore(ck1, opts...); !errors.Is(err, nn.ErrRewind) {
+	for _, opts := range [][]training.RestoreOption{nil, {training.AllowRewind()}} {
+		if err := other.Restore(ck1, opts...); !errors.Is(err, training.ErrRewind) {
 			t.Errorf("another run's checkpoint (options %d): err = %v, want ErrRewind", len(opts), err)
 		}
 	}
 	// Calibrated for ε = 2 over 20 steps: the 10 discarded steps leave no room to finish.
-	var cal1 *nn.Checkpoint
-	var cal *nn.Trainer
-	cal = rewindTrainer(t, 2, 2, func(m nn.EpochMetrics) error {
+	var cal1 *checkpoint.Training
+	var cal *training.Trainer
+	cal = rewindTrainer(t, 2, 2, func(m training.EpochMetrics) error {
 		if m.Epoch == 1 {
 			var err error
 			cal1, err = cal.Checkpoint()
@@ -158,7 +160,7 @@ func TestRestoreForwardAndForeign(t *testing.T) {
 		return nil
 	})
 	run(t, cal)
-	if err := cal.Restore(cal1, nn.AllowRewind()); !errors.Is(err, nn.ErrBudget) {
+	if err := cal.Restore(cal1, training.AllowRewind()); !errors.Is(err, training.ErrBudget) {
 		t.Errorf("rewinding a calibrated run: err = %v, want ErrBudget", err)
 	}
 	if cal.Steps() != 20 || cal.Ledger().Steps() != 20 {
@@ -181,7 +183,7 @@ func TestRewindADPSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, tr) // steps 4–11
-	if err := tr.Restore(ck1, nn.AllowRewind()); err != nil {
+	if err := tr.Restore(ck1, training.AllowRewind()); err != nil {
 		t.Fatal(err)
 	}
 	run(t, tr) // steps 4–11 again
@@ -205,10 +207,10 @@ func TestRewindADPSchedule(t *testing.T) {
 		t.Fatalf("ledger multipliers %v, want %v", zs, want)
 	}
 	path := filepath.Join(t.TempDir(), "adp.ckpt")
-	if err := nn.Save(path, ck); err != nil {
+	if err := checkpoint.Save(path, ck); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := nn.Load(path)
+	loaded, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package nn
+package training
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // tinyImages is n random 1×8×8 images of 3 classes.
@@ -31,8 +32,8 @@ func tinyImages(t *testing.T, n int, seed uint64) datasets.Dataset {
 	return ds
 }
 
-func tinySpec() Spec {
-	return Spec{Name: "tiny8", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
+func tinySpec() nn.Spec {
+	return nn.Spec{Name: "tiny8", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
 		layers.Conv2D{Filters: 2, Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}},
 		layers.Tanh{},
 		layers.Flatten{},
@@ -50,7 +51,7 @@ func augConfig(train datasets.Dataset, k int, seed uint64) TrainerConfig {
 
 func augTrainer(t *testing.T, batch int, cfg TrainerConfig) *Trainer {
 	t.Helper()
-	m, err := New(tinySpec(), batch, WithSeed(7))
+	m, err := nn.New(tinySpec(), batch, nn.WithSeed(7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,32 +183,32 @@ func TestAugmentConfigErrors(t *testing.T) {
 	} {
 		cfg := augConfig(train, 2, 1)
 		tc.edit(&cfg)
-		m, err := New(tinySpec(), tc.batch)
+		m, err := nn.New(tinySpec(), tc.batch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrTrainConfig) {
-			t.Errorf("%s: %v, want ErrTrainConfig", tc.name, err)
+		if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
+			t.Errorf("%s: %v, want nn.ErrTrainConfig", tc.name, err)
 		}
 	}
 	// A front end's features are cached once per dataset: views of them would be crops of
 	// feature maps, not of images.
-	scat := Spec{Name: "scat8", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
+	scat := nn.Spec{Name: "scat8", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
 		layers.Scattering2D{J: 1, L: 4}, layers.Flatten{}, layers.Dense{Units: 3}}}
-	sm, err := New(scat, 8)
+	sm, err := nn.New(scat, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, ErrTrainConfig) || !strings.Contains(err.Error(), "front end") {
-		t.Errorf("augmentation before a front end: %v, want ErrTrainConfig naming the front end", err)
+	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), "front end") {
+		t.Errorf("augmentation before a front end: %v, want nn.ErrTrainConfig naming the front end", err)
 	}
-	logreg := Spec{Name: "lr", InputShape: []int{64}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
-	m, err := New(logreg, 8)
+	logreg := nn.Spec{Name: "lr", InputShape: []int{64}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
+	m, err := nn.New(logreg, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := augConfig(flat, 2, 1)
-	if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrTrainConfig) {
-		t.Errorf("crop of flat examples: %v, want ErrTrainConfig", err)
+	if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
+		t.Errorf("crop of flat examples: %v, want nn.ErrTrainConfig", err)
 	}
 }

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // forgedLedger is a self-consistent ledger (totals computed from its history, its own
@@ -67,8 +68,8 @@ func TestForgedLedgerRefused(t *testing.T) {
 	} else if !strings.Contains(f.Metadata["nn.ledger"], "100") {
 		t.Fatal("forgery not written")
 	}
-	_, err = nn.Load(forged)
-	if !errors.Is(err, nn.ErrCheckpoint) || !strings.Contains(err.Error(), "does not match the run") {
+	_, err = checkpoint.Load(forged)
+	if !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "does not match the run") {
 		t.Fatalf("forged ledger (z = 100 instead of %v, honest ε = %.3g): Load err = %v, want ErrCheckpoint naming the mismatch", c.Plan.NoiseMultiplier, honest.Epsilon, err)
 	}
 	// One segment altered among honest ones: the first step at a slightly larger z.
@@ -81,15 +82,15 @@ func TestForgedLedgerRefused(t *testing.T) {
 	}
 	b, _ := l.MarshalJSON()
 	partly := rewrite(t, path, "partly.ckpt", func(f *checkpoint.File) { f.Metadata["nn.ledger"] = string(b) })
-	if _, err := nn.Load(partly); !errors.Is(err, nn.ErrCheckpoint) {
+	if _, err := checkpoint.Load(partly); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("one step's z raised by 1%%: Load err = %v, want ErrCheckpoint", err)
 	}
 	// The honest file still loads.
-	if _, err := nn.Load(path); err != nil {
+	if _, err := checkpoint.Load(path); err != nil {
 		t.Fatalf("honest checkpoint: %v", err)
 	}
 	// An in-memory checkpoint with a forged ledger is refused by Restore too.
-	mem, err := nn.Load(path)
+	mem, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +99,12 @@ func TestForgedLedgerRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	train, test := embedded(t, 200)
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, Test: test, DatasetName: "mnist-200", Rule: dpoptim.NewAdam(dpoptim.Constant(1e-2)),
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
 		BatchSize: 50, Epochs: 2, Seed: seedPtr(3), Settings: map[string]string{"lr": "0.01"},
 	})
-	if err := tr.Restore(mem); !errors.Is(err, nn.ErrCheckpoint) {
+	if err := tr.Restore(mem); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("Restore of a forged in-memory ledger: err = %v, want ErrCheckpoint", err)
 	}
 	if tr.Steps() != 0 || tr.Ledger().Steps() != 0 {
@@ -113,11 +114,11 @@ func TestForgedLedgerRefused(t *testing.T) {
 
 // adpTrainer is a small ADP-SGD run with a fixed base noise multiplier: step t records
 // z·(19 + (t+1))^{1/4}.
-func adpTrainer(t *testing.T, epochs int) *nn.Trainer {
+func adpTrainer(t *testing.T, epochs int) *training.Trainer {
 	train, _ := embedded(t, 200)
-	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
+	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, DatasetName: "mnist-200", Rule: &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1},
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 0.9, Delta: 1e-5},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 0.9, Delta: 1e-5},
 		BatchSize: 50, Epochs: epochs, Seed: seedPtr(5),
 	})
 }
@@ -137,11 +138,11 @@ func TestForgedScheduleRefused(t *testing.T) {
 		t.Fatalf("ADP ledger %+v, want 8 steps at 0.9·(20..27)^{1/4}", h)
 	}
 	path := filepath.Join(dir, "adp.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	// The honest checkpoint resumes.
-	loaded, err := nn.Load(path)
+	loaded, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +153,11 @@ func TestForgedScheduleRefused(t *testing.T) {
 	forged := rewrite(t, path, "forged.ckpt", func(f *checkpoint.File) {
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 0.9*sqrt4(27), 8)
 	})
-	fc, err := nn.Load(forged)
+	fc, err := checkpoint.Load(forged)
 	if err != nil {
 		t.Fatalf("Load cannot know the rule's schedule; it must leave the check to Restore: %v", err)
 	}
-	if err := adpTrainer(t, 3).Restore(fc); !errors.Is(err, nn.ErrCheckpoint) {
+	if err := adpTrainer(t, 3).Restore(fc); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("forged ADP schedule: Restore err = %v, want ErrCheckpoint", err)
 	}
 	// Claiming constant noise instead: the ledger (base z at every step) now passes Load's
@@ -165,18 +166,18 @@ func TestForgedScheduleRefused(t *testing.T) {
 		f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"noise_schedule":true,`, "", 1)
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 0.9, 8)
 	})
-	flc, err := nn.Load(flat)
+	flc, err := checkpoint.Load(flat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := adpTrainer(t, 3).Restore(flc); !errors.Is(err, nn.ErrMismatch) {
+	if err := adpTrainer(t, 3).Restore(flc); !errors.Is(err, training.ErrMismatch) {
 		t.Errorf("ADP checkpoint passed off as constant-noise: Restore err = %v, want ErrMismatch", err)
 	}
 	// Dropping the flag but keeping the real, varying ledger fails at Load.
 	noflag := rewrite(t, path, "noflag.ckpt", func(f *checkpoint.File) {
 		f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"noise_schedule":true,`, "", 1)
 	})
-	if _, err := nn.Load(noflag); !errors.Is(err, nn.ErrCheckpoint) {
+	if _, err := checkpoint.Load(noflag); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("varying z in a constant-noise plan: Load err = %v, want ErrCheckpoint", err)
 	}
 }

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"bytes"
@@ -15,16 +15,17 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // emaTrainer is DP-SGD on logistic regression over n embedded digits (batch 60, 10 steps
 // an epoch for n = 600) with parameter averaging of decay ema.
-func emaTrainer(t *testing.T, train, test datasets.Dataset, ema float64, epochs int, initSeed uint64, dtype nn.DType, onStep func(nn.StepProgress) error) *nn.Trainer {
+func emaTrainer(t *testing.T, train, test datasets.Dataset, ema float64, epochs int, initSeed uint64, dtype nn.DType, onStep func(training.StepProgress) error) *training.Trainer {
 	t.Helper()
 	m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(initSeed), nn.WithDType(dtype))
-	return newTrainer(t, m, nn.TrainerConfig{
+	return newTrainer(t, m, training.TrainerConfig{
 		Train: train, Test: test, DatasetName: "mnist-subset", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5},
 		BatchSize: 60, Epochs: epochs, Seed: seedPtr(11), EMA: ema, OnStep: onStep,
 	})
 }
@@ -38,8 +39,8 @@ func TestEMAMatchesBruteForce(t *testing.T) {
 			train, _ := embedded(t, 600)
 			const beta = 0.8
 			var thetas [][]float64
-			var tr *nn.Trainer
-			tr = emaTrainer(t, train, nil, beta, 2, 3, dtype, func(nn.StepProgress) error {
+			var tr *training.Trainer
+			tr = emaTrainer(t, train, nil, beta, 2, 3, dtype, func(training.StepProgress) error {
 				thetas = append(thetas, params(tr.Model()))
 				return nil
 			})
@@ -100,7 +101,7 @@ func TestEMAEvaluatesAverage(t *testing.T) {
 	}
 	raw := params(tr.Model())
 
-	ref := newTrainer(t, newModel(t, models.LogisticRegression(), 32), nn.TrainerConfig{
+	ref := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
 		Train: train, DatasetName: "ref", Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1,
 	})
 	evalWith := func(p []float64) (float64, float64) {
@@ -142,7 +143,7 @@ func TestEMAResumeBitForBit(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			first := emaTrainer(t, train, test, 0.9, 3, 5, dtype, func(p nn.StepProgress) error {
+			first := emaTrainer(t, train, test, 0.9, 3, 5, dtype, func(p training.StepProgress) error {
 				if p.GlobalStep == 13 {
 					cancel()
 				}
@@ -159,10 +160,10 @@ func TestEMAResumeBitForBit(t *testing.T) {
 				t.Fatalf("checkpoint EMA %v, %d steps, %d values", c.EMA, c.EMASteps, len(c.EMAParams))
 			}
 			path := filepath.Join(t.TempDir(), "run.ckpt")
-			if err := nn.Save(path, c); err != nil {
+			if err := checkpoint.Save(path, c); err != nil {
 				t.Fatal(err)
 			}
-			loaded, err := nn.Load(path)
+			loaded, err := checkpoint.Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +202,7 @@ func TestModelFromCheckpointUsesAverage(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "ema.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	m, err := nn.LoadModel(path, 8)
@@ -242,16 +243,16 @@ func TestEMAMismatchAndConfig(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ema  float64
-		ck   *nn.Checkpoint
+		ck   *checkpoint.Training
 	}{{"averaged into none", 0, cWith}, {"averaged into another decay", 0.99, cWith}, {"none into averaged", 0.9, cWithout}} {
 		tr := emaTrainer(t, train, nil, c.ema, 2, 3, nn.Float32, nil)
-		if err := tr.Restore(c.ck); !errors.Is(err, nn.ErrMismatch) {
+		if err := tr.Restore(c.ck); !errors.Is(err, training.ErrMismatch) {
 			t.Errorf("%s: err = %v, want ErrMismatch", c.name, err)
 		}
 	}
 	for _, decay := range []float64{-0.5, 1, 2, math.NaN(), math.Inf(1)} {
 		m := newModel(t, models.LogisticRegression(), 32)
-		_, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1, EMA: decay})
+		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1, EMA: decay})
 		if !errors.Is(err, nn.ErrTrainConfig) {
 			t.Errorf("EMA %v: err = %v, want ErrTrainConfig", decay, err)
 		}
@@ -267,7 +268,7 @@ func TestEMACheckpointTensors(t *testing.T) {
 	c, _ := tr.Checkpoint()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ema.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	d := len(c.EMAParams)
@@ -297,7 +298,7 @@ func TestEMACheckpointTensors(t *testing.T) {
 		if err := checkpoint.WriteFile(bad, f); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := nn.Load(bad); !errors.Is(err, nn.ErrCheckpoint) {
+		if _, err := checkpoint.Load(bad); !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrCheckpoint", name, err)
 		}
 	}
@@ -310,11 +311,11 @@ func TestEMACheckpointTensors(t *testing.T) {
 	if err := checkpoint.WriteFile(plain, f); err != nil {
 		t.Fatal(err)
 	}
-	got, err := nn.Load(plain)
+	got, err := checkpoint.Load(plain)
 	if err != nil || got.EMA != 0 || got.EMAParams != nil {
 		t.Fatalf("without ema/ tensors: %v, EMA %v", err, got.EMA)
 	}
-	if err := emaTrainer(t, train, nil, 0.9, 1, 3, nn.Float32, nil).Restore(got); !errors.Is(err, nn.ErrMismatch) {
+	if err := emaTrainer(t, train, nil, 0.9, 1, 3, nn.Float32, nil).Restore(got); !errors.Is(err, training.ErrMismatch) {
 		t.Errorf("restoring a checkpoint without averaging: %v, want ErrMismatch", err)
 	}
 }
@@ -325,7 +326,7 @@ func TestEMACheckpointTensors(t *testing.T) {
 func FuzzEMATensors(f *testing.F) {
 	train, _ := embedded(f, 100)
 	m := newModel(f, models.LogisticRegression(), 16, nn.WithSeed(1))
-	tr := newTrainer(f, m, nn.TrainerConfig{
+	tr := newTrainer(f, m, training.TrainerConfig{
 		Train: train, DatasetName: "tiny", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 50, Epochs: 1,
 		Seed: seedPtr(1), EMA: 0.9,
 	})
@@ -335,7 +336,7 @@ func FuzzEMATensors(f *testing.F) {
 		f.Fatal(err)
 	}
 	path := filepath.Join(f.TempDir(), "ema.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		f.Fatal(err)
 	}
 	base, err := checkpoint.ReadFile(path)
@@ -372,7 +373,7 @@ func FuzzEMATensors(f *testing.F) {
 		if err := checkpoint.Encode(&buf, file); err != nil {
 			return
 		}
-		got, err := nn.Decode(&buf)
+		got, err := checkpoint.DecodeTraining(&buf, checkpoint.WithMaxSize(1<<20))
 		if err != nil {
 			return
 		}
@@ -380,10 +381,10 @@ func FuzzEMATensors(f *testing.F) {
 			t.Fatalf("accepted an inconsistent average: decay %v, %d steps at step %d, %d values", got.EMA, got.EMASteps, got.Step, len(got.EMAParams))
 		}
 		p := filepath.Join(t.TempDir(), "again.ckpt")
-		if err := nn.Save(p, got); err != nil {
+		if err := checkpoint.Save(p, got); err != nil {
 			t.Fatal(err)
 		}
-		again, err := nn.Load(p)
+		again, err := checkpoint.Load(p)
 		if err != nil || again.EMA != got.EMA || firstDiff(again.EMAParams, got.EMAParams) >= 0 {
 			t.Fatalf("average changed in a round trip: %v", err)
 		}
@@ -395,9 +396,9 @@ func FuzzEMATensors(f *testing.F) {
 // average, bit for bit.
 func TestEMARewind(t *testing.T) {
 	train, _ := embedded(t, 600)
-	var early *nn.Checkpoint
-	var tr *nn.Trainer
-	tr = emaTrainer(t, train, nil, 0.9, 3, 4, nn.Float32, func(p nn.StepProgress) error {
+	var early *checkpoint.Training
+	var tr *training.Trainer
+	tr = emaTrainer(t, train, nil, 0.9, 3, 4, nn.Float32, func(p training.StepProgress) error {
 		if p.GlobalStep == 12 {
 			var err error
 			early, err = tr.Checkpoint()
@@ -409,7 +410,7 @@ func TestEMARewind(t *testing.T) {
 	d := tr.Model().NumParams()
 	whole := make([]float64, d)
 	_, _ = tr.AveragedParams(whole)
-	if err := tr.Restore(early, nn.AllowRewind()); err != nil {
+	if err := tr.Restore(early, training.AllowRewind()); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]float64, d)

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -19,17 +18,17 @@ func TestKeyedCheckpoint(t *testing.T) {
 	_, c := savedCheckpoint(t, dir, 1)
 	key := []byte("0123456789abcdef-user-held")
 	path := filepath.Join(dir, "keyed.ckpt")
-	if err := nn.SaveWithKey(path, c, key); err != nil {
+	if err := checkpoint.SaveWithKey(path, c, key); err != nil {
 		t.Fatal(err)
 	}
-	got, err := nn.LoadWithKey(path, key)
+	got, err := checkpoint.LoadWithKey(path, key)
 	if err != nil {
 		t.Fatalf("LoadWithKey of a keyed checkpoint: %v", err)
 	}
 	if got.Step != c.Step || firstDiff(got.Params, c.Params) >= 0 {
 		t.Error("keyed round trip changed the checkpoint")
 	}
-	if _, err := nn.Load(path); err != nil {
+	if _, err := checkpoint.Load(path); err != nil {
 		t.Errorf("Load (no key) of a keyed checkpoint: %v", err)
 	}
 	z := strconv.FormatFloat(c.Plan.NoiseMultiplier, 'g', -1, 64)
@@ -40,23 +39,23 @@ func TestKeyedCheckpoint(t *testing.T) {
 		f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"noise_multiplier":`+z, `"noise_multiplier":100`, 1)
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 100, 4)
 	})
-	if _, err := nn.Load(forged); err != nil {
+	if _, err := checkpoint.Load(forged); err != nil {
 		t.Fatalf("a consistent whole-run forgery is indistinguishable without a key, yet Load refused it: %v", err)
 	}
-	if _, err := nn.LoadWithKey(forged, key); !errors.Is(err, nn.ErrAuthentication) {
+	if _, err := checkpoint.LoadWithKey(forged, key); !errors.Is(err, checkpoint.ErrAuthentication) {
 		t.Errorf("forged keyed checkpoint: err = %v, want ErrAuthentication", err)
 	}
-	if _, err := nn.LoadWithKey(path, []byte("another key of 16+ bytes")); !errors.Is(err, nn.ErrAuthentication) {
+	if _, err := checkpoint.LoadWithKey(path, []byte("another key of 16+ bytes")); !errors.Is(err, checkpoint.ErrAuthentication) {
 		t.Errorf("wrong key: err = %v, want ErrAuthentication", err)
 	}
 	plain := filepath.Join(dir, "plain.ckpt")
-	if err := nn.Save(plain, c); err != nil {
+	if err := checkpoint.Save(plain, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nn.LoadWithKey(plain, key); !errors.Is(err, nn.ErrAuthentication) {
+	if _, err := checkpoint.LoadWithKey(plain, key); !errors.Is(err, checkpoint.ErrAuthentication) {
 		t.Errorf("checkpoint without a MAC: err = %v, want ErrAuthentication", err)
 	}
-	if err := nn.SaveWithKey(path, c, []byte("short")); err == nil {
+	if err := checkpoint.SaveWithKey(path, c, []byte("short")); err == nil {
 		t.Error("SaveWithKey accepted a 5-byte key")
 	}
 }

@@ -1,4 +1,4 @@
-package nn_test
+package export_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -56,8 +57,8 @@ func TestCheckExportScript(t *testing.T) {
 		m := newModel(t, spec, n, nn.WithDType(nn.Float64), nn.WithSeed(1))
 		randomParams(t, m, 5)
 		dir := t.TempDir()
-		export := filepath.Join(dir, "m.safetensors")
-		if err := nn.ExportTorchFile(export, m); err != nil {
+		file := filepath.Join(dir, "m.safetensors")
+		if err := export.TorchFile(file, m); err != nil {
 			t.Fatal(err)
 		}
 		x := randomInput(m, n, 2)
@@ -91,7 +92,7 @@ func TestCheckExportScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, backend := range backends {
-			out, err := exec.Command(python, script, "--backend", backend, "--tol", "1e-9", export, filepath.Join(dir, "pred.jsonl")).CombinedOutput()
+			out, err := exec.Command(python, script, "--backend", backend, "--tol", "1e-9", file, filepath.Join(dir, "pred.jsonl")).CombinedOutput()
 			if err != nil {
 				t.Errorf("%s, %s backend: %v\n%s", spec.Name, backend, err, out)
 				continue

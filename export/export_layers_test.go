@@ -1,4 +1,4 @@
-package nn_test
+package export_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -156,7 +157,7 @@ func TestExportTorchNormPool(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "m.safetensors")
-		if err := nn.ExportTorchFile(path, m); err != nil {
+		if err := export.TorchFile(path, m); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(path)
@@ -218,7 +219,7 @@ func TestExportRefusesScattering(t *testing.T) {
 	m := newModel(t, nn.Spec{Name: "s", InputShape: []int{1, 8, 8}, NumClasses: 2, Layers: []layers.Layer{
 		layers.Scattering2D{J: 1, L: 2}, layers.Flatten{}, layers.Dense{Units: 2}}}, 1)
 	var buf bytes.Buffer
-	err := nn.ExportTorch(&buf, m)
+	err := export.Torch(&buf, m)
 	if err == nil || !strings.Contains(err.Error(), "layer 0 (scattering2d) has no PyTorch equivalent") || !strings.Contains(err.Error(), "Kymatio") || buf.Len() != 0 {
 		t.Errorf("export of Scattering2D: %v (%d bytes written)", err, buf.Len())
 	}
@@ -249,7 +250,7 @@ func (torchSoftsign) TorchModule([]int) (string, error) { return "nn.Softsign()"
 func TestExportCustomTorchLayer(t *testing.T) {
 	m := newModel(t, customSpec(torchSoftsign{}), 2, nn.WithDType(nn.Float64))
 	var buf bytes.Buffer
-	if err := nn.ExportTorch(&buf, m); err != nil {
+	if err := export.Torch(&buf, m); err != nil {
 		t.Fatal(err)
 	}
 	_, md := parseSafetensors(t, buf.Bytes())

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // One full-batch step (q = 1, two physical chunks) with almost no noise: the clip norm
@@ -48,10 +50,10 @@ func TestAdaptiveTrainerCountsUnclippedExamples(t *testing.T) {
 	if unclipped != 20 {
 		t.Fatalf("%d examples unclipped at C_0 = %v, want 20 (ties among the norms?)", unclipped, c0)
 	}
-	tr := newTrainer(t, newModel(t, spec(), 32, nn.WithSeed(3)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, spec(), 32, nn.WithSeed(3)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: nn.Shuffle, Seed: seedPtr(1),
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
+		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
 	})
 	res := run(t, tr)
@@ -70,11 +72,11 @@ func TestAdaptiveTrainerCountsUnclippedExamples(t *testing.T) {
 func TestAdaptiveCountsExamplesNotViews(t *testing.T) {
 	const n, eta, gamma, c0 = 64, 0.2, 0.5, 1e-9
 	train, _ := embedded(t, n)
-	tr := newTrainer(t, newModel(t, models.MNISTCNN(models.Tanh), 32, nn.WithSeed(3)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.MNISTCNN(models.Tanh), 32, nn.WithSeed(3)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: nn.Shuffle, Seed: seedPtr(1),
+		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
 		AugmentMultiplicity: 2, Augment: datasets.Augment{Crop: true, Pad: 1},
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
 	})
 	if res := run(t, tr); res.Steps != 1 {
@@ -92,11 +94,11 @@ func TestAdaptiveCountsExamplesNotViews(t *testing.T) {
 func TestAdaptiveTrainerCalibration(t *testing.T) {
 	train, _ := embedded(t, 600)
 	var clips []float64
-	mk := func(adaptive *dpoptim.AdaptiveClip) *nn.Trainer {
-		return newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), nn.TrainerConfig{
+	mk := func(adaptive *dpoptim.AdaptiveClip) *training.Trainer {
+		return newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 60, Epochs: 2, Seed: seedPtr(2),
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5, Adaptive: adaptive},
-			OnEpoch: func(m nn.EpochMetrics) error {
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5, Adaptive: adaptive},
+			OnEpoch: func(m training.EpochMetrics) error {
 				if adaptive != nil {
 					clips = append(clips, m.ClipNorm)
 				}
@@ -142,22 +144,22 @@ func TestAdaptiveTrainerErrors(t *testing.T) {
 	m := newModel(t, models.LogisticRegression(), 32)
 	for name, c := range map[string]struct {
 		rule    dpoptim.Rule
-		privacy nn.Privacy
+		privacy training.Privacy
 		batch   int
 		want    string
 	}{
-		"per-layer": {nil, nn.Privacy{Clip: clipping.PerLayerEqual(1, 1), NoiseMultiplier: 1, Delta: 1e-5,
+		"per-layer": {nil, training.Privacy{Clip: clipping.PerLayerEqual(1, 1), NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 0.5}}, 20, "flat"},
-		"quantile 1": {nil, nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
+		"quantile 1": {nil, training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 1}}, 20, "quantile 1"},
-		"quantile 0": {nil, nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
+		"quantile 0": {nil, training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 0}}, 20, "quantile 0"},
-		"negative rate": {nil, nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
+		"negative rate": {nil, training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 0.5, LearningRate: -1}}, 20, "rate -1"},
 		// batch 10: σ_b = 0.5, so z = 1 leaves nothing for the gradient.
-		"σ_b too small": {nil, nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
+		"σ_b too small": {nil, training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 0.5}}, 10, "σ_b = 0.5"},
-		"ADP-SGD": {&dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}, nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
+		"ADP-SGD": {&dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}, training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: 0.5}}, 20, "not supported"},
 	} {
 		rule := c.rule
@@ -165,7 +167,7 @@ func TestAdaptiveTrainerErrors(t *testing.T) {
 			rule = dpoptim.NewSGD(dpoptim.Constant(1))
 		}
 		p := c.privacy
-		_, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Rule: rule, BatchSize: c.batch, Epochs: 1, Privacy: &p})
+		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: rule, BatchSize: c.batch, Epochs: 1, Privacy: &p})
 		if !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want ErrTrainConfig naming %q", name, err, c.want)
 		}
@@ -176,10 +178,10 @@ func TestAdaptiveTrainerErrors(t *testing.T) {
 // target quantile.
 func TestAdaptiveCheckpointMismatch(t *testing.T) {
 	train, _ := embedded(t, 200)
-	mk := func(a *dpoptim.AdaptiveClip) *nn.Trainer {
-		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), nn.TrainerConfig{
+	mk := func(a *dpoptim.AdaptiveClip) *training.Trainer {
+		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 20, Epochs: 1, Seed: seedPtr(4),
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5, Adaptive: a},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5, Adaptive: a},
 		})
 	}
 	ada := mk(&dpoptim.AdaptiveClip{TargetQuantile: 0.5})
@@ -188,11 +190,11 @@ func TestAdaptiveCheckpointMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, other := range map[string]*nn.Trainer{
+	for name, other := range map[string]*training.Trainer{
 		"fixed":        mk(nil),
 		"quantile 0.6": mk(&dpoptim.AdaptiveClip{TargetQuantile: 0.6}),
 	} {
-		if err := other.Restore(c); !errors.Is(err, nn.ErrMismatch) {
+		if err := other.Restore(c); !errors.Is(err, training.ErrMismatch) {
 			t.Errorf("%s: Restore err = %v, want ErrMismatch", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // FuzzLoad feeds arbitrary bytes to the checkpoint reader: it must return a checkpoint or
@@ -25,7 +26,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x28\xb5\x2f\xfd"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := nn.Decode(bytes.NewReader(data))
+		c, err := checkpoint.DecodeTraining(bytes.NewReader(data), checkpoint.WithMaxSize(1<<20))
 		if err != nil {
 			return
 		}
@@ -63,7 +64,7 @@ func FuzzCheckpointMetadata(f *testing.F) {
 		if err := checkpoint.Encode(&buf, file); err != nil {
 			return // not valid UTF-8
 		}
-		c, err := nn.Decode(&buf)
+		c, err := checkpoint.DecodeTraining(&buf)
 		if err != nil {
 			return
 		}
@@ -85,9 +86,9 @@ func tinyCheckpoint(f testing.TB) []byte {
 		f.Fatal(err)
 	}
 	spec := nn.Spec{Name: "tiny", InputShape: []int{1, 2, 2}, NumClasses: 2, Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 2}}}
-	tr := newTrainer(f, newModel(f, spec, 4, nn.WithSeed(1)), nn.TrainerConfig{
+	tr := newTrainer(f, newModel(f, spec, 4, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewAdam(dpoptim.Constant(0.1)), BatchSize: 5, Epochs: 1, Seed: seedPtr(1),
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 	})
 	run(f, tr)
 	c, err := tr.Checkpoint()
@@ -95,7 +96,7 @@ func tinyCheckpoint(f testing.TB) []byte {
 		f.Fatal(err)
 	}
 	path := filepath.Join(f.TempDir(), "tiny.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		f.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -106,12 +107,12 @@ func tinyCheckpoint(f testing.TB) []byte {
 }
 
 // roundTrip saves an accepted checkpoint and loads it again.
-func roundTrip(t *testing.T, c *nn.Checkpoint) {
+func roundTrip(t *testing.T, c *checkpoint.Training) {
 	path := t.TempDir() + "/again.ckpt"
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatalf("accepted checkpoint does not save: %v", err)
 	}
-	d, err := nn.Load(path)
+	d, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatalf("accepted checkpoint does not load after saving: %v", err)
 	}

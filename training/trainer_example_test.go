@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // Train the MNIST CNN with DP-Adam on 1,000 embedded digits (tested on 500) at ε = 1, δ = 1e-5, then save
@@ -36,10 +38,10 @@ func ExampleTrainer() {
 		panic(err)
 	}
 	seed := uint64(1)
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
 		Train: small, Test: testSmall, DatasetName: "mnist-embedded-1000",
 		Rule:      dpoptim.NewAdam(dpoptim.Constant(1e-2)), // cmd/train's DP-Adam default
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
 		BatchSize: 100, Epochs: 2, Seed: &seed,
 	})
 	if err != nil {
@@ -66,10 +68,10 @@ func ExampleTrainer() {
 	if err != nil {
 		panic(err)
 	}
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		panic(err)
 	}
-	loaded, err := nn.Load(path)
+	loaded, err := checkpoint.Load(path)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package nn_test
+package export_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -192,7 +193,7 @@ func TestExportTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "m.safetensors")
-		if err := nn.ExportTorchFile(path, m); err != nil {
+		if err := export.TorchFile(path, m); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(path)
@@ -295,7 +296,7 @@ func keys[V any](m map[string]V) []string {
 func TestExportRefusesCustomLayers(t *testing.T) {
 	m := newModel(t, customSpec(myTanh{}), 2)
 	var buf bytes.Buffer
-	err := nn.ExportTorch(&buf, m)
+	err := export.Torch(&buf, m)
 	if err == nil || !strings.Contains(err.Error(), "no PyTorch equivalent") || buf.Len() != 0 {
 		t.Errorf("export of a custom layer: %v (%d bytes written)", err, buf.Len())
 	}

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"encoding/json"
@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // A file in the layout written before dpoptim.State (the noise generator as one float64
@@ -36,7 +38,7 @@ func TestLoadOldNoiseLayout(t *testing.T) {
 	if err := checkpoint.WriteFile(oldPath, f); err != nil {
 		t.Fatal(err)
 	}
-	got, err := nn.Load(oldPath)
+	got, err := checkpoint.Load(oldPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestLoadOldNoiseLayout(t *testing.T) {
 func TestCheckpointRuleScalar(t *testing.T) {
 	train, _ := embedded(t, 200)
 	rule := func() dpoptim.Rule { return &dpoptim.ADPAdaGradNorm{Eta: 1, B0: 2, Nu: 1e-5, C: 0.5} }
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, DatasetName: "mnist-200", Rule: rule(), BatchSize: 50, Epochs: 1, Seed: seedPtr(3),
 	})
 	if s, ok := tr.Seed(); !ok || s != 3 {
@@ -67,7 +69,7 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	f, err := checkpoint.ReadFile(path)
@@ -77,7 +79,7 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	if s := f.Tensors["optimizer/b2"]; len(s.Shape) != 0 {
 		t.Errorf("b2 stored with shape %v, want a scalar", s.Shape)
 	}
-	got, err := nn.Load(path)
+	got, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	if err := checkpoint.WriteFile(oldPath, f); err != nil {
 		t.Fatal(err)
 	}
-	old, err := nn.Load(oldPath)
+	old, err := checkpoint.Load(oldPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +111,13 @@ func TestPlanJSON(t *testing.T) {
 	stored := `{"n":8000,"batch":2048,"physical_batch":128,"sampling":"poisson","q":0.256,` +
 		`"steps_per_epoch":4,"epochs":30,"steps":120,"private":true,"noise_multiplier":4.3637,` +
 		`"noise_schedule":true,"calibrated":true,"clip":1,"clip_rule":"flat C=1","delta":1e-05,"target_epsilon":3}`
-	want := nn.Plan{
-		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: nn.Poisson, SampleRate: 0.256,
+	want := checkpoint.Plan{
+		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: checkpoint.Poisson, SampleRate: 0.256,
 		StepsPerEpoch: 4, Epochs: 30, Steps: 120, Private: true, NoiseMultiplier: 4.3637, NoiseSchedule: true,
 		Calibrated: true, Clip: 1, ClipRule: "flat C=1", Delta: 1e-5, TargetEpsilon: 3,
 		Spent: accountant.Spent{Epsilon: math.Inf(1)},
 	}
-	var got nn.Plan
+	var got checkpoint.Plan
 	if err := json.Unmarshal([]byte(stored), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestPlanJSON(t *testing.T) {
 			t.Errorf("encoded %s = %v, want %v", k, keys[k], v)
 		}
 	}
-	got = nn.Plan{}
+	got = checkpoint.Plan{}
 	if err := json.Unmarshal(b, &got); err != nil || got != want {
 		t.Errorf("round trip %+v, %v", got, err)
 	}
@@ -183,4 +185,23 @@ func TestStoredLayoutJSON(t *testing.T) {
 	if got, want := f.Metadata["nn.architecture"], `{"input_shape":[1,28,28],"num_classes":10,"layers":[{"type":"flatten"},{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}]}`; got != want {
 		t.Errorf("nn.architecture %s, want %s", got, want)
 	}
+}
+
+// saveModel writes a checkpoint of m (non-private, step 0) to dir and returns its path.
+func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*checkpoint.Training)) string {
+	t.Helper()
+	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
+	tr := newTrainer(t, m, training.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
+	c, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c)
+	}
+	path := filepath.Join(dir, "m.ckpt")
+	if err := checkpoint.Save(path, c); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
+	"github.com/privtrain/privtrain/training"
 )
 
 // resumeCase describes a run that is trained in one go and in two pieces.
@@ -32,19 +33,19 @@ type resumeCase struct {
 	batch    int
 	physical int
 	rule     func() dpoptim.Rule
-	privacy  func() *nn.Privacy
-	sampling nn.Sampling
+	privacy  func() *training.Privacy
+	sampling checkpoint.Sampling
 	epochs   int
 	stopAt   int // the first piece stops after this many steps
 }
 
-func (rc resumeCase) trainer(t *testing.T, train datasets.Dataset, epochs int, initSeed uint64, onStep func(nn.StepProgress) error) *nn.Trainer {
+func (rc resumeCase) trainer(t *testing.T, train datasets.Dataset, epochs int, initSeed uint64, onStep func(training.StepProgress) error) *training.Trainer {
 	m := newModel(t, rc.spec(), rc.physical, nn.WithSeed(initSeed), nn.WithDType(rc.dtype))
-	var priv *nn.Privacy
+	var priv *training.Privacy
 	if rc.privacy != nil {
 		priv = rc.privacy()
 	}
-	return newTrainer(t, m, nn.TrainerConfig{
+	return newTrainer(t, m, training.TrainerConfig{
 		Train: train, DatasetName: "mnist-subset", Rule: rc.rule(), Privacy: priv,
 		BatchSize: rc.batch, Epochs: epochs, Sampling: rc.sampling, Seed: seedPtr(11),
 		Settings: map[string]string{"lr": "0.5"}, OnStep: onStep,
@@ -52,8 +53,8 @@ func (rc resumeCase) trainer(t *testing.T, train datasets.Dataset, epochs int, i
 }
 
 func resumeCases() []resumeCase {
-	flat := func() *nn.Privacy {
-		return &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5}
+	flat := func() *training.Privacy {
+		return &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5}
 	}
 	sgd := func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }
 	return []resumeCase{
@@ -61,15 +62,15 @@ func resumeCases() []resumeCase {
 		{name: "cnn dp-sgd", spec: func() nn.Spec { return models.MNISTCNN(models.Tanh) }, n: 256, batch: 64, physical: 32, rule: sgd, privacy: flat, epochs: 3, stopAt: 8},
 		{name: "logreg dp-lsadam float64", spec: models.LogisticRegression, dtype: nn.Float64, n: 600, batch: 60, physical: 64,
 			rule: func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(1e-2)) },
-			privacy: func() *nn.Privacy {
+			privacy: func() *training.Privacy {
 				p := flat()
 				p.Smoother = mustLaplacian(models.LogisticRegression())
 				return p
 			}, epochs: 3, stopAt: 20},
-		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: nn.Shuffle, epochs: 3, stopAt: 13},
+		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: checkpoint.Shuffle, epochs: 3, stopAt: 13},
 		{name: "logreg dp-sgd mid-epoch poisson", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, epochs: 3, stopAt: 17},
 		{name: "logreg dp-sgd adaptive clipping mid-epoch", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd,
-			privacy: func() *nn.Privacy {
+			privacy: func() *training.Privacy {
 				p := flat()
 				p.Clip = clipping.Flat{C: 0.1}
 				p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
@@ -77,7 +78,7 @@ func resumeCases() []resumeCase {
 			}, epochs: 3, stopAt: 17},
 		{name: "cnn dp-adam adaptive clipping", spec: func() nn.Spec { return models.MNISTCNN(models.Tanh) }, n: 256, batch: 64, physical: 32,
 			rule: func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(1e-3)) },
-			privacy: func() *nn.Privacy {
+			privacy: func() *training.Privacy {
 				p := flat()
 				p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.8, LearningRate: 0.5, CountNoise: 4}
 				return p
@@ -100,7 +101,7 @@ func TestResumeBitForBit(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			first := rc.trainer(t, train, rc.epochs-1, 5, func(p nn.StepProgress) error {
+			first := rc.trainer(t, train, rc.epochs-1, 5, func(p training.StepProgress) error {
 				if p.GlobalStep == rc.stopAt {
 					cancel()
 				}
@@ -117,10 +118,10 @@ func TestResumeBitForBit(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), "run.ckpt")
-			if err := nn.Save(path, c); err != nil {
+			if err := checkpoint.Save(path, c); err != nil {
 				t.Fatal(err)
 			}
-			loaded, err := nn.Load(path)
+			loaded, err := checkpoint.Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,10 +193,10 @@ func firstDiff(a, b []float64) int {
 // reseeded, not restored) and its ledger continues the same history.
 func TestResumeSecure(t *testing.T) {
 	train, _ := embedded(t, 300)
-	mk := func(epochs int) *nn.Trainer {
-		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), nn.TrainerConfig{
+	mk := func(epochs int) *training.Trainer {
+		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 30, Epochs: epochs,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 		})
 	}
 	first := mk(1)
@@ -208,7 +209,7 @@ func TestResumeSecure(t *testing.T) {
 		t.Fatalf("noise %q, seeded %v", c.Noise, c.Seeded)
 	}
 	path := filepath.Join(t.TempDir(), "run.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(path)
@@ -225,7 +226,7 @@ func TestResumeSecure(t *testing.T) {
 	if noise := f.Tensors["optimizer/noise"]; len(noise.Data) > 8*32 {
 		t.Errorf("a secure run's checkpoint holds %d bytes of noise state", len(noise.Data)/8)
 	}
-	loaded, err := nn.Load(path)
+	loaded, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,20 +257,20 @@ func TestRestoreRefuses(t *testing.T) {
 		train    datasets.Dataset
 		name     string
 		rule     dpoptim.Rule
-		priv     *nn.Privacy
+		priv     *training.Privacy
 		batch    int
 		epochs   int
-		sampling nn.Sampling
+		sampling checkpoint.Sampling
 		seed     *uint64
 		settings map[string]string
 	}
 	base := func() config {
 		return config{spec: models.LogisticRegression(), train: train, name: "mnist", rule: dpoptim.NewSGD(dpoptim.Constant(1)),
-			priv:  &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+			priv:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
 			batch: 40, epochs: 2, seed: seedPtr(1), settings: map[string]string{"lr": "1"}}
 	}
-	build := func(c config) *nn.Trainer {
-		return newTrainer(t, newModel(t, c.spec, 32, nn.WithDType(c.dtype)), nn.TrainerConfig{
+	build := func(c config) *training.Trainer {
+		return newTrainer(t, newModel(t, c.spec, 32, nn.WithDType(c.dtype)), training.TrainerConfig{
 			Train: c.train, DatasetName: c.name, Rule: c.rule, Privacy: c.priv, BatchSize: c.batch, Epochs: c.epochs,
 			Sampling: c.sampling, Seed: c.seed, Settings: c.settings,
 		})
@@ -285,25 +286,25 @@ func TestRestoreRefuses(t *testing.T) {
 		change func(*config)
 		want   error
 	}{
-		{"model", func(c *config) { c.spec = models.MNISTCNN(models.Tanh) }, nn.ErrMismatch},
-		{"dtype", func(c *config) { c.dtype = nn.Float64 }, nn.ErrMismatch},
-		{"data set name", func(c *config) { c.name = "fashion" }, nn.ErrMismatch},
-		{"data set size", func(c *config) { c.train = other }, nn.ErrMismatch},
-		{"labels", func(c *config) { c.train = otherLabels }, nn.ErrMismatch},
-		{"optimizer", func(c *config) { c.rule = dpoptim.NewAdam(dpoptim.Constant(1)) }, nn.ErrMismatch},
-		{"non-private", func(c *config) { c.priv = nil }, nn.ErrMismatch},
-		{"clip", func(c *config) { c.priv.Clip = clipping.Flat{C: 2} }, nn.ErrMismatch},
-		{"per-layer", func(c *config) { c.priv.Clip = clipping.PerLayer{C: []float64{1}} }, nn.ErrMismatch},
-		{"δ", func(c *config) { c.priv.Delta = 1e-6 }, nn.ErrMismatch},
-		{"fixed noise", func(c *config) { c.priv.TargetEpsilon, c.priv.NoiseMultiplier = 0, 3 }, nn.ErrMismatch},
-		{"batch", func(c *config) { c.batch = 50 }, nn.ErrMismatch},
-		{"sampling", func(c *config) { c.sampling = nn.Shuffle }, nn.ErrMismatch},
-		{"seed", func(c *config) { c.seed = seedPtr(2) }, nn.ErrMismatch},
-		{"secure", func(c *config) { c.seed = nil }, nn.ErrMismatch},
-		{"settings", func(c *config) { c.settings = map[string]string{"lr": "2"} }, nn.ErrMismatch},
-		{"fewer epochs", func(c *config) { c.epochs = 1 }, nn.ErrMismatch},
+		{"model", func(c *config) { c.spec = models.MNISTCNN(models.Tanh) }, training.ErrMismatch},
+		{"dtype", func(c *config) { c.dtype = nn.Float64 }, training.ErrMismatch},
+		{"data set name", func(c *config) { c.name = "fashion" }, training.ErrMismatch},
+		{"data set size", func(c *config) { c.train = other }, training.ErrMismatch},
+		{"labels", func(c *config) { c.train = otherLabels }, training.ErrMismatch},
+		{"optimizer", func(c *config) { c.rule = dpoptim.NewAdam(dpoptim.Constant(1)) }, training.ErrMismatch},
+		{"non-private", func(c *config) { c.priv = nil }, training.ErrMismatch},
+		{"clip", func(c *config) { c.priv.Clip = clipping.Flat{C: 2} }, training.ErrMismatch},
+		{"per-layer", func(c *config) { c.priv.Clip = clipping.PerLayer{C: []float64{1}} }, training.ErrMismatch},
+		{"δ", func(c *config) { c.priv.Delta = 1e-6 }, training.ErrMismatch},
+		{"fixed noise", func(c *config) { c.priv.TargetEpsilon, c.priv.NoiseMultiplier = 0, 3 }, training.ErrMismatch},
+		{"batch", func(c *config) { c.batch = 50 }, training.ErrMismatch},
+		{"sampling", func(c *config) { c.sampling = checkpoint.Shuffle }, training.ErrMismatch},
+		{"seed", func(c *config) { c.seed = seedPtr(2) }, training.ErrMismatch},
+		{"secure", func(c *config) { c.seed = nil }, training.ErrMismatch},
+		{"settings", func(c *config) { c.settings = map[string]string{"lr": "2"} }, training.ErrMismatch},
+		{"fewer epochs", func(c *config) { c.epochs = 1 }, training.ErrMismatch},
 		// z was calibrated for 2 epochs at ε = 2; a third epoch would spend more.
-		{"budget", func(c *config) { c.epochs = 3 }, nn.ErrBudget},
+		{"budget", func(c *config) { c.epochs = 3 }, training.ErrBudget},
 	} {
 		c := base()
 		tc.change(&c)
@@ -343,11 +344,11 @@ func seq(n int) []int {
 }
 
 // savedCheckpoint trains a tiny seeded run and saves it, returning the path.
-func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *nn.Checkpoint) {
+func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *checkpoint.Training) {
 	train, test := embedded(t, 200)
-	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), nn.TrainerConfig{
+	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
 		Train: train, Test: test, DatasetName: "mnist-200", Rule: dpoptim.NewAdam(dpoptim.Constant(1e-2)),
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
 		BatchSize: 50, Epochs: epochs, Seed: seedPtr(3), Settings: map[string]string{"lr": "0.01"},
 	})
 	run(t, tr)
@@ -356,7 +357,7 @@ func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *nn.Checkpoi
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "run.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path, c
@@ -364,11 +365,11 @@ func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *nn.Checkpoi
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	path, c := savedCheckpoint(t, t.TempDir(), 2)
-	got, err := nn.Load(path)
+	got, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Model != "logreg" || got.DType != nn.Float32 || got.Step != 8 || got.Epoch != 2 ||
+	if got.Model != "logreg" || got.DType != checkpoint.Float32 || got.Step != 8 || got.Epoch != 2 ||
 		got.Optimizer != "DP-Adam" || got.Noise != "seeded(3)" || !got.Seeded || got.Seed != 3 {
 		t.Errorf("loaded %s %v step %d epoch %d %s noise %s seed %v/%d", got.Model, got.DType, got.Step, got.Epoch, got.Optimizer, got.Noise, got.Seeded, got.Seed)
 	}
@@ -447,10 +448,10 @@ func TestLoadBadFiles(t *testing.T) {
 		{"flipped bit", write("flipped.ckpt", flipped), checkpoint.ErrCorrupt, ""},
 		{"empty", write("empty.ckpt", nil), checkpoint.ErrCorrupt, "truncated"},
 		{"text", write("text.ckpt", []byte("epoch 3, step 96\n")), checkpoint.ErrNotCheckpoint, ""},
-		{"foreign", foreign, nn.ErrCheckpoint, "not a training checkpoint"},
+		{"foreign", foreign, checkpoint.ErrInvalid, "not a training checkpoint"},
 		{"missing", filepath.Join(dir, "missing.ckpt"), fs.ErrNotExist, ""},
 	} {
-		_, err := nn.Load(tc.path)
+		_, err := checkpoint.Load(tc.path)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 			continue
@@ -553,7 +554,7 @@ func TestLoadInconsistent(t *testing.T) {
 		if err := checkpoint.WriteFile(bad, f); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if _, err := nn.Load(bad); !errors.Is(err, nn.ErrCheckpoint) {
+		if _, err := checkpoint.Load(bad); !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrCheckpoint", tc.name, err)
 		}
 	}
@@ -574,10 +575,10 @@ func TestSaveInterrupted(t *testing.T) {
 				t.Fatalf("recovered %v", r)
 			}
 		}()
-		_ = nn.Save(path, second)
+		_ = checkpoint.Save(path, second)
 	}()
 	atomicfile.BeforeRename = nil
-	got, err := nn.Load(path)
+	got, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatalf("previous checkpoint after an interrupted save: %v", err)
 	}
@@ -588,10 +589,10 @@ func TestSaveInterrupted(t *testing.T) {
 	if len(leftovers) != 1 {
 		t.Errorf("temporary files %v, want the crashed one", leftovers)
 	}
-	if err := nn.Save(path, second); err != nil {
+	if err := checkpoint.Save(path, second); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := nn.Load(path); err != nil || got.Step != second.Step {
+	if got, err := checkpoint.Load(path); err != nil || got.Step != second.Step {
 		t.Errorf("after a good save: step %v, err %v", got, err)
 	}
 	// The crashed save's temporary file is no longer being written: the good save removed it.

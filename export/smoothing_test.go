@@ -1,4 +1,4 @@
-package nn_test
+package export_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/smoothing"
 )
@@ -62,7 +63,7 @@ func TestSmoothingAxesAreThePaperCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := nn.ExportTorch(&buf, m); err != nil {
+		if err := export.Torch(&buf, m); err != nil {
 			t.Fatal(err)
 		}
 		st, _ := parseSafetensors(t, buf.Bytes())
