@@ -73,13 +73,9 @@
 // models' GroupNorm without affine and Flatten) join the front end and are computed once
 // too, by the native ops themselves and in their internal layout, so training is bit for
 // bit what computing them in every step gives (FrontEnd then names them, and FeatureShape
-// is their output). Checkpoints store the front-end layers in the
-// Architecture like any other. With training.TrainerConfig.FeatureCache
-// (Model.CachedFrontEndFeatures)
-// the features are kept in a directory under a SHA-256 key over the front end's settings,
-// the shapes, the dtype and every raw example, checksummed, and re-used by later runs on
-// the same data (featurecache.go); the files hold features of the private data and must
-// be protected like it.
+// is their output). Checkpoints store the front-end layers in the Architecture like any
+// other. Package training keeps the features in a feature cache across runs
+// (training.CachedFrontEndFeatures, TrainerConfig.FeatureCache).
 //
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph

@@ -250,3 +250,45 @@ func IsFeatures(ds datasets.Dataset) bool {
 // featureSet marks a dataset of this model's precomputed front-end features, so that the
 // trainer loads its examples as features, not raw inputs.
 type featureSet struct{ *datasets.Features }
+
+// FrontEndLayers returns the model's front-end layers in order (nil without a front end),
+// the absorbed ones included: what a feature cache keys on (package training).
+func (m *Model) FrontEndLayers() []layers.Layer {
+	if m.front == nil {
+		return nil
+	}
+	return m.front.layers()
+}
+
+// FrontEndLayout is "native" when the front end includes absorbed layers, whose features
+// are in the native engine's internal layout, and "" otherwise.
+func (m *Model) FrontEndLayout() string {
+	if m.front == nil || len(m.front.absorbed) == 0 {
+		return ""
+	}
+	return "native"
+}
+
+// ApplyFrontEnd computes the features of one raw example x (InputShape) with the model's
+// front end; the result (FeatureShape) is the model's buffer, valid until the next call.
+// A Model is not safe for concurrent use.
+func (m *Model) ApplyFrontEnd(x []float32) ([]float32, error) {
+	if m.front == nil {
+		return nil, fmt.Errorf("%w: model %s has no front end", ErrSpec, m.name)
+	}
+	return m.front.apply(x)
+}
+
+// AsFeatures marks f, features computed by this package's front end (or read back from a
+// cache of them), as a dataset whose examples are front-end features (IsFeatures).
+func AsFeatures(f *datasets.Features) datasets.Dataset { return &featureSet{f} }
+
+// FeaturesOf returns the features of a dataset that FrontEndFeatures or AsFeatures
+// returned, and false for any other dataset.
+func FeaturesOf(ds datasets.Dataset) (*datasets.Features, bool) {
+	fs, ok := ds.(*featureSet)
+	if !ok {
+		return nil, false
+	}
+	return fs.Features, true
+}

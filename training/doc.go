@@ -1,6 +1,7 @@
 // Package training runs a private training plan on an nn.Model: the Trainer, its Plan
 // (nn/checkpoint's data type, fixed before the first step with the ε the run will spend),
 // the sampler, adaptive clipping and parameter averaging glue, augmentation multiplicity,
+// the front-end feature cache (CachedFrontEndFeatures, featurecache.go),
 // and the trainer's side of a checkpoint (Trainer.Checkpoint captures, Trainer.Restore
 // checks and loads: optimizer state, ledger, sampler, lineage). The model's side of a
 // checkpoint is package nn's, the data type and its file format package checkpoint's.

@@ -121,7 +121,7 @@ type TrainerConfig struct {
 	OnFrontEnd func(FrontEndProgress)
 	// FeatureCache, if not empty, is a directory where the front end's features of the
 	// training and test sets are kept and re-used by later runs whose data and front end
-	// are identical (Model.CachedFrontEndFeatures; the file is named by a SHA-256 key over
+	// are identical (CachedFrontEndFeatures; the file is named by a SHA-256 key over
 	// the front-end layers' settings, the shapes, the dtype and every raw example, and
 	// checked on load). The files hold features of the private data: protect the
 	// directory as the data. No effect for a model without a front end.
@@ -138,7 +138,7 @@ type FrontEndProgress struct {
 	// CacheDir is TrainerConfig.FeatureCache. Cache says, when Done and CacheDir is set,
 	// where the features of the training set and then of the test set (if any) came from.
 	CacheDir string
-	Cache    []nn.FeatureCacheUse
+	Cache    []FeatureCacheUse
 }
 
 // StepProgress describes the step just completed, for progress displays.
@@ -795,7 +795,7 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 		if t.cfg.FeatureCache == "" {
 			return t.model.FrontEndFeaturesContext(ctx, ds)
 		}
-		fs, use, err := t.model.CachedFrontEndFeaturesContext(ctx, ds, t.cfg.FeatureCache)
+		fs, use, err := cachedFrontEndFeatures(ctx, t.model, ds, t.cfg.FeatureCache)
 		use.Set = set
 		p.Cache = append(p.Cache, use)
 		return fs, err

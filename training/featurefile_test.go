@@ -1,4 +1,4 @@
-package nn
+package training
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
 )
 
 func testKey() (k [32]byte) {
@@ -183,10 +184,10 @@ func FuzzFeatureHeader(f *testing.F) {
 // example differs from what the front end computes now is refused as written by
 // another version of the front end.
 func TestCachedFeaturesServedAndChecked(t *testing.T) {
-	spec := Spec{Name: "s", InputShape: []int{1, 8, 8}, NumClasses: 2, Layers: []layers.Layer{
+	spec := nn.Spec{Name: "s", InputShape: []int{1, 8, 8}, NumClasses: 2, Layers: []layers.Layer{
 		layers.Scattering2D{J: 1, L: 4}, layers.Flatten{}, layers.Dense{Units: 2},
 	}}
-	m, err := New(spec, 4)
+	m, err := nn.New(spec, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,15 +200,15 @@ func TestCachedFeaturesServedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	_, use, err := m.CachedFrontEndFeatures(ds, dir)
+	_, use, err := CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || use.Loaded || use.Problem != "" {
 		t.Fatalf("first call: %+v, %v", use, err)
 	}
-	key, err := m.featureKey(t.Context(), ds)
+	key, err := featureKey(t.Context(), m, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := m.front.out
+	out := m.FeatureShape()
 	vals, err := readFeatureFile(use.File, key, 5, out)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestCachedFeaturesServedAndChecked(t *testing.T) {
 	}
 	size := len(vals) / 5
 	rewrite(2*size + 3)
-	got, use2, err := m.CachedFrontEndFeatures(ds, dir)
+	got, use2, err := CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || !use2.Loaded {
 		t.Fatalf("second call: %+v, %v", use2, err)
 	}
@@ -231,7 +232,7 @@ func TestCachedFeaturesServedAndChecked(t *testing.T) {
 		t.Errorf("example 2 value 3 is %v, want the file's %v", x[3], vals[2*size+3]+1)
 	}
 	rewrite(1)
-	_, use3, err := m.CachedFrontEndFeatures(ds, dir)
+	_, use3, err := CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || use3.Loaded || !strings.Contains(use3.Problem, "changed") || !strings.Contains(use3.Problem, use.File) {
 		t.Fatalf("changed first example: %+v, %v", use3, err)
 	}

@@ -1,4 +1,4 @@
-package nn
+package training
 
 import (
 	"context"
@@ -16,12 +16,13 @@ import (
 
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // The feature cache keeps a front end's output for a dataset in a file named by a key
 // over everything the output depends on, so that later runs on the same data with the
 // same front end load it instead of computing it again (TrainerConfig.FeatureCache,
-// Model.CachedFrontEndFeatures). The key is SHA-256 over
+// CachedFrontEndFeatures). The key is SHA-256 over
 //
 //   - a versioned header ("privtrain front-end feature cache key v1"),
 //   - the front-end layers as checkpoints encode them (type and settings, e.g.
@@ -60,27 +61,27 @@ type FeatureCacheUse struct {
 	Problem string
 }
 
-// CachedFrontEndFeatures is FrontEndFeatures with a feature cache in directory dir
+// CachedFrontEndFeatures is m.FrontEndFeatures with a feature cache in directory dir
 // (created if needed): it loads ds's features from dir when a valid file for exactly
 // this data and front end is there, and otherwise computes them and writes the file.
 // Problems with the cache (a corrupt file, a directory that cannot be written) do not
 // fail the call: use reports them, and the features are computed. For a model without
 // a front end it returns ds and a zero use.
-func (m *Model) CachedFrontEndFeatures(ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
-	return m.CachedFrontEndFeaturesContext(context.Background(), ds, dir)
+func CachedFrontEndFeatures(m *nn.Model, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
+	return cachedFrontEndFeatures(context.Background(), m, ds, dir)
 }
 
-// CachedFrontEndFeaturesContext is CachedFrontEndFeatures, stopping between chunks of
-// examples when ctx is done (with an error wrapping ctx.Err()).
-func (m *Model) CachedFrontEndFeaturesContext(ctx context.Context, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
+// cachedFrontEndFeatures is CachedFrontEndFeatures, stopping between chunks of examples
+// when ctx is done (with an error wrapping ctx.Err()).
+func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
 	var use FeatureCacheUse
-	if m.front == nil {
+	if !m.HasFrontEnd() {
 		return ds, use, nil
 	}
-	if !slices.Equal(ds.Shape(), m.rawShape) {
-		return nil, use, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrTrainConfig, ds.Shape(), m.name, m.rawShape)
+	if !slices.Equal(ds.Shape(), m.InputShape()) {
+		return nil, use, fmt.Errorf("%w: examples of shape %v, model %s expects %v", nn.ErrTrainConfig, ds.Shape(), m.Name(), m.InputShape())
 	}
-	key, err := m.featureKey(ctx, ds)
+	key, err := featureKey(ctx, m, ds)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, use, err
@@ -90,17 +91,17 @@ func (m *Model) CachedFrontEndFeaturesContext(ctx context.Context, ds datasets.D
 		return feats, use, err
 	}
 	use.File = filepath.Join(dir, "frontend-"+hex.EncodeToString(key[:])+".features")
-	values, err := readFeatureFile(use.File, key, ds.Len(), m.front.out)
+	values, err := readFeatureFile(use.File, key, ds.Len(), m.FeatureShape())
 	if err == nil {
-		err = m.checkCachedFeatures(ds, values)
+		err = checkCachedFeatures(m, ds, values)
 	}
 	if err == nil {
-		loaded, err := datasets.NewFeatures(ds, m.front.out, values)
+		loaded, err := datasets.NewFeatures(ds, m.FeatureShape(), values)
 		if err != nil {
 			return nil, use, err
 		}
 		use.Loaded = true
-		return &featureSet{loaded}, use, nil
+		return nn.AsFeatures(loaded), use, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		use.Problem = fmt.Sprintf("%s: %v; recomputed and rewritten", use.File, err)
@@ -109,7 +110,8 @@ func (m *Model) CachedFrontEndFeaturesContext(ctx context.Context, ds datasets.D
 	if err != nil {
 		return nil, use, err
 	}
-	if err := writeFeatures(dir, use.File, key, feats.(*featureSet).Features); err != nil {
+	f, _ := nn.FeaturesOf(feats) // m has a front end: FrontEndFeatures made feats
+	if err := writeFeatures(dir, use.File, key, f); err != nil {
 		if use.Problem != "" {
 			use.Problem += "; "
 		}
@@ -121,23 +123,20 @@ func (m *Model) CachedFrontEndFeaturesContext(ctx context.Context, ds datasets.D
 // featureKey is the cache key of ds's features under m's front end (see the top of the
 // file). It fails for a front-end layer whose type is not registered: without its
 // settings two different layers could share a key.
-func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, error) {
+func featureKey(ctx context.Context, m *nn.Model, ds datasets.Dataset) ([32]byte, error) {
 	var key [32]byte
 	desc := struct {
-		Layers   []LayerConfig `json:"front_end"`
-		Input    []int         `json:"input_shape"`
-		Output   []int         `json:"feature_shape"`
-		DType    string        `json:"dtype"`
-		Examples int           `json:"examples"`
+		Layers   []nn.LayerConfig `json:"front_end"`
+		Input    []int            `json:"input_shape"`
+		Output   []int            `json:"feature_shape"`
+		DType    string           `json:"dtype"`
+		Examples int              `json:"examples"`
 		// Layout marks features of absorbed layers, in the native engine's layout.
 		Layout string `json:"layout,omitempty"`
-	}{Input: m.front.in, Output: m.front.out, DType: m.dtype.String(), Examples: ds.Len()}
-	if len(m.front.absorbed) > 0 {
-		desc.Layout = "native"
-	}
+	}{Input: m.InputShape(), Output: m.FeatureShape(), DType: m.DType().String(), Examples: ds.Len(), Layout: m.FrontEndLayout()}
 	// The layers as checkpoints encode them (a registered layer's LayerConfig has Type
 	// and Settings only, so the key's bytes are those of its checkpoint entry).
-	arch, err := ArchitectureOf(Spec{Layers: m.front.layers()})
+	arch, err := nn.ArchitectureOf(nn.Spec{Layers: m.FrontEndLayers()})
 	if err != nil {
 		return key, fmt.Errorf("%v; its features are not cached", err)
 	}
@@ -152,7 +151,7 @@ func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, 
 	if err := json.NewEncoder(h).Encode(desc); err != nil {
 		return key, err
 	}
-	size := num.Prod(m.front.in)
+	size := num.Prod(m.InputShape())
 	const chunk = 512
 	x := make([]float32, size)
 	buf := make([]byte, 0, chunk*4*size)
@@ -176,18 +175,18 @@ func (m *Model) featureKey(ctx context.Context, ds datasets.Dataset) ([32]byte, 
 // checkCachedFeatures computes the features of ds's first and last examples afresh and
 // compares them bit for bit with values: a front end whose computation changed since the
 // file was written has the same key, and this catches it.
-func (m *Model) checkCachedFeatures(ds datasets.Dataset, values []float32) error {
+func checkCachedFeatures(m *nn.Model, ds datasets.Dataset, values []float32) error {
 	n := ds.Len()
 	if n == 0 {
 		return nil
 	}
-	in, out := num.Prod(m.front.in), num.Prod(m.front.out)
+	in, out := num.Prod(m.InputShape()), num.Prod(m.FeatureShape())
 	for _, i := range []int{0, n - 1} {
 		x := make([]float32, in)
 		ds.Example(i, x)
-		got, err := m.front.apply(x)
+		got, err := m.ApplyFrontEnd(x)
 		if err != nil {
-			return fmt.Errorf("nn: front end %s on example %d: %w", m.front, i, err)
+			return fmt.Errorf("nn: front end %s on example %d: %w", m.FrontEnd(), i, err)
 		}
 		for j, v := range got {
 			if math.Float32bits(v) != math.Float32bits(values[i*out+j]) {

@@ -1,4 +1,4 @@
-package nn_test
+package training_test
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func TestFeatureCacheRoundTrip(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cache") // created by the call
 	before := tallied.Load()
-	got, use, err := m.CachedFrontEndFeatures(ds, dir)
+	got, use, err := training.CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || use.Loaded || use.Problem != "" || filepath.Dir(use.File) != dir || tallied.Load()-before != 40 {
 		t.Fatalf("first call: %+v, %v, %d transformed", use, err, tallied.Load()-before)
 	}
@@ -114,7 +114,7 @@ func TestFeatureCacheRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = tallied.Load()
-	got, use2, err := m.CachedFrontEndFeatures(ds, dir)
+	got, use2, err := training.CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || !use2.Loaded || use2.Problem != "" || use2.File != use.File || tallied.Load()-before != 2 {
 		t.Fatalf("second call: %+v, %v, %d transformed", use2, err, tallied.Load()-before)
 	}
@@ -126,7 +126,7 @@ func TestFeatureCacheRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		sgot, use, err := sm.CachedFrontEndFeatures(ds, dir)
+		sgot, use, err := training.CachedFrontEndFeatures(sm, ds, dir)
 		if err != nil || use.Loaded != (i == 1) || use.Problem != "" {
 			t.Fatalf("scattering call %d: %+v, %v", i, use, err)
 		}
@@ -140,9 +140,9 @@ func TestFeatureCacheKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	ds := randomGrays(t, rng, 20)
 	dir := t.TempDir()
-	file := func(m *nn.Model, ds datasets.Dataset) nn.FeatureCacheUse {
+	file := func(m *nn.Model, ds datasets.Dataset) training.FeatureCacheUse {
 		t.Helper()
-		_, use, err := m.CachedFrontEndFeatures(ds, dir)
+		_, use, err := training.CachedFrontEndFeatures(m, ds, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestFeatureCacheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{base.File: "base"}
-	for name, u := range map[string]nn.FeatureCacheUse{
+	for name, u := range map[string]training.FeatureCacheUse{
 		"one pixel":  file(newModel(t, tallySpec(3), 4), other),
 		"fewer":      file(newModel(t, tallySpec(3), 4), fewer),
 		"scale":      file(newModel(t, tallySpec(2), 4), ds),
@@ -211,7 +211,7 @@ func TestFeatureCacheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newModel(t, tallySpec(3), 4)
-	got, u, err := m.CachedFrontEndFeatures(ds, dir)
+	got, u, err := training.CachedFrontEndFeatures(m, ds, dir)
 	if err != nil || u.Loaded || !strings.Contains(u.Problem, base.File) || !strings.Contains(u.Problem, "other data") {
 		t.Fatalf("swapped file: %+v, %v", u, err)
 	}
@@ -232,7 +232,7 @@ func TestFeatureCacheDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	_, use, err := m.CachedFrontEndFeatures(ds, dir)
+	_, use, err := training.CachedFrontEndFeatures(m, ds, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +254,12 @@ func TestFeatureCacheDamaged(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := tallied.Load()
-		got, u, err := m.CachedFrontEndFeatures(ds, dir)
+		got, u, err := training.CachedFrontEndFeatures(m, ds, dir)
 		if err != nil || u.Loaded || !strings.Contains(u.Problem, use.File) || !strings.Contains(u.Problem, c.want) || tallied.Load()-before != 20 {
 			t.Fatalf("%s: %+v, %v, %d transformed", name, u, err, tallied.Load()-before)
 		}
 		sameFeatures(t, got, want)
-		if _, u, err = m.CachedFrontEndFeatures(ds, dir); err != nil || !u.Loaded {
+		if _, u, err = training.CachedFrontEndFeatures(m, ds, dir); err != nil || !u.Loaded {
 			t.Fatalf("%s, after the rewrite: %+v, %v", name, u, err)
 		}
 	}
@@ -268,7 +268,7 @@ func TestFeatureCacheDamaged(t *testing.T) {
 	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, u, err := m.CachedFrontEndFeatures(ds, blocked)
+	got, u, err := training.CachedFrontEndFeatures(m, ds, blocked)
 	if err != nil || u.Loaded || !strings.Contains(u.Problem, "writing") {
 		t.Fatalf("unwritable directory: %+v, %v", u, err)
 	}
@@ -276,7 +276,7 @@ func TestFeatureCacheDamaged(t *testing.T) {
 	// A front end that is not registered is computed, not cached.
 	var n atomic.Int64
 	spec := nn.Spec{Name: "double", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{counting{&n}, layers.Flatten{}, layers.Dense{Units: 3}}}
-	if _, u, err := newModel(t, spec, 4).CachedFrontEndFeatures(ds, dir); err != nil || u.File != "" || !strings.Contains(u.Problem, "not registered") || n.Load() != 20 {
+	if _, u, err := training.CachedFrontEndFeatures(newModel(t, spec, 4), ds, dir); err != nil || u.File != "" || !strings.Contains(u.Problem, "not registered") || n.Load() != 20 {
 		t.Fatalf("unregistered front end: %+v, %v", u, err)
 	}
 }
@@ -288,7 +288,7 @@ func TestTrainerFeatureCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	train, test := randomGrays(t, rng, 48), randomGrays(t, rng, 12)
 	dir := t.TempDir()
-	run := func(cache string) ([]float64, float64, []nn.FeatureCacheUse) {
+	run := func(cache string) ([]float64, float64, []training.FeatureCacheUse) {
 		m := newModel(t, scatterSpec(), 8, nn.WithSeed(4))
 		var last training.FrontEndProgress
 		tn, err := training.NewTrainer(m, training.TrainerConfig{
