@@ -7,7 +7,7 @@
 //	go run ./cmd/evaluate -checkpoint t.ckpt -dataset csv:moved/table.csv   # a csv: run's data elsewhere
 //
 // The data sets, -data and the flags of your own data are those of cmd/train (the same
-// loader, internal/cli); without -dataset, the one the checkpoint was trained on (by its
+// loader, cmd/internal/cli); without -dataset, the one the checkpoint was trained on (by its
 // settings, else its recorded name), else mnist. For a run on csv:PATH, images:DIR or
 // cifar100 the checkpoint's settings give the flags that read the data (-scale, -label,
 // -header, -image-size, -channels, -labels) and the held-out test split (-test-fraction,

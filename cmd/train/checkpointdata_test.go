@@ -13,7 +13,7 @@ import (
 )
 
 // TestCheckpointRebuildsData: the settings that a run on csv:PATH or images:DIR writes
-// into its checkpoint are enough for internal/cli (what cmd/evaluate uses) to rebuild
+// into its checkpoint are enough for cmd/internal/cli (what cmd/evaluate uses) to rebuild
 // the run's held-out test split: the model of the checkpoint has there the test
 // accuracy and loss that the run reported.
 func TestCheckpointRebuildsData(t *testing.T) {
