@@ -8,7 +8,7 @@
 // mechanism does not deliver its guarantee: a bug in clipping, noise, normalisation or
 // accounting.
 //
-// [Run] audits the project's own mechanism end to end: nn.Trainer with its Poisson
+// [Run] audits the project's own mechanism end to end: training.Trainer with its Poisson
 // sampler, per-example clipping, dpoptim.Private (noise, normalisation by the expected
 // batch) and the accountant's ledger, on logistic regression over MNIST digits. Its
 // canaries are white-box gradient canaries realised as training examples: canary i is
@@ -24,7 +24,7 @@
 // training runs, each with one canary included by a fair coin, so m = R. It exists for a
 // bug the one-run audit cannot see, normalisation by the realised batch |B_t| instead of
 // the expected q·n: that leaks the batch size, which all canaries of one run share. Each
-// run trains the real nn.Trainer on a few blank examples plus, by its coin, the canary;
+// run trains the real training.Trainer on a few blank examples plus, by its coin, the canary;
 // the score is the likelihood ratio of the batch sizes that the norm of every step's
 // update reveals when the normaliser is |B_t| (under the correct mechanism the norm is
 // the same in every step) plus the canary row's per-step likelihood ratio.

@@ -11,6 +11,7 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // MultiConfig describes a multi-run audit ([RunMulti]): R independent training runs, each
@@ -74,7 +75,7 @@ func (c MultiConfig) withDefaults() (MultiConfig, error) {
 // of their Algorithm 1 is one of ours and the canaries' coins are independent across
 // runs, so [EpsilonLowerBound] applies unchanged with m = R.
 //
-// Each run drives the real nn.Trainer (Poisson sampling, flat clipping, dpoptim.Private
+// Each run drives the real training.Trainer (Poisson sampling, flat clipping, dpoptim.Private
 // with its noise and normalisation, the ledger) on Filler blank examples plus, if the
 // run's coin says so, the canary: the unit vector of input coordinate 0 with label 0,
 // whose clipped gradient adds C along a fixed direction of row 0 whenever it is sampled.
@@ -203,7 +204,7 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 		}
 		var score float64
 		maxK := 0
-		tr, err := nn.NewTrainer(model, nn.TrainerConfig{
+		tr, err := training.NewTrainer(model, training.TrainerConfig{
 			Train:       data,
 			DatasetName: "audit-multi",
 			Rule:        dpoptim.NewSGD(dpoptim.Constant(lr)),
@@ -211,12 +212,12 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 			Epochs:      cfg.Epochs,
 			Seed:        seed,
 			Settings:    map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
-			Privacy: &nn.Privacy{
+			Privacy: &training.Privacy{
 				Clip:            clipping.Flat{C: cfg.Clip},
 				NoiseMultiplier: z,
 				Delta:           cfg.Delta,
 			},
-			OnStep: func(nn.StepProgress) error {
+			OnStep: func(training.StepProgress) error {
 				model.Params(now)
 				var sq float64
 				for i := range now {
@@ -258,10 +259,10 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 	}
 	if math.IsNaN(claim) {
 		// No run included the canary: the claim is the plan's ε of a run that would have.
-		tr, err := nn.NewTrainer(model, nn.TrainerConfig{
+		tr, err := training.NewTrainer(model, training.TrainerConfig{
 			Train: &multiData{dim: cfg.Dim, n: nf + 1, canary: true}, DatasetName: "audit-multi",
 			Rule: dpoptim.NewSGD(dpoptim.Constant(lr)), BatchSize: b, Epochs: cfg.Epochs,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: cfg.Clip}, NoiseMultiplier: z, Delta: cfg.Delta},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: cfg.Clip}, NoiseMultiplier: z, Delta: cfg.Delta},
 		})
 		if err != nil {
 			return Result{}, multiScores{}, err

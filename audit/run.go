@@ -18,6 +18,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // Config describes an audit run. The zero value of every field is a documented default,
@@ -132,7 +133,7 @@ func (c Config) withDefaults() (Config, error) {
 var errPause = errors.New("audit: pause for the checkpoint")
 
 // Run trains once with canaries and returns the audit. It drives the real mechanism:
-// nn.Trainer (Poisson sampling, flat clipping, dpoptim.Private around SGD, the
+// training.Trainer (Poisson sampling, flat clipping, dpoptim.Private around SGD, the
 // accountant's ledger, and with ResumeAfter its checkpoint and Restore).
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res, _, err := run(ctx, cfg)
@@ -206,7 +207,7 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 	// likelihood ratio "in" : "out" is 1 − q + q·exp((x − ½)/z²) (Neyman–Pearson for the
 	// Poisson-subsampled Gaussian). stepLLR sums their logs.
 	var (
-		cur         *nn.Trainer
+		cur         *training.Trainer
 		prev, now   []float64
 		stepLLR     = make([]float64, m)
 		unit        = math.Sqrt2 * lr * cfg.Clip / float64(b)
@@ -222,12 +223,12 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 		}
 		prev, now = now, prev
 	}
-	newTrainer := func() (*nn.Trainer, error) {
+	newTrainer := func() (*training.Trainer, error) {
 		model, err := nn.New(spec, cfg.PhysicalBatch, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return nn.NewTrainer(model, nn.TrainerConfig{
+		return training.NewTrainer(model, training.TrainerConfig{
 			Train:       data,
 			DatasetName: "audit-canaries",
 			Rule:        dpoptim.NewSGD(dpoptim.Constant(lr)),
@@ -235,13 +236,13 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 			Epochs:      cfg.Epochs,
 			Seed:        cfg.Seed,
 			Settings:    map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
-			Privacy: &nn.Privacy{
+			Privacy: &training.Privacy{
 				Clip:            clipping.Flat{C: cfg.Clip},
 				NoiseMultiplier: cfg.NoiseMultiplier,
 				TargetEpsilon:   cfg.Epsilon,
 				Delta:           cfg.Delta,
 			},
-			OnStep: func(p nn.StepProgress) error {
+			OnStep: func(p training.StepProgress) error {
 				observe()
 				if cfg.ResumeAfter > 0 && p.GlobalStep == cfg.ResumeAfter {
 					return errPause

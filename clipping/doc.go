@@ -65,7 +65,7 @@
 //     partial sum.
 //  6. The partial sums are added in group order and scattered into the flat gradient.
 //  7. dpoptim adds Gaussian noise scaled by z·Rule.Bound() and updates the parameters.
-//     With adaptive clipping (nn.Privacy.Adaptive) the rule is Flat{C_t} with dpoptim's
+//     With adaptive clipping (training.Privacy.Adaptive) the rule is Flat{C_t} with dpoptim's
 //     current C_t, nn counts the unclipped real examples (Examples − Stats.Clipped), and dpoptim
 //     scales the noise by z_Δ·C_t and updates C_t from a noisy count.
 //

@@ -38,7 +38,7 @@
 // dataset costs one byte per pixel in memory and Example is a copy loop.
 //
 // Datasets of derived features are Datasets too: scatter.Cache (and nn.Model's
-// FrontEndFeatures, which nn.Trainer calls for a model that starts with a fixed front end
+// FrontEndFeatures, which training.Trainer calls for a model that starts with a fixed front end
 // such as layers.Scattering2D) computes a fixed, data-independent transform of every
 // example once and holds the result as float32 with the source's labels, so training reads
 // features as it reads pixels. Such a transform costs no privacy; statistics computed from

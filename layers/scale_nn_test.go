@@ -12,10 +12,13 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // The tests of the test-only layer Scale (scale_test.go, scale_grad_test.go): a layer
@@ -186,9 +189,9 @@ func TestScaleTrainsAndSaves(t *testing.T) {
 	start := make([]float64, m.NumParams())
 	m.Params(start)
 	seed := uint64(4)
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{
-		Train: clitest.Random(t, []int{2, 3, 3}, 3, 64), DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy:   &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Train: datatest.Random(t, []int{2, 3, 3}, 3, 64), DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
 		BatchSize: 16, Epochs: 2, Seed: &seed,
 	})
 	if err != nil {
@@ -215,7 +218,7 @@ func TestScaleTrainsAndSaves(t *testing.T) {
 		t.Errorf("stored architecture %s", s)
 	}
 	path := filepath.Join(t.TempDir(), "m.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	got, err := nn.LoadModel(path, 16)
@@ -246,7 +249,7 @@ func TestScaleTrainsAndSaves(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := nn.ExportTorch(&buf, m); err == nil || !strings.Contains(err.Error(), "no PyTorch equivalent") || !strings.Contains(err.Error(), "testscale") {
+	if err := export.Torch(&buf, m); err == nil || !strings.Contains(err.Error(), "no PyTorch equivalent") || !strings.Contains(err.Error(), "testscale") {
 		t.Errorf("export of a layer without a PyTorch module: %v", err)
 	}
 }

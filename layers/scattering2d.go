@@ -15,7 +15,7 @@ import (
 // It has no parameters and does not depend on the data.
 //
 // It is a FrontEnd: as a network's first layer(s), nn runs it outside the trainable
-// network, and nn.Trainer computes the features of the training and test sets once,
+// network, and training.Trainer computes the features of the training and test sets once,
 // before the first step, rather than in every step. The graph Apply builds is the reference: direct convolutions, slow and memory-hungry (its
 // im2col holds H·W·(padded H·W) values per image and filter group), meant for checking
 // and for small batches.

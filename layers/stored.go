@@ -163,7 +163,7 @@ func registerPlain[L Layer]() {
 	}, true)
 }
 
-// TorchExporter is a layer with a PyTorch equivalent. nn.ExportTorch writes a network as
+// TorchExporter is a layer with a PyTorch equivalent. export.Torch writes a network as
 // a torch.nn.Sequential of its layers' modules, so a layer (of this package or any
 // other) that implements it can be exported.
 type TorchExporter interface {

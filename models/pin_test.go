@@ -11,14 +11,17 @@ import (
 	"runtime"
 	"testing"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
-	"golang.org/x/sys/cpu"
+	"github.com/privtrain/privtrain/training"
 )
 
 // The bitwise pin across the architecture refactor (issue 28): the SHA-256 of the final
@@ -95,22 +98,22 @@ func pinData(t *testing.T, shape []int) datasets.Dataset {
 
 // pinRun trains spec for 2 epochs of 2 Poisson batches (expected 32 of 64) privately with
 // seed 5 on a model initialised with seed 7 and returns the digest of its parameters.
-func pinRun(t *testing.T, spec nn.Spec, physical int, opts []nn.Option, edit func(*nn.TrainerConfig)) string {
+func pinRun(t *testing.T, spec nn.Spec, physical int, opts []nn.Option, edit func(*training.TrainerConfig)) string {
 	t.Helper()
 	m, err := nn.New(spec, physical, append([]nn.Option{nn.WithSeed(7)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seed := uint64(5)
-	cfg := nn.TrainerConfig{
+	cfg := training.TrainerConfig{
 		Train: pinData(t, spec.InputShape), DatasetName: "pin", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
 		BatchSize: 32, Epochs: 2, Seed: &seed,
-		Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	tr, err := nn.NewTrainer(m, cfg)
+	tr, err := training.NewTrainer(m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,27 +172,27 @@ func TestPinnedTrainingVariants(t *testing.T) {
 		name string
 		spec nn.Spec
 		opts []nn.Option
-		edit func(*nn.TrainerConfig)
+		edit func(*training.TrainerConfig)
 	}{
 		{"cnn/gorgonia-float64", cnn, []nn.Option{nn.WithEngine(nn.EngineGorgonia), nn.WithDType(nn.Float64)}, nil},
 		{"cnn/native-float64", cnn, []nn.Option{nn.WithDType(nn.Float64)}, nil},
 		{"logreg/gorgonia-float32", logreg, []nn.Option{nn.WithEngine(nn.EngineGorgonia)}, nil},
-		{"cnn/per-layer", cnn, nil, func(c *nn.TrainerConfig) { c.Privacy.Clip = clipping.PerLayerEqual(1, 4) }},
-		{"cnn/adaptive-adam", cnn, nil, func(c *nn.TrainerConfig) {
+		{"cnn/per-layer", cnn, nil, func(c *training.TrainerConfig) { c.Privacy.Clip = clipping.PerLayerEqual(1, 4) }},
+		{"cnn/adaptive-adam", cnn, nil, func(c *training.TrainerConfig) {
 			c.Rule = dpoptim.NewAdam(dpoptim.Constant(0.01))
 			c.Privacy.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
 		}},
-		{"cnn/augmult-ema", cnn, nil, func(c *nn.TrainerConfig) {
+		{"cnn/augmult-ema", cnn, nil, func(c *training.TrainerConfig) {
 			c.AugmentMultiplicity = 2
 			c.Augment = datasets.Augment{Crop: true, Pad: 4, Flip: true}
 			c.EMA = 0.9
 		}},
-		{"logreg/shuffle-heavyball", logreg, nil, func(c *nn.TrainerConfig) {
-			c.Sampling = nn.Shuffle
+		{"logreg/shuffle-heavyball", logreg, nil, func(c *training.TrainerConfig) {
+			c.Sampling = checkpoint.Shuffle
 			c.Privacy = nil
 			c.Rule = &dpoptim.HeavyBall{LearningRate: dpoptim.Constant(0.1), Momentum: 0.9}
 		}},
-		{"logreg/epsilon-target", logreg, nil, func(c *nn.TrainerConfig) {
+		{"logreg/epsilon-target", logreg, nil, func(c *training.TrainerConfig) {
 			c.Privacy.NoiseMultiplier, c.Privacy.TargetEpsilon = 0, 2
 		}},
 	} {
@@ -208,5 +211,5 @@ func TestPinnedTrainingVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPin(t, "logreg/lssgd", pinRun(t, logreg, 16, nil, func(c *nn.TrainerConfig) { c.Privacy.Smoother = lap }))
+	checkPin(t, "logreg/lssgd", pinRun(t, logreg, 16, nil, func(c *training.TrainerConfig) { c.Privacy.Smoother = lap }))
 }

@@ -26,7 +26,7 @@ func TestArchitectureNewLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Spec(spec.Name)
+	got, err := nn.SpecOf(a, spec.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestStoredSettingsJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.Layers[0] = lc
-		got, err := a.Spec("one")
+		got, err := nn.SpecOf(a, "one")
 		if err != nil || !reflect.DeepEqual(got.Layers, spec.Layers) {
 			t.Errorf("%s rebuilt as %#v (%v), want %#v", tc.json, got.Layers, err, tc.layer)
 		}

@@ -14,11 +14,13 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // randomParams gives m random parameters and returns them.
@@ -37,10 +39,10 @@ func randomParams(t testing.TB, m *nn.Model, seed uint64) []float64 {
 }
 
 // saveModel writes a checkpoint of m (non-private, step 0) to dir and returns its path.
-func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*nn.Checkpoint)) string {
+func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*checkpoint.Training)) string {
 	t.Helper()
-	ds := clitest.Random(t, m.InputShape(), m.NumClasses(), 4)
-	tr := newTrainer(t, m, nn.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
+	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
+	tr := newTrainer(t, m, training.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
 	c, err := tr.Checkpoint()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*nn.Checkpoint))
 		edit(c)
 	}
 	path := filepath.Join(dir, "m.ckpt")
-	if err := nn.Save(path, c); err != nil {
+	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -92,14 +94,14 @@ func TestArchitectureRoundTrip(t *testing.T) {
 				m := newModel(t, spec, 3, nn.WithDType(dt), nn.WithSeed(5))
 				want := randomParams(t, m, 9)
 				path := saveModel(t, m, t.TempDir(), nil)
-				c, err := nn.Load(path)
+				c, err := checkpoint.Load(path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if c.Architecture == nil {
 					t.Fatal("checkpoint has no architecture")
 				}
-				rebuilt, err := c.Architecture.Spec(spec.Name)
+				rebuilt, err := nn.SpecOf(c.Architecture, spec.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -134,7 +136,7 @@ func TestOldCheckpointFallback(t *testing.T) {
 	m := newModel(t, models.MNISTCNN(models.Tanh), 2, nn.WithSeed(1))
 	want := randomParams(t, m, 3)
 	dir := t.TempDir()
-	path := saveModel(t, m, dir, func(c *nn.Checkpoint) { c.Architecture = nil })
+	path := saveModel(t, m, dir, func(c *checkpoint.Training) { c.Architecture = nil })
 	got, err := nn.LoadModel(path, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func TestOldCheckpointFallback(t *testing.T) {
 		t.Error("fallback model differs")
 	}
 
-	c, err := nn.Load(path)
+	c, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestArchitectureRefused(t *testing.T) {
 		{"bad init", `{"type":"dense","settings":{"units":10,"init":"ones"}}`, `initializer "ones"`},
 		{"settings for relu", `{"type":"relu","settings":{"x":1}}`, "takes no settings"},
 	} {
-		c, err := nn.Load(path)
+		c, err := checkpoint.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +349,7 @@ func TestArchitectureTooLarge(t *testing.T) {
 	m := newModel(t, nn.Spec{Name: "tiny", InputShape: []int{1, 4, 4}, NumClasses: 2, Layers: []layers.Layer{
 		layers.Conv2D{Filters: 1, Kernel: [2]int{1, 1}}, layers.MaxPool2D{Kernel: [2]int{4, 4}}, layers.Flatten{}, layers.Dense{Units: 2}}}, 1)
 	path := saveModel(t, m, t.TempDir(), nil)
-	c, err := nn.Load(path)
+	c, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +373,7 @@ func FuzzArchitecture(f *testing.F) {
 		f.Fatal(err)
 	}
 	path := saveModel(f, m, f.TempDir(), nil)
-	c, err := nn.Load(path)
+	c, err := checkpoint.Load(path)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 // Package nn holds the Model: a network compiled for a fixed physical batch size, its named
-// parameters as one flat vector, the summed softmax cross-entropy loss, and the private and
-// non-private gradient steps; and the Trainer and checkpoints.
+// parameters as one flat vector, the summed softmax cross-entropy loss, the private and
+// non-private gradient steps, and its two engines. Training runs (Trainer) are package
+// training's, the checkpoint's data and file format package checkpoint's (nn/checkpoint),
+// PyTorch export package export's; this package writes and reads the model's part of a
+// checkpoint (Model.WriteCheckpoint, ModelFromCheckpoint, LoadModel).
 //
 // Build a model from a Spec (package models has ready ones) and use it in physical batches:
 //
@@ -34,40 +37,17 @@
 //   - A Model is not safe for concurrent use; returned norms alias its buffers until the
 //     next step.
 //
-// Training. A Trainer runs a whole private plan on a Model: Poisson sampling (each example
-// joins a step with probability q = BatchSize/n; shuffled fixed batches on request),
-// logical batches split into physical chunks whose clipped sums add up before the single
-// noise draw, one test-set evaluation per epoch, and progress callbacks. It knows the
-// plan's ε before the first step (calibrating the noise for a target ε, or reporting the ε
-// of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint, Save, Load
-// and Trainer.Restore keep parameters, optimizer state, the accountant's ledger and, for a
-// seeded run, the generators, so a resumed run continues the same privacy history; see
-// ExampleTrainer. With TrainerConfig.EMA the trainer also keeps an exponential moving
-// average of the parameters (dpoptim.EMA, post-processing): evaluations use it, the
-// training goes on from the raw parameters, checkpoints store it (ema/ tensors) and
-// models built from a checkpoint load it (Checkpoint.ModelParams). Load and Restore
-// check the ledger step by step against the plan the checkpoint states (ErrCheckpoint), and a trainer that has taken steps does not go back
-// to an earlier state of its run without AllowRewind, which keeps the discarded steps in
-// the ledger (ErrRewind). SaveWithKey and LoadWithKey add and check an HMAC-SHA256 under a
-// key the user holds.
-//
-// Augmentation multiplicity. With TrainerConfig.AugmentMultiplicity K, the Trainer loads K
-// views of every sampled example (datasets.Augment, drawn from the seed, the step, the
-// example and the view) into K consecutive rows, and Model.SetGroupSize(K) makes the
-// clipping treat each group of rows as one example whose gradient is the mean over its
-// views, clipped as a whole (augment.go): the sampling rate, sensitivity, noise and ledger
-// are per example and unchanged. The setting is recorded under SettingAugment, so a
-// checkpoint refuses a changed K. Training loss and accuracy are per view.
-//
 // Using a trained model. A checkpoint stores the model's Architecture (every layer with its
 // settings); ModelFromCheckpoint and LoadModel rebuild the model from it alone, package
 // layers' layers by the codecs their own files register (layers.Codecs), layers of other
 // packages by the name given to layers.Register, and checkpoints written before
 // architectures were stored by the model name registered with RegisterSpec (package
 // models registers its own). A Predictor computes logits and probabilities for any number
-// of examples and is safe for concurrent use; ExportTorch writes the parameters as a
+// of examples and is safe for concurrent use; package export writes the parameters as a
 // safetensors file in PyTorch's layouts for an nn.Sequential of the same layers, each
-// layer naming its own module (layers.TorchExporter).
+// layer naming its own module (layers.TorchExporter). Model.SetGroupSize makes the
+// clipping treat each group of K consecutive rows as one example (the trainer's
+// augmentation multiplicity, package training).
 //
 // Engines. A Model runs on one of two engines (WithEngine, Model.Engine). The native engine,
 // the default whenever every layer is one of package layers' own, runs layers.Native: each
@@ -83,7 +63,8 @@
 // network (frontend.go). New compiles only the layers after them, on their output shape
 // (FeatureShape), so they neither force the Gorgonia engine nor run in every step; the
 // model's InputShape stays the raw input's. Evaluate, Predict, Logits, Gradient and
-// ClippedGradient on raw batches apply the front end per batch; the Trainer computes the
+// ClippedGradient on raw batches apply the front end per batch; the Trainer (package
+// training) computes the
 // features of its training and test sets once, before its first step (FrontEndFeatures,
 // TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
 // noise concern the trainable parameters only, exactly as if the features were the data:
@@ -92,12 +73,9 @@
 // models' GroupNorm without affine and Flatten) join the front end and are computed once
 // too, by the native ops themselves and in their internal layout, so training is bit for
 // bit what computing them in every step gives (FrontEnd then names them, and FeatureShape
-// is their output). Checkpoints store the front-end layers in the
-// Architecture like any other. With TrainerConfig.FeatureCache (Model.CachedFrontEndFeatures)
-// the features are kept in a directory under a SHA-256 key over the front end's settings,
-// the shapes, the dtype and every raw example, checksummed, and re-used by later runs on
-// the same data (featurecache.go); the files hold features of the private data and must
-// be protected like it.
+// is their output). Checkpoints store the front-end layers in the Architecture like any
+// other. Package training keeps the features in a feature cache across runs
+// (training.CachedFrontEndFeatures, TrainerConfig.FeatureCache).
 //
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph

@@ -11,4 +11,10 @@ var (
 	ErrBatch = errors.New("nn: invalid batch")
 	// ErrParams reports a parameter vector of the wrong length or with non-finite values.
 	ErrParams = errors.New("nn: invalid parameters")
+	// ErrTrainConfig reports a training configuration that cannot run (package training's
+	// Trainer; here, the front-end features of a data set that does not fit the model):
+	// datasets that do not fit the model, a batch size outside [1, n], no epochs, a
+	// private plan without clipping, δ outside (0, 1), neither a noise multiplier nor a
+	// target ε.
+	ErrTrainConfig = errors.New("nn: invalid training configuration")
 )

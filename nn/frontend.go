@@ -183,7 +183,7 @@ func (m *Model) FeatureShape() []int { return slices.Clone(m.inputShape) }
 // frontBatch returns b with its raw rows replaced by their features; b itself for a model
 // without a front end or a batch of features. Masked rows are transformed as zeros.
 func (m *Model) frontBatch(b Batch) (Batch, error) {
-	if m.front == nil || b.features {
+	if m.front == nil || b.Features {
 		return b, nil
 	}
 	B, L := m.batch, m.rawLen
@@ -211,7 +211,7 @@ func (m *Model) frontBatch(b Batch) (Batch, error) {
 	if err != nil {
 		return b, fmt.Errorf("nn: front end %s: %w", f, err)
 	}
-	b.X, b.features = x, true
+	b.X, b.Features = x, true
 	return b, nil
 }
 
@@ -220,11 +220,12 @@ func (m *Model) frontBatch(b Batch) (Batch, error) {
 // FeatureShape examples with ds's labels. For a model without a front end it returns ds.
 // The Trainer calls it for its training and test sets before the first step.
 func (m *Model) FrontEndFeatures(ds datasets.Dataset) (datasets.Dataset, error) {
-	return m.frontEndFeatures(context.Background(), ds)
+	return m.FrontEndFeaturesContext(context.Background(), ds)
 }
 
-// frontEndFeatures is FrontEndFeatures, stopping between chunks when ctx is done.
-func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
+// FrontEndFeaturesContext is FrontEndFeatures, stopping between chunks when ctx is done
+// (with an error wrapping ctx.Err()).
+func (m *Model) FrontEndFeaturesContext(ctx context.Context, ds datasets.Dataset) (datasets.Dataset, error) {
 	if m.front == nil {
 		return ds, nil
 	}
@@ -238,6 +239,56 @@ func (m *Model) frontEndFeatures(ctx context.Context, ds datasets.Dataset) (data
 	return &featureSet{fs}, nil
 }
 
+// IsFeatures reports whether ds holds precomputed front-end features (FrontEndFeatures'
+// result) rather than raw inputs: a trainer loads its examples into Batch.X with
+// Batch.Features set.
+func IsFeatures(ds datasets.Dataset) bool {
+	_, ok := ds.(*featureSet)
+	return ok
+}
+
 // featureSet marks a dataset of this model's precomputed front-end features, so that the
 // trainer loads its examples as features, not raw inputs.
 type featureSet struct{ *datasets.Features }
+
+// FrontEndLayers returns the model's front-end layers in order (nil without a front end),
+// the absorbed ones included: what a feature cache keys on (package training).
+func (m *Model) FrontEndLayers() []layers.Layer {
+	if m.front == nil {
+		return nil
+	}
+	return m.front.layers()
+}
+
+// FrontEndLayout is "native" when the front end includes absorbed layers, whose features
+// are in the native engine's internal layout, and "" otherwise.
+func (m *Model) FrontEndLayout() string {
+	if m.front == nil || len(m.front.absorbed) == 0 {
+		return ""
+	}
+	return "native"
+}
+
+// ApplyFrontEnd computes the features of one raw example x (InputShape) with the model's
+// front end; the result (FeatureShape) is the model's buffer, valid until the next call.
+// A Model is not safe for concurrent use.
+func (m *Model) ApplyFrontEnd(x []float32) ([]float32, error) {
+	if m.front == nil {
+		return nil, fmt.Errorf("%w: model %s has no front end", ErrSpec, m.name)
+	}
+	return m.front.apply(x)
+}
+
+// AsFeatures marks f, features computed by this package's front end (or read back from a
+// cache of them), as a dataset whose examples are front-end features (IsFeatures).
+func AsFeatures(f *datasets.Features) datasets.Dataset { return &featureSet{f} }
+
+// FeaturesOf returns the features of a dataset that FrontEndFeatures or AsFeatures
+// returned, and false for any other dataset.
+func FeaturesOf(ds datasets.Dataset) (*datasets.Features, bool) {
+	fs, ok := ds.(*featureSet)
+	if !ok {
+		return nil, false
+	}
+	return fs.Features, true
+}

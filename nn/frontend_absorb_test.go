@@ -12,6 +12,7 @@ import (
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // scatterDigits returns 256 training and 64 test digits of the embedded MNIST sample, and
@@ -60,11 +61,11 @@ func TestAbsorbedFrontEndBitwise(t *testing.T) {
 		{models.ScatterCNNMNIST(models.ReLU), "scattering2d → groupnorm", []int{81, 7, 7}},
 	} {
 		plain := nn.Spec{Name: tc.spec.Name, InputShape: []int{81, 7, 7}, NumClasses: 10, Layers: tc.spec.Layers[1:]}
-		run := func(spec nn.Spec, tr, te datasets.Dataset) (*nn.Model, []float64, nn.Result) {
+		run := func(spec nn.Spec, tr, te datasets.Dataset) (*nn.Model, []float64, training.Result) {
 			m := newModel(t, spec, 32, nn.WithSeed(11))
-			tn, err := nn.NewTrainer(m, nn.TrainerConfig{
+			tn, err := training.NewTrainer(m, training.TrainerConfig{
 				Train: tr, Test: te, DatasetName: "mnist", Rule: dpoptim.NewSGD(dpoptim.Constant(2)), BatchSize: 64, Epochs: 2,
-				Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(5),
+				Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(5),
 			})
 			if err != nil {
 				t.Fatal(err)

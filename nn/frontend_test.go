@@ -17,6 +17,7 @@ import (
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/scatter"
+	"github.com/privtrain/privtrain/training"
 )
 
 // scatterSpec is Scattering2D{J: 1, L: 4} on 1×8×8 images (1 + 1·4 = 5 channels of 4×4),
@@ -165,7 +166,7 @@ func TestFrontEndArchitecture(t *testing.T) {
 	if string(a.Layers[0].Settings) != `{"j":1,"l":4}` || a.Layers[0].Type != "scattering2d" {
 		t.Fatalf("stored %+v", a.Layers[0])
 	}
-	got, err := a.Spec(spec.Name)
+	got, err := nn.SpecOf(a, spec.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,10 +211,10 @@ func TestTrainerFrontEndOnce(t *testing.T) {
 	spec := nn.Spec{Name: "double", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
 		counting{&n}, layers.Flatten{}, layers.Dense{Units: 3},
 	}}
-	run := func(m *nn.Model, tr, te datasets.Dataset, onFront func(nn.FrontEndProgress)) []float64 {
-		tn, err := nn.NewTrainer(m, nn.TrainerConfig{
+	run := func(m *nn.Model, tr, te datasets.Dataset, onFront func(training.FrontEndProgress)) []float64 {
+		tn, err := training.NewTrainer(m, training.TrainerConfig{
 			Train: tr, Test: te, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 8, Epochs: 3,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(9),
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(9),
 			OnFrontEnd: onFront,
 		})
 		if err != nil {
@@ -226,9 +227,9 @@ func TestTrainerFrontEndOnce(t *testing.T) {
 		m.Params(p)
 		return p
 	}
-	var calls []nn.FrontEndProgress
+	var calls []training.FrontEndProgress
 	m := newModel(t, spec, 4, nn.WithSeed(3))
-	got := run(m, train, test, func(p nn.FrontEndProgress) { calls = append(calls, p) })
+	got := run(m, train, test, func(p training.FrontEndProgress) { calls = append(calls, p) })
 	if n.Load() != 50 {
 		t.Errorf("front end transformed %d examples, want 40 + 10 once each", n.Load())
 	}
@@ -263,7 +264,7 @@ func TestTrainerFrontEndCancel(t *testing.T) {
 	spec := nn.Spec{Name: "double", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
 		counting{&n}, layers.Flatten{}, layers.Dense{Units: 3},
 	}}
-	tn, err := nn.NewTrainer(newModel(t, spec, 4, nn.WithSeed(3)), nn.TrainerConfig{
+	tn, err := training.NewTrainer(newModel(t, spec, 4, nn.WithSeed(3)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 5, Epochs: 1,
 	})
 	if err != nil {

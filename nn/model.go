@@ -40,21 +40,6 @@ type Spec struct {
 	Layers     []layers.Layer
 }
 
-// ParamInfo names one parameter tensor and its shape, in the flat parameter order.
-type ParamInfo struct {
-	Name  string `json:"name"` // "<layer><n>.<param>", e.g. "conv1.weight", "dense2.bias"
-	Shape []int  `json:"shape"`
-}
-
-// Size is the number of values of the tensor.
-func (p ParamInfo) Size() int {
-	n := 1
-	for _, s := range p.Shape {
-		n *= s
-	}
-	return n
-}
-
 // Option configures New.
 type Option func(*config)
 
@@ -369,4 +354,32 @@ func (m *Model) paramName(j int) string {
 		j -= p.Size()
 	}
 	return "?"
+}
+
+// LayerState is one layer of a built model: the layer, its per-example input shape and
+// its parameters (their specs, and a copy of their values in the same order).
+type LayerState struct {
+	Layer      layers.Layer
+	InputShape []int
+	Params     []layers.ParamSpec
+	Values     [][]float64
+}
+
+// LayerStates returns every layer of m in order, front end included, with its input
+// shape and its parameters' current values: what an exporter (package export) needs.
+func (m *Model) LayerStates() ([]LayerState, error) {
+	plan, _, err := planLayers(m.Spec())
+	if err != nil {
+		return nil, err
+	}
+	flat := make([]float64, m.NumParams())
+	m.Params(flat)
+	out := make([]LayerState, len(plan))
+	for i, pl := range plan {
+		out[i] = LayerState{Layer: pl.layer, InputShape: slices.Clone(pl.in), Params: slices.Clone(pl.params)}
+		for j, p := range pl.params {
+			out[i].Values = append(out[i].Values, flat[pl.paramOffs[j]:pl.paramOffs[j]+num.Prod(p.Shape)])
+		}
+	}
+	return out, nil
 }

@@ -183,8 +183,8 @@ func TestLayoutAndParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ParamInfo{
-		{"conv1.weight", []int{3, 2, 3, 3}}, {"conv1.bias", []int{3}},
-		{"dense1.weight", []int{27, 4}}, {"dense1.bias", []int{4}},
+		{Name: "conv1.weight", Shape: []int{3, 2, 3, 3}}, {Name: "conv1.bias", Shape: []int{3}},
+		{Name: "dense1.weight", Shape: []int{27, 4}}, {Name: "dense1.bias", Shape: []int{4}},
 	}
 	got := m.Layout()
 	if len(got) != len(want) {

@@ -17,9 +17,9 @@ type Batch struct {
 	// Mask says which rows are real (true) and which are padding; nil means all are real.
 	// Padding rows contribute exactly nothing: no loss, no gradient, no correct count.
 	Mask []bool
-	// features says that X already holds the front end's output (FeatureShape per row),
-	// as the Trainer's precomputed datasets give it; only package nn sets it.
-	features bool
+	// Features says that X already holds the front end's output (FeatureShape per row),
+	// as the examples of a dataset that FrontEndFeatures returned (IsFeatures) are.
+	Features bool
 }
 
 // StepStats describes the real rows of one step.

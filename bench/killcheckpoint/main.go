@@ -10,7 +10,7 @@
 // Each trial uses a fresh directory: it starts the run, kills it after a random delay,
 // checks the directory, resumes (-resume c.ckpt) and kills again, -kills times, then lets
 // a last resume finish. After every kill: if a checkpoint was ever written, c.ckpt must
-// exist, load (nn.Load verifies checksums, ledger and plan) and be at a step no earlier
+// exist, load (checkpoint.Load verifies checksums, ledger and plan) and be at a step no earlier
 // than the last one seen. After the final, successful run: no ".c.ckpt.tmp-*" file may
 // remain. Exit status 1 if any check failed. Unix only (SIGKILL).
 package main
@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func main() {
@@ -105,7 +105,7 @@ func run(trials, kills int, seed uint64, maxDelay time.Duration) error {
 			} else if err := cmd.Wait(); err != nil {
 				fail(trial, "the final, uninterrupted resume failed: %v", err)
 			}
-			c, err := nn.Load(ckpt)
+			c, err := checkpoint.Load(ckpt)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) && !written:
 				// Killed before the first checkpoint: nothing to check yet.

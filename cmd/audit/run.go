@@ -13,17 +13,13 @@ import (
 	"syscall"
 
 	"github.com/privtrain/privtrain/audit"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1   // the audit could not run
-	exitUsage   = 2   // bad command line
-	exitFlagged = 3   // the empirical lower bound exceeds the accountant's ε
-	exitSignal  = 130 // interrupted (Ctrl-C), as cmd/train
-)
+// exitFlagged is audit's own exit status (the others are package exit's): the empirical
+// lower bound exceeds the accountant's ε.
+const exitFlagged = 3
 
 const usage = `usage: audit [flags]
 
@@ -90,20 +86,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, usage)
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
-			return exitOK
+			return exit.OK
 		}
 		fmt.Fprintf(stderr, "audit: %v\n", err)
-		return exitUsage
+		return exit.Usage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "audit: unexpected argument %q (see audit -help)\n", fs.Arg(0))
-		return exitUsage
+		return exit.Usage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.check(set); err != nil {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
-		return exitUsage
+		return exit.Usage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -118,18 +114,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// The library's errors start with its package name, which is also this command's.
 		fmt.Fprintf(stderr, "audit: %s\n", strings.TrimPrefix(err.Error(), "audit: "))
 		if errors.Is(err, audit.ErrConfig) {
-			return exitUsage
+			return exit.Usage
 		}
 		if ctx.Err() != nil {
-			return exitSignal
+			return exit.Interrupted
 		}
-		return exitFailure
+		return exit.Failure
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "audit: %v\n", err)
-			return exitFailure
+			return exit.Failure
 		}
 	} else {
 		report(stdout, res)
@@ -137,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if res.Flagged {
 		return exitFlagged
 	}
-	return exitOK
+	return exit.OK
 }
 
 // check validates the flags that audit.Run would otherwise default silently, and names

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/audit"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/faults"
 )
 
@@ -18,7 +19,7 @@ func runArgs(args ...string) (code int, stdout, stderr string) {
 
 func TestJSONHasTheIssueFields(t *testing.T) {
 	code, out, stderr := runArgs("-canaries", "400", "-real", "300", "-seed", "3", "-json")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var fields map[string]any
@@ -47,7 +48,7 @@ func TestJSONHasTheIssueFields(t *testing.T) {
 
 func TestTextReport(t *testing.T) {
 	code, out, stderr := runArgs("-canaries", "200", "-real", "200", "-seed", "1", "-noise", "1.5")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{"empirical ε", "accountant ε", "95% confidence", "canaries        200", "correct of", "z = 1.5", "seeded(1)"} {
@@ -68,7 +69,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-mode", "multi-run", "-batch", "3"}, {"-mode", "multi-run", "-runs", "10", "-guesses", "20"},
 	} {
 		code, out, stderr := runArgs(args...)
-		if code != exitUsage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "audit: ") {
+		if code != exit.Usage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "audit: ") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line", args, code, out, stderr)
 		}
 	}
@@ -76,7 +77,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	code, out, _ := runArgs("-help")
-	if code != exitOK || !strings.Contains(out, "-canaries") || !strings.Contains(out, "Theorem 1") {
+	if code != exit.OK || !strings.Contains(out, "-canaries") || !strings.Contains(out, "Theorem 1") {
 		t.Errorf("-help: exit %d, %q", code, out)
 	}
 }
@@ -91,7 +92,7 @@ func TestFlaggedExitStatus(t *testing.T) {
 
 func TestMultiRunJSON(t *testing.T) {
 	code, out, stderr := runArgs("-mode", "multi-run", "-runs", "40", "-seed", "2", "-json")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	var r audit.Result

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 // TestHelpSeedDefault: -help describes -seed's default once ("(default: crypto/rand)"),
@@ -21,7 +23,7 @@ func TestHelpSeedDefault(t *testing.T) {
 	if n := strings.Count(entry, "default"); n != 1 || !strings.Contains(entry, "crypto/rand") {
 		t.Errorf("-seed entry %q: want one default, crypto/rand", entry)
 	}
-	if code, _, stderr := runCapture("-synthetic", "-seed", "-3"); code != exitUsage || !strings.Contains(stderr, "-seed") {
+	if code, _, stderr := runCapture("-synthetic", "-seed", "-3"); code != exit.Usage || !strings.Contains(stderr, "-seed") {
 		t.Errorf("-seed -3: exit %d, %q", code, stderr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 )
@@ -62,18 +63,18 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.sklearnDir, "sklearn-data", "", "directory holding scikit-learn's breast_cancer.csv (default: Debian's python3-sklearn location)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return exit.OK
 		}
 		fmt.Fprintf(stderr, "erm reproduce: %v\n", err)
-		return exitUsage
+		return exit.Usage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "erm reproduce: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return exit.Usage
 	}
 	if o.seeds < 2 {
 		fmt.Fprintf(stderr, "erm reproduce: -seeds %d: need at least 2 for a standard deviation\n", o.seeds)
-		return exitUsage
+		return exit.Usage
 	}
 	o.epsilons = []float64{0.1, 0.5, 1, 2, 5}
 	if o.quick {
@@ -83,27 +84,27 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	tables, err := o.tables(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "erm reproduce:", err)
-		var ue *usageError
+		var ue *exit.UsageError
 		if errors.As(err, &ue) {
-			return exitUsage
+			return exit.Usage
 		}
-		return exitFailure
+		return exit.Failure
 	}
 	var buf bytes.Buffer
 	writeHeader(&buf, args, o)
 	for _, tb := range tables {
 		if err := o.writeTable(&buf, tb, stderr); err != nil {
 			fmt.Fprintln(stderr, "erm reproduce:", err)
-			return exitFailure
+			return exit.Failure
 		}
 	}
 	fmt.Fprintf(&buf, "\nWall time %s on %d cores (GOMAXPROCS %d), %s.\n", time.Since(start).Round(time.Second), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	if err := writeFileAtomic(o.out, buf.Bytes()); err != nil {
 		fmt.Fprintln(stderr, "erm reproduce: -out:", err)
-		return exitFailure
+		return exit.Failure
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.out)
-	return exitOK
+	return exit.OK
 }
 
 func writeHeader(w io.Writer, args []string, o *reproduceOptions) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 	"github.com/privtrain/privtrain/internal/privrand"
@@ -39,13 +40,6 @@ func (f seedFlag) Set(s string) error {
 	return nil
 }
 
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1 // the computation failed
-	exitUsage   = 2 // bad command line or input
-)
-
 // run executes the command line and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "reproduce" {
@@ -53,13 +47,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return runTrain(args, stdout, stderr)
 }
-
-// usageError is bad input; its message names the flag.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // trainOptions are the flags of a training run.
 type trainOptions struct {
@@ -151,66 +138,66 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usagef("erm: %v", err) // names the flag, e.g. invalid value "x" for flag -epsilon
+		return nil, exit.Usagef("erm: %v", err) // names the flag, e.g. invalid value "x" for flag -epsilon
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("erm: unexpected argument %q (flags only; the subcommand is reproduce)", fs.Arg(0))
+		return nil, exit.Usagef("erm: unexpected argument %q (flags only; the subcommand is reproduce)", fs.Arg(0))
 	}
 	return o, o.validate()
 }
 
 func (o *trainOptions) validate() error {
 	if _, ok := solvers[o.solver]; !ok {
-		return usagef("erm: -solver %q: unknown (want one of %s)", o.solver, solverNames())
+		return exit.Usagef("erm: -solver %q: unknown (want one of %s)", o.solver, solverNames())
 	}
 	if _, err := lossByName(o.loss); err != nil {
 		return err
 	}
 	switch {
 	case o.synthetic && o.dataPath != "":
-		return usagef("erm: -data and -synthetic: give one of them")
+		return exit.Usagef("erm: -data and -synthetic: give one of them")
 	case !o.synthetic && o.dataPath == "":
-		return usagef("erm: -data: missing (or use -synthetic)")
+		return exit.Usagef("erm: -data: missing (or use -synthetic)")
 	}
 	if o.format != "" && o.format != "libsvm" && o.format != "csv" {
-		return usagef("erm: -format %q: want libsvm or csv", o.format)
+		return exit.Usagef("erm: -format %q: want libsvm or csv", o.format)
 	}
 	if o.synthetic && (o.n < 1 || o.d < 1) {
-		return usagef("erm: -n and -d must be ≥ 1 (got %d, %d)", o.n, o.d)
+		return exit.Usagef("erm: -n and -d must be ≥ 1 (got %d, %d)", o.n, o.d)
 	}
 	if !(o.epsilon > 0) {
-		return usagef("erm: -epsilon %v: must be > 0 (inf for no noise)", o.epsilon)
+		return exit.Usagef("erm: -epsilon %v: must be > 0 (inf for no noise)", o.epsilon)
 	}
 	if !solvers[o.solver].pure && !math.IsInf(o.epsilon, 1) && !(o.delta > 0 && o.delta < 1) {
-		return usagef("erm: -delta %v: must be in (0, 1)", o.delta)
+		return exit.Usagef("erm: -delta %v: must be in (0, 1)", o.delta)
 	}
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"-lambda", o.lambda}, {"-l1", o.l1}, {"-radius", o.radius}, {"-clip", o.clip}, {"-eta", o.eta}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 1) {
-			return usagef("erm: %s %v: must be a finite number ≥ 0", f.name, f.v)
+			return exit.Usagef("erm: %s %v: must be a finite number ≥ 0", f.name, f.v)
 		}
 	}
 	if !(o.step > 0) || math.IsInf(o.step, 1) {
-		return usagef("erm: -step %v: must be a finite number > 0", o.step)
+		return exit.Usagef("erm: -step %v: must be a finite number > 0", o.step)
 	}
 	if math.IsNaN(o.x0) || math.IsInf(o.x0, 0) {
-		return usagef("erm: -x0 %v: must be finite", o.x0)
+		return exit.Usagef("erm: -x0 %v: must be finite", o.x0)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"-iters", o.iters}, {"-epochs", o.epochs}, {"-batch", o.batch}, {"-inner", o.inner}, {"-newton-steps", o.newtonSteps}} {
 		if f.v < 0 {
-			return usagef("erm: %s %d: must be ≥ 0", f.name, f.v)
+			return exit.Usagef("erm: %s %d: must be ≥ 0", f.name, f.v)
 		}
 	}
 	if o.sampling != "poisson" && o.sampling != "shuffled" {
-		return usagef("erm: -sampling %q: want poisson or shuffled", o.sampling)
+		return exit.Usagef("erm: -sampling %q: want poisson or shuffled", o.sampling)
 	}
 	if o.solver == "dp-accmd" && o.radius == 0 {
-		return usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
+		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
 	}
 	return nil
 }
@@ -224,7 +211,7 @@ func lossByName(name string) (erm.Loss, error) {
 	case "hinge":
 		return erm.Hinge{}, nil
 	}
-	return nil, usagef("erm: -loss %q: want logistic, squared or hinge", name)
+	return nil, exit.Usagef("erm: -loss %q: want logistic, squared or hinge", name)
 }
 
 // buildSolver turns the flags into a solver for problem p.
@@ -280,10 +267,10 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 	if o.synthetic {
 		ds, err := data.Synthetic(o.n, o.d, o.dataSeed)
 		if err != nil {
-			return nil, "", usagef("erm: -synthetic: %v", err)
+			return nil, "", exit.Usagef("erm: -synthetic: %v", err)
 		}
 		if !loss.Classification() {
-			return nil, "", usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
+			return nil, "", exit.Usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
 		}
 		desc := fmt.Sprintf("synthetic (Kuru et al. Sec. 5, seed %d)", o.dataSeed)
 		if o.normalize {
@@ -294,11 +281,11 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 	}
 	ds, err := data.ReadFile(o.dataPath, data.Format(o.format))
 	if err != nil {
-		return nil, "", usagef("erm: -data: %v", err)
+		return nil, "", exit.Usagef("erm: -data: %v", err)
 	}
 	if loss.Classification() {
 		if err := ds.BinaryLabels(); err != nil {
-			return nil, "", usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
+			return nil, "", exit.Usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
 		}
 	}
 	desc := o.dataPath
@@ -336,32 +323,32 @@ type report struct {
 func runTrain(args []string, stdout, stderr io.Writer) int {
 	o, err := parseTrain(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return exit.OK
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return exitUsage
+		return exit.Usage
 	}
 	rep, err := o.train()
 	if err != nil {
-		var ue *usageError
+		var ue *exit.UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprintln(stderr, ue.msg)
-			return exitUsage
+			fmt.Fprintln(stderr, ue.Msg)
+			return exit.Usage
 		}
 		fmt.Fprintln(stderr, "erm:", err)
-		return exitFailure
+		return exit.Failure
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(rep); err != nil {
 			fmt.Fprintln(stderr, "erm:", err)
-			return exitFailure
+			return exit.Failure
 		}
-		return exitOK
+		return exit.OK
 	}
 	printReport(stdout, rep)
-	return exitOK
+	return exit.OK
 }
 
 func (o *trainOptions) train() (*report, error) {
@@ -372,7 +359,7 @@ func (o *trainOptions) train() (*report, error) {
 	}
 	p := &erm.Problem{Data: ds, Loss: loss, Lambda: o.lambda, L1: o.l1, Radius: o.radius}
 	if err := p.Validate(); err != nil {
-		return nil, usagef("erm: -data: %v", err)
+		return nil, exit.Usagef("erm: -data: %v", err)
 	}
 	var noise *rand.Rand
 	seedDesc := privrand.SecureOrigin
@@ -389,7 +376,7 @@ func (o *trainOptions) train() (*report, error) {
 			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "norm") {
 				hint = " (add -normalize)"
 			}
-			return nil, usagef("erm: -solver %s: %v%s", o.solver, err, hint)
+			return nil, exit.Usagef("erm: -solver %s: %v%s", o.solver, err, hint)
 		}
 		return nil, err
 	}

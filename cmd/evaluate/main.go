@@ -7,7 +7,7 @@
 //	go run ./cmd/evaluate -checkpoint t.ckpt -dataset csv:moved/table.csv   # a csv: run's data elsewhere
 //
 // The data sets, -data and the flags of your own data are those of cmd/train (the same
-// loader, internal/cli); without -dataset, the one the checkpoint was trained on (by its
+// loader, cmd/internal/cli); without -dataset, the one the checkpoint was trained on (by its
 // settings, else its recorded name), else mnist. For a run on csv:PATH, images:DIR or
 // cifar100 the checkpoint's settings give the flags that read the data (-scale, -label,
 // -header, -image-size, -channels, -labels) and the held-out test split (-test-fraction,
@@ -39,11 +39,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train|validation] [-json]
@@ -102,13 +105,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
-			return cli.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
+			return exit.Usagef("unexpected argument %q (flags only; see evaluate -help)", fs.Arg(0))
 		}
 		if *split != "test" && *split != "train" && *split != "validation" {
-			return cli.Usagef("-split %q: want test, train or validation", *split)
+			return exit.Usagef("-split %q: want test, train or validation", *split)
 		}
 		if kind, _ := cli.OwnDataKind(*dataset); *dataset != "" && kind == "" && !slices.Contains(datasetNames, *dataset) {
-			return cli.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
+			return exit.Usagef("-dataset %q: want one of %s", *dataset, strings.Join(datasetNames, ", "))
 		}
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -127,17 +130,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if *split == "validation" && held == nil {
-			return cli.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
+			return exit.Usagef("-split validation: %s was trained without -validation (on the whole training set, evaluated on the test set): it has no validation split; use -split train or test", *ckpt)
 		}
 		trained, same := trainedOn(c, name)
 		if *split == "validation" && !same {
-			return cli.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", *ckpt, trained, name)
+			return exit.Usagef("-split validation: the validation split of %s is part of the data set it was trained on, %s, not of -dataset %s", *ckpt, trained, name)
 		}
 		if !same {
 			held = nil // another data set: none of its examples was held out
 		}
 		if held != nil && *split != "test" && given["split-seed"] && own.SplitSeed != held.seed {
-			return cli.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
+			return exit.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
 				own.SplitSeed, *ckpt, held.setting, held.seed, *split)
 		}
 		var ds datasets.Dataset
@@ -167,10 +170,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if !slices.Equal(ds.Shape(), p.InputShape()) {
-			return cli.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
+			return exit.Usagef("-dataset %s has %s examples; the model of %s (%s) expects %s", name, cli.Shape(ds.Shape()), *ckpt, c.Model, cli.Shape(p.InputShape()))
 		}
 		if ds.NumClasses() != p.NumClasses() {
-			return cli.Usagef("-dataset %s has %d classes; the model of %s (%s) has %d", name, ds.NumClasses(), *ckpt, c.Model, p.NumClasses())
+			return exit.Usagef("-dataset %s has %d classes; the model of %s (%s) has %d", name, ds.NumClasses(), *ckpt, c.Model, p.NumClasses())
 		}
 		r, err := evaluate(p, ds)
 		if err != nil {
@@ -197,7 +200,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // without -dataset, the checkpoint's (by its settings, else its recorded name); for data
 // of the kind the checkpoint was trained on (csv:, images:, cifar100), the run's settings
 // (the scaling, the label column, the held-out split) unless a flag overrides them.
-func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given map[string]bool) (string, error) {
+func dataOf(c *checkpoint.Training, ckpt, dataset string, own *cli.DataFlags, given map[string]bool) (string, error) {
 	trained := c.Settings["dataset"]
 	if trained == "" {
 		trained = datasetOf(c)
@@ -210,7 +213,7 @@ func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given ma
 	trainedKind, _ := cli.OwnDataKind(trained)
 	if kind == trainedKind && (kind != "" || name == "cifar100" && trained == "cifar100") {
 		if s := c.Settings["scale"]; given["scale"] && s != "" && own.Scale != s {
-			return "", cli.Usagef("-scale %s: the model of %s was trained with -scale %s, the transform its inputs need; leave -scale out", own.Scale, ckpt, s)
+			return "", exit.Usagef("-scale %s: the model of %s was trained with -scale %s, the transform its inputs need; leave -scale out", own.Scale, ckpt, s)
 		}
 		if err := own.FromSettings(c.Settings, given); err != nil {
 			return "", fmt.Errorf("-checkpoint %s: %w", ckpt, err)
@@ -224,7 +227,7 @@ func dataOf(c *nn.Checkpoint, ckpt, dataset string, own *cli.DataFlags, given ma
 	}
 	if dataset == "" && kind != "" {
 		if _, err := os.Stat(path); err != nil {
-			return "", cli.Usagef("-dataset %s (the data the checkpoint was trained on): %s; give -dataset %s:PATH where it is now", name, cli.StatReason(err), kind)
+			return "", exit.Usagef("-dataset %s (the data the checkpoint was trained on): %s; give -dataset %s:PATH where it is now", name, cli.StatReason(err), kind)
 		}
 	}
 	return name, nil
@@ -241,7 +244,7 @@ type heldOut struct {
 // heldOutOf reads the validation split from the checkpoint's settings, as cmd/train
 // records them (validation and split-seed); nil for a run without -validation. A value
 // that does not parse is a damaged checkpoint.
-func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
+func heldOutOf(c *checkpoint.Training, ckpt string) (*heldOut, error) {
 	v, ok := c.Settings["validation"]
 	if !ok {
 		return nil, nil
@@ -260,7 +263,7 @@ func heldOutOf(c *nn.Checkpoint, ckpt string) (*heldOut, error) {
 
 // trainedOn returns the -dataset the checkpoint was trained on and whether name is that
 // data set (for csv: and images:, data of the same kind, which may have moved).
-func trainedOn(c *nn.Checkpoint, name string) (trained string, same bool) {
+func trainedOn(c *checkpoint.Training, name string) (trained string, same bool) {
 	trained = c.Settings["dataset"]
 	if trained == "" {
 		trained = datasetOf(c)
@@ -276,19 +279,19 @@ func trainedOn(c *nn.Checkpoint, name string) (trained string, same bool) {
 // made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
 // seed), and the part kept must be the training set the checkpoint records (its size
 // and the hash of its labels): other data would score other examples than the run's.
-func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
+func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
 	if held == nil {
 		return train, nil
 	}
 	rest, val, err := datasets.HoldOut(train, held.fraction, held.seed)
 	if err != nil {
-		return nil, cli.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
+		return nil, exit.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
 			split, ckpt, held.setting, held.seed, name, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	if want := c.Dataset; want.Size > 0 {
-		got := nn.DatasetFingerprint(want.Name, rest)
+		got := training.DatasetFingerprint(want.Name, rest)
 		if got.Size != want.Size || got.Labels != want.Labels {
-			return nil, cli.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
+			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
 				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
 		}
 	}
@@ -299,7 +302,7 @@ func trainingPart(c *nn.Checkpoint, ckpt, name, split string, held *heldOut, tra
 }
 
 // datasetOf is the -dataset a checkpoint was trained on, by the name cmd/train records.
-func datasetOf(c *nn.Checkpoint) string {
+func datasetOf(c *checkpoint.Training) string {
 	switch name := c.Dataset.Name; {
 	case name == "mnist-embedded" || name == "mnist":
 		return "mnist"
@@ -362,9 +365,9 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 	return r, nil
 }
 
-func printText(w io.Writer, r *report, c *nn.Checkpoint) error {
+func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, c.DType, r.Checkpoint, c.Dataset.Name)
+	fmt.Fprintf(&b, "model      %s (%s), from %s, trained on %s\n", r.Model, nn.DTypeOf(c.DType), r.Checkpoint, c.Dataset.Name)
 	if c.EMA > 0 {
 		fmt.Fprintf(&b, "parameters %s (-params raw|averaged)\n", cli.ParamsDescription(c))
 	}

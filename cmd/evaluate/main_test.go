@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 func runEvaluate(args ...string) (int, string, string) {
@@ -24,7 +25,7 @@ func runEvaluate(args ...string) (int, string, string) {
 }
 
 // TestEvaluate checks the metrics against the trainer's own evaluation of the same model
-// on the same test set (another code path: nn.Trainer.Evaluate) and the confusion matrix
+// on the same test set (another code path: training.Trainer.Evaluate) and the confusion matrix
 // against the test labels.
 func TestEvaluate(t *testing.T) {
 	for _, dt := range []nn.DType{nn.Float32, nn.Float64} {
@@ -44,7 +45,7 @@ func TestEvaluate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 64, Epochs: 1})
+		tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 64, Epochs: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -32,7 +32,7 @@ func evaluateJSON(t *testing.T, args ...string) report {
 }
 
 // TestEvaluateOwnData: a checkpoint of a run on csv:PATH or images:DIR alone gives the
-// accuracy and loss that the trainer measured on its held-out test split (nn.Trainer's
+// accuracy and loss that the trainer measured on its held-out test split (training.Trainer's
 // Evaluate on the split cli.LoadData made when training): the same examples, scaled and
 // resized the same way. The settings matter: another -split-seed gives other numbers.
 func TestEvaluateOwnData(t *testing.T) {

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // A checkpoint of a run with parameter averaging is evaluated with the average by
@@ -23,7 +25,7 @@ func TestEvaluateParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(2)
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
 		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: 0.8})
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +38,11 @@ func TestEvaluateParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckpt := filepath.Join(t.TempDir(), "ema.ckpt")
-	if err := nn.Save(ckpt, c); err != nil {
+	if err := checkpoint.Save(ckpt, c); err != nil {
 		t.Fatal(err)
 	}
 	evalWith := func(p []float64) (float64, float64) {
-		ref, err := nn.NewTrainer(tr.Model(), nn.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 1})
+		ref, err := training.NewTrainer(tr.Model(), training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // writeIDX writes ds (1×28×28 images in [0, 1]) as the uncompressed IDX pair images,
@@ -69,7 +70,7 @@ func TestEvaluateScatterModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 16, Epochs: 1})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 16, Epochs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

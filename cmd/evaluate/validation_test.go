@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // apportion gives the examples per class that a stratified hold-out of fraction f of
@@ -255,7 +257,7 @@ func TestEvaluateValidationRefused(t *testing.T) {
 
 // TestEvaluateValidationSettings: the split comes from the checkpoint's settings as
 // cmd/train records them (validation, split-seed), here on a checkpoint made with
-// nn.Trainer on the part of the embedded MNIST training set that datasets.HoldOut keeps
+// training.Trainer on the part of the embedded MNIST training set that datasets.HoldOut keeps
 // (no cmd/train build: this runs under -short too). The counts per class are the
 // brute-force apportionment; settings that do not parse are a damaged checkpoint
 // (exit 1) naming the setting.
@@ -273,7 +275,7 @@ func TestEvaluateValidationSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := nn.NewTrainer(m, nn.TrainerConfig{Train: rest, DatasetName: "mnist-embedded", Settings: settings,
+		tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, DatasetName: "mnist-embedded", Settings: settings,
 			Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 256, Epochs: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -283,7 +285,7 @@ func TestEvaluateValidationSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "v.ckpt")
-		if err := nn.Save(path, c); err != nil {
+		if err := checkpoint.Save(path, c); err != nil {
 			t.Fatal(err)
 		}
 		return path

@@ -23,7 +23,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/export"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -50,17 +52,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	params := cli.AddParamsFlag(fs)
 	return cli.Run("export", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
-			return cli.Usagef("unexpected argument %q (flags only; see export -help)", fs.Arg(0))
+			return exit.Usagef("unexpected argument %q (flags only; see export -help)", fs.Arg(0))
 		}
 		if *out == "" {
-			return cli.Usagef("-o FILE is required: where to write the .safetensors file")
+			return exit.Usagef("-o FILE is required: where to write the .safetensors file")
 		}
 		if *ckpt != "" && sameFile(*ckpt, *out) {
-			return cli.Usagef("-o %s is the checkpoint itself; choose another file", *out)
+			return exit.Usagef("-o %s is the checkpoint itself; choose another file", *out)
 		}
 		if dir := filepath.Dir(*out); dir != "" {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return cli.Usagef("-o %s: directory %s does not exist", *out, dir)
+				return exit.Usagef("-o %s: directory %s does not exist", *out, dir)
 			}
 		}
 		if err := cli.CheckParams(*params); err != nil {
@@ -77,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)
 		}
-		if err := nn.ExportTorchFile(*out, m); err != nil {
+		if err := export.TorchFile(*out, m); err != nil {
 			return err
 		}
 		if *quiet {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -53,7 +53,7 @@ func TestExport(t *testing.T) {
 		}
 	}
 	// The dense weights are the checkpoint's transposed.
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestExportParams(t *testing.T) {
 	dir := t.TempDir()
 	train, _ := clitest.MNIST(t, 256)
 	ckpt := clitest.AveragedCheckpoint(t, dir, models.LogisticRegression(), train, 0.8, nn.WithDType(nn.Float64))
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,11 +52,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/internal/cli"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 const usageHeader = `usage: predict -checkpoint FILE [-json] [-scale S] INPUT...
@@ -90,10 +92,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255; not for a model trained on csv:PATH, whose declared ranges apply")
 	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
 		if !(*scale > 0) || math.IsInf(*scale, 0) {
-			return cli.Usagef("-scale %v: want a positive number", *scale)
+			return exit.Usagef("-scale %v: want a positive number", *scale)
 		}
 		if fs.NArg() == 0 {
-			return cli.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
+			return exit.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
 		}
 		c, p, err := cli.PredictorParams(*ckpt, *params)
 		if err != nil {
@@ -195,7 +197,7 @@ type tableFormat struct {
 
 // fromSettings sets up the reader for a model trained on your own data, by the settings
 // cmd/train records in the checkpoint (see cli.DataFlags.Settings).
-func (r *reader) fromSettings(c *nn.Checkpoint, ckpt string, scaleGiven bool) error {
+func (r *reader) fromSettings(c *checkpoint.Training, ckpt string, scaleGiven bool) error {
 	dataset := c.Settings["dataset"]
 	kind, _ := cli.OwnDataKind(dataset)
 	r.trainedOn = dataset
@@ -207,7 +209,7 @@ func (r *reader) fromSettings(c *nn.Checkpoint, ckpt string, scaleGiven bool) er
 			return fmt.Errorf("-checkpoint %s: setting scale=%q: %s", ckpt, scale, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 		if scaleGiven {
-			return cli.Usagef("-scale: the model of %s was trained on %s with -scale %s (declared ranges), which predict applies to CSV input itself; leave -scale out", ckpt, dataset, scale)
+			return exit.Usagef("-scale: the model of %s was trained on %s with -scale %s (declared ranges), which predict applies to CSV input itself; leave -scale out", ckpt, dataset, scale)
 		}
 		if n := r.size(); len(ranges) != 1 && len(ranges) != n {
 			return fmt.Errorf("-checkpoint %s: setting scale=%q has %d ranges for %d features", ckpt, scale, len(ranges), n)
@@ -231,7 +233,7 @@ func (r *reader) read(path string) ([]example, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, cli.Usagef("%s: no such file or directory", path)
+			return nil, exit.Usagef("%s: no such file or directory", path)
 		}
 		return nil, err
 	}
@@ -276,7 +278,7 @@ func (r *reader) readDir(dir string) ([]example, error) {
 		out = append(out, example{path, x})
 	}
 	if len(out) == 0 {
-		return nil, cli.Usagef("%s: no .png, .jpg or .jpeg files in the directory", dir)
+		return nil, exit.Usagef("%s: no .png, .jpg or .jpeg files in the directory", dir)
 	}
 	return out, nil
 }
@@ -290,7 +292,7 @@ func (r *reader) readImage(path string) ([]float32, error) {
 	defer f.Close()
 	img, _, err := image.Decode(bufio.NewReader(f))
 	if err != nil {
-		return nil, cli.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
+		return nil, exit.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
 	}
 	return r.imageValues(img, path)
 }
@@ -302,14 +304,14 @@ func (r *reader) readImage(path string) ([]float32, error) {
 func (r *reader) imageValues(img image.Image, name string) ([]float32, error) {
 	shape := r.shape
 	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
-		return nil, cli.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
+		return nil, exit.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
 	}
 	C, H, W := shape[0], shape[1], shape[2]
 	if b := img.Bounds(); !(r.folder && r.resize) && (b.Dx() != W || b.Dy() != H) {
 		if r.folder {
-			return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
+			return nil, exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
 		}
-		return nil, cli.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
+		return nil, exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
 	}
 	px := datasets.ImageCHW(img, C, W, H)
 	x := make([]float32, len(px))
@@ -345,7 +347,7 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 			break
 		}
 		if err != nil {
-			return nil, cli.Usagef("%s: %v", path, err)
+			return nil, exit.Usagef("%s: %v", path, err)
 		}
 		if row == 1 && len(rec) > 0 {
 			if _, err := strconv.ParseFloat(strings.TrimSpace(rec[0]), 64); err != nil {
@@ -357,20 +359,20 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 			if len(rec) == L+1 {
 				hint = "; remove the label column"
 			}
-			return nil, cli.Usagef("%s row %d has %d values; the model expects %d (%s)%s", path, row, len(rec), L, cli.Shape(r.shape), hint)
+			return nil, exit.Usagef("%s row %d has %d values; the model expects %d (%s)%s", path, row, len(rec), L, cli.Shape(r.shape), hint)
 		}
 		x := make([]float32, L)
 		for j, s := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, cli.Usagef("%s row %d column %d: %q is not a finite number", path, row, j+1, s)
+				return nil, exit.Usagef("%s row %d column %d: %q is not a finite number", path, row, j+1, s)
 			}
 			x[j] = float32(v / float64(r.scale))
 		}
 		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
 	}
 	if len(out) == 0 {
-		return nil, cli.Usagef("%s: no rows", path)
+		return nil, exit.Usagef("%s: no rows", path)
 	}
 	return out, nil
 }
@@ -389,10 +391,10 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	cr.FieldsPerRecord = -1
 	first, err := cr.Read()
 	if err == io.EOF {
-		return nil, cli.Usagef("%s: no rows", path)
+		return nil, exit.Usagef("%s: no rows", path)
 	}
 	if err != nil {
-		return nil, cli.Usagef("%s: %v", path, err)
+		return nil, exit.Usagef("%s: %v", path, err)
 	}
 	L := r.size()
 	header, err := datasets.ParseHeader(r.table.header)
@@ -406,18 +408,18 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	case L:
 		opts.Unlabelled = true
 	default:
-		return nil, cli.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, len(first), r.trainedOn, L)
+		return nil, exit.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, len(first), r.trainedOn, L)
 	}
 	t, err := datasets.ReadCSV(bytes.NewReader(b), opts)
 	if err != nil {
 		var ce *datasets.CSVError
 		switch {
 		case errors.As(err, &ce) && ce.Column >= 0:
-			return nil, cli.Usagef("%s line %d column %d: %s", path, ce.Line, ce.Column, ce.Msg)
+			return nil, exit.Usagef("%s line %d column %d: %s", path, ce.Line, ce.Column, ce.Msg)
 		case errors.As(err, &ce):
-			return nil, cli.Usagef("%s line %d: %s", path, ce.Line, ce.Msg)
+			return nil, exit.Usagef("%s line %d: %s", path, ce.Line, ce.Msg)
 		}
-		return nil, cli.Usagef("%s: %s", path, strings.TrimPrefix(err.Error(), "datasets: "+datasets.ErrCSV.Error()+": "))
+		return nil, exit.Usagef("%s: %s", path, strings.TrimPrefix(err.Error(), "datasets: "+datasets.ErrCSV.Error()+": "))
 	}
 	out := make([]example, t.Len())
 	for i := range out {
@@ -436,13 +438,13 @@ const maxIDX = 1 << 30
 func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
 	n, h, w, px, err := mnist.DecodeImages(in, maxIDX)
 	if errors.Is(err, mnist.ErrMagic) {
-		return nil, cli.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+		return nil, exit.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
 	}
 	if err != nil {
-		return nil, cli.Usagef("%s: %v", path, err)
+		return nil, exit.Usagef("%s: %v", path, err)
 	}
 	if !slices.Equal(r.shape, []int{1, h, w}) {
-		return nil, cli.Usagef("%s holds %d×%d grayscale images; the model expects %s", path, h, w, cli.Shape(r.shape))
+		return nil, exit.Usagef("%s holds %d×%d grayscale images; the model expects %s", path, h, w, cli.Shape(r.shape))
 	}
 	out := make([]example, n)
 	L := h * w

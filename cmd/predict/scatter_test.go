@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/scatter"
 )
 
@@ -35,13 +36,13 @@ func TestPredictScatterModel(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(lines), n)
 	}
 	// Reference: the features by package scatter, the network without its front end.
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := models.ScatterLinearMNIST()
 	spec.InputShape, spec.Layers = []int{81, 7, 7}, spec.Layers[1:]
-	ref, err := nn.New(spec, n, nn.WithDType(c.DType))
+	ref, err := nn.New(spec, n, nn.WithDType(nn.DTypeOf(c.DType)))
 	if err != nil {
 		t.Fatal(err)
 	}

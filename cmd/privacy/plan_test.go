@@ -7,6 +7,7 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // blankDigits is a stand-in MNIST training set of n blank images: the trainer's plan
@@ -36,9 +37,9 @@ func TestNoiseMeetsTheTrainersPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := nn.NewTrainer(m, nn.TrainerConfig{
+		tr, err := training.NewTrainer(m, training.TrainerConfig{
 			Train: blankDigits{c.n}, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: c.batch, Epochs: c.epochs,
-			Privacy: &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: r.NoiseMultiplier, TargetEpsilon: c.eps, Delta: 1e-5},
+			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: r.NoiseMultiplier, TargetEpsilon: c.eps, Delta: 1e-5},
 		})
 		if err != nil {
 			t.Fatalf("n %d, b %d, %d epochs: the trainer refuses z = %v from privacy noise: %v", c.n, c.batch, c.epochs, r.NoiseMultiplier, err)

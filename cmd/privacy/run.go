@@ -11,13 +11,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/accountant"
-)
-
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1 // the computation failed
-	exitUsage   = 2 // bad command line
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 const topUsage = `usage: privacy <command> [flags]
@@ -42,25 +36,18 @@ Run "privacy <command> -help" for the flags of a command.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, topUsage)
-		return exitUsage
+		return exit.Usage
 	}
 	switch args[0] {
 	case "epsilon", "noise":
 		return runCommand(args[0], args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
-		return exitOK
+		return exit.OK
 	}
 	fmt.Fprintf(stderr, "privacy: unknown command %q (want epsilon or noise; see privacy -help)\n", args[0])
-	return exitUsage
+	return exit.Usage
 }
-
-// usageError is bad command-line input; its message names the flag.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // options are the parsed flags of both commands.
 type options struct {
@@ -141,14 +128,14 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandUsage(stdout, cmd, fs)
-			return exitOK
+			return exit.OK
 		}
 		fmt.Fprintf(stderr, "privacy %s: %v (see privacy %s -help)\n", cmd, err, cmd)
-		return exitUsage
+		return exit.Usage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "privacy %s: unexpected argument %q (see privacy %s -help)\n", cmd, fs.Arg(0), cmd)
-		return exitUsage
+		return exit.Usage
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -156,7 +143,7 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	p, err := o.plan(cmd)
 	if err != nil {
 		fmt.Fprintf(stderr, "privacy %s: %v\n", cmd, err)
-		return exitUsage
+		return exit.Usage
 	}
 	r, err := p.run(cmd, o)
 	if err != nil {
@@ -166,10 +153,10 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 			// and an unreachable target is bad input (exit 2), not a failure.
 			msg, _, _ = strings.Cut(msg, "; extend the orders")
 			fmt.Fprintf(stderr, "privacy %s: %s; raise -max-order (e.g. -max-order 1024) or give larger -orders\n", cmd, msg)
-			return exitUsage
+			return exit.Usage
 		}
 		fmt.Fprintf(stderr, "privacy %s: %s\n", cmd, msg)
-		return exitFailure
+		return exit.Failure
 	}
 	if r.Accountant == "rdp" && r.AtEdge {
 		if r.Order == p.orders[len(p.orders)-1] {
@@ -185,16 +172,16 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(r); err != nil {
 			fmt.Fprintf(stderr, "privacy %s: %v\n", cmd, err)
-			return exitFailure
+			return exit.Failure
 		}
-		return exitOK
+		return exit.OK
 	}
 	if r.PLD != nil {
 		r.writeBoth(stdout, p)
 	} else {
 		r.writeText(stdout, p)
 	}
-	return exitOK
+	return exit.OK
 }
 
 // run computes the command's result with the accountants the flags select:
@@ -245,44 +232,44 @@ func (o *options) plan(cmd string) (*plan, error) {
 	// Sampling rate: -q, or -batch/-n.
 	switch {
 	case o.set["q"] && o.set["batch"]:
-		return nil, usagef("-q and -batch both given; give the sampling rate one way")
+		return nil, exit.Usagef("-q and -batch both given; give the sampling rate one way")
 	case o.set["q"]:
 		if !(o.q > 0 && o.q <= 1) {
-			return nil, usagef("-q: sampling rate must be in (0, 1], got %v", o.q)
+			return nil, exit.Usagef("-q: sampling rate must be in (0, 1], got %v", o.q)
 		}
 		p.q = o.q
 		if o.set["n"] && o.n < 1 {
-			return nil, usagef("-n: must be ≥ 1, got %d", o.n)
+			return nil, exit.Usagef("-n: must be ≥ 1, got %d", o.n)
 		}
 	case o.set["batch"] || o.set["n"]:
 		if !o.set["n"] {
-			return nil, usagef("-batch needs -n (the training-set size)")
+			return nil, exit.Usagef("-batch needs -n (the training-set size)")
 		}
 		if !o.set["batch"] {
-			return nil, usagef("-n needs -batch (or give -q)")
+			return nil, exit.Usagef("-n needs -batch (or give -q)")
 		}
 		if o.n < 1 {
-			return nil, usagef("-n: must be ≥ 1, got %d", o.n)
+			return nil, exit.Usagef("-n: must be ≥ 1, got %d", o.n)
 		}
 		if o.batch < 1 || o.batch > o.n {
-			return nil, usagef("-batch: must be in [1, n = %d], got %d", o.n, o.batch)
+			return nil, exit.Usagef("-batch: must be in [1, n = %d], got %d", o.n, o.batch)
 		}
 		p.q = float64(o.batch) / float64(o.n)
 	default:
-		return nil, usagef("no sampling rate: give -n and -batch, or -q")
+		return nil, exit.Usagef("no sampling rate: give -n and -batch, or -q")
 	}
 	// Steps: -steps, or those of -epochs epochs.
 	switch {
 	case o.set["steps"] && o.set["epochs"]:
-		return nil, usagef("-steps and -epochs both given; give the length one way")
+		return nil, exit.Usagef("-steps and -epochs both given; give the length one way")
 	case o.set["steps"]:
 		if o.steps < 1 {
-			return nil, usagef("-steps: must be ≥ 1, got %d", o.steps)
+			return nil, exit.Usagef("-steps: must be ≥ 1, got %d", o.steps)
 		}
 		p.steps = o.steps
 	case o.set["epochs"]:
 		if !(o.epochs > 0) || math.IsInf(o.epochs, 1) {
-			return nil, usagef("-epochs: must be a finite number > 0, got %v", o.epochs)
+			return nil, exit.Usagef("-epochs: must be a finite number > 0, got %v", o.epochs)
 		}
 		// The trainer's count (accountant.PlanSteps): an epoch is ⌈n/b⌉ steps, so E
 		// epochs are E·⌈n/b⌉ (a fractional E: ⌈E·⌈n/b⌉⌉). With -q alone an epoch is
@@ -291,7 +278,7 @@ func (o *options) plan(cmd string) (*plan, error) {
 		if o.epochs == math.Trunc(o.epochs) && !o.set["q"] && o.epochs <= math.MaxInt32 {
 			n, err := accountant.PlanSteps(o.n, o.batch, int(o.epochs))
 			if err != nil {
-				return nil, usagef("-epochs: %v", err)
+				return nil, exit.Usagef("-epochs: %v", err)
 			}
 			s = float64(n)
 		} else {
@@ -302,59 +289,59 @@ func (o *options) plan(cmd string) (*plan, error) {
 			s = math.Ceil(o.epochs*spe*(1-1e-15) - 1e-9)
 		}
 		if s > float64(math.MaxInt32) {
-			return nil, usagef("-epochs: %v epochs at q = %v is %.3g steps, too many", o.epochs, p.q, s)
+			return nil, exit.Usagef("-epochs: %v epochs at q = %v is %.3g steps, too many", o.epochs, p.q, s)
 		}
 		p.steps = max(int(s), 1)
 	default:
-		return nil, usagef("no length: give -epochs or -steps")
+		return nil, exit.Usagef("no length: give -epochs or -steps")
 	}
 	if cmd == "epsilon" {
 		if !o.set["noise"] {
-			return nil, usagef("-noise is required (the noise multiplier z)")
+			return nil, exit.Usagef("-noise is required (the noise multiplier z)")
 		}
 		if !(o.noise > 0) || math.IsInf(o.noise, 1) {
-			return nil, usagef("-noise: must be a finite number > 0, got %v", o.noise)
+			return nil, exit.Usagef("-noise: must be a finite number > 0, got %v", o.noise)
 		}
 	} else {
 		if !o.set["epsilon"] {
-			return nil, usagef("-epsilon is required (the target ε)")
+			return nil, exit.Usagef("-epsilon is required (the target ε)")
 		}
 		if !(o.epsilon > 0) || math.IsInf(o.epsilon, 1) {
-			return nil, usagef("-epsilon: must be a finite number > 0, got %v", o.epsilon)
+			return nil, exit.Usagef("-epsilon: must be a finite number > 0, got %v", o.epsilon)
 		}
 	}
 	if !(o.delta > 0 && o.delta < 1) {
-		return nil, usagef("-delta: must be in (0, 1), got %v", o.delta)
+		return nil, exit.Usagef("-delta: must be in (0, 1), got %v", o.delta)
 	}
 	switch o.accountant {
 	case "rdp", "pld", "both":
 		p.acct = o.accountant
 	default:
-		return nil, usagef("-accountant: want rdp, pld or both, got %q", o.accountant)
+		return nil, exit.Usagef("-accountant: want rdp, pld or both, got %q", o.accountant)
 	}
 	conv, err := accountant.ParseConversion(o.conversion)
 	if err != nil {
-		return nil, usagef("-conversion: want balle or classic, got %q", o.conversion)
+		return nil, exit.Usagef("-conversion: want balle or classic, got %q", o.conversion)
 	}
 	p.conversion = conv
 	if o.set["orders"] {
 		if o.set["max-order"] {
-			return nil, usagef("-orders and -max-order both given; give the orders one way")
+			return nil, exit.Usagef("-orders and -max-order both given; give the orders one way")
 		}
 		fields := strings.Split(o.orders, ",")
 		if len(fields) > maxOrdersList {
-			return nil, usagef("-orders: %d orders, at most %d", len(fields), maxOrdersList)
+			return nil, exit.Usagef("-orders: %d orders, at most %d", len(fields), maxOrdersList)
 		}
 		for _, f := range fields {
 			a, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil || !(a > 1 && a <= maxOrderFlag) {
-				return nil, usagef("-orders: %q is not an order in (1, %d]", strings.TrimSpace(f), maxOrderFlag)
+				return nil, exit.Usagef("-orders: %q is not an order in (1, %d]", strings.TrimSpace(f), maxOrderFlag)
 			}
 			p.orders = append(p.orders, a)
 		}
 	} else {
 		if o.maxOrder < 2 || o.maxOrder > maxOrderFlag {
-			return nil, usagef("-max-order: must be in [2, %d], got %d", maxOrderFlag, o.maxOrder)
+			return nil, exit.Usagef("-max-order: must be in [2, %d], got %d", maxOrderFlag, o.maxOrder)
 		}
 		for _, a := range accountant.OrdersUpTo(o.maxOrder) {
 			if a <= float64(o.maxOrder) {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 func runArgs(args ...string) (code int, stdout, stderr string) {
@@ -17,7 +19,7 @@ func runArgs(args ...string) (code int, stdout, stderr string) {
 func runJSON(t *testing.T, args ...string) result {
 	t.Helper()
 	code, out, stderr := runArgs(append(args, "-json")...)
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
 	}
 	var r result
@@ -79,7 +81,7 @@ func TestNoise(t *testing.T) {
 		t.Errorf("ε at the calibrated z: %v, noise reported %v", back.Epsilon, r.Epsilon)
 	}
 	code, out, _ := runArgs("noise", "-q", "0.01", "-steps", "1000", "-epsilon", "2")
-	if code != exitOK || !strings.Contains(out, "noise_multiplier") || !strings.Contains(out, "target 2") {
+	if code != exit.OK || !strings.Contains(out, "noise_multiplier") || !strings.Contains(out, "target 2") {
 		t.Errorf("text output: exit %d, %q", code, out)
 	}
 }
@@ -91,7 +93,7 @@ func formatFloat(f float64) string {
 
 func TestTextOutput(t *testing.T) {
 	code, out, stderr := runArgs("epsilon", "-n", "60000", "-batch", "256", "-epochs", "60", "-noise", "1.1", "-delta", "1e-5")
-	if code != exitOK || stderr != "" {
+	if code != exit.OK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{"epsilon ", "delta ", "order ", "sample_rate ", "steps ", "14100 (60 epochs)", "batch 256 / n 60000", "noise_multiplier  1.1"} {
@@ -105,15 +107,15 @@ func TestEdgeWarning(t *testing.T) {
 	// The DP-SCD MSD plan at ε ≈ 0.1: the optimum wants orders above 63.
 	plan := []string{"epsilon", "-q", "0.0028753", "-steps", "17389", "-noise", "14.23", "-delta", "1e-3"}
 	code, _, stderr := runArgs(plan...)
-	if code != exitOK || !strings.Contains(stderr, "largest") || !strings.Contains(stderr, "-max-order") {
+	if code != exit.OK || !strings.Contains(stderr, "largest") || !strings.Contains(stderr, "-max-order") {
 		t.Errorf("exit %d, stderr %q: want a warning about the largest order", code, stderr)
 	}
 	code, _, stderr = runArgs(append(plan, "-max-order", "1024")...)
-	if code != exitOK || stderr != "" {
+	if code != exit.OK || stderr != "" {
 		t.Errorf("with -max-order 1024: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runArgs("epsilon", "-q", "1", "-steps", "1000", "-noise", "0.3")
-	if code != exitOK || !strings.Contains(stderr, "smallest") {
+	if code != exit.OK || !strings.Contains(stderr, "smallest") {
 		t.Errorf("tiny noise: exit %d, stderr %q: want a warning about the smallest order", code, stderr)
 	}
 }
@@ -175,22 +177,22 @@ func TestBadInput(t *testing.T) {
 		{[]string{"frobnicate"}, "frobnicate"},
 	} {
 		code, out, stderr := runArgs(c.args...)
-		if code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, exitUsage, stderr)
+		if code != exit.Usage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, exit.Usage, stderr)
 			continue
 		}
 		if out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.flag) {
 			t.Errorf("%v: stderr %q, stdout %q: want one line naming %s", c.args, stderr, out, c.flag)
 		}
 	}
-	if code, _, stderr := runArgs(); code != exitUsage || !strings.Contains(stderr, "usage") {
+	if code, _, stderr := runArgs(); code != exit.Usage || !strings.Contains(stderr, "usage") {
 		t.Errorf("no arguments: exit %d, %q", code, stderr)
 	}
 }
 
 func TestUnreachable(t *testing.T) {
 	code, _, stderr := runArgs("noise", "-n", "347786", "-batch", "1000", "-epochs", "50", "-epsilon", "0.1", "-delta", "1e-3", "-conversion", "classic")
-	if code != exitUsage || !strings.Contains(stderr, "-max-order") || strings.Count(stderr, "\n") != 1 { // issue 15: an unreachable target is bad input
+	if code != exit.Usage || !strings.Contains(stderr, "-max-order") || strings.Count(stderr, "\n") != 1 { // issue 15: an unreachable target is bad input
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
@@ -198,7 +200,7 @@ func TestUnreachable(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-help"}, {"help"}, {"epsilon", "-help"}, {"noise", "-h"}} {
 		code, out, stderr := runArgs(args...)
-		if code != exitOK || stderr != "" || !strings.Contains(out, "usage") {
+		if code != exit.OK || stderr != "" || !strings.Contains(out, "usage") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
 		if len(args) == 2 && !(strings.Contains(out, "-delta") && strings.Contains(out, "-max-order") && strings.Contains(out, "Example")) {
@@ -223,15 +225,15 @@ func FuzzRun(f *testing.F) {
 		args := strings.Fields(line)
 		code, out, stderr := runArgs(args...)
 		switch code {
-		case exitOK:
-		case exitUsage:
+		case exit.OK:
+		case exit.Usage:
 			if len(args) > 0 && strings.Count(stderr, "\n") != 1 && !strings.Contains(stderr, "usage") {
 				t.Fatalf("%q: exit 2 with stderr %q", line, stderr)
 			}
 			if out != "" {
 				t.Fatalf("%q: exit 2 with output %q", line, out)
 			}
-		case exitFailure:
+		case exit.Failure:
 			if stderr == "" {
 				t.Fatalf("%q: exit 1 without a message", line)
 			}
@@ -259,13 +261,13 @@ func TestAccountantFlag(t *testing.T) {
 		t.Errorf("default JSON: %+v (pld %+v)", both, both.PLD)
 	}
 	code, out, stderr := runArgs(plan...)
-	if code != exitOK || stderr != "" || !strings.Contains(out, "2.59666") || !strings.Contains(out, "2.38178") || !strings.Contains(out, "connect-the-dots") {
+	if code != exit.OK || stderr != "" || !strings.Contains(out, "2.59666") || !strings.Contains(out, "2.38178") || !strings.Contains(out, "connect-the-dots") {
 		t.Errorf("default text: exit %d, stderr %q:\n%s", code, stderr, out)
 	}
 	// The issue's command prints both accountants; its plan is 60·⌈60000/256⌉ =
 	// 14,100 steps (accountant.PlanSteps), a little more than the 14,063 above.
 	code, out, stderr = runArgs("epsilon", "-n", "60000", "-batch", "256", "-epochs", "60", "-noise", "1.1")
-	if code != exitOK || stderr != "" || !strings.Contains(out, "rdp") || !strings.Contains(out, "pld") || !strings.Contains(out, "14100") {
+	if code != exit.OK || stderr != "" || !strings.Contains(out, "rdp") || !strings.Contains(out, "pld") || !strings.Contains(out, "14100") {
 		t.Errorf("-n/-batch/-epochs text: exit %d, stderr %q:\n%s", code, stderr, out)
 	}
 	// Calibration: PLD needs less noise, and its ε at that noise meets the target.
@@ -279,7 +281,7 @@ func TestAccountantFlag(t *testing.T) {
 		t.Errorf("PLD ε at the calibrated z: %v, noise reported %v", back.Epsilon, zp.Epsilon)
 	}
 	code, out, stderr = runArgs("epsilon", "-q", "0.1", "-steps", "10", "-noise", "1", "-accountant", "moments")
-	if code != exitUsage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-accountant") {
+	if code != exit.Usage || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-accountant") {
 		t.Errorf("bad -accountant: exit %d, stderr %q", code, stderr)
 	}
 }

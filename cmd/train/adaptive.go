@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 )
 
@@ -14,26 +15,26 @@ func (o *options) validateAdaptive() error {
 	if o.clipping != "adaptive" {
 		for _, f := range adaptiveFlags {
 			if o.set[f] {
-				return usagef("-%s applies to -clipping adaptive, not -clipping %s", f, o.clipping)
+				return exit.Usagef("-%s applies to -clipping adaptive, not -clipping %s", f, o.clipping)
 			}
 		}
 		return nil
 	}
 	if !(o.clipQuantile > 0 && o.clipQuantile < 1) {
-		return usagef("-clip-quantile %v: want a quantile in (0, 1)", o.clipQuantile)
+		return exit.Usagef("-clip-quantile %v: want a quantile in (0, 1)", o.clipQuantile)
 	}
 	if !(o.clipLR > 0) || math.IsInf(o.clipLR, 0) {
-		return usagef("-clip-lr %v: want a finite learning rate > 0", o.clipLR)
+		return exit.Usagef("-clip-lr %v: want a finite learning rate > 0", o.clipLR)
 	}
 	if !(o.clipCountNoise >= 0) || math.IsInf(o.clipCountNoise, 0) {
-		return usagef("-clip-count-noise %v: want a finite σ_b > 0 (or 0 for batch/20)", o.clipCountNoise)
+		return exit.Usagef("-clip-count-noise %v: want a finite σ_b > 0 (or 0 for batch/20)", o.clipCountNoise)
 	}
 	rule, err := buildRule(o)
 	if err != nil {
 		return err
 	}
 	if _, ok := rule.(dpoptim.NoiseScaler); ok {
-		return usagef("-clipping adaptive: optimizer %s matches its noise to its step size; adaptive clipping is not supported with it", o.optimizer)
+		return exit.Usagef("-clipping adaptive: optimizer %s matches its noise to its step size; adaptive clipping is not supported with it", o.optimizer)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 // Bad adaptive clipping command lines exit with status 2 and one line naming the problem.
@@ -33,7 +35,7 @@ func TestAdaptiveBadFlags(t *testing.T) {
 		{[]string{"-model", "logreg", "-clipping", "adaptive", "-clip-count-noise", "0.1"}, "σ_b = 0.1"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage {
+		if code != exit.Usage {
 			t.Errorf("train %s: exit %d, want 2 (stderr %q)", strings.Join(tc.args, " "), code, stderr)
 			continue
 		}

@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // augmentFlags are -augmult and -augment: augmentation multiplicity (De et al. 2022).
@@ -29,7 +30,7 @@ func (o *options) augment() (datasets.Augment, error) {
 	}
 	a, err := datasets.ParseAugment(o.aug.spec)
 	if err != nil {
-		return datasets.Augment{}, usagef("-augment %q: want crop,flip, crop, flip or none (crop:N for a padding of N pixels, 1 to %d)", o.aug.spec, datasets.MaxPad)
+		return datasets.Augment{}, exit.Usagef("-augment %q: want crop,flip, crop, flip or none (crop:N for a padding of N pixels, 1 to %d)", o.aug.spec, datasets.MaxPad)
 	}
 	return a, nil
 }
@@ -58,7 +59,7 @@ func augmentSpec(a datasets.Augment) string {
 // whole examples.
 func (o *options) validateAugment() error {
 	if o.aug.k < 0 {
-		return usagef("-augmult %d: want K ≥ 0 (0: no augmentation)", o.aug.k)
+		return exit.Usagef("-augmult %d: want K ≥ 0 (0: no augmentation)", o.aug.k)
 	}
 	a, err := o.augment()
 	if err != nil {
@@ -66,15 +67,15 @@ func (o *options) validateAugment() error {
 	}
 	if o.aug.k == 0 {
 		if o.set["augment"] {
-			return usagef("-augment %s needs -augmult K ≥ 1", o.aug.spec)
+			return exit.Usagef("-augment %s needs -augmult K ≥ 1", o.aug.spec)
 		}
 		return nil
 	}
 	if a.Identity() {
-		return usagef("-augmult %d with -augment none: every view would be the example itself", o.aug.k)
+		return exit.Usagef("-augmult %d with -augment none: every view would be the example itself", o.aug.k)
 	}
 	if o.physicalBatch%o.aug.k != 0 && !o.physicalBatchDefaulted {
-		return usagef("-physical-batch %d is not a multiple of -augmult %d (rows per call = examples × K)", o.physicalBatch, o.aug.k)
+		return exit.Usagef("-physical-batch %d is not a multiple of -augmult %d (rows per call = examples × K)", o.physicalBatch, o.aug.k)
 	}
 	return nil
 }
@@ -88,7 +89,7 @@ func (o *options) augmentPhysicalBatch() {
 }
 
 // augmentConfig sets the trainer's augmentation.
-func (o *options) augmentConfig(cfg *nn.TrainerConfig) error {
+func (o *options) augmentConfig(cfg *training.TrainerConfig) error {
 	if o.aug.k == 0 {
 		return nil
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func TestAugmentBadFlags(t *testing.T) {
@@ -25,7 +26,7 @@ func TestAugmentBadFlags(t *testing.T) {
 		{[]string{"-augmult", "3", "-physical-batch", "128"}, "multiple of -augmult 3"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("train %s: exit %d, stderr %q; want 2 and one line mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
 	}
@@ -79,7 +80,7 @@ func TestAugmentRunResumes(t *testing.T) {
 	a, b := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt")
 	common := []string{"-model", "logreg", "-seed", "3", "-noise", "1.1", "-batch", "1000", "-augmult", "2"}
 	code, stdout, stderr := runCmd(t, context.Background(), append(common, "-epochs", "3", "-checkpoint", a, "-json")...)
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	whole := decodeSummary(t, stdout)
@@ -94,11 +95,11 @@ func TestAugmentRunResumes(t *testing.T) {
 	}
 	mustRun(t, append(common, "-epochs", "2", "-checkpoint", b)...)
 	mustRun(t, "-resume", b, "-epochs", "3", "-checkpoint", b)
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := nn.Load(b)
+	cb, err := checkpoint.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestAugmentRunResumes(t *testing.T) {
 		}
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", b, "-epochs", "4", "-augmult", "4")
-	if code != exitUsage || !strings.Contains(stderr, "augmult") {
+	if code != exit.Usage || !strings.Contains(stderr, "augmult") {
 		t.Errorf("resuming with another -augmult: exit %d, %q", code, stderr)
 	}
 }

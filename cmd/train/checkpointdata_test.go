@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/internal/cli/clitest"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // TestCheckpointRebuildsData: the settings that a run on csv:PATH or images:DIR writes
-// into its checkpoint are enough for internal/cli (what cmd/evaluate uses) to rebuild
+// into its checkpoint are enough for cmd/internal/cli (what cmd/evaluate uses) to rebuild
 // the run's held-out test split: the model of the checkpoint has there the test
 // accuracy and loss that the run reported.
 func TestCheckpointRebuildsData(t *testing.T) {
@@ -25,7 +26,7 @@ func TestCheckpointRebuildsData(t *testing.T) {
 	} {
 		ckpt := filepath.Join(dir, "m.ckpt")
 		s := decodeSummary(t, mustRun(t, append(args, "-optimizer", "sgd", "-lr", "1", "-epochs", "10", "-seed", "1", "-checkpoint", ckpt, "-json")...))
-		c, err := nn.Load(ckpt)
+		c, err := checkpoint.Load(ckpt)
 		if err != nil {
 			t.Fatal(err)
 		}

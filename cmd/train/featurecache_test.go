@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // TestFeatureCacheFlag: -feature-cache DIR computes and stores the scattering features in
@@ -24,10 +25,10 @@ func TestFeatureCacheFlag(t *testing.T) {
 		args := append([]string{"-model", "scatter-linear", "-dataset", "fashion-mnist", "-data", data,
 			"-batch", "20", "-epochs", "1", "-seed", "7", "-checkpoint", ck}, extra...)
 		code, _, stderr := runCmd(t, context.Background(), args...)
-		if code != exitOK {
+		if code != exit.OK {
 			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
-		c, err := nn.Load(ck)
+		c, err := checkpoint.Load(ck)
 		if err != nil {
 			t.Fatal(err)
 		}

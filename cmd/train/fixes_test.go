@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/accountant"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // TestResumeWithOtherEpsilon: a run calibrated for ε = 3 over 2 epochs, resumed to 3
@@ -29,7 +31,7 @@ func TestResumeWithOtherEpsilon(t *testing.T) {
 		t.Errorf("fresh calibrated run: %v", first)
 	}
 	code, stdout, stderr := runCmd(t, context.Background(), "-resume", a, "-epsilon", "4", "-epochs", "3", "-checkpoint", b, "-json")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("resume -epsilon 4: exit %d: %s", code, stderr)
 	}
 	s := decodeSummary(t, stdout)
@@ -71,7 +73,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 			tc.path = filepath.Join(dir, "x.png")
 		}
 		code, stdout, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", tc.flag, tc.path)
-		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
+		if code != exit.Usage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.flag) || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.path, code, stderr)
 		}
 		if strings.Contains(stderr, "epoch") {
@@ -88,7 +90,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		ro := filepath.Join(dir, "ro")
 		os.Mkdir(ro, 0o555)
 		code, _, stderr := runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", "-plot", filepath.Join(ro, "p.png"))
-		if code != exitUsage || !strings.Contains(stderr, "permission denied") {
+		if code != exit.Usage || !strings.Contains(stderr, "permission denied") {
 			t.Errorf("read-only directory: exit %d, %q", code, stderr)
 		}
 	}
@@ -105,7 +107,7 @@ func TestInterruptSaysEpoch(t *testing.T) {
 		want string
 	}{{3, "after step 3 of 16 (in epoch 1 of 2)"}, {8, "after step 8 of 16 (after epoch 1 of 2)"}} {
 		ctx, cancel := context.WithCancel(context.Background())
-		stepHook = func(p nn.StepProgress) {
+		stepHook = func(p training.StepProgress) {
 			if p.GlobalStep == tc.at {
 				cancel()
 			}
@@ -113,12 +115,12 @@ func TestInterruptSaysEpoch(t *testing.T) {
 		code, _, stderr := runCmd(t, ctx, "-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", ckpt)
 		stepHook = nil
 		cancel()
-		if code != exitInterrupted || !strings.Contains(stderr, tc.want) {
+		if code != exit.Interrupted || !strings.Contains(stderr, tc.want) {
 			t.Errorf("interrupted at step %d: exit %d, stderr %q; want %q", tc.at, code, stderr, tc.want)
 		}
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", ckpt, "-epochs", "2")
-	if code != exitOK || !strings.Contains(stderr, "at step 8 of 16 (after epoch 1 of 2)") {
+	if code != exit.OK || !strings.Contains(stderr, "at step 8 of 16 (after epoch 1 of 2)") {
 		t.Errorf("resume: exit %d, %q", code, stderr)
 	}
 	var list string
@@ -143,14 +145,14 @@ func TestProgressETA(t *testing.T) {
 	r := &reporter{w: &out, tty: true, now: func() time.Time { return clock }}
 	r.markStart(2)
 	clock = clock.Add(2 * time.Second)
-	r.step(nn.StepProgress{Epoch: 1, Step: 3, StepsPerEpoch: 4, GlobalStep: 3, TotalSteps: 12, Loss: 0.5, Epsilon: 1})
+	r.step(training.StepProgress{Epoch: 1, Step: 3, StepsPerEpoch: 4, GlobalStep: 3, TotalSteps: 12, Loss: 0.5, Epsilon: 1})
 	if !strings.Contains(out.String(), "ETA 2s, run 18s") {
 		t.Errorf("progress line %q: want epoch ETA 2s and run ETA 18s", out.String())
 	}
 	clock = clock.Add(2 * time.Second)
 	out.Reset()
-	r.epoch(nn.EpochMetrics{Epoch: 1, Step: 4, TrainLoss: 0.5, TrainAccuracy: 0.9, TestLoss: 0.4, TestAccuracy: 0.9, Epsilon: 1, Seconds: 4},
-		nn.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
+	r.epoch(training.EpochMetrics{Epoch: 1, Step: 4, TrainLoss: 0.5, TrainAccuracy: 0.9, TestLoss: 0.4, TestAccuracy: 0.9, Epsilon: 1, Seconds: 4},
+		checkpoint.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
 	if !strings.Contains(out.String(), "run ETA 16s") || !strings.HasPrefix(out.String(), "\r\033[K") {
 		t.Errorf("epoch line %q: want it to replace the progress line and say run ETA 16s", out.String())
 	}
@@ -185,25 +187,25 @@ func TestPlotPanels(t *testing.T) {
 
 // TestErrorPrefixesOnce: a damaged checkpoint is reported as "train: -resume PATH: not a
 // privtrain checkpoint: …", each part once (it was "-resume PATH: nn: loading
-// checkpoint: checkpoint: PATH: …"); nn.Load's own error names the file once too.
+// checkpoint: checkpoint: PATH: …"); checkpoint.Load's own error names the file once too.
 func TestErrorPrefixesOnce(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.ckpt")
 	if err := os.WriteFile(bad, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", bad)
-	if code != exitFailure || !strings.HasPrefix(stderr, "train: -resume "+bad+": not a privtrain checkpoint") || strings.Count(stderr, bad) != 1 || strings.Contains(stderr, "nn:") {
+	if code != exit.Failure || !strings.HasPrefix(stderr, "train: -resume "+bad+": not a privtrain checkpoint") || strings.Count(stderr, bad) != 1 || strings.Contains(stderr, "nn:") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
-	_, err := nn.Load(bad)
+	_, err := checkpoint.Load(bad)
 	if msg := fmt.Sprint(err); strings.Count(msg, bad) != 1 || !strings.HasPrefix(msg, "checkpoint: "+bad+": not a") || strings.Contains(msg, "loading") {
-		t.Errorf("nn.Load: %q", msg)
+		t.Errorf("checkpoint.Load: %q", msg)
 	}
 	// A mismatch keeps its one-line usage status and says what differs, once.
 	ck := filepath.Join(t.TempDir(), "a.ckpt")
 	mustRun(t, "-model", "logreg", "-epochs", "1", "-batch", "1000", "-checkpoint", ck)
 	code, _, stderr = runCmd(t, context.Background(), "-resume", ck, "-model", "cnn")
-	if code != exitUsage || strings.Count(stderr, ck) != 1 || strings.Contains(stderr, "nn:") || !strings.Contains(stderr, "model: checkpoint has logreg") {
+	if code != exit.Usage || strings.Count(stderr, ck) != 1 || strings.Contains(stderr, "nn:") || !strings.Contains(stderr, "model: checkpoint has logreg") {
 		t.Errorf("mismatch: exit %d, %q", code, stderr)
 	}
 }

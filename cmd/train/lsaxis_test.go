@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
 )
 
@@ -105,7 +106,7 @@ func TestLSAxisLegacyCheckpoint(t *testing.T) {
 				o.set[name] = true
 			}
 		}
-		if err := o.applyCheckpoint(&nn.Checkpoint{Settings: legacy, Plan: nn.Plan{Epochs: 1, PhysicalBatch: 128}}, fs); err != nil {
+		if err := o.applyCheckpoint(&checkpoint.Training{Settings: legacy, Plan: checkpoint.Plan{Epochs: 1, PhysicalBatch: 128}}, fs); err != nil {
 			return nil, err
 		}
 		o.resolve()
@@ -143,7 +144,7 @@ func TestLSAxisResume(t *testing.T) {
 	dir := t.TempDir()
 	c := filepath.Join(dir, "c.ckpt")
 	mustRun(t, "-model", "logreg", "-optimizer", "dp-lssgd", "-seed", "3", "-noise", "2", "-epochs", "1", "-batch", "2000", "-checkpoint", c)
-	ck, err := nn.Load(c)
+	ck, err := checkpoint.Load(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestLSAxisResume(t *testing.T) {
 		t.Fatalf("checkpoint settings %v: want ls-axis input", ck.Settings)
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-ls-axis", "flat", "-epochs", "2")
-	if code != exitUsage || !strings.Contains(stderr, "ls-axis") {
+	if code != exit.Usage || !strings.Contains(stderr, "ls-axis") {
 		t.Errorf("resuming with another -ls-axis: exit %d, %q", code, stderr)
 	}
 	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)
@@ -159,20 +160,20 @@ func TestLSAxisResume(t *testing.T) {
 	// The same run as a checkpoint from before -ls-axis.
 	old := filepath.Join(dir, "old.ckpt")
 	mustRun(t, "-model", "logreg", "-optimizer", "dp-lssgd", "-seed", "3", "-noise", "2", "-epochs", "1", "-batch", "2000", "-ls-axis", "flat", "-checkpoint", old)
-	ck, err = nn.Load(old)
+	ck, err = checkpoint.Load(old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	delete(ck.Settings, "ls-axis")
-	if err := nn.Save(old, ck); err != nil {
+	if err := checkpoint.Save(old, ck); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", old, "-ls-axis", "input", "-epochs", "2")
-	if code != exitUsage || !strings.Contains(stderr, "before -ls-axis") {
+	if code != exit.Usage || !strings.Contains(stderr, "before -ls-axis") {
 		t.Errorf("resuming an old checkpoint with -ls-axis input: exit %d, %q", code, stderr)
 	}
 	mustRun(t, "-resume", old, "-epochs", "2", "-checkpoint", old)
-	ck, err = nn.Load(old)
+	ck, err = checkpoint.Load(old)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // metricRecord is one line of the -metrics file. Values that do not exist are null: ε of
@@ -78,13 +79,13 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
-		return nil, usagef("-metrics %s: %v", path, err)
+		return nil, exit.Usagef("-metrics %s: %v", path, err)
 	}
 	l.f = f
 	return l, nil
 }
 
-func (l *metricsLog) write(m nn.EpochMetrics) error {
+func (l *metricsLog) write(m training.EpochMetrics) error {
 	r := metricRecord{
 		Epoch: m.Epoch, Step: m.Step, Loss: jsonnum.FiniteOrNil(m.TrainLoss),
 		TrainAccuracy: jsonnum.FiniteOrNil(m.TrainAccuracy), TestLoss: jsonnum.FiniteOrNil(m.TestLoss),

@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/training"
 )
 
 // modelInfo is one -model: what -help says about it, the example shapes it is listed with,
@@ -172,7 +173,7 @@ func printModels(w io.Writer) {
 func fmtFlag(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // frontEnd reports the one-time computation of a scatter model's features.
-func (r *reporter) frontEnd(p nn.FrontEndProgress) {
+func (r *reporter) frontEnd(p training.FrontEndProgress) {
 	what := p.FrontEnd
 	// The GroupNorm (and Flatten) computed with the scattering are a detail here.
 	if what == "scattering2d" || strings.HasPrefix(what, "scattering2d → ") {

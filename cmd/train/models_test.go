@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -40,7 +41,7 @@ func TestScatterModels(t *testing.T) {
 		{"scatter-cnn", "scatter-cnn-mnist-tanh"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), "-model", tc.name, "-dataset", "fashion-mnist", "-data", dir, "-batch", "20", "-epochs", "1", "-json")
-		if code != exitOK {
+		if code != exit.OK {
 			t.Fatalf("-model %s: exit %d\n%s", tc.name, code, stderr)
 		}
 		s := decodeSummary(t, stdout)
@@ -65,7 +66,7 @@ func TestScatterModels(t *testing.T) {
 	}
 	// Images of another size are a usage error naming the sizes the models take.
 	code, _, stderr := runCmd(t, context.Background(), "-model", "scatter-cnn", "-dataset", "images:"+writeDigitFolder(t, 2, 16))
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "C×28×28 or C×32×32") {
+	if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "C×28×28 or C×32×32") {
 		t.Errorf("scatter-cnn on 16×16 images: exit %d, %q", code, stderr)
 	}
 }
@@ -102,7 +103,7 @@ func TestScatterCIFAR(t *testing.T) {
 // it lists, as nn.New counts the parameters of the model that -model builds.
 func TestHelpListsModels(t *testing.T) {
 	code, stdout, _ := runCmd(t, context.Background(), "-help")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("-help: exit %d", code)
 	}
 	section := stdout[strings.Index(stdout, "\nModels"):]

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 )
 
@@ -99,7 +100,7 @@ var optimizerFlags = []optimizerFlag{
 		value: func(o *options) *float64 { return &o.momentum },
 		check: func(v float64) error {
 			if !(v >= 0 && v < 1) {
-				return usagef("-momentum %v: want a value in [0, 1)", v)
+				return exit.Usagef("-momentum %v: want a value in [0, 1)", v)
 			}
 			return nil
 		}},
@@ -107,7 +108,7 @@ var optimizerFlags = []optimizerFlag{
 		value: func(o *options) *float64 { return &o.lsSigma },
 		check: func(v float64) error {
 			if !(v >= 0) || math.IsInf(v, 0) {
-				return usagef("-ls-sigma %v: want a finite σ ≥ 0", v)
+				return exit.Usagef("-ls-sigma %v: want a finite σ ≥ 0", v)
 			}
 			return nil
 		}},
@@ -228,7 +229,7 @@ func (o *options) validateOptimizer() error {
 	spec := lookupOptimizer(o.optimizer)
 	for _, f := range optimizerFlags {
 		if o.set[f.name] && !spec.takesFlag(f.name) {
-			return usagef("-%s applies to %s, not %s", f.name, takers(f.name, false), o.optimizer)
+			return exit.Usagef("-%s applies to %s, not %s", f.name, takers(f.name, false), o.optimizer)
 		}
 		if !spec.takesFlag(f.name) {
 			continue
@@ -242,12 +243,12 @@ func (o *options) validateOptimizer() error {
 		}
 	}
 	if spec.stepSize != nil && o.lrSchedule != "constant" {
-		return usagef("-lr-schedule %s: %s has its own %s; leave -lr-schedule at constant", o.lrSchedule, o.optimizer, spec.stepSize(o.lr))
+		return exit.Usagef("-lr-schedule %s: %s has its own %s; leave -lr-schedule at constant", o.lrSchedule, o.optimizer, spec.stepSize(o.lr))
 	}
 	if !spec.private {
 		for _, f := range privacyFlags {
 			if o.set[f] {
-				return usagef("-%s: optimizer %s is not private (no clipping, no noise, ε = ∞); use dp-%s for private training", f, o.optimizer, o.optimizer)
+				return exit.Usagef("-%s: optimizer %s is not private (no clipping, no noise, ε = ∞); use dp-%s for private training", f, o.optimizer, o.optimizer)
 			}
 		}
 	}
@@ -278,7 +279,7 @@ func (o *options) applyCheckpointLSAxis(settings map[string]string) error {
 		return nil
 	}
 	if o.set["ls-axis"] && o.lsAxis != "flat" {
-		return usagef("-ls-axis %s: the checkpoint %s was written before -ls-axis and smoothed every tensor in storage order; resume it with -ls-axis flat (or without -ls-axis)", o.lsAxis, o.resume)
+		return exit.Usagef("-ls-axis %s: the checkpoint %s was written before -ls-axis and smoothed every tensor in storage order; resume it with -ls-axis flat (or without -ls-axis)", o.lsAxis, o.resume)
 	}
 	o.lsAxis, o.lsAxisUnrecorded = "flat", true
 	if !o.set["ls-axis"] {

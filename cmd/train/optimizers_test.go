@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // parseOptions parses args as run does and fills the defaults, without loading data.
@@ -48,7 +49,7 @@ func TestOptimizerTable(t *testing.T) {
 		flagNames[f.name] = true
 	}
 	var help bytes.Buffer
-	if code := run(context.Background(), []string{"-help"}, &help, &bytes.Buffer{}); code != exitOK {
+	if code := run(context.Background(), []string{"-help"}, &help, &bytes.Buffer{}); code != exit.OK {
 		t.Fatalf("-help: exit %d", code)
 	}
 	seen := map[string]bool{}
@@ -152,7 +153,7 @@ func TestOptimizerTable(t *testing.T) {
 		back := &options{resume: "x"}
 		fs := newFlagSet(back)
 		back.set = map[string]bool{}
-		if err := back.applyCheckpoint(&nn.Checkpoint{Settings: s}, fs); err != nil {
+		if err := back.applyCheckpoint(&checkpoint.Training{Settings: s}, fs); err != nil {
 			t.Fatal(err)
 		}
 		back.resolve()

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
@@ -146,19 +147,13 @@ func newFlagSet(o *options) *flag.FlagSet {
 	return fs
 }
 
-// usageError is bad command-line input; its one-line message names the flag. It is
-// cli's, so that the data loading shared with cmd/evaluate reports usage errors too.
-type usageError = cli.UsageError
-
-func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
-
 func oneOf(flagName, v string, allowed []string) error {
 	for _, a := range allowed {
 		if v == a {
 			return nil
 		}
 	}
-	return usagef("-%s %q: unknown (want %s)", flagName, v, strings.Join(allowed, ", "))
+	return exit.Usagef("-%s %q: unknown (want %s)", flagName, v, strings.Join(allowed, ", "))
 }
 
 // validate checks the flags that need no data; resolve has filled the defaults that depend
@@ -171,7 +166,7 @@ func (o *options) validate() error {
 		return err
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "" && builtinShape[o.dataset] == nil {
-		return usagef("-dataset %q: unknown (want %s)", o.dataset, strings.Join(datasetNames, ", "))
+		return exit.Usagef("-dataset %q: unknown (want %s)", o.dataset, strings.Join(datasetNames, ", "))
 	}
 	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {
 		return err
@@ -194,7 +189,7 @@ func (o *options) validate() error {
 		}
 	}
 	if !(o.lr > 0) || math.IsInf(o.lr, 0) {
-		return usagef("-lr %v: want a finite learning rate > 0", o.lr)
+		return exit.Usagef("-lr %v: want a finite learning rate > 0", o.lr)
 	}
 	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
 		return err
@@ -206,49 +201,49 @@ func (o *options) validate() error {
 		return err
 	}
 	if o.batch < 1 {
-		return usagef("-batch %d: want ≥ 1", o.batch)
+		return exit.Usagef("-batch %d: want ≥ 1", o.batch)
 	}
 	if o.physicalBatch < 1 {
-		return usagef("-physical-batch %d: want ≥ 1", o.physicalBatch)
+		return exit.Usagef("-physical-batch %d: want ≥ 1", o.physicalBatch)
 	}
 	if o.epochs < 1 {
-		return usagef("-epochs %d: want ≥ 1", o.epochs)
+		return exit.Usagef("-epochs %d: want ≥ 1", o.epochs)
 	}
 	if err := o.validateAugment(); err != nil {
 		return err
 	}
 	if o.checkpointEvery < 0 {
-		return usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)
+		return exit.Usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)
 	}
 	if o.checkpointEvery > 0 && o.checkpoint == "" {
-		return usagef("-checkpoint-every needs -checkpoint FILE")
+		return exit.Usagef("-checkpoint-every needs -checkpoint FILE")
 	}
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
-		return usagef("-plot %s: want a .png file name", o.plot)
+		return exit.Usagef("-plot %s: want a .png file name", o.plot)
 	}
 	if o.accountant != "rdp" && o.accountant != "pld" {
-		return usagef("-accountant %q: want rdp or pld", o.accountant)
+		return exit.Usagef("-accountant %q: want rdp or pld", o.accountant)
 	}
 	if !private(o.optimizer) {
 		return nil // validateOptimizer rejected the privacy flags
 	}
 	if o.set["noise"] && o.set["epsilon"] {
-		return usagef("-noise and -epsilon: give one (-noise z reports the ε it spends; -epsilon ε calibrates z)")
+		return exit.Usagef("-noise and -epsilon: give one (-noise z reports the ε it spends; -epsilon ε calibrates z)")
 	}
 	if !(o.clip > 0) || math.IsInf(o.clip, 0) {
-		return usagef("-clip %v: want a finite clipping norm > 0", o.clip)
+		return exit.Usagef("-clip %v: want a finite clipping norm > 0", o.clip)
 	}
 	if !(o.delta > 0 && o.delta < 1) {
-		return usagef("-delta %v: want δ in (0, 1)", o.delta)
+		return exit.Usagef("-delta %v: want δ in (0, 1)", o.delta)
 	}
 	if err := o.validateAdaptive(); err != nil {
 		return err
 	}
 	if o.set["noise"] && (o.noise == 0 || dpoptim.CheckNoiseMultiplier(o.noise) != nil) {
-		return usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
+		return exit.Usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
 	}
 	if !o.set["noise"] && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
-		return usagef("-epsilon %v: want a finite ε > 0", o.epsilon)
+		return exit.Usagef("-epsilon %v: want a finite ε > 0", o.epsilon)
 	}
 	return nil
 }
@@ -257,7 +252,7 @@ func (o *options) validate() error {
 func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 	name, args, _ := strings.Cut(s, ":")
 	bad := func(why string) error {
-		return usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
+		return exit.Usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
 	}
 	nums := func(want int) ([]float64, error) {
 		parts := strings.Split(args, ":")

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
@@ -42,33 +43,33 @@ func (o *options) validateOwnData() error {
 	}
 	if kind == "" {
 		if f := given("label", "header", "scale", "test-fraction", "image-size", "channels"); f != "" {
-			return usagef("-%s applies to -dataset csv:PATH or images:DIR, not %s", f, o.dataset)
+			return exit.Usagef("-%s applies to -dataset csv:PATH or images:DIR, not %s", f, o.dataset)
 		}
 		if o.set["split-seed"] && o.validation == 0 {
-			return usagef("-split-seed applies to -dataset csv:PATH or images:DIR, or with -validation; not %s without -validation", o.dataset)
+			return exit.Usagef("-split-seed applies to -dataset csv:PATH or images:DIR, or with -validation; not %s without -validation", o.dataset)
 		}
 	}
 	if f := given("labels"); f != "" && o.dataset != "cifar100" {
-		return usagef("-labels applies to -dataset cifar100, not %s", o.dataset)
+		return exit.Usagef("-labels applies to -dataset cifar100, not %s", o.dataset)
 	}
 	if f := given("hidden"); f != "" && o.model != "mlp" {
-		return usagef("-hidden applies to -model mlp, not %s", o.model)
+		return exit.Usagef("-hidden applies to -model mlp, not %s", o.model)
 	}
 	if o.own.hidden < 1 {
-		return usagef("-hidden %d: want ≥ 1", o.own.hidden)
+		return exit.Usagef("-hidden %d: want ≥ 1", o.own.hidden)
 	}
 	switch kind {
 	case "csv":
 		if f := given("image-size", "channels"); f != "" {
-			return usagef("-%s applies to -dataset images:DIR, not csv", f)
+			return exit.Usagef("-%s applies to -dataset images:DIR, not csv", f)
 		}
 	case "images":
 		if f := given("label", "header", "scale"); f != "" {
-			return usagef("-%s applies to -dataset csv:PATH, not images (pixels are scaled by /255)", f)
+			return exit.Usagef("-%s applies to -dataset csv:PATH, not images (pixels are scaled by /255)", f)
 		}
 	}
 	if kind != "" && path != "" && o.set["data"] {
-		return usagef("-data: -dataset %s names its own path", o.dataset)
+		return exit.Usagef("-data: -dataset %s names its own path", o.dataset)
 	}
 	return o.own.Validate(o.dataset)
 }
@@ -97,13 +98,13 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 	case "scatter-linear", "scatter-cnn":
 		var err error
 		if spec, err = scatterSpec(o.model, shape, act); err != nil {
-			return nn.Spec{}, usagef("%v, but -dataset %s has examples of %s", err, o.dataset, cli.Shape(shape))
+			return nn.Spec{}, exit.Usagef("%v, but -dataset %s has examples of %s", err, o.dataset, cli.Shape(shape))
 		}
 	}
 	if o.model == "cnn" || o.model == "cifar-cnn" || o.model == "cifar-tb-cnn" {
 		want := spec.InputShape
 		if len(shape) != 3 || shape[1] != want[1] || shape[2] != want[2] {
-			return nn.Spec{}, usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",
+			return nn.Spec{}, exit.Usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",
 				o.model, want[1], want[2], o.dataset, cli.Shape(shape), modelHint(shape))
 		}
 	}
@@ -132,7 +133,7 @@ func defaultModel(shape []int) (string, error) {
 		case shape[1] == 32 && shape[2] == 32:
 			return "cifar-cnn", nil
 		}
-		return "", usagef("no built-in CNN takes %s images (cnn: C×28×28, cifar-cnn: C×32×32); resize with -image-size 28x28 or 32x32, or choose -model logreg or mlp", cli.Shape(shape))
+		return "", exit.Usagef("no built-in CNN takes %s images (cnn: C×28×28, cifar-cnn: C×32×32); resize with -image-size 28x28 or 32x32, or choose -model logreg or mlp", cli.Shape(shape))
 	}
 	return "logreg", nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets/mnist"
 )
 
@@ -53,7 +54,7 @@ func TestCSVDataset(t *testing.T) {
 	} {
 		args := append([]string{"-dataset", "csv:" + p, "-label", "species", "-scale", "0:10", "-batch", "50", "-epochs", "5", "-lr", "2", "-json"}, tc.args...)
 		code, stdout, stderr := runCmd(t, context.Background(), args...)
-		if code != exitOK {
+		if code != exit.OK {
 			t.Fatalf("train %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 		}
 		s := decodeSummary(t, stdout)
@@ -71,11 +72,11 @@ func TestCSVDataset(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "r.ckpt")
 	mustRun(t, "-dataset", "csv:"+p, "-label", "species", "-scale", "0:10", "-batch", "50", "-epochs", "1", "-seed", "1", "-checkpoint", ck)
 	code, _, stderr := runCmd(t, context.Background(), "-resume", ck, "-epochs", "1")
-	if code != exitOK || !strings.Contains(stderr, "scale") {
+	if code != exit.OK || !strings.Contains(stderr, "scale") {
 		t.Errorf("resume of a csv run: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", ck, "-scale", "0:20")
-	if code != exitUsage || !strings.Contains(stderr, "scale") {
+	if code != exit.Usage || !strings.Contains(stderr, "scale") {
 		t.Errorf("resume with another -scale: exit %d: %s", code, stderr)
 	}
 }
@@ -132,11 +133,11 @@ func TestImageFolderDataset(t *testing.T) {
 	}
 	small := writeDigitFolder(t, 10, 20)
 	code, _, stderr := runCmd(t, context.Background(), "-dataset", "images:"+small, "-batch", "6", "-epochs", "1")
-	if code != exitUsage || !strings.Contains(stderr, "1×20×20") || !strings.Contains(stderr, "-image-size") {
+	if code != exit.Usage || !strings.Contains(stderr, "1×20×20") || !strings.Contains(stderr, "-image-size") {
 		t.Errorf("20×20 images without -model: exit %d: %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-dataset", "images:"+small, "-model", "cifar-cnn", "-batch", "6", "-epochs", "1")
-	if code != exitUsage || !strings.Contains(stderr, "C×32×32") || !strings.Contains(stderr, "1×20×20") {
+	if code != exit.Usage || !strings.Contains(stderr, "C×32×32") || !strings.Contains(stderr, "1×20×20") {
 		t.Errorf("20×20 images with cifar-cnn: exit %d: %q", code, stderr)
 	}
 	s = decodeSummary(t, mustRun(t, "-dataset", "images:"+small, "-image-size", "28x28", "-channels", "3", "-batch", "6", "-epochs", "1", "-json"))
@@ -217,7 +218,7 @@ func TestOwnDataBadFlags(t *testing.T) {
 		{[]string{"-dataset", "cifar100", "-model", "cnn", "-data", "."}, "-model"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("train %s: exit %d, stderr %q; want 2 and one line mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
 	}

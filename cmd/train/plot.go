@@ -12,14 +12,15 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // writePlot draws the run's curves per epoch into a PNG: accuracy (training and split,
 // the evaluated split: "test", or "validation" with -validation), loss (training and split) and, for private training only, the ε spent against the
 // target; one panel each so that each keeps its own scale, under a title with the
 // run's settings.
-func writePlot(path string, records []metricRecord, p nn.Plan, title, split string) error {
+func writePlot(path string, records []metricRecord, p checkpoint.Plan, title, split string) error {
 	var trainAcc, testAcc, trainLoss, testLoss, eps plotter.XYs
 	if len(records) > 0 && records[0].Epoch == 1 && p.Private {
 		eps = append(eps, plotter.XY{}) // nothing is spent before the first step
@@ -102,7 +103,7 @@ func writePlot(path string, records []metricRecord, p nn.Plan, title, split stri
 }
 
 // plotTitle names the run in the plot: model, optimizer and its settings, data, privacy.
-func plotTitle(o *options, t *nn.Trainer, dataName string) string {
+func plotTitle(o *options, t *training.Trainer, dataName string) string {
 	p := t.Plan()
 	priv := "not private (ε = ∞)"
 	if p.Private {

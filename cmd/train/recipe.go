@@ -6,7 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/privtrain/privtrain/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 // A recipe is a named set of flag values (-recipe NAME). They are applied after the
@@ -101,10 +102,10 @@ func (o *options) applyRecipe(flags *flag.FlagSet) error {
 	}
 	r := lookupRecipe(o.recipe)
 	if r == nil {
-		return usagef("-recipe %q: unknown (want %s)", o.recipe, strings.Join(recipeNames, ", "))
+		return exit.Usagef("-recipe %q: unknown (want %s)", o.recipe, strings.Join(recipeNames, ", "))
 	}
 	if o.resume != "" {
-		return usagef("-recipe and -resume: give one (the checkpoint holds the run's settings)")
+		return exit.Usagef("-recipe and -resume: give one (the checkpoint holds the run's settings)")
 	}
 	recipeOptimizer, _ := r.value("optimizer")
 	optimizer := o.optimizer
@@ -132,7 +133,7 @@ func (o *options) applyRecipe(flags *flag.FlagSet) error {
 	if o.set["dataset"] && !contains(o.fromCheckpoint, "dataset") {
 		if shape := builtinShape[o.dataset]; shape != nil {
 			if _, err := modelSpec(o, shape, 10); err != nil {
-				return usagef("-recipe %s with -dataset %s: its -model %s does not fit %s images (%v); give a -model that does",
+				return exit.Usagef("-recipe %s with -dataset %s: its -model %s does not fit %s images (%v); give a -model that does",
 					r.name, o.dataset, o.model, cli.Shape(shape), err)
 			}
 		}

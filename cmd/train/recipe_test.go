@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 // parseRecipe parses args as run does up to resolve, and returns the options and the
@@ -123,7 +125,7 @@ func TestRecipeUserFlagsOverride(t *testing.T) {
 // model cannot take is a usage error naming both; one it can take is allowed.
 func TestRecipeErrors(t *testing.T) {
 	code, _, stderr := runCmd(t, context.Background(), "-recipe", "cifar10")
-	if code != exitUsage || !strings.Contains(stderr, `-recipe "cifar10": unknown`) {
+	if code != exit.Usage || !strings.Contains(stderr, `-recipe "cifar10": unknown`) {
 		t.Errorf("unknown recipe: exit %d, %q", code, stderr)
 	}
 	for _, name := range recipeNames {
@@ -132,11 +134,11 @@ func TestRecipeErrors(t *testing.T) {
 		}
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-recipe", "cifar10-cnn", "-dataset", "mnist")
-	if code != exitUsage || !strings.Contains(stderr, "cifar-tb-cnn") || !strings.Contains(stderr, "-dataset mnist") || strings.Count(stderr, "\n") != 1 {
+	if code != exit.Usage || !strings.Contains(stderr, "cifar-tb-cnn") || !strings.Contains(stderr, "-dataset mnist") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("cifar10-cnn on mnist: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-recipe", "mnist-cnn", "-resume", "x.ckpt")
-	if code != exitUsage || !strings.Contains(stderr, "-resume") {
+	if code != exit.Usage || !strings.Contains(stderr, "-resume") {
 		t.Errorf("-recipe with -resume: exit %d, %q", code, stderr)
 	}
 	// The ScatterNet models take 28×28 and 32×32 images: cifar10-scatter on MNIST is allowed.
@@ -149,7 +151,7 @@ func TestRecipeErrors(t *testing.T) {
 // TestHelpListsRecipes: -help names every recipe with each of its values.
 func TestHelpListsRecipes(t *testing.T) {
 	code, stdout, _ := runCmd(t, context.Background(), "-help")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("-help: exit %d", code)
 	}
 	i := strings.Index(stdout, "\nRecipes")

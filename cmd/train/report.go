@@ -12,11 +12,13 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // plainEvery is how often a long epoch prints a progress line when stderr is not a
@@ -56,7 +58,7 @@ func newReporter(w io.Writer) *reporter {
 }
 
 // header prints what is about to happen, before the first step.
-func (r *reporter) header(o *options, t *nn.Trainer, train, test datasets.Dataset, dataName string) {
+func (r *reporter) header(o *options, t *training.Trainer, train, test datasets.Dataset, dataName string) {
 	m, p := t.Model(), t.Plan()
 	r.split = o.evalSplit()
 	fmt.Fprintf(r.w, "train: %s on %s (%s parameters, %s); data %s: %s train / %s %s examples of %s\n",
@@ -118,7 +120,7 @@ func (r *reporter) markStart(stepsDone int) {
 
 // etas extrapolates the time per step of this process to the rest of the epoch and of
 // the run.
-func (r *reporter) etas(p nn.StepProgress) (epoch, run time.Duration) {
+func (r *reporter) etas(p training.StepProgress) (epoch, run time.Duration) {
 	done := p.GlobalStep - r.startStep
 	if done <= 0 {
 		return -1, -1
@@ -127,7 +129,7 @@ func (r *reporter) etas(p nn.StepProgress) (epoch, run time.Duration) {
 	return per * time.Duration(p.StepsPerEpoch-p.Step), per * time.Duration(p.TotalSteps-p.GlobalStep)
 }
 
-func (r *reporter) step(p nn.StepProgress) {
+func (r *reporter) step(p training.StepProgress) {
 	if r.started.IsZero() {
 		r.markStart(p.GlobalStep - 1)
 	}
@@ -177,7 +179,7 @@ func (r *reporter) finishBar() {
 	}
 }
 
-func (r *reporter) epoch(m nn.EpochMetrics, p nn.Plan) {
+func (r *reporter) epoch(m training.EpochMetrics, p checkpoint.Plan) {
 	if r.drawn {
 		fmt.Fprint(r.w, "\r\033[K") // the epoch's line replaces its progress line
 		r.drawn = false
@@ -213,8 +215,8 @@ func epsString(eps float64) string {
 	return fmt.Sprintf("%.3f", eps)
 }
 
-func samplingName(s nn.Sampling) string {
-	if s == nn.Poisson {
+func samplingName(s checkpoint.Sampling) string {
+	if s == checkpoint.Poisson {
 		return "Poisson"
 	}
 	return "shuffled fixed-size"
@@ -296,7 +298,7 @@ type summary struct {
 	SplitSeed          *uint64 `json:"validation_split_seed,omitempty"`
 }
 
-func newSummary(o *options, t *nn.Trainer, res nn.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
+func newSummary(o *options, t *training.Trainer, res training.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
 	p := t.Plan()
 	s := &summary{
 		TestAccuracy:    jsonnum.FiniteOrNil(res.TestAccuracy),
@@ -444,8 +446,8 @@ func (s *summary) writeText(w io.Writer) {
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
 }
 
-func mustSampling(s string) nn.Sampling {
-	v, _ := nn.ParseSampling(s)
+func mustSampling(s string) checkpoint.Sampling {
+	v, _ := checkpoint.ParseSampling(s)
 	return v
 }
 

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // newerCheckpoint compares the resumed checkpoint ck with the one at -checkpoint. When
@@ -16,9 +16,9 @@ import (
 // discard steps whose privacy is already spent: without -allow-rewind that is a usage
 // error; with it, a warning, and the newer checkpoint is returned so that the trainer's
 // ledger keeps its steps. Otherwise it returns nil.
-func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Checkpoint, error) {
+func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*checkpoint.Training, error) {
 	if o.allowRewind && o.resume == "" {
-		return nil, usagef("-allow-rewind applies to -resume FILE")
+		return nil, exit.Usagef("-allow-rewind applies to -resume FILE")
 	}
 	if err := checkKey(); err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 	other, err := loadCheckpoint(o.checkpoint)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "train: warning: -checkpoint %s cannot be compared with -resume %s (%s); it will be overwritten\n", o.checkpoint, o.resume, cli.OneLine(err.Error()))
+			fmt.Fprintf(stderr, "train: warning: -checkpoint %s cannot be compared with -resume %s (%s); it will be overwritten\n", o.checkpoint, o.resume, exit.OneLine(err.Error()))
 		}
 		return nil, nil
 	}
@@ -44,7 +44,7 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 	what := fmt.Sprintf("-resume %s is an older copy of run %s (step %d, %d steps taken) than -checkpoint %s (step %d, %d steps taken)",
 		o.resume, ck.RunID, ck.Step, ck.LineageSteps(), o.checkpoint, other.Step, other.LineageSteps())
 	if !o.allowRewind {
-		return nil, usagef("%s; resuming it would discard %d steps whose privacy is spent: resume %s instead, or add -allow-rewind (those steps then stay counted in ε)",
+		return nil, exit.Usagef("%s; resuming it would discard %d steps whose privacy is spent: resume %s instead, or add -allow-rewind (those steps then stay counted in ε)",
 			what, other.LineageSteps()-ck.LineageSteps(), o.checkpoint)
 	}
 	fmt.Fprintf(stderr, "train: warning: %s; rewinding with -allow-rewind: the %d discarded steps stay counted in ε\n", what, other.LineageSteps()-ck.LineageSteps())
@@ -53,30 +53,30 @@ func newerCheckpoint(o *options, ck *nn.Checkpoint, stderr io.Writer) (*nn.Check
 
 // keyEnv names the environment variable that holds the checkpoint key: when it is set,
 // checkpoints are written with an HMAC-SHA256 under it and only checkpoints whose MAC
-// verifies are resumed (nn.SaveWithKey, nn.LoadWithKey).
+// verifies are resumed (checkpoint.SaveWithKey, checkpoint.LoadWithKey).
 const keyEnv = "PRIVTRAIN_CHECKPOINT_KEY"
 
 // checkKey refuses a key too short to be a key.
 func checkKey() error {
-	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < nn.MinKeyLen {
-		return usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), nn.MinKeyLen)
+	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < checkpoint.MinKeyLen {
+		return exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), checkpoint.MinKeyLen)
 	}
 	return nil
 }
 
-func loadCheckpoint(path string) (*nn.Checkpoint, error) {
+func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	if err := checkKey(); err != nil {
 		return nil, err
 	}
 	if k, ok := os.LookupEnv(keyEnv); ok {
-		return nn.LoadWithKey(path, []byte(k))
+		return checkpoint.LoadWithKey(path, []byte(k))
 	}
-	return nn.Load(path)
+	return checkpoint.Load(path)
 }
 
-func saveCheckpoint(path string, c *nn.Checkpoint) error {
+func saveCheckpoint(path string, c *checkpoint.Training) error {
 	if k, ok := os.LookupEnv(keyEnv); ok {
-		return nn.SaveWithKey(path, c, []byte(k))
+		return checkpoint.SaveWithKey(path, c, []byte(k))
 	}
-	return nn.Save(path, c)
+	return checkpoint.Save(path, c)
 }

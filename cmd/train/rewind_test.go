@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func copyFile(t *testing.T, from, to string) {
@@ -31,11 +32,11 @@ func TestResumeOlderCopy(t *testing.T) {
 	mustRun(t, "-model", "logreg", "-seed", "7", "-noise", "1.1", "-batch", "500", "-epochs", "1", "-checkpoint", c)
 	copyFile(t, c, old) // step 16
 	two := decodeSummary(t, mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c, "-json"))
-	newest, err := nn.Load(c)
+	newest, err := checkpoint.Load(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := nn.Load(old)
+	first, err := checkpoint.Load(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,33 +45,33 @@ func TestResumeOlderCopy(t *testing.T) {
 	}
 
 	code, _, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-checkpoint", c)
-	if code != exitUsage || !strings.Contains(stderr, "-allow-rewind") || !strings.Contains(stderr, "older copy") || strings.Count(stderr, "\n") != 1 {
+	if code != exit.Usage || !strings.Contains(stderr, "-allow-rewind") || !strings.Contains(stderr, "older copy") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("resuming an older copy: exit %d, %q", code, stderr)
 	}
-	if again, err := nn.Load(c); err != nil || again.Step != 32 {
+	if again, err := checkpoint.Load(c); err != nil || again.Step != 32 {
 		t.Fatalf("the refused resume touched %s: %v, %v", c, again, err)
 	}
 
 	code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-checkpoint", c, "-allow-rewind", "-json")
-	if code != exitOK || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "16 discarded steps") {
+	if code != exit.OK || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "16 discarded steps") {
 		t.Fatalf("-allow-rewind: exit %d, %q", code, stderr)
 	}
 	rewound := decodeSummary(t, stdout)
 	if !(rewound["epsilon"].(float64) > two["epsilon"].(float64)) {
 		t.Errorf("ε after the rewind %v, before %v: the discarded steps must stay counted", rewound["epsilon"], two["epsilon"])
 	}
-	after, err := nn.Load(c)
+	after, err := checkpoint.Load(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Step != 32 || after.LineageSteps() != 48 || after.Ledger.Steps() != 48 || !slices.Equal(after.Rewinds, []nn.Rewind{{From: 32, To: 16}}) {
+	if after.Step != 32 || after.LineageSteps() != 48 || after.Ledger.Steps() != 48 || !slices.Equal(after.Rewinds, []checkpoint.Rewind{{From: 32, To: 16}}) {
 		t.Errorf("after the rewind: step %d, %d steps taken, ledger %d, rewinds %v", after.Step, after.LineageSteps(), after.Ledger.Steps(), after.Rewinds)
 	}
 	// Resuming the file itself (or a copy of the newest) needs no flag.
 	mustRun(t, "-resume", c, "-checkpoint", c)
 
 	code, _, stderr = runCmd(t, context.Background(), "-model", "logreg", "-epochs", "1", "-allow-rewind")
-	if code != exitUsage || !strings.Contains(stderr, "-allow-rewind") {
+	if code != exit.Usage || !strings.Contains(stderr, "-allow-rewind") {
 		t.Errorf("-allow-rewind without -resume: exit %d, %q", code, stderr)
 	}
 }
@@ -84,21 +85,21 @@ func TestCheckpointKey(t *testing.T) {
 	mustRun(t, append(args, "-checkpoint", plain)...)
 	t.Setenv(keyEnv, "a key of at least sixteen bytes")
 	mustRun(t, append(args, "-checkpoint", c)...)
-	if _, err := nn.LoadWithKey(c, []byte("a key of at least sixteen bytes")); err != nil {
+	if _, err := checkpoint.LoadWithKey(c, []byte("a key of at least sixteen bytes")); err != nil {
 		t.Fatalf("checkpoint written under the key: %v", err)
 	}
 	mustRun(t, "-resume", c, "-epochs", "2", "-checkpoint", c)
 	code, _, stderr := runCmd(t, context.Background(), "-resume", plain, "-epochs", "2")
-	if code != exitFailure || !strings.Contains(stderr, "authentication") {
+	if code != exit.Failure || !strings.Contains(stderr, "authentication") {
 		t.Errorf("resuming an unkeyed checkpoint with a key set: exit %d, %q", code, stderr)
 	}
 	t.Setenv(keyEnv, "short")
 	code, _, stderr = runCmd(t, context.Background(), append(args, "-checkpoint", c)...)
-	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+	if code != exit.Usage || !strings.Contains(stderr, keyEnv) {
 		t.Errorf("short key: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", c)
-	if code != exitUsage || !strings.Contains(stderr, keyEnv) {
+	if code != exit.Usage || !strings.Contains(stderr, keyEnv) {
 		t.Errorf("short key with -resume: exit %d, %q", code, stderr)
 	}
 }

@@ -15,19 +15,14 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
-)
-
-// Exit statuses.
-const (
-	exitOK          = cli.ExitOK
-	exitFailure     = cli.ExitFailure // training or writing an output failed
-	exitUsage       = cli.ExitUsage   // bad command line
-	exitInterrupted = 130             // stopped by Ctrl-C (128 + SIGINT, as shells report it)
+	"github.com/privtrain/privtrain/training"
 )
 
 const usageHeader = `usage: train [flags]
@@ -51,35 +46,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(stdout, flags)
-			return exitOK
+			return exit.OK
 		}
-		fmt.Fprintf(stderr, "train: %s (see train -help)\n", cli.OneLine(err.Error()))
-		return exitUsage
+		fmt.Fprintf(stderr, "train: %s (see train -help)\n", exit.OneLine(err.Error()))
+		return exit.Usage
 	}
 	if flags.NArg() > 0 {
 		fmt.Fprintf(stderr, "train: unexpected argument %q (flags only; see train -help)\n", flags.Arg(0))
-		return exitUsage
+		return exit.Usage
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.applyRecipe(flags); err != nil {
-		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-		return exitUsage
+		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+		return exit.Usage
 	}
 
 	code, err := train(ctx, o, flags, start, stdout, stderr)
 	if err != nil {
-		var ue *usageError
+		var ue *exit.UsageError
 		switch {
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(ue.Msg))
-			return exitUsage
-		case errors.Is(err, nn.ErrMismatch) || errors.Is(err, nn.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, nn.ErrRewind):
-			fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-			return exitUsage
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
+			return exit.Usage
+		case errors.Is(err, training.ErrMismatch) || errors.Is(err, training.ErrBudget) || errors.Is(err, accountant.ErrUnreachable) || errors.Is(err, training.ErrRewind):
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+			return exit.Usage
 		}
-		fmt.Fprintf(stderr, "train: %s\n", cli.OneLine(err.Error()))
-		return exitFailure
+		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+		return exit.Failure
 	}
 	return code
 }
@@ -98,7 +93,7 @@ func printUsage(w io.Writer, flags *flag.FlagSet) {
 // run state shared by the callbacks.
 type session struct {
 	o       *options
-	trainer *nn.Trainer
+	trainer *training.Trainer
 	out     *reporter
 	metrics *metricsLog
 	// savedStep is the step of the last checkpoint written (−1: none).
@@ -106,12 +101,12 @@ type session struct {
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
-	var ck *nn.Checkpoint
+	var ck *checkpoint.Training
 	if o.resume != "" {
 		var err error
 		if ck, err = loadCheckpoint(o.resume); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return 0, usagef("-resume %s: no such file", o.resume)
+				return 0, exit.Usagef("-resume %s: no such file", o.resume)
 			}
 			return 0, fileError("resume", o.resume, err)
 		}
@@ -155,14 +150,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
-			return 0, usagef("-dataset %s: %v", o.dataset, err)
+			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
 	if o.batch > trainSet.Len() {
-		return 0, usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
+		return 0, exit.Usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -177,12 +172,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	cfg := nn.TrainerConfig{
+	cfg := training.TrainerConfig{
 		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 		FeatureCache: o.featureCache,
 	}
-	cfg.Sampling, _ = nn.ParseSampling(o.sampling)
+	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
 	}
@@ -199,9 +194,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
-	if s.trainer, err = nn.NewTrainer(m, cfg); err != nil {
+	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
-			return 0, usagef("%v", err)
+			return 0, exit.Usagef("%v", err)
 		}
 		return 0, err
 	}
@@ -211,7 +206,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if err := s.trainer.Restore(newest); err != nil {
 			return 0, fmt.Errorf("-checkpoint %s: %w", o.checkpoint, err)
 		}
-		if err := s.trainer.Restore(ck, nn.AllowRewind()); err != nil {
+		if err := s.trainer.Restore(ck, training.AllowRewind()); err != nil {
 			return 0, fmt.Errorf("-resume %s -allow-rewind: %w", o.resume, err)
 		}
 	} else if ck != nil {
@@ -259,7 +254,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		} else {
 			fmt.Fprintf(stderr, "train: %s; no checkpoint written (use -checkpoint FILE to be able to resume)\n", where)
 		}
-		return exitInterrupted, nil
+		return exit.Interrupted, nil
 	}
 	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
 	sum.setNoiseOrigin(o, ck != nil)
@@ -270,12 +265,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	} else {
 		sum.writeText(stdout)
 	}
-	return exitOK, nil
+	return exit.OK, nil
 }
 
 // interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
 // 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
-func interruptedWhere(step int, p nn.Plan) string {
+func interruptedWhere(step int, p checkpoint.Plan) string {
 	if step == 0 {
 		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
 	}
@@ -284,7 +279,7 @@ func interruptedWhere(step int, p nn.Plan) string {
 
 // epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
 // under way, "after epoch 1 of 2" at its end.
-func epochPosition(step int, p nn.Plan) string {
+func epochPosition(step int, p checkpoint.Plan) string {
 	if step%p.StepsPerEpoch == 0 {
 		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
 	}
@@ -305,9 +300,9 @@ func (s *session) save() error {
 
 // stepHook, when set by a test, runs after every step (to interrupt a run at a chosen
 // step). It must be nil outside tests.
-var stepHook func(nn.StepProgress)
+var stepHook func(training.StepProgress)
 
-func (s *session) onStep(p nn.StepProgress) error {
+func (s *session) onStep(p training.StepProgress) error {
 	s.out.step(p)
 	if stepHook != nil {
 		stepHook(p)
@@ -318,7 +313,7 @@ func (s *session) onStep(p nn.StepProgress) error {
 	return nil
 }
 
-func (s *session) onEpoch(m nn.EpochMetrics) error {
+func (s *session) onEpoch(m training.EpochMetrics) error {
 	s.out.epoch(m, s.trainer.Plan())
 	if err := s.metrics.write(m); err != nil {
 		return fmt.Errorf("-metrics %s: %w", s.o.metrics, err)
@@ -404,7 +399,7 @@ func (o *options) settings() map[string]string {
 
 // applyCheckpoint takes the flags not given on the command line from the checkpoint of
 // the run being resumed, so that "train -resume FILE" alone continues it.
-func (o *options) applyCheckpoint(c *nn.Checkpoint, flags *flag.FlagSet) error {
+func (o *options) applyCheckpoint(c *checkpoint.Training, flags *flag.FlagSet) error {
 	for name, value := range c.Settings {
 		if o.set[name] || flags.Lookup(name) == nil {
 			continue
@@ -494,12 +489,12 @@ func checkWritable(flagName, path string) error {
 		return nil
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("-%s %s: is a directory; want a file name", flagName, path)
+		return exit.Usagef("-%s %s: is a directory; want a file name", flagName, path)
 	}
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".train-probe-*")
 	if err != nil {
-		return usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, cli.StatReason(err))
+		return exit.Usagef("-%s %s: cannot write in %s: %s", flagName, path, dir, cli.StatReason(err))
 	}
 	name := probe.Name()
 	probe.Close()
@@ -533,13 +528,13 @@ func buildRule(o *options) (dpoptim.Rule, error) {
 	}
 	spec := lookupOptimizer(o.optimizer)
 	if spec == nil {
-		return nil, usagef("-optimizer %q: unknown", o.optimizer)
+		return nil, exit.Usagef("-optimizer %q: unknown", o.optimizer)
 	}
 	return spec.build(o, sched), nil
 }
 
-func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
-	p := &nn.Privacy{Delta: o.delta}
+func buildPrivacy(o *options, m *nn.Model) (*training.Privacy, error) {
+	p := &training.Privacy{Delta: o.delta}
 	if o.accountant == "pld" {
 		p.Accountant = []accountant.Option{accountant.WithAccountant(accountant.PLD{})}
 	}
@@ -567,7 +562,7 @@ func buildPrivacy(o *options, m *nn.Model) (*nn.Privacy, error) {
 		}
 		lap, err := smoothing.NewLaplacian[float64](o.lsSigma, layout, axes...)
 		if err != nil {
-			return nil, usagef("-ls-sigma %v: %v", o.lsSigma, err)
+			return nil, exit.Usagef("-ls-sigma %v: %v", o.lsSigma, err)
 		}
 		p.Smoother = lap
 	}

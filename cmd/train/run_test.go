@@ -17,9 +17,11 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // runCmd runs the command with args and returns its exit status, stdout and stderr.
@@ -33,7 +35,7 @@ func runCmd(t *testing.T, ctx context.Context, args ...string) (int, string, str
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
 	code, stdout, stderr := runCmd(t, context.Background(), args...)
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("train %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
 	}
 	return stdout
@@ -191,7 +193,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, "extra"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage {
+		if code != exit.Usage {
 			t.Errorf("train %s: exit %d, want 2 (stderr %q)", strings.Join(tc.args, " "), code, stderr)
 			continue
 		}
@@ -206,7 +208,7 @@ func TestBadFlags(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	code, stdout, _ := runCmd(t, context.Background(), "-help")
-	if code != exitOK {
+	if code != exit.OK {
 		t.Fatalf("-help: exit %d", code)
 	}
 	for _, f := range []string{"model", "activation", "dataset", "data", "optimizer", "lr", "lr-schedule", "momentum",
@@ -236,11 +238,11 @@ func TestResume(t *testing.T) {
 	if whole["epsilon"] != resumed["epsilon"] || whole["steps"] != resumed["steps"] || whole["test_accuracy"] != resumed["test_accuracy"] {
 		t.Errorf("uninterrupted %v\nresumed %v", whole, resumed)
 	}
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := nn.Load(b)
+	cb, err := checkpoint.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,15 +259,15 @@ func TestResume(t *testing.T) {
 	c := filepath.Join(dir, "c.ckpt")
 	mustRun(t, "-model", "logreg", "-epochs", "2", "-batch", "500", "-checkpoint", c)
 	code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-epochs", "3")
-	if code != exitUsage || !strings.Contains(stderr, "target ε = 3") || strings.Count(stderr, "\n") != 1 {
+	if code != exit.Usage || !strings.Contains(stderr, "target ε = 3") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("resuming past the budget: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", c, "-lr", "5")
-	if code != exitUsage || !strings.Contains(stderr, "lr") {
+	if code != exit.Usage || !strings.Contains(stderr, "lr") {
 		t.Errorf("resuming with another -lr: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", c, "-model", "cnn")
-	if code != exitUsage || !strings.Contains(stderr, "model") {
+	if code != exit.Usage || !strings.Contains(stderr, "model") {
 		t.Errorf("resuming with another -model: exit %d, %q", code, stderr)
 	}
 	// Finished runs resume to nothing more and report the same result.
@@ -277,7 +279,7 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", c)
-	if code != exitFailure || !strings.Contains(stderr, "not a privtrain checkpoint") {
+	if code != exit.Failure || !strings.Contains(stderr, "not a privtrain checkpoint") {
 		t.Errorf("resuming from garbage: exit %d, %q", code, stderr)
 	}
 }
@@ -291,30 +293,30 @@ func TestInterrupt(t *testing.T) {
 	args := []string{"-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stepHook = func(p nn.StepProgress) {
+	stepHook = func(p training.StepProgress) {
 		if p.GlobalStep == 5 {
 			cancel()
 		}
 	}
 	code, stdout, stderr := runCmd(t, ctx, append(args, ckpt)...)
 	stepHook = nil
-	if code != exitInterrupted || stdout != "" {
+	if code != exit.Interrupted || stdout != "" {
 		t.Fatalf("interrupted run: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "interrupted after step 5 of 16") || !strings.Contains(stderr, "-resume "+ckpt) {
 		t.Errorf("stderr %q", stderr)
 	}
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil || c.Step != 5 {
 		t.Fatalf("checkpoint after interrupt: %v, %v", c, err)
 	}
 	mustRun(t, "-resume", ckpt, "-checkpoint", ckpt)
 	mustRun(t, append(args, full)...)
-	got, err := nn.Load(ckpt)
+	got, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := nn.Load(full)
+	want, err := checkpoint.Load(full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +329,7 @@ func TestInterrupt(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	code, _, stderr = runCmd(t, ctx2, "-model", "logreg", "-epochs", "1")
-	if code != exitInterrupted || !strings.Contains(stderr, "no checkpoint") {
+	if code != exit.Interrupted || !strings.Contains(stderr, "no checkpoint") {
 		t.Errorf("interrupt without -checkpoint: exit %d, %q", code, stderr)
 	}
 }
@@ -421,7 +423,7 @@ func TestDataDir(t *testing.T) {
 	}
 	empty := t.TempDir()
 	code, _, stderr := runCmd(t, context.Background(), "-data", empty)
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-data") {
+	if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-data") {
 		t.Errorf("-data with no files: exit %d, %q", code, stderr)
 	}
 }
@@ -464,7 +466,7 @@ func TestOptimizers(t *testing.T) {
 			args = append(args, "-clipping", "per-layer", "-sampling", "shuffle", "-float64", "-lr-schedule", "step:10:0.5")
 		}
 		code, stdout, stderr := runCmd(t, context.Background(), args...)
-		if code != exitOK {
+		if code != exit.OK {
 			t.Errorf("-optimizer %s: exit %d: %s", o, code, stderr)
 			continue
 		}

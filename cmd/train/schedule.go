@@ -3,8 +3,9 @@ package main
 import (
 	"strconv"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // The learning-rate warm-up (-warmup-steps), the cosine schedule's horizon and parameter
@@ -20,13 +21,13 @@ const settingDecaySteps = "lr-decay-steps"
 // against the warm-up by scheduleFor, once the data is loaded).
 func (o *options) validateScheduleAndAverage() error {
 	if o.warmupSteps < 0 {
-		return usagef("-warmup-steps %d: want ≥ 0", o.warmupSteps)
+		return exit.Usagef("-warmup-steps %d: want ≥ 0", o.warmupSteps)
 	}
 	if spec := lookupOptimizer(o.optimizer); spec != nil && spec.stepSize != nil && o.warmupSteps > 0 {
-		return usagef("-warmup-steps %d: %s has its own %s; leave -warmup-steps at 0", o.warmupSteps, o.optimizer, spec.stepSize(o.lr))
+		return exit.Usagef("-warmup-steps %d: %s has its own %s; leave -warmup-steps at 0", o.warmupSteps, o.optimizer, spec.stepSize(o.lr))
 	}
 	if o.ema != 0 && !(o.ema > 0 && o.ema < 1) {
-		return usagef("-ema %v: want a decay β in (0, 1), e.g. 0.999 (0: no averaging)", o.ema)
+		return exit.Usagef("-ema %v: want a decay β in (0, 1), e.g. 0.999 (0: no averaging)", o.ema)
 	}
 	return nil
 }
@@ -43,7 +44,7 @@ func scheduleFor(o *options, steps int) (dpoptim.Schedule, error) {
 	}
 	if steps > 0 {
 		if o.warmupSteps > 0 && o.warmupSteps >= steps {
-			return nil, usagef("-warmup-steps %d: the plan has only %d steps (-epochs %d); the warm-up must end before the last step", o.warmupSteps, steps, o.epochs)
+			return nil, exit.Usagef("-warmup-steps %d: the plan has only %d steps (-epochs %d); the warm-up must end before the last step", o.warmupSteps, steps, o.epochs)
 		}
 		o.decaySteps = 0
 		if c, ok := sched.(dpoptim.Cosine); ok {
@@ -76,9 +77,9 @@ func (o *options) scheduleSettings(s map[string]string) {
 // checkResumedHorizon refuses to resume a cosine schedule with another -epochs: the
 // schedule's horizon is the plan's length, and changing it would change the rates of
 // the steps already taken.
-func (o *options) checkResumedHorizon(c *nn.Checkpoint) error {
+func (o *options) checkResumedHorizon(c *checkpoint.Training) error {
 	if _, ok := c.Settings[settingDecaySteps]; ok && o.set["epochs"] && o.epochs != c.Plan.Epochs {
-		return usagef("-epochs %d: the resumed run's cosine learning-rate schedule decays over its %d epochs; a resumed run cannot change -epochs (start a new run instead)", o.epochs, c.Plan.Epochs)
+		return exit.Usagef("-epochs %d: the resumed run's cosine learning-rate schedule decays over its %d epochs; a resumed run cannot change -epochs (start a new run instead)", o.epochs, c.Plan.Epochs)
 	}
 	return nil
 }

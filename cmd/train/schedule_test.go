@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // -lr-schedule cosine[:ALPHA] with -warmup-steps: the rates of the schedule that a plan of
@@ -91,7 +93,7 @@ func TestScheduleAndEMAFlagErrors(t *testing.T) {
 		{[]string{"-ema", "x"}, "-ema"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line naming %s", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
 	}
@@ -127,7 +129,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 			t.Errorf("metrics line %d: learning_rate %v (want %v), ema %v", line, r["learning_rate"], want, r["ema"])
 		}
 	}
-	ca, err := nn.Load(a)
+	ca, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,21 +140,21 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	// The same run interrupted after step 20 (mid-epoch) and resumed.
 	mid := filepath.Join(dir, "mid.ckpt")
 	ctx, cancel := context.WithCancel(context.Background())
-	stepHook = func(p nn.StepProgress) {
+	stepHook = func(p training.StepProgress) {
 		if p.GlobalStep == 20 {
 			cancel()
 		}
 	}
 	code, _, stderr := runCmd(t, ctx, append(common, "-epochs", "3", "-checkpoint", mid)...)
 	stepHook = nil
-	if code != exitInterrupted {
+	if code != exit.Interrupted {
 		t.Fatalf("interrupted run: exit %d, %s", code, stderr)
 	}
 	resumed := decodeSummary(t, mustRun(t, "-resume", mid, "-checkpoint", mid, "-json"))
 	if whole["test_accuracy"] != resumed["test_accuracy"] || whole["test_loss"] != resumed["test_loss"] || resumed["ema"] != 0.9 {
 		t.Errorf("uninterrupted %v\nresumed %v", whole, resumed)
 	}
-	cm, err := nn.Load(mid)
+	cm, err := checkpoint.Load(mid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	}
 	for _, args := range [][]string{{"-ema", "0.99"}, {"-ema", "0"}, {"-epochs", "4"}, {"-warmup-steps", "6"}} {
 		code, _, stderr := runCmd(t, context.Background(), append([]string{"-resume", a}, args...)...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(strings.ToLower(stderr), strings.TrimPrefix(args[0], "-")) {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(strings.ToLower(stderr), strings.TrimPrefix(args[0], "-")) {
 			t.Errorf("resume %v: exit %d, %q", args, code, stderr)
 		}
 	}

@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/internal/cli"
-	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // -validation FRACTION holds out part of the training set for tuning: the run trains on
@@ -53,7 +54,7 @@ func (o *options) evalSplit() string {
 
 func (o *options) validateValidation() error {
 	if math.IsNaN(o.validation) || o.validation < 0 || o.validation >= 1 {
-		return usagef("-validation %v: want a fraction in [0, 1) of the training set (0: off)", o.validation)
+		return exit.Usagef("-validation %v: want a fraction in [0, 1) of the training set (0: off)", o.validation)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (o *options) validationSettings(s map[string]string) {
 func splitValidation(o *options, train datasets.Dataset) (rest, val datasets.Dataset, err error) {
 	rest, val, err = datasets.HoldOut(train, o.validation, o.own.SplitSeed)
 	if err != nil {
-		return nil, nil, usagef("-validation %v: %s", o.validation, strings.TrimPrefix(strings.Replace(err.Error(), "test fraction", "fraction", 1), "datasets: "))
+		return nil, nil, exit.Usagef("-validation %v: %s", o.validation, strings.TrimPrefix(strings.Replace(err.Error(), "test fraction", "fraction", 1), "datasets: "))
 	}
 	// The two parts partition train, so a class's count in train is the sum of its
 	// counts in them: no third pass over the data.
@@ -90,7 +91,7 @@ func splitValidation(o *options, train datasets.Dataset) (rest, val datasets.Dat
 			continue
 		}
 		if valCounts[c] == 0 || restCounts[c] == 0 {
-			return nil, nil, usagef("-validation %v: class %d has %s training examples; the split leaves %s of them for training and %s for validation, and both must be ≥ 1 (choose another fraction)",
+			return nil, nil, exit.Usagef("-validation %v: class %d has %s training examples; the split leaves %s of them for training and %s for validation, and both must be ≥ 1 (choose another fraction)",
 				o.validation, c, cli.Thousands(m), cli.Thousands(restCounts[c]), cli.Thousands(valCounts[c]))
 		}
 	}
@@ -119,7 +120,7 @@ func validationNote(o *options, trainN int) string {
 // checkResumedValidation refuses to resume the run of checkpoint c with another
 // -validation fraction or split seed than it was trained with: the examples held out
 // would differ, and with them the training set. The message says what the run had.
-func (o *options) checkResumedValidation(c *nn.Checkpoint) error {
+func (o *options) checkResumedValidation(c *checkpoint.Training) error {
 	had := map[string]string{}
 	o.validationSettings(had)
 	old, now := c.Settings[settingValidation], had[settingValidation]
@@ -130,7 +131,7 @@ func (o *options) checkResumedValidation(c *nn.Checkpoint) error {
 		return fmt.Sprintf("-validation %s -split-seed %s", fraction, seed)
 	}
 	if old != now || (old != "" && c.Settings["split-seed"] != had["split-seed"]) {
-		return usagef("-resume %s: the run was trained with %s, this command asks for %s; the held-out examples must stay the same (omit -validation and -split-seed to take the checkpoint's)",
+		return exit.Usagef("-resume %s: the run was trained with %s, this command asks for %s; the held-out examples must stay the same (omit -validation and -split-seed to take the checkpoint's)",
 			o.resume, describe(old, c.Settings["split-seed"]), describe(now, had["split-seed"]))
 	}
 	return nil

@@ -14,9 +14,11 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // exampleHashes hashes every example of ds (its values and its label).
@@ -188,7 +190,7 @@ func TestValidationRun(t *testing.T) {
 	}
 
 	// The reported accuracy is the model's on the held-out part of the training set.
-	c, err := nn.Load(ckpt)
+	c, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,14 +268,14 @@ func TestValidationResume(t *testing.T) {
 	}
 	for _, extra := range [][]string{{"-validation", "0.3"}, {"-split-seed", "5"}, {"-validation", "0"}} {
 		code, _, stderr := runCmd(t, context.Background(), append([]string{"-resume", b, "-epochs", "2"}, extra...)...)
-		if code != exitUsage || !strings.Contains(stderr, "the run was trained with -validation 0.2 -split-seed 4, this command asks for") {
+		if code != exit.Usage || !strings.Contains(stderr, "the run was trained with -validation 0.2 -split-seed 4, this command asks for") {
 			t.Errorf("resume with %v: exit %d, %q; want exit 2 naming the setting", extra, code, stderr)
 		}
 	}
 	// A run without -validation cannot be resumed with it.
 	c := filepath.Join(dir, "c.ckpt")
 	mustRun(t, "-model", "logreg", "-optimizer", "sgd", "-epochs", "1", "-checkpoint", c)
-	if code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-epochs", "2", "-validation", "0.1"); code != exitUsage || !strings.Contains(stderr, "trained with no -validation (evaluated on the test set), this command asks for -validation 0.1 -split-seed 1") {
+	if code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-epochs", "2", "-validation", "0.1"); code != exit.Usage || !strings.Contains(stderr, "trained with no -validation (evaluated on the test set), this command asks for -validation 0.1 -split-seed 1") {
 		t.Errorf("resume of a run without -validation with -validation 0.1: exit %d, %q", code, stderr)
 	}
 }
@@ -298,7 +300,7 @@ func TestValidationBadFlags(t *testing.T) {
 		{[]string{"-validation", "0.5", "-batch", "5000"}, "-batch 5000 is larger than the training set (4,000 examples)"},
 	} {
 		code, stdout, stderr := runCmd(t, context.Background(), append([]string{"-model", "logreg", "-epochs", "1"}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
+		if code != exit.Usage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
 			t.Errorf("train %v: exit %d, stderr %q; want exit 2 and one line containing %q", tc.args, code, stderr, tc.want)
 		}
 	}
@@ -376,11 +378,11 @@ func TestValidationWithoutTestFiles(t *testing.T) {
 			}
 		}
 		code, _, stderr := runCmd(t, context.Background(), "-dataset", ds, "-data", noTest, "-model", "logreg", "-epochs", "1")
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TestImages) {
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TestImages) {
 			t.Errorf("-dataset %s without test files and without -validation: exit %d, %q; want exit 2 naming %s", ds, code, stderr, mnist.TestImages)
 		}
 		code, _, stderr = runCmd(t, context.Background(), "-dataset", ds, "-data", damaged, "-model", "logreg", "-epochs", "1")
-		if code == exitOK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, mnist.TestImages) {
+		if code == exit.OK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, mnist.TestImages) {
 			t.Errorf("-dataset %s with a damaged test file and without -validation: exit %d, %q; want an error naming %s", ds, code, stderr, mnist.TestImages)
 		}
 	}
@@ -417,7 +419,7 @@ func TestValidationWithoutTestFiles(t *testing.T) {
 		}
 		code, _, stderr := runCmd(t, context.Background(), "-dataset", tc.dataset, "-data", dir, "-model", "logreg", "-batch", "10", "-epochs", "1")
 		// (cifar100's missing file exits 1, cifar10's 2: as before this change.)
-		if code == exitOK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.testFile) {
+		if code == exit.OK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.testFile) {
 			t.Errorf("-dataset %s without %s and without -validation: exit %d, %q; want an error naming it", tc.dataset, tc.testFile, code, stderr)
 		}
 	}
@@ -426,7 +428,7 @@ func TestValidationWithoutTestFiles(t *testing.T) {
 	empty := t.TempDir()
 	writeIDX(t, empty, mnist.TestImages, mnist.TestLabels, te)
 	code, _, stderr := runCmd(t, context.Background(), "-data", empty, "-model", "logreg", "-epochs", "1", "-validation", "0.1")
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TrainImages+" or "+mnist.TrainImages+".gz in "+empty) {
+	if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TrainImages+" or "+mnist.TrainImages+".gz in "+empty) {
 		t.Errorf("-validation without training files: exit %d, %q", code, stderr)
 	}
 }

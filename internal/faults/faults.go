@@ -24,7 +24,7 @@ const (
 	// of the expected one, q·n (dpoptim.Private.Step).
 	RealisedBatch
 	// LedgerReset drops the checkpoint's ledger on resume, so the resumed run's ε counts
-	// only the steps after the resume (nn.Trainer.Restore).
+	// only the steps after the resume (training.Trainer.Restore).
 	LedgerReset
 )
 

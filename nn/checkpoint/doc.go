@@ -1,7 +1,11 @@
 // Package checkpoint stores named tensors and string metadata in a compressed,
-// checksummed file that any safetensors reader can open after `zstd -d`. It is the
-// container under nn.Save and nn.Load: they decide which tensors and metadata make a
-// training checkpoint; this package writes them safely and reads them back verified.
+// checksummed file that any safetensors reader can open after `zstd -d`, and on top of
+// it the training checkpoint: Training, the plain data of a run's state (the model's
+// part that package nn writes and reads, the trainer's part that package training
+// captures and restores), laid out by the codec (codec.go) as tensors and metadata, with
+// everything checked that can be checked without a trainer, and written and read by Save
+// and Load (SaveWithKey and LoadWithKey with an HMAC). The package imports neither nn nor
+// training: both import it.
 //
 // Write a checkpoint atomically and read it back:
 //

@@ -23,11 +23,14 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/internal/cli"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
+	"github.com/privtrain/privtrain/training"
 )
 
 // paperStd is the Gaussian noise std on the mean gradient that the authors' code uses for
@@ -65,15 +68,15 @@ func run() error {
 	sampling := flag.String("sampling", "shuffle", "shuffle (the authors' DataLoader) or poisson")
 	flag.Parse()
 
-	train, test, name, _, err := cli.LoadData(*dataset, *data, &cli.DataFlags{})
+	train, test, name, err := loadData(*dataset, *data)
 	if err != nil {
 		return err
 	}
 	n := train.Len()
 	steps := (n + *batch - 1) / *batch
-	samp := nn.Shuffle
+	samp := checkpoint.Shuffle
 	if *sampling == "poisson" {
-		samp = nn.Poisson
+		samp = checkpoint.Poisson
 	}
 	fmt.Println("eps_column\tz\tvariant\tseed\ttest_accuracy\trdp_epsilon\tseconds")
 	for _, e := range strings.Split(*epsList, ",") {
@@ -92,7 +95,7 @@ func run() error {
 				if err != nil {
 					return err
 				}
-				p := &nn.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5}
+				p := &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5}
 				if v != "dp-sgd" {
 					var layout []smoothing.Tensor
 					for _, t := range m.Layout() {
@@ -116,7 +119,7 @@ func run() error {
 					p.Smoother = lap
 				}
 				seedCopy := seed
-				tr, err := nn.NewTrainer(m, nn.TrainerConfig{
+				tr, err := training.NewTrainer(m, training.TrainerConfig{
 					Train: train, Test: test, DatasetName: name,
 					Rule:      dpoptim.NewSGD(epochInverseTime{a: *a, stepsPerEpoch: steps}),
 					Privacy:   p,
@@ -136,4 +139,30 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// loadData reads the two data sets of Table 2 as cmd/train -dataset and -data do: MNIST
+// (the embedded sample without -data) and Fashion-MNIST (the Debian package's directory
+// without -data).
+func loadData(dataset, dir string) (train, test datasets.Dataset, name string, err error) {
+	var tr, te *datasets.Images
+	switch dataset {
+	case "mnist":
+		if dir == "" {
+			tr, te, err = mnist.Embedded()
+			return tr, te, "mnist-embedded", err
+		}
+		tr, te, err = mnist.Load(dir)
+	case "fashion-mnist":
+		if dir == "" {
+			dir = mnist.DebianFashionDir
+		}
+		tr, te, err = mnist.LoadFashion(dir)
+	default:
+		return nil, nil, "", fmt.Errorf("-dataset %q: want mnist or fashion-mnist (Table 2's data sets)", dataset)
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("-data %s: %w", dir, err)
+	}
+	return tr, te, dataset, nil
 }

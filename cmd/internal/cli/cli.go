@@ -1,0 +1,90 @@
+// Package cli holds what the commands that read a checkpoint (evaluate, predict, export)
+// share with cmd/train: the flag-parsing run loop, checkpoint and data loading from
+// flags. Exit statuses and usage errors are package exit's, shared by every command.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+)
+
+// Run parses args with flags and runs body, printing a one-line message on stderr for an
+// error; it returns the exit status. -help prints header and the flags on stdout.
+func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr io.Writer, body func() error) int {
+	flags.SetOutput(io.Discard)
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, header)
+			flags.SetOutput(stdout)
+			flags.PrintDefaults()
+			return exit.OK
+		}
+		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, exit.OneLine(err.Error()), name)
+		return exit.Usage
+	}
+	err := body()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", name, exit.OneLine(err.Error()))
+	}
+	return exit.Status(err)
+}
+
+// LoadCheckpoint reads the checkpoint named by -checkpoint: a missing flag or file is a
+// usage error, a damaged file a failure.
+func LoadCheckpoint(path string) (*checkpoint.Training, error) {
+	if path == "" {
+		return nil, exit.Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
+	}
+	c, err := checkpoint.Load(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, exit.Usagef("-checkpoint %s: no such file", path)
+		}
+		return nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Predictor loads the checkpoint named by -checkpoint and its model.
+func Predictor(path string) (*checkpoint.Training, *nn.Predictor, error) {
+	c, err := LoadCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := nn.ModelFromCheckpoint(c, 128)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
+	return c, nn.NewPredictor(m), nil
+}
+
+// Shape formats a CHW shape as 1×28×28.
+func Shape(s []int) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, "×")
+}
+
+// Thousands formats n with thousands separators: 26,010.
+func Thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}

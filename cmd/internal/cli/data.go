@@ -1,0 +1,384 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/cifar"
+	"github.com/privtrain/privtrain/datasets/mnist"
+)
+
+// Data loading shared by cmd/train and cmd/evaluate: the built-in data sets (-dataset
+// mnist, fashion-mnist, cifar10 with -data) and your own data (-dataset csv:PATH,
+// images:DIR, cifar100 with the flags of DataFlags). A checkpoint written by cmd/train
+// records these flags in its settings (DataFlags.Settings), so that a command reading
+// the checkpoint rebuilds the same data and the same held-out test split
+// (DataFlags.FromSettings).
+
+// Defaults of the flags for your own data.
+const (
+	DefaultTestFraction = 0.2
+	DefaultSplitSeed    = 1
+)
+
+// BuiltinShape is the example shape of the built-in data sets.
+var BuiltinShape = map[string][]int{"mnist": {1, 28, 28}, "fashion-mnist": {1, 28, 28}, "cifar10": {3, 32, 32}, "cifar100": {3, 32, 32}}
+
+// DataFlags are the flags of -dataset csv:PATH, images:DIR and cifar100.
+type DataFlags struct {
+	Label, Header, Scale string
+	TestFraction         float64
+	SplitSeed            uint64
+	ImageSize            string
+	Channels             int
+	Labels               string
+}
+
+// DataFlagNames are the names of the flags of DataFlags, which are also the keys of
+// their settings.
+var DataFlagNames = []string{"label", "header", "scale", "test-fraction", "split-seed", "image-size", "channels", "labels"}
+
+// AddDataFlags defines the flags of DataFlags in fs, as cmd/train has them.
+func AddDataFlags(fs *flag.FlagSet, o *DataFlags) {
+	fs.StringVar(&o.Label, "label", "", "csv: the label column, by header name or 0-based index (default: the last column)")
+	fs.StringVar(&o.Header, "header", "auto", "csv: does the first row name the columns: auto (yes when a feature cell is not a number) | yes | no")
+	fs.StringVar(&o.Scale, "scale", "", "csv (required): the features' range LO:HI, or one LO:HI per feature separated by commas; values are scaled to [0,1] and clipped to the range. Declared, not computed from the data: min/max scaling would leak")
+	fs.Float64Var(&o.TestFraction, "test-fraction", DefaultTestFraction, "csv, images: fraction of the examples held out for testing, stratified by label")
+	fs.Uint64Var(&o.SplitSeed, "split-seed", DefaultSplitSeed, "csv, images: seed of the train/test split (which examples are held out; not secret)")
+	fs.StringVar(&o.ImageSize, "image-size", "", "images: resize every image to `WxH` by area averaging (default: all images must have one size; a different one is an error naming the file)")
+	fs.IntVar(&o.Channels, "channels", 0, "images: 1 (gray) or 3 (RGB); 0: 1 when every image is gray, else 3")
+	fs.StringVar(&o.Labels, "labels", "fine", "cifar100: fine (100 classes) | coarse (20 superclasses)")
+}
+
+// OwnDataKind returns "csv" or "images" and the path of -dataset csv:PATH or images:DIR,
+// or "" for the built-in data sets.
+func OwnDataKind(dataset string) (kind, path string) {
+	for _, k := range []string{"csv", "images"} {
+		if p, ok := strings.CutPrefix(dataset, k+":"); ok {
+			return k, p
+		}
+	}
+	return "", ""
+}
+
+// Settings adds the flags that define the data of a run on -dataset to its settings
+// (the keys are the flags' names).
+func (o *DataFlags) Settings(dataset string, s map[string]string) {
+	kind, _ := OwnDataKind(dataset)
+	if kind != "" {
+		s["test-fraction"] = strconv.FormatFloat(o.TestFraction, 'g', -1, 64)
+		s["split-seed"] = strconv.FormatUint(o.SplitSeed, 10)
+	}
+	switch kind {
+	case "csv":
+		s["label"], s["header"], s["scale"] = o.Label, o.Header, o.Scale
+	case "images":
+		s["image-size"], s["channels"] = o.ImageSize, strconv.Itoa(o.Channels)
+	}
+	if dataset == "cifar100" {
+		s["labels"] = o.Labels
+	}
+}
+
+// FromSettings sets the flags that a checkpoint's settings record, except those in
+// given (flags given on the command line). A value that does not parse is an error
+// naming it.
+func (o *DataFlags) FromSettings(settings map[string]string, given map[string]bool) error {
+	for _, name := range DataFlagNames {
+		v, ok := settings[name]
+		if !ok || given[name] {
+			continue
+		}
+		var err error
+		switch name {
+		case "label":
+			o.Label = v
+		case "header":
+			o.Header = v
+		case "scale":
+			o.Scale = v
+		case "test-fraction":
+			o.TestFraction, err = strconv.ParseFloat(v, 64)
+		case "split-seed":
+			o.SplitSeed, err = strconv.ParseUint(v, 10, 64)
+		case "image-size":
+			o.ImageSize = v
+		case "channels":
+			o.Channels, err = strconv.Atoi(v)
+		case "labels":
+			o.Labels = v
+		}
+		if err != nil {
+			return fmt.Errorf("setting %s=%q: %w", name, v, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks the values of the flags that -dataset uses (not whether they apply).
+func (o *DataFlags) Validate(dataset string) error {
+	if o.Labels != "fine" && o.Labels != "coarse" {
+		return exit.Usagef("-labels %q: want fine or coarse", o.Labels)
+	}
+	kind, path := OwnDataKind(dataset)
+	if kind == "" {
+		return nil
+	}
+	if path == "" {
+		return exit.Usagef("-dataset %s: give the path after the colon, e.g. -dataset %s:data/train.%s", dataset, kind, map[string]string{"csv": "csv", "images": "dir"}[kind])
+	}
+	if !(o.TestFraction > 0 && o.TestFraction < 1) {
+		return exit.Usagef("-test-fraction %v: want a fraction in (0, 1)", o.TestFraction)
+	}
+	if kind == "csv" {
+		if o.Scale == "" {
+			return exit.Usagef("-dataset %s needs -scale LO:HI (or one LO:HI per feature): the range the features can take, declared, because scaling by the data's own min and max is not private", dataset)
+		}
+		if _, err := datasets.ParseRanges(o.Scale); err != nil {
+			return exit.Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
+		}
+		if _, err := datasets.ParseHeader(o.Header); err != nil {
+			return exit.Usagef("-header %q: unknown (want auto, yes, no)", o.Header)
+		}
+		return nil
+	}
+	if o.Channels != 0 && o.Channels != 1 && o.Channels != 3 {
+		return exit.Usagef("-channels %d: want 1, 3 or 0 (by the data)", o.Channels)
+	}
+	if _, _, err := ParseImageSize(o.ImageSize); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ParseImageSize reads -image-size WxH; "" is 0, 0 (no resizing).
+func ParseImageSize(s string) (w, h int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(strings.ToLower(s), "x")
+	w, errW := strconv.Atoi(a)
+	h, errH := strconv.Atoi(b)
+	if !ok || errW != nil || errH != nil || w < 1 || h < 1 || w > 4096 || h > 4096 {
+		return 0, 0, exit.Usagef("-image-size %q: want WxH, e.g. 28x28 (each 1 to 4096)", s)
+	}
+	return w, h, nil
+}
+
+// LoadData reads the training and test sets named by -dataset and -data: a built-in
+// data set, or your own (csv:PATH, images:DIR: the held-out split of o; cifar100) read
+// with o, which must be valid (Validate). name is the data set's name for the record;
+// notes are what the user should know about the data.
+func LoadData(dataset, data string, o *DataFlags) (train, test datasets.Dataset, name string, notes []string, err error) {
+	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
+		return loadOwnData(dataset, data, o, false)
+	}
+	train, test, name, err = loadBuiltinData(dataset, data)
+	return train, test, name, nil, err
+}
+
+// LoadTrainData reads the training set of -dataset and -data as LoadData does, without
+// reading the test set where it has files of its own (MNIST and Fashion-MNIST from a
+// directory of IDX files, CIFAR-10 and CIFAR-100's test batch): for a command that
+// never uses the test set (cmd/train -validation, cmd/evaluate -split train or
+// validation), so that missing or damaged test files do not stop it. For csv:PATH and
+// images:DIR the training set is what remains after the held-out test split of o (the
+// same examples as LoadData's); the embedded MNIST sample is decoded whole and its test
+// part dropped.
+func LoadTrainData(dataset, data string, o *DataFlags) (train datasets.Dataset, name string, notes []string, err error) {
+	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
+		train, _, name, notes, err = loadOwnData(dataset, data, o, true)
+		return train, name, notes, err
+	}
+	train, _, name, err = loadBuiltin(dataset, data, true)
+	return train, name, nil, err
+}
+
+func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name string, err error) {
+	return loadBuiltin(dataset, data, false)
+}
+
+// loadBuiltin reads a built-in data set; with trainOnly, the test files of MNIST and
+// Fashion-MNIST in a directory and CIFAR-10's test batch are not read (test is nil).
+func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
+	missing := func(dir, how string) error {
+		if _, err := os.Stat(dir); err != nil {
+			return exit.Usagef("-data %s: %s; %s", dir, StatReason(err), how)
+		}
+		return nil
+	}
+	var tr, te *datasets.Images
+	switch dataset {
+	case "mnist":
+		if data == "" {
+			tr, te, err = mnist.Embedded()
+			return tr, te, "mnist-embedded", err
+		}
+		const how = "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"
+		if err := missing(data, how); err != nil {
+			return nil, nil, "", err
+		}
+		if trainOnly {
+			tr, err = mnist.LoadTrain(data)
+		} else {
+			tr, te, err = mnist.Load(data)
+		}
+		name = "mnist"
+	case "fashion-mnist":
+		dir := data
+		if dir == "" {
+			dir = mnist.DebianFashionDir
+		}
+		const how = "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"
+		if err := missing(dir, how); err != nil {
+			return nil, nil, "", err
+		}
+		if trainOnly {
+			tr, err = mnist.LoadFashionTrain(dir)
+		} else {
+			tr, te, err = mnist.LoadFashion(dir)
+		}
+		name = "fashion-mnist"
+	case "cifar10":
+		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
+		if data == "" {
+			return nil, nil, "", exit.Usagef("-dataset cifar10 needs -data PATH: %s", how)
+		}
+		if err := missing(data, how); err != nil {
+			return nil, nil, "", err
+		}
+		if trainOnly {
+			tr, _, err = cifar.Load10(data, cifar.TrainOnly())
+		} else {
+			tr, te, err = cifar.Load10(data)
+		}
+		name = "cifar10"
+	default:
+		return nil, nil, "", exit.Usagef("-dataset %q: unknown", dataset)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, "", exit.Usagef("-data %s: %v", data, err)
+		}
+		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
+	}
+	if te == nil {
+		return tr, nil, name, nil // not the typed nil of a *datasets.Images
+	}
+	return tr, te, name, nil
+}
+
+// loadOwnData reads -dataset csv:PATH, images:DIR or cifar100; with trainOnly,
+// CIFAR-100's test file is not read (test is nil).
+func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, test datasets.Dataset, name string, notes []string, err error) {
+	kind, path := OwnDataKind(dataset)
+	if dataset == "cifar100" {
+		how := "download cifar-100-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
+		if data == "" {
+			return nil, nil, "", nil, exit.Usagef("-dataset cifar100 needs -data PATH: %s", how)
+		}
+		if _, err := os.Stat(data); err != nil {
+			return nil, nil, "", nil, exit.Usagef("-data %s: %s; %s", data, StatReason(err), how)
+		}
+		var opts []cifar.Option
+		name = "cifar100"
+		if o.Labels == "coarse" {
+			opts = append(opts, cifar.CoarseLabels())
+			name = "cifar100-coarse"
+		}
+		if trainOnly {
+			opts = append(opts, cifar.TrainOnly())
+		}
+		tr, te, err := cifar.Load100(data, opts...)
+		if err != nil {
+			return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
+		}
+		if te == nil {
+			return tr, nil, name, nil, nil // not the typed nil of a *datasets.Images
+		}
+		return tr, te, name, nil, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, "", nil, exit.Usagef("-dataset %s: %s", dataset, StatReason(err))
+	}
+	var all datasets.Dataset
+	var classes []string
+	switch kind {
+	case "csv":
+		ranges, err := datasets.ParseRanges(o.Scale)
+		if err != nil {
+			return nil, nil, "", nil, exit.Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
+		}
+		header, _ := datasets.ParseHeader(o.Header) // checked by Validate; as before, a checkpoint's unknown value reads as auto
+		t, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: o.Label, Header: header, Ranges: ranges})
+		if err != nil {
+			return nil, nil, "", nil, dataError(dataset, err)
+		}
+		if t.Clipped > 0 {
+			notes = append(notes, fmt.Sprintf("%s feature values were outside the -scale range and were clipped to it (a count for you: it depends on the data)", Thousands(t.Clipped)))
+		}
+		all, classes = t, t.ClassNames
+	case "images":
+		w, h, err := ParseImageSize(o.ImageSize)
+		if err != nil {
+			return nil, nil, "", nil, err
+		}
+		f, err := datasets.LoadImageFolder(path, datasets.ImageFolderOptions{Channels: o.Channels, Width: w, Height: h})
+		if err != nil {
+			return nil, nil, "", nil, dataError(dataset, err)
+		}
+		all, classes = f, f.ClassNames
+	}
+	if len(classes) < 2 {
+		return nil, nil, "", nil, exit.Usagef("-dataset %s: %d class (%s); want at least 2", dataset, len(classes), strings.Join(classes, ", "))
+	}
+	notes = append(notes, "classes: "+classList(classes))
+	train, test, err = datasets.HoldOut(all, o.TestFraction, o.SplitSeed)
+	if err != nil {
+		return nil, nil, "", nil, exit.Usagef("-test-fraction %v: %s", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
+	}
+	return train, test, dataset, notes, nil
+}
+
+// dataError makes a data fault a one-line error: bad content or a missing file is the
+// user's to fix (exit 2), anything else a failure.
+func dataError(flagValue string, err error) error {
+	_, path := OwnDataKind(flagValue)
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), path+": ")
+	if errors.Is(err, datasets.ErrCSV) || errors.Is(err, datasets.ErrImage) || errors.Is(err, fs.ErrNotExist) {
+		return exit.Usagef("-dataset %s: %s", flagValue, msg)
+	}
+	return fmt.Errorf("-dataset %s: %s", flagValue, msg)
+}
+
+func classList(names []string) string {
+	const show = 12
+	parts := make([]string, 0, show+1)
+	for i, n := range names {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("… (%d in all)", len(names)))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d=%s", i, n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// StatReason is the reason of a failed os.Stat, without the path.
+func StatReason(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file or directory"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,139 @@
+// Package export writes a trained model for other frameworks: Torch and TorchFile lay its
+// parameters out as PyTorch's state_dict of the equivalent torch.nn.Sequential, in a
+// plain safetensors file with the Sequential's source in its metadata. (Inference on a
+// model, Predictor, is package nn's: it needs no other framework.)
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/layers"
+	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+)
+
+// Torch writes m's parameters to w as a plain safetensors file laid out for a
+// PyTorch torch.nn.Sequential of the same layers, so that
+//
+//	model.load_state_dict(safetensors.torch.load_file("model.safetensors"))
+//
+// works. Layer i of the spec is module i of the Sequential, parameter-free layers
+// included. Each layer says which module it is (layers.TorchExporter, in the layer's own
+// file) and how its parameters map to the module's (layers.TorchParamsExporter, e.g.
+// Dense's weight transposed to Linear's [out, in]; by default "i.<param>" with our shape).
+// The layers of package layers map to:
+//
+//	layers.Conv2D      nn.Conv2d(C, F, (kh, kw), stride, padding, bias=not NoBias)
+//	                   "i.weight" [F, C, kh, kw] (OIHW, as stored), "i.bias" [F]
+//	layers.Dense       nn.Linear(in, Units, bias=not NoBias)
+//	                   "i.weight" [Units, in] (the transpose of ours), "i.bias" [Units]
+//	layers.GroupNorm   nn.GroupNorm(groups, C, eps=1e-05, affine=not NoAffine)
+//	                   "i.weight" [C] (γ), "i.bias" [C] (β)
+//	layers.MaxPool2D   nn.MaxPool2d((kh, kw), stride, padding)
+//	layers.AvgPool2D   nn.AvgPool2d((kh, kw), stride, padding, count_include_pad=False)
+//	layers.GlobalAvgPool2D  nn.AdaptiveAvgPool2d(1)
+//	layers.ReLU        nn.ReLU()
+//	layers.Tanh        nn.Tanh()
+//	layers.Flatten     nn.Flatten()
+//	layers.CenterCrop  torchvision.transforms.CenterCrop((h, w)), which crops at the same
+//	                   offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even; for odd
+//	                   margins the source names a CenterCrop(h, w) module to define (as
+//	                   scripts/check_export.py does)
+//
+// layers.Scattering2D has no torch.nn module and is refused, as is any layer that does
+// not implement layers.TorchExporter.
+//
+// Inputs are NCHW with the values scaled as the training data were. Our Flatten is
+// row-major CHW, PyTorch's order, and the parameters are exchanged in those layouts
+// whatever the engine computes in, so the exported model gives the same logits on the
+// same NCHW input (to float rounding). The tensors have the model's element type (F32 or
+// F64: call .double() on the PyTorch model for F64). The metadata holds "format": "pt",
+// "privtrain.model" (the model's name), "privtrain.architecture" (the Architecture as
+// JSON, input shape included) and "privtrain.torch" (the Sequential as PyTorch source).
+func Torch(w io.Writer, m *nn.Model) error {
+	tensors, modules, err := torchTensors(m)
+	if err != nil {
+		return err
+	}
+	arch, err := m.Architecture()
+	if err != nil {
+		return err
+	}
+	archJSON, err := json.Marshal(arch)
+	if err != nil {
+		return fmt.Errorf("nn: export: architecture: %v", err)
+	}
+	md := map[string]string{
+		"format":                 "pt",
+		"privtrain.model":        m.Name(),
+		"privtrain.architecture": string(archJSON),
+		"privtrain.torch":        "nn.Sequential(\n    " + strings.Join(modules, ",\n    ") + ",\n)",
+	}
+	if err := checkpoint.EncodeSafetensors(w, tensors, md); err != nil {
+		return fmt.Errorf("nn: export: %w", err)
+	}
+	return nil
+}
+
+// TorchFile writes Torch's file to path atomically (mode 0644: the parameters
+// are what a private training run publishes).
+func TorchFile(path string, m *nn.Model) error {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Torch(w, m) }); err != nil {
+		return fmt.Errorf("nn: export to %s: %w", path, err)
+	}
+	return nil
+}
+
+// torchTensors lays m's parameters out as PyTorch's state_dict of the Sequential and
+// returns each module's PyTorch source.
+func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, error) {
+	plan, err := m.LayerStates()
+	if err != nil {
+		return nil, nil, err
+	}
+	tensors := map[string]checkpoint.Tensor{}
+	put := func(name string, shape []int, v []float64) {
+		if m.DType() == nn.Float64 {
+			tensors[name] = checkpoint.F64(shape, v)
+			return
+		}
+		tensors[name] = checkpoint.F32(shape, num.Converted[float32](v))
+	}
+	var modules []string
+	for i, pl := range plan {
+		idx := strconv.Itoa(i)
+		ex, ok := pl.Layer.(layers.TorchExporter)
+		if !ok {
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.Layer, pl.Layer.Kind())
+		}
+		mod, err := ex.TorchModule(pl.InputShape)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.Layer.Kind(), err)
+		}
+		params := pl.Values
+		var ts []layers.TorchTensor
+		if pe, ok := ex.(layers.TorchParamsExporter); ok {
+			if ts, err = pe.TorchParams(pl.InputShape, params); err != nil {
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.Layer.Kind(), err)
+			}
+		} else {
+			for j, p := range pl.Params {
+				ts = append(ts, layers.TorchTensor{Name: p.Name, Shape: p.Shape, Values: params[j]})
+			}
+		}
+		for _, t := range ts {
+			if _, dup := tensors[idx+"."+t.Name]; dup || t.Name == "" || num.Prod(t.Shape) != len(t.Values) {
+				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.Layer.Kind(), t.Name, t.Shape, len(t.Values))
+			}
+			put(idx+"."+t.Name, t.Shape, t.Values)
+		}
+		modules = append(modules, mod)
+	}
+	return tensors, modules, nil
+}
