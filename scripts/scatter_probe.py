@@ -91,7 +91,7 @@ def calibrate(q, steps, target, delta=1e-5, extra=None):
 # ---- data ----
 
 def read_features(cache, n):
-    """The float32 features of n examples from a privtrain feature cache file (nn/featurefile.go)."""
+    """The float32 features of n examples from a privtrain feature cache file (training/featurefile.go)."""
     found = []
     for p in sorted(glob.glob(os.path.join(cache, "*.features"))):
         with open(p, "rb") as f:

@@ -1,0 +1,4 @@
+// Package layering has no code: its test checks that the module's imports follow the
+// layers of docs/architecture.md ("Layers of the code"), that no package under the root
+// internal/ imports a product package, and that the package map lists every package.
+package layering
