@@ -48,6 +48,7 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 )
@@ -386,8 +387,9 @@ func trainPrivately(steps int) error {
 			return err
 		}
 		m.Params(theta)
+		privrand.AddGaussian(rng, grad, noise*clip)
 		for j := range theta {
-			theta[j] -= lr * (grad[j] + noise*clip*rng.NormFloat64()) / batch
+			theta[j] -= lr * grad[j] / batch
 		}
 		if err := m.SetParams(theta); err != nil {
 			return err
