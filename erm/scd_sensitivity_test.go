@@ -163,22 +163,3 @@ func TestSeqSCDCalibrationCoversRealisedBatch(t *testing.T) {
 		t.Logf("%s: largest change %.3g of the sensitivity", loss.Name(), worst)
 	}
 }
-
-// TestBinomialUpperQuantile checks the cap against upper tails summed from the top with
-// the pmf recurrence P(k−1) = P(k)·k(1−q)/((n−k+1)q), an independent computation.
-func TestBinomialUpperQuantile(t *testing.T) {
-	for _, c := range []struct{ n, L int }{{120, 10}, {60, 1}, {1000, 100}, {2, 1}, {5000, 50}} {
-		q := float64(c.L) / float64(c.n)
-		b := binomialUpperQuantile(c.n, q, seqCapTail)
-		// Upper tails P(X > k) for k = n−1 … 0, in log space from P(n) = qⁿ.
-		upper := make([]float64, c.n+1) // upper[k] = P(X > k)
-		lp := float64(c.n) * math.Log(q)
-		for k := c.n; k >= 1; k-- {
-			upper[k-1] = upper[k] + math.Exp(lp)
-			lp += math.Log(float64(k)*(1-q)) - math.Log(float64(c.n-k+1)*q)
-		}
-		if upper[b] > seqCapTail || (b > 0 && upper[b-1] <= seqCapTail) {
-			t.Errorf("N = %d, q = %v: cap %d, P(X > cap) = %.3g, P(X > cap−1) = %.3g, tail %g", c.n, q, b, upper[b], upper[max(b-1, 0)], seqCapTail)
-		}
-	}
-}

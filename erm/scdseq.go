@@ -119,28 +119,11 @@ func seqPlan(s Sampling, n, L int, clip float64, noisy bool) (maxBatch int, sens
 	case s == Shuffled:
 		maxBatch = L
 	default:
-		maxBatch = binomialUpperQuantile(n, float64(L)/float64(n), seqCapTail)
+		poisson, err := privrand.NewPoisson(n, float64(L)/float64(n))
+		if err != nil { // not reachable: checkSCD keeps 1 ≤ L ≤ n
+			panic("erm: " + err.Error())
+		}
+		maxBatch = poisson.BatchBound(seqCapTail)
 	}
 	return maxBatch, seqSensitivity(clip, maxBatch)
-}
-
-// binomialUpperQuantile returns the smallest b with P(Binomial(n, q) > b) ≤
-// tail, summing the probabilities from 0 up (their rounding, about 1e-15,
-// is far below the tails used here).
-func binomialUpperQuantile(n int, q, tail float64) int {
-	if q >= 1 {
-		return n
-	}
-	lq, lp := math.Log(q), math.Log1p(-q)
-	ln, _ := math.Lgamma(float64(n) + 1)
-	cdf := 0.0
-	for k := range n {
-		lk, _ := math.Lgamma(float64(k) + 1)
-		lnk, _ := math.Lgamma(float64(n-k) + 1)
-		cdf += math.Exp(ln - lk - lnk + float64(k)*lq + float64(n-k)*lp)
-		if 1-cdf <= tail {
-			return k
-		}
-	}
-	return n
 }
