@@ -217,7 +217,6 @@ func FuzzRun(f *testing.F) {
 		"epsilon -q 1 -steps 100 -noise 5 -orders 2,3.5,8 -conversion classic",
 		"noise -q 0.5 -epochs 3 -epsilon 1e-9 -max-order 100",
 		"epsilon -noise 1e-300 -q 1e-300 -steps 2147483647",
-		"epsilon -accountant pld -q 0.1 -steps 10000 -noise 0.8", // issue 23 item 6: an FFT size gonum cannot plan
 		"-help",
 	} {
 		f.Add(s)
