@@ -108,30 +108,23 @@ func TestFFTSizeSupported(t *testing.T) {
 	t.Logf("%d sizes planned, %v", len(planned), time.Since(start))
 }
 
-// Issue 23 item 6: the plan that picked 2·3¹³ composes; its ε is below
-// that of the plan ten steps longer (which picks another size) and close to it,
-// and below the RDP accountant's upper bound.
+// Issue 23 item 6: the plan that picked 2·3¹³ composes, and its ε lies below the RDP
+// accountant's upper bound and within 10 % of it (8 % on the MNIST plan; here 4.8 %).
+// cmd/privacy's TestLongPlanPLD runs it end to end.
 func TestPLDLongPlanFFTSize(t *testing.T) {
-	eps := func(steps int) float64 {
-		t.Helper()
-		s, err := PLD{}.Epsilon([]Segment{{0.1, 0.8, steps}}, 1e-5)
-		if err != nil {
-			t.Fatalf("%d steps: %v", steps, err)
-		}
-		return s.Epsilon
+	if testing.Short() {
+		t.Skip("composes a 10,000-step plan")
 	}
-	mid, hi := eps(10000), eps(10010)
-	r, err := RDP{}.Epsilon([]Segment{{0.1, 0.8, 10000}}, 1e-5)
+	h := []Segment{{0.1, 0.8, 10000}}
+	p, err := PLD{}.Epsilon(h, 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ε grows by about 0.05 % per 10 steps here; 1e-3 relative is the
-	// accountant's discretisation tolerance.
-	if mid > hi*(1+1e-3) || hi-mid > 0.005*mid {
-		t.Errorf("ε(10000, 10010) = %v, %v: want monotone and close", mid, hi)
+	r, err := RDP{}.Epsilon(h, 1e-5)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if mid > r.Epsilon {
-		t.Errorf("PLD ε = %v above RDP ε = %v", mid, r.Epsilon)
+	if !(p.Epsilon <= r.Epsilon && p.Epsilon > 0.9*r.Epsilon) {
+		t.Errorf("PLD ε = %v, RDP ε = %v: want 0.9·RDP < PLD ≤ RDP", p.Epsilon, r.Epsilon)
 	}
-	t.Logf("PLD ε = %v (10010 steps: %v), RDP ε = %v", mid, hi, r.Epsilon)
 }
