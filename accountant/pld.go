@@ -110,15 +110,25 @@ func (a PLD) compose(history []Segment) ([2]pldDist, float64, error) {
 	}
 	for {
 		var out [2]pldDist
+		var fault [2]any
 		var wg sync.WaitGroup
 		for dir := range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// A panic here (a bug, not bad input: the FFT sizes are the
+				// ones gonum plans) would end the process from a goroutine no
+				// caller can guard; it becomes an error instead.
+				defer func() { fault[dir] = recover() }()
 				out[dir] = a.composeDirection(segs, dir == 1, d, tail)
 			}()
 		}
 		wg.Wait()
+		for _, f := range fault {
+			if f != nil {
+				return [2]pldDist{}, 0, fmt.Errorf("accountant: internal error composing the PLD (please report): %v", f)
+			}
+		}
 		if !out[0].over && !out[1].over {
 			return out, d, nil
 		}

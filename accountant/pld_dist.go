@@ -283,23 +283,36 @@ func (x pldDist) epsilon(delta, d float64) float64 {
 	return 0
 }
 
-// fftSize returns the smallest 2^a·3^b·5^c ≥ n.
+// fftSize returns the smallest 2^a·3^b·5^c ≥ n that gonum's real FFT
+// supports. Its plan (fftpack's rffti1) records the factors of n in a
+// 15-int array after n and their count, so at most fftMaxFactors factors fit;
+// it takes factors of 4 first, then a 2, then 3s and 5s, so 2^a·3^b·5^c has
+// ⌈a/2⌉+b+c of them. A size with more (2·3¹³ has 14) indexes past the array
+// and panics: such sizes are skipped. Powers of two up to 2^26 always fit,
+// above any grid maxPLDGrid allows.
 func fftSize(n int) int {
 	best := 1
 	for best < n {
 		best *= 2
 	}
-	for p3 := 1; p3 < best; p3 *= 3 {
-		for p35 := p3; p35 < best; p35 *= 5 {
-			m := p35
+	for p3, b := 1, 0; p3 < best; p3, b = p3*3, b+1 {
+		for p35, c := p3, 0; p35 < best; p35, c = p35*5, c+1 {
+			m, a := p35, 0
 			for m < n {
 				m *= 2
+				a++
 			}
-			best = min(best, m)
+			if (a+1)/2+b+c <= fftMaxFactors {
+				best = min(best, m)
+			}
 		}
 	}
 	return best
 }
+
+// fftMaxFactors is the most factors gonum's fourier.FFT plan holds
+// (dsp/fourier: ifac [15]int, two of them taken by n and the count).
+const fftMaxFactors = 13
 
 // chernoffLambdas are the exponents over which the Chernoff bounds are taken.
 var chernoffLambdas = []float64{0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 1024}

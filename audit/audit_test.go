@@ -82,6 +82,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	for _, c := range []Config{
 		{Canaries: 1}, {Common: Common{Epochs: -1}}, {Common: Common{Epsilon: -1}}, {Common: Common{Delta: 1}}, {Common: Common{Delta: -1e-5}}, {Common: Common{Clip: -1}},
 		{Common: Common{Confidence: 1}}, {Common: Common{Confidence: -0.5}}, {Common: Common{Guesses: []int{3}}}, {Common: Common{Guesses: []int{2000}}},
+		{Canaries: MaxCanaries + 1}, {Canaries: 1e9}, // issue 23 item 9: refused before allocating
 		{ResumeAfter: -1}, {ResumeAfter: 1 << 20}, {Common: Common{BatchSize: -2}}, {Common: Common{BatchSize: 1 << 20}}, {Common: Common{LearningRate: -1}},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrConfig) {

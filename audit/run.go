@@ -29,7 +29,7 @@ type Config struct {
 	// and included canaries), Epochs 10, Epsilon 2, and Guesses 20, 50, 100, 200, 500,
 	// 1000, … up to m.
 	Common
-	// Canaries m ≥ 2 (default 1000); each is included by a fair coin.
+	// Canaries m in [2, MaxCanaries] (default 1000); each is included by a fair coin.
 	Canaries int
 	// Real holds the real training examples (any shape; flattened, labels mod 2). nil:
 	// RealExamples digits of the embedded MNIST training sample.
@@ -102,6 +102,15 @@ type Result struct {
 	Flagged bool `json:"flagged"`
 }
 
+// MaxCanaries bounds Config.Canaries. Every canary is an input coordinate of its own and
+// about half of them are training examples, so a pass costs about (n + m/2)·(d + m)
+// multiply-adds and every model call holds PhysicalBatch rows of d + m inputs: at the
+// maximum and the defaults (1,000 digits of d = 784), 5·10⁹ per pass and 52 MB per
+// 128-row call, with the scores O(m). Past it memory and time grow without buying a
+// tighter bound (the default guesses stop at 50,000); 10⁹ canaries took 4.9 GB in 15 s
+// before failing (issue 23).
+const MaxCanaries = 100_000
+
 // withDefaults fills the zero fields of c and checks the rest.
 func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.Canaries, 1000)
@@ -110,8 +119,8 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.PhysicalBatch, 128)
 	c.Common.defaults(2)
 	switch {
-	case c.Canaries < 2:
-		return c, fmt.Errorf("%w: %d canaries, want at least 2", ErrConfig, c.Canaries)
+	case c.Canaries < 2 || c.Canaries > MaxCanaries:
+		return c, fmt.Errorf("%w: %d canaries, want 2 to %d", ErrConfig, c.Canaries, MaxCanaries)
 	case c.Real == nil && c.RealExamples < 0:
 		return c, fmt.Errorf("%w: %d real examples, want ≥ 0", ErrConfig, c.RealExamples)
 	case c.BatchSize < 0:

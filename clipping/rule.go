@@ -9,9 +9,11 @@ import (
 
 // Rule is a per-example clipping rule. Only this package implements it, so that every
 // rule's Bound is proved here: the L2 norm of one example's clipped contribution never
-// exceeds Bound, in exact arithmetic on the values the workspace computes: float32 clip
-// coefficients are shrunk by a few ulps and rounded down so that rounding never takes a
-// clipped contribution above its threshold.
+// exceeds Bound, in exact arithmetic on the values the workspace computes: every clip
+// coefficient below 1, and every one whose example's norm comes within the margin of the
+// threshold, is shrunk by a few ulps and rounded down, so that rounding never takes a
+// contribution above its threshold (an example whose computed norm is just ≤ C may have a
+// true norm just above it).
 //
 // A consumer that adds noise (dpoptim) needs only Bound: the sensitivity of the clipped sum
 // to adding or removing one example.
@@ -21,8 +23,9 @@ type Rule interface {
 	// check reports whether the rule fits a network with the given number of
 	// parametrised layers.
 	check(layers int) error
-	// factors writes the clip factor of each layer into f, given the example's squared
-	// gradient norm restricted to each layer (len(sq) == len(f)).
+	// factors writes the ratio C/‖g‖ of each layer into f, given the example's squared
+	// gradient norm restricted to each layer (len(sq) == len(f)); it is not capped at 1
+	// (+Inf for a zero gradient): clipCoef applies the margin, then the cap.
 	factors(sq, f []float64)
 }
 
@@ -95,11 +98,11 @@ func checkThreshold(what string, c float64) error {
 	return nil
 }
 
-// clipFactor is min(1, c/norm), exactly 1 when norm ≤ c so that small gradients pass
-// through bit-for-bit.
+// clipFactor is c/norm, the clip factor before its cap at 1; clipCoef caps it after
+// shrinking it by the rounding margin, so that small gradients still pass bit for bit.
 func clipFactor(norm, c float64) float64 {
-	if norm <= c || faults.Active(faults.NoClip) { // the fault: audit tests only
-		return 1
+	if faults.Active(faults.NoClip) { // the fault: audit tests only
+		return math.Inf(1)
 	}
 	return c / norm
 }

@@ -110,10 +110,12 @@ func (st *dualState) gap() (primal, gap float64) {
 // sampling at q = L/N, what the accountant analyses; Sampling: Shuffled takes
 // the next L examples of a per-epoch permutation as the authors' code does)
 // and computes every coordinate step ζ_j independently from the same (α, v)
-// by minimising subproblem (8) with σ' = the batch's size, scales it to |ζ_j| ≤ C, and adds N(0, 2C²σ²) noise to each of
-// the L touched α_j and to each coordinate of v. One example changes
-// [Δα; Δv] by at most √2·C (Lemma 1: |ζ| ≤ C and ‖x‖ ≤ 1, the example added
-// or removed), so σ is the noise multiplier of T subsampled Gaussian steps
+// by minimising subproblem (8) with σ' = L, the expected batch size (fixed,
+// so that one example's presence changes no other step of its round), scales
+// it to |ζ_j| ≤ C, and adds N(0, 2C²σ²) noise to each of the touched α_j and
+// to each coordinate of v. One example changes [Δα; Δv] by at most √2·C
+// (Lemma 1: |ζ| ≤ C and ‖x‖ ≤ 1, the example added or removed, whatever the
+// realised batch), so σ is the noise multiplier of T subsampled Gaussian steps
 // with q = L/N, calibrated by the RDP accountant to (ε, δ). The released
 // model is θ = v/(λN), not Xα/(λN): v is the noisy released vector, while
 // Xα would touch the data again without noise.
@@ -331,11 +333,21 @@ func (a *SCD) iterate(p *Problem, rng *rand.Rand, c scdConfig, sigma float64) *d
 		if cap(zetas) < len(batch) {
 			zetas = make([]float64, 2*len(batch))
 		}
-		// σ' = |B| makes the independent steps safe together (it depends on
-		// the sampling coins only, not on the data).
-		st.scdRound(rng, batch, float64(max(1, len(batch))), c.clip, std, box, a.NewtonSteps, zetas[:len(batch)], dv)
+		st.scdRound(rng, batch, scdSigmaPrime(c, batch), c.clip, std, box, a.NewtonSteps, zetas[:len(batch)], dv)
 	}
 	return st
+}
+
+// scdSigmaPrime is σ' of subproblem (8) for a round on batch: the expected
+// batch L = qN, as dpoptim normalises by, never the realised size. With the
+// realised size, adding one example to the batch would change σ' and so every
+// other step of the round, and Lemma 1's √2·C would not bound the change
+// (issue 23 item 8 measured 2.1·C). With σ' fixed each step depends on its
+// own example and the shared (α, v) only. A realised batch above L may make
+// the independent steps overshoot a little together; that costs progress,
+// not privacy.
+func scdSigmaPrime(c scdConfig, _ []int) float64 {
+	return float64(c.batch)
 }
 
 // batchDrawer yields the batches of the DP-SCD variants.

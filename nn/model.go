@@ -3,6 +3,7 @@ package nn
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -131,7 +132,12 @@ type plannedLayer struct {
 	paramOffs []int // flat offset of each parameter
 }
 
-// New builds the model described by spec for physical batch size batch.
+// New builds the model described by spec for physical batch size batch: the rows of one
+// model call. The engines allocate every layer's activations and gradients for batch rows
+// up front (about batch × the activations of one example × 4 bytes for Float32, several
+// times over), so batch should not exceed the rows a training step can fill: the largest
+// logical batch, times the augmentation multiplicity (cmd/train clamps -physical-batch to
+// that). A batch whose activations could not even be addressed is ErrSpec.
 func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	var cfg config
 	for _, o := range opts {
@@ -149,6 +155,16 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	plan, m, err := planLayers(spec)
 	if err != nil {
 		return nil, err
+	}
+	perRow := 0 // the activations of one example, input included
+	for i, pl := range plan {
+		if i == 0 {
+			perRow += num.Prod(pl.in)
+		}
+		perRow += num.Prod(pl.out)
+	}
+	if perRow > 0 && batch > math.MaxInt/8/perRow {
+		return nil, fmt.Errorf("%w: batch size %d: %d activations per example would need more than %d bytes", ErrSpec, batch, perRow, math.MaxInt)
 	}
 	m.batch, m.dtype = batch, cfg.dtype
 	init := make([]float64, m.numParams)

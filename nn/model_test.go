@@ -491,6 +491,13 @@ func TestSpecErrors(t *testing.T) {
 	if _, err := New(tinyCNN(), 0); !errors.Is(err, ErrSpec) {
 		t.Errorf("batch 0: %v", err)
 	}
+	// A batch whose activations cannot be addressed is an error, not a makeslice panic
+	// (issue 23 item 4).
+	for _, b := range []int{1 << 60, math.MaxInt} {
+		if _, err := New(tinyCNN(), b); !errors.Is(err, ErrSpec) {
+			t.Errorf("batch %d: %v", b, err)
+		}
+	}
 	if _, err := New(tinyCNN(), 1, WithDType(DType(5))); !errors.Is(err, ErrSpec) {
 		t.Errorf("bad dtype: %v", err)
 	}

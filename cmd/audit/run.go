@@ -56,7 +56,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := &o.cfg
-	fs.IntVar(&c.Canaries, "canaries", 5000, "number of canaries m, each included with probability 1/2")
+	fs.IntVar(&c.Canaries, "canaries", 5000, fmt.Sprintf("number of canaries m (at most %d), each included with probability 1/2", audit.MaxCanaries))
 	fs.IntVar(&c.RealExamples, "real", 1000, "real training examples (digits of the embedded MNIST sample)")
 	fs.IntVar(&c.BatchSize, "batch", 0, "expected batch size b (0: n/10); q = b/n")
 	fs.IntVar(&c.Epochs, "epochs", 40, "epochs; the run has epochs·⌈n/b⌉ steps")
@@ -183,6 +183,9 @@ func (o *options) check(set map[string]bool) error {
 		}
 	} else if !(c.Epsilon > 0) {
 		return fmt.Errorf("-epsilon %v: want ε > 0", c.Epsilon)
+	}
+	if c.Canaries > audit.MaxCanaries {
+		return fmt.Errorf("-canaries %d: at most %d (each canary is an input coordinate of its own, so memory and time grow with m·(n + m))", c.Canaries, audit.MaxCanaries)
 	}
 	positive := []struct {
 		name string

@@ -163,6 +163,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
 	o.augmentPhysicalBatch()
+	clampPhysicalBatch(o, trainSet.Len(), stderr)
 	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
 	if err != nil {
 		return 0, err

@@ -59,3 +59,29 @@ func (p Poisson) Sample(r *rand.Rand, buf []int) []int {
 		buf = append(buf, i)
 	}
 }
+
+// BatchBound returns the smallest b with P(batch size > b) ≤ tail: the batch size is
+// Binomial(n, q), whose probabilities are summed from 0 up (their rounding, about 1e-15,
+// is far below the tails callers use). It depends on n and q only, never on the data, so
+// a bound derived from it (a cap on the rows a step processes, the sensitivity a noise is
+// sized for) can be public. A tail ≤ 0 gives n.
+func (p Poisson) BatchBound(tail float64) int {
+	if p.q >= 1 || !(tail > 0) {
+		return p.n
+	}
+	if p.q == 0 {
+		return 0
+	}
+	lq := math.Log(p.q)
+	ln, _ := math.Lgamma(float64(p.n) + 1)
+	cdf := 0.0
+	for k := range p.n {
+		lk, _ := math.Lgamma(float64(k) + 1)
+		lnk, _ := math.Lgamma(float64(p.n-k) + 1)
+		cdf += math.Exp(ln - lk - lnk + float64(k)*lq + float64(p.n-k)*p.logKeep)
+		if 1-cdf <= tail {
+			return k
+		}
+	}
+	return p.n
+}

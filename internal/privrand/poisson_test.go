@@ -244,3 +244,38 @@ func BenchmarkPoisson(b *testing.B) {
 		})
 	}
 }
+
+// TestPoissonBatchBound checks the bound against upper tails summed from the top with the
+// pmf recurrence P(k−1) = P(k)·k(1−q)/((n−k+1)q), an independent computation.
+func TestPoissonBatchBound(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		q    float64
+		tail float64
+	}{{120, 10.0 / 120, 1e-6}, {60, 1.0 / 60, 1e-6}, {1000, 0.1, 1e-6}, {2, 0.5, 1e-6}, {5000, 0.01, 1e-6}, {8000, 256.0 / 8000, 1e-6}, {300, 0.5, 1e-3}} {
+		p, err := NewPoisson(c.n, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := p.BatchBound(c.tail)
+		upper := make([]float64, c.n+1) // upper[k] = P(X > k)
+		lp := float64(c.n) * math.Log(c.q)
+		for k := c.n; k >= 1; k-- {
+			upper[k-1] = upper[k] + math.Exp(lp)
+			lp += math.Log(float64(k)*(1-c.q)) - math.Log(float64(c.n-k+1)*c.q)
+		}
+		if upper[b] > c.tail || (b > 0 && upper[b-1] <= c.tail) {
+			t.Errorf("n = %d, q = %v: bound %d, P(X > b) = %.3g, P(X > b−1) = %.3g, tail %g", c.n, c.q, b, upper[b], upper[max(b-1, 0)], c.tail)
+		}
+	}
+	for _, c := range []struct {
+		n    int
+		q    float64
+		want int
+	}{{10, 1, 10}, {10, 0, 0}, {0, 0.5, 0}} {
+		p, _ := NewPoisson(c.n, c.q)
+		if got := p.BatchBound(1e-6); got != c.want {
+			t.Errorf("n = %d, q = %v: bound %d, want %d", c.n, c.q, got, c.want)
+		}
+	}
+}
