@@ -1,0 +1,88 @@
+package safeio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestOpenRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	for path, kind := range map[string]string{fifo: "named pipe", dir: "directory", "/dev/zero": "character device"} {
+		f, err := Open(path) // a FIFO would block here forever if it were opened
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), kind) {
+			t.Errorf("Open(%s) = %v, want ErrNotRegular naming it and %q", path, err, kind)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, []byte("x"), 0o600)
+	f, err := Open(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestLimitReader(t *testing.T) {
+	for _, tc := range []struct {
+		size, limit int64
+		ok          bool
+	}{{0, 0, true}, {10, 10, true}, {11, 10, false}, {1 << 20, 1<<20 - 1, false}, {5, 100, true}} {
+		n, err := io.Copy(io.Discard, LimitReader(io.LimitReader(zeros{}, tc.size), tc.limit, "data"))
+		if tc.ok && (err != nil || n != tc.size) {
+			t.Errorf("%d bytes, limit %d: %d, %v; want all", tc.size, tc.limit, n, err)
+		}
+		if !tc.ok && (!errors.Is(err, ErrTooLarge) || n != tc.limit) {
+			t.Errorf("%d bytes, limit %d: %d, %v; want ErrTooLarge after %d bytes", tc.size, tc.limit, n, err, tc.limit)
+		}
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestLineLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		line int // 0: no error
+		n    int // bytes delivered before the error
+	}{
+		{"ab\ncd\n", 2, 0, 6},
+		{"ab\ncde\n", 2, 2, 5},
+		{"abc", 2, 1, 2},
+		{"\n\n\nabcdef", 5, 4, 8},
+		{"a\nbb\nccc", 3, 0, 8},
+	} {
+		// One byte at a time and all at once, so lines span reads and reads span lines.
+		for _, r := range []io.Reader{strings.NewReader(tc.in), &oneByte{strings.NewReader(tc.in)}} {
+			got, err := io.ReadAll(LineLimit(r, tc.max))
+			var le *LineError
+			switch {
+			case tc.line == 0 && err != nil:
+				t.Errorf("%q max %d: %v", tc.in, tc.max, err)
+			case tc.line != 0 && (!errors.As(err, &le) || le.Line != tc.line || !errors.Is(err, ErrLineTooLong)):
+				t.Errorf("%q max %d: %v, want line %d too long", tc.in, tc.max, err, tc.line)
+			case len(got) != tc.n || !bytes.Equal(got, []byte(tc.in[:tc.n])):
+				t.Errorf("%q max %d: delivered %q, want %q", tc.in, tc.max, got, tc.in[:tc.n])
+			}
+		}
+	}
+}
+
+type oneByte struct{ r io.Reader }
+
+func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
