@@ -62,10 +62,14 @@ func TestLineLimit(t *testing.T) {
 		n    int // bytes delivered before the error
 	}{
 		{"ab\ncd\n", 2, 0, 6},
-		{"ab\ncde\n", 2, 2, 5},
-		{"abc", 2, 1, 2},
-		{"\n\n\nabcdef", 5, 4, 8},
+		{"ab\ncde\n", 2, 2, 3}, // the long line is not delivered at all
+		{"abc", 2, 1, 0},
+		{"\n\n\nabcdef", 5, 4, 3},
 		{"a\nbb\nccc", 3, 0, 8},
+		{"a\nbb\nccc\n", 3, 0, 9},
+		{"", 3, 0, 0},
+		{strings.Repeat("x", 100<<10) + "\ny", 100 << 10, 0, 100<<10 + 2}, // longer than the buffer
+		{strings.Repeat("x", 100<<10) + "\ny", 100<<10 - 1, 1, 0},
 	} {
 		// One byte at a time and all at once, so lines span reads and reads span lines.
 		for _, r := range []io.Reader{strings.NewReader(tc.in), &oneByte{strings.NewReader(tc.in)}} {
