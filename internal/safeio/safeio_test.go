@@ -90,3 +90,33 @@ func TestLineLimit(t *testing.T) {
 type oneByte struct{ r io.Reader }
 
 func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
+
+// FuzzLineLimit checks LineLimit against a plain split of the input: it delivers exactly
+// the lines up to the first longer than max, and then names that line.
+func FuzzLineLimit(f *testing.F) {
+	f.Add([]byte("ab\ncde\n"), uint8(2))
+	f.Add([]byte("\n\nabc"), uint8(3))
+	f.Fuzz(func(t *testing.T, in []byte, m uint8) {
+		max := int(m)
+		wantLine, wantN := 0, len(in)
+		for i, at := 1, 0; at < len(in); i++ {
+			end := bytes.IndexByte(in[at:], '\n')
+			if end < 0 {
+				end = len(in) - at
+			}
+			if end > max {
+				wantLine, wantN = i, at
+				break
+			}
+			at += end + 1
+		}
+		got, err := io.ReadAll(LineLimit(&oneByte{bytes.NewReader(in)}, max))
+		var le *LineError
+		if wantLine == 0 && err != nil || wantLine != 0 && (!errors.As(err, &le) || le.Line != wantLine) {
+			t.Fatalf("max %d: error %v, want line %d", max, err, wantLine)
+		}
+		if !bytes.Equal(got, in[:wantN]) {
+			t.Fatalf("max %d: delivered %q, want %q", max, got, in[:wantN])
+		}
+	})
+}
