@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/privtrain/privtrain/internal/csvrows"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // ErrCSV reports a CSV file that cannot be read as a dataset: a row of the wrong width, a
@@ -158,7 +158,7 @@ func (t *Table) Example(i int, dst []float32) int {
 
 // LoadCSV reads the CSV file at path; see ReadCSV.
 func LoadCSV(path string, opts CSVOptions) (*Table, error) {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %w", err)
 	}

@@ -1,18 +1,21 @@
 package datasets
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	_ "image/jpeg" // image.Decode reads JPEG
 	_ "image/png"  // and PNG
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // ErrImage reports an image folder that cannot be read as a dataset: a file that is not
@@ -71,7 +74,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 		return nil, fmt.Errorf("datasets: resize to %d×%d: give both width and height > 0, or neither", opts.Width, opts.Height)
 	}
 	if opts.MaxPixels <= 0 {
-		opts.MaxPixels = 1 << 24
+		opts.MaxPixels = DefaultMaxPixels
 	}
 	if opts.Width*opts.Height > opts.MaxPixels || opts.Width > opts.MaxPixels || opts.Height > opts.MaxPixels {
 		return nil, fmt.Errorf("datasets: resize to %d×%d: more than %d pixels", opts.Width, opts.Height, opts.MaxPixels)
@@ -117,7 +120,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 			if !f.Type().IsRegular() {
 				continue
 			}
-			img, err := decodeImage(fsys, name, where, opts.MaxPixels)
+			img, err := decodeImage(func() (io.ReadCloser, error) { return openRegular(fsys, name, where) }, where, opts.MaxPixels, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -168,23 +171,73 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 	return out, nil
 }
 
-func decodeImage(fsys fs.FS, name, where string, maxPixels int) (image.Image, error) {
-	b, err := fs.ReadFile(fsys, name)
+// DefaultMaxPixels bounds width×height of one image where no other bound is given: 16.8
+// megapixels, which decode to at most 128 MiB (16-bit RGBA).
+const DefaultMaxPixels = 1 << 24
+
+// DecodeImageFile decodes the PNG or JPEG image at path (a regular file), as the image
+// folders of LoadImageFolder are read: the size its header claims is checked against
+// maxPixels (0: DefaultMaxPixels) and, when fits is not nil, by fits (which may refuse
+// it, e.g. for not being the size a model takes) before any pixel is decoded, so that a
+// small file claiming a huge image costs an error, not gigabytes. Errors name path and
+// wrap ErrImage (a refusal of fits is returned as it is).
+func DecodeImageFile(path string, maxPixels int, fits func(w, h int) error) (image.Image, error) {
+	return decodeImage(func() (io.ReadCloser, error) { return safeio.Open(path) }, path, maxPixels, fits)
+}
+
+// decodeImage opens the image twice, to read the header and then, if its size passes,
+// the pixels: the decoders stream, so neither the whole file nor more than the claimed
+// image is ever held.
+func decodeImage(open func() (io.ReadCloser, error), where string, maxPixels int, fits func(w, h int) error) (image.Image, error) {
+	if maxPixels <= 0 {
+		maxPixels = DefaultMaxPixels
+	}
+	f, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %w", err)
 	}
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	cfg, format, err := image.DecodeConfig(bufio.NewReader(f))
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %w: %s: not a PNG or JPEG image: %v", ErrImage, where, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxPixels/max(cfg.Height, 1) {
 		return nil, fmt.Errorf("datasets: %w: %s: %s of %d×%d pixels; at most %d pixels per image", ErrImage, where, format, cfg.Width, cfg.Height, maxPixels)
 	}
-	img, _, err := image.Decode(bytes.NewReader(b))
+	if fits != nil {
+		if err := fits(cfg.Width, cfg.Height); err != nil {
+			return nil, err
+		}
+	}
+	if f, err = open(); err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	defer f.Close()
+	img, _, err := image.Decode(bufio.NewReader(f))
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %w: %s: %s: %v", ErrImage, where, format, err)
 	}
+	if b := img.Bounds(); b.Dx() != cfg.Width || b.Dy() != cfg.Height { // the file changed between the two reads
+		return nil, fmt.Errorf("datasets: %w: %s: the image changed while it was read", ErrImage, where)
+	}
 	return img, nil
+}
+
+// openRegular opens name in fsys, refusing what is not a regular file.
+func openRegular(fsys fs.FS, name, where string) (io.ReadCloser, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = safeio.CheckRegular(st, where)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // appendCHW appends img's pixels, channel after channel (CHW), as bytes.

@@ -56,6 +56,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/safeio"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -251,9 +252,9 @@ func (r *reader) read(path string) ([]example, error) {
 		}
 		return []example{{path, x}}, nil
 	}
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, usageIfNotRegular(err)
 	}
 	defer f.Close()
 	return r.decodeIDX(path, f)
@@ -283,18 +284,45 @@ func (r *reader) readDir(dir string) ([]example, error) {
 	return out, nil
 }
 
-// readImage decodes a PNG or JPEG image into CHW values in [0,1].
+// readImage decodes a PNG or JPEG image into CHW values in [0,1]. Its size is checked
+// from its header before any pixel is decoded, as training's image folders check it.
 func (r *reader) readImage(path string) ([]float32, error) {
-	f, err := os.Open(path)
+	img, err := datasets.DecodeImageFile(path, 0, func(w, h int) error { return r.checkSize(w, h, path) })
+	if errors.Is(err, datasets.ErrImage) || errors.Is(err, safeio.ErrNotRegular) {
+		// In predict's words: one file, not a folder.
+		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), datasets.ErrImage.Error()+": ")
+		return nil, exit.Usagef("%s", strings.Replace(msg, ": not a PNG or JPEG image: ", ": not a readable PNG or JPEG image: ", 1))
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	img, _, err := image.Decode(bufio.NewReader(f))
-	if err != nil {
-		return nil, exit.Usagef("%s: not a readable PNG or JPEG image: %v", path, err)
-	}
 	return r.imageValues(img, path)
+}
+
+// usageIfNotRegular makes safeio's refusal of a FIFO, a device or a folder a usage error.
+func usageIfNotRegular(err error) error {
+	if errors.Is(err, safeio.ErrNotRegular) {
+		return exit.Usagef("%v", err)
+	}
+	return err
+}
+
+// checkSize refuses an image of w×h pixels that the model cannot take: any other size
+// than its input, unless it was trained on an image folder with -image-size (then
+// predict resizes as training did).
+func (r *reader) checkSize(w, h int, name string) error {
+	shape := r.shape
+	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
+		return exit.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
+	}
+	H, W := shape[1], shape[2]
+	if !(r.folder && r.resize) && (w != W || h != H) {
+		if r.folder {
+			return exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, w, h, W, H, cli.Shape(shape), r.trainedOn)
+		}
+		return exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, w, h, W, H, cli.Shape(shape))
+	}
+	return nil
 }
 
 // imageValues converts img to the CHW input of the model, as datasets.Images and the
@@ -302,17 +330,10 @@ func (r *reader) readImage(path string) ([]float32, error) {
 // each 8-bit value v as v/255. An image of another size is refused, unless the model was
 // trained on -dataset images:DIR with -image-size: then it is resized as training resized.
 func (r *reader) imageValues(img image.Image, name string) ([]float32, error) {
-	shape := r.shape
-	if len(shape) != 3 || (shape[0] != 1 && shape[0] != 3) {
-		return nil, exit.Usagef("%s: the model's input is %s, not a 1- or 3-channel image; give a CSV file", name, cli.Shape(shape))
+	if err := r.checkSize(img.Bounds().Dx(), img.Bounds().Dy(), name); err != nil {
+		return nil, err
 	}
-	C, H, W := shape[0], shape[1], shape[2]
-	if b := img.Bounds(); !(r.folder && r.resize) && (b.Dx() != W || b.Dy() != H) {
-		if r.folder {
-			return nil, exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s), and it was trained on %s without -image-size, so predict does not resize either: resize or crop it first", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape), r.trainedOn)
-		}
-		return nil, exit.Usagef("%s is %d×%d pixels; the model expects %d×%d images (%s): resize or crop it first (predict does not resize)", name, b.Dx(), b.Dy(), W, H, cli.Shape(shape))
-	}
+	C, H, W := r.shape[0], r.shape[1], r.shape[2]
 	px := datasets.ImageCHW(img, C, W, H)
 	x := make([]float32, len(px))
 	for i, v := range px {
@@ -322,9 +343,9 @@ func (r *reader) imageValues(img image.Image, name string) ([]float32, error) {
 }
 
 func (r *reader) readCSV(path string) ([]example, error) {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, usageIfNotRegular(err)
 	}
 	defer f.Close()
 	return r.decodeCSV(path, f)
@@ -333,6 +354,7 @@ func (r *reader) readCSV(path string) ([]example, error) {
 // decodeCSV reads one example per row: exactly size() finite numbers, divided by scale;
 // for a model trained on csv: data, see decodeTable.
 func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
+	in = safeio.LineLimit(in, safeio.MaxLine) // encoding/csv would buffer an endless line whole
 	if r.table != nil {
 		return r.decodeTable(path, in)
 	}
@@ -384,6 +406,9 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 // clipped to [0, 1].
 func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	b, err := io.ReadAll(in)
+	if errors.Is(err, safeio.ErrLineTooLong) {
+		return nil, exit.Usagef("%s: %v", path, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -430,8 +455,9 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	return out, nil
 }
 
-// maxIDX bounds the pixel bytes of an IDX file (the MNIST training images are 47 MB).
-const maxIDX = 1 << 30
+// maxIDX bounds the pixel bytes of an IDX file (the MNIST training images are 47 MB):
+// each byte becomes a float32 input, so 128 MiB of pixels cost about 640 MB.
+const maxIDX = 128 << 20
 
 // decodeIDX reads an IDX file of unsigned-byte images, raw or gzipped, as the MNIST
 // reader does (mnist.DecodeImages); any other file is not an input predict knows.

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Errors of the readers, wrapped with the file's path and the details; test for them
@@ -35,6 +36,12 @@ const (
 	// maxRecords bounds a file's records (the largest real file, CIFAR-100's train.bin,
 	// has 50,000) so that a corrupt archive header cannot ask for gigabytes.
 	maxRecords = 1 << 17
+	// batchRecords is the records of a real batch file: decodeRecords reserves room for
+	// no more before the data has arrived, whatever a tar header claims.
+	batchRecords = 10000
+	// maxArchive bounds the decompressed bytes of an archive (the real ones hold 185 MB),
+	// so that a gzip bomb is refused instead of being read for as long as it expands.
+	maxArchive = 1 << 30
 )
 
 // format describes one of the two data sets.
@@ -259,7 +266,7 @@ func (sp *split) init(f *format, n int) {
 }
 
 func decodeFile(name string, f *format, dst *split) error {
-	file, err := os.Open(name)
+	file, err := safeio.Open(name)
 	if err != nil {
 		return fmt.Errorf("cifar: %w", err)
 	}
@@ -276,7 +283,7 @@ func decodeFile(name string, f *format, dst *split) error {
 
 // loadArchive reads the .bin files of f from a .tar.gz archive in one pass.
 func loadArchive(name string, f *format) (*sets, error) {
-	file, err := os.Open(name)
+	file, err := safeio.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("cifar: %w", err)
 	}
@@ -292,7 +299,8 @@ func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 	defer zr.Close()
 	members := make(map[string]*split) // base name → its records
 	wanted := append(slices.Clone(f.train), f.test...)
-	tr := newTarReader(zr)
+	var records int64 // in the wanted members so far, as their headers claim
+	tr := newTarReader(safeio.LimitReader(zr, maxArchive, "decompressed archive"))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -307,6 +315,10 @@ func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 		}
 		if members[base] != nil {
 			return nil, fmt.Errorf("cifar: %s: %s appears twice", name, base)
+		}
+		if records += h.Size / int64(f.recordBytes()); records > maxRecords {
+			return nil, fmt.Errorf("cifar: %s: %w: the %s files of the archive hold more than %d records (the real ones hold 60,000); the archive is damaged or not %s",
+				name, ErrRecordSize, f.name, maxRecords, f.name)
 		}
 		sp := new(split)
 		sp.init(f, 0) // decodeRecords makes room once it has checked h.Size
@@ -384,9 +396,11 @@ func decodeRecords(r io.Reader, size int64, f *format, dst *split) error {
 	if err != nil {
 		return err
 	}
-	dst.pixels = slices.Grow(dst.pixels, n*imageBytes)
+	// size may be a tar header's claim: the buffers grow past one batch only as data
+	// arrives.
+	dst.pixels = slices.Grow(dst.pixels, min(n, batchRecords)*imageBytes)
 	for k := range dst.labels {
-		dst.labels[k] = slices.Grow(dst.labels[k], n)
+		dst.labels[k] = slices.Grow(dst.labels[k], min(n, batchRecords))
 	}
 	var lab [2]byte
 	for i := range n {

@@ -32,10 +32,14 @@ const (
 const numClasses = 10
 
 // Limits that keep a corrupt header from describing absurd data; real files are far
-// inside them (MNIST: 70,000 images of 28×28).
+// inside them (MNIST: 70,000 images of 28×28). maxData bounds the data bytes of one
+// file: the largest real IDX file, EMNIST ByClass's training images (697,932 of 28×28),
+// holds 547 MB, so a header that claims more is refused before anything is allocated,
+// and a hostile file costs at most this much memory.
 const (
 	maxSide  = 1 << 12
 	maxItems = 1 << 30
+	maxData  = 600 << 20
 )
 
 // decodeImages reads an IDX3 file of unsigned bytes (magic, then the number of images,
@@ -47,8 +51,8 @@ func decodeImages(r io.Reader, hint int) (n, rows, cols int, pixels []byte, err 
 	return decodeImagesMax(r, hint, 0)
 }
 
-// decodeImagesMax is decodeImages with a bound maxBytes > 0 on the pixel bytes (0: none
-// but maxItems and maxSide).
+// decodeImagesMax is decodeImages with a bound maxBytes > 0 on the pixel bytes (0, or
+// more than maxData: maxData).
 func decodeImagesMax(r io.Reader, hint, maxBytes int) (n, rows, cols int, pixels []byte, err error) {
 	var h [16]byte
 	if err := readHeader(r, h[:], magicImages, "3 dimensions"); err != nil {
@@ -62,8 +66,11 @@ func decodeImagesMax(r io.Reader, hint, maxBytes int) (n, rows, cols int, pixels
 			ErrDimensions, n64, r64, c64, maxItems, maxSide)
 	}
 	n, rows, cols = int(n64), int(r64), int(c64)
-	if maxBytes > 0 && int64(n)*int64(rows)*int64(cols) > int64(maxBytes) {
-		return 0, 0, 0, nil, fmt.Errorf("%w: %d images of %d×%d, more than %d bytes", ErrDimensions, n, rows, cols, maxBytes)
+	if maxBytes <= 0 || maxBytes > maxData {
+		maxBytes = maxData
+	}
+	if int64(n)*int64(rows)*int64(cols) > int64(maxBytes) {
+		return 0, 0, 0, nil, fmt.Errorf("%w: %d images of %d×%d, more than %d bytes (the largest real IDX data set holds 547 MB); the file is damaged or not IDX image data", ErrDimensions, n, rows, cols, maxBytes)
 	}
 	pixels, err = readBody(r, n*rows*cols, hint)
 	if err != nil {
@@ -80,8 +87,8 @@ func decodeLabels(r io.Reader, hint int) ([]byte, error) {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(h[4:])
-	if n == 0 || n > maxItems {
-		return nil, fmt.Errorf("%w: %d labels (want 1 to %d)", ErrDimensions, n, maxItems)
+	if n == 0 || n > maxData {
+		return nil, fmt.Errorf("%w: %d labels (want 1 to %d)", ErrDimensions, n, maxData)
 	}
 	labels, err := readBody(r, int(n), hint)
 	if err != nil {
@@ -117,7 +124,9 @@ func readHeader(r io.Reader, h []byte, magic uint32, dims string) error {
 }
 
 // readBody reads exactly size bytes, then makes sure the stream ends there. Reading to
-// the end also makes a gzip reader verify its checksum.
+// the end also makes a gzip reader verify its checksum. hint > 0 sizes the first
+// allocation: the caller makes sure it is what the file can honestly hold (never a size
+// the file merely claims), so that a file cut short costs no more than its data.
 func readBody(r io.Reader, size, hint int) ([]byte, error) {
 	const step = 1 << 20
 	capacity := min(size, step)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,11 +13,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/safeio"
+	"github.com/privtrain/privtrain/internal/safeio/safeiotest"
 )
 
 // The tests write IDX files with their own encoder, from the format's description on
@@ -249,7 +253,7 @@ func TestLoadMissing(t *testing.T) {
 // Decoding headers that promise far more data than there is must not allocate for the
 // promise (a fuzzer would run out of memory otherwise).
 func TestDecodeDoesNotTrustHeader(t *testing.T) {
-	data := idx3(0x803, 1<<30, 64, 64, []byte{1, 2, 3})
+	data := idx3(0x803, 100_000, 64, 64, []byte{1, 2, 3}) // 410 MB claimed, under maxData
 	var ms1, ms2 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	if _, _, _, _, err := decodeImages(bytes.NewReader(data), 0); !errors.Is(err, ErrTruncated) {
@@ -258,5 +262,61 @@ func TestDecodeDoesNotTrustHeader(t *testing.T) {
 	runtime.ReadMemStats(&ms2)
 	if grown := ms2.TotalAlloc - ms1.TotalAlloc; grown > 8<<20 {
 		t.Errorf("decoding a 19-byte file allocated %d bytes", grown)
+	}
+}
+
+// A gzipped IDX file whose size trailer claims 4 GiB reserved 4 GiB before a byte of data
+// was read: 35 bytes that crash the runtime under a memory limit.
+func TestGzipTrailerNotTrusted(t *testing.T) {
+	z := gz(t, idx3(0x803, 500_000, 32, 32, nil)) // a header claiming 512 MB, no pixels
+	binary.LittleEndian.PutUint32(z[len(z)-4:], 0xffffffff)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{TrainImages + ".gz": z, TrainLabels: idx1(0x801, []byte{1})})
+	var err error
+	grown := safeiotest.Allocated(func() { _, err = LoadTrain(dir) })
+	if err == nil || !strings.Contains(err.Error(), "gzip: invalid checksum") { // the data ends at the header
+		t.Errorf("error %v, want gzip's invalid checksum", err)
+	}
+	if grown > 16<<20 {
+		t.Errorf("a %d-byte file made the reader allocate %d bytes", len(z), grown)
+	}
+}
+
+// A gzip bomb of 1 MB claiming and holding 1 GiB of pixels (a real data set holds at most
+// 547 MB) is refused at its header, before its body is decompressed or allocated.
+func TestGzipBombRefused(t *testing.T) {
+	const n, side = 1 << 20, 32
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(idx3(0x803, n, side, side, nil))
+	if _, err := io.CopyN(zw, safeiotest.Zeros, 8<<20); err != nil { // enough to show intent; the reader must stop at the header
+		t.Fatal(err)
+	}
+	zw.Close()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{TrainImages + ".gz": b.Bytes(), TrainLabels: idx1(0x801, []byte{1})})
+	var err error
+	grown := safeiotest.Allocated(func() { _, err = LoadTrain(dir) })
+	if !errors.Is(err, ErrDimensions) || !strings.Contains(err.Error(), "1048576 images of 32×32") {
+		t.Errorf("error %v, want ErrDimensions naming the claim", err)
+	}
+	if grown > 16<<20 {
+		t.Errorf("refusing the bomb allocated %d bytes", grown)
+	}
+}
+
+// A FIFO where an IDX file should be blocked the loader forever.
+func TestNonRegularRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{TrainLabels: idx1(0x801, []byte{1})})
+	if err := syscall.Mkfifo(filepath.Join(dir, TrainImages), 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	_, err := LoadTrain(dir)
+	if !errors.Is(err, safeio.ErrNotRegular) || !strings.Contains(err.Error(), TrainImages) {
+		t.Errorf("error %v, want ErrNotRegular naming the file", err)
+	}
+	if _, err := LoadFiles(dir, filepath.Join(dir, TrainLabels)); !errors.Is(err, safeio.ErrNotRegular) {
+		t.Errorf("LoadFiles of a directory: %v, want ErrNotRegular", err)
 	}
 }

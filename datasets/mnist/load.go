@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // DebianFashionDir is where the Debian package dataset-fashion-mnist installs the
@@ -143,8 +144,12 @@ type idxFile struct {
 // findIDX locates base or base.gz in fsys.
 func findIDX(fsys fs.FS, where, base, hint string) (idxFile, error) {
 	for _, name := range []string{base, base + ".gz"} {
-		if _, err := fs.Stat(fsys, name); err == nil {
-			return idxFile{fsys, name, filepath.Join(where, name)}, nil
+		if st, err := fs.Stat(fsys, name); err == nil {
+			path := filepath.Join(where, name)
+			if err := safeio.CheckRegular(st, path); err != nil {
+				return idxFile{}, fmt.Errorf("mnist: %w", err)
+			}
+			return idxFile{fsys, name, path}, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return idxFile{}, fmt.Errorf("mnist: %w", err)
 		}
@@ -153,8 +158,12 @@ func findIDX(fsys fs.FS, where, base, hint string) (idxFile, error) {
 }
 
 func openIDX(fsys fs.FS, name, path string) (idxFile, error) {
-	if _, err := fs.Stat(fsys, name); err != nil {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
 		return idxFile{}, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	if err := safeio.CheckRegular(st, path); err != nil {
+		return idxFile{}, fmt.Errorf("mnist: %w", err)
 	}
 	return idxFile{fsys, name, path}, nil
 }
@@ -172,13 +181,16 @@ func (f idxFile) decode(dec func(r io.Reader, hint int) error) error {
 	if err != nil {
 		return fmt.Errorf("mnist: %s: %w", f.path, err)
 	}
+	if err := safeio.CheckRegular(st, f.path); err != nil {
+		return fmt.Errorf("mnist: %w", err)
+	}
 	hint := int(st.Size())
 	r, zipped, err := maybeGunzip(bufio.NewReaderSize(file, 1<<16))
 	if err != nil {
 		return fmt.Errorf("mnist: %s: %w", f.path, err)
 	}
 	if zipped {
-		hint = gzipSize(file, st.Size())
+		hint = gzipHint(file, st.Size())
 	}
 	if err := gzipTruncated(dec(r, hint)); err != nil {
 		return fmt.Errorf("mnist: %s: %w", f.path, err)
@@ -211,8 +223,9 @@ func gzipTruncated(err error) error {
 // DecodeImages reads an IDX file of unsigned-byte images (magic 0x00000803: the number of
 // images, rows and columns as big-endian uint32, then the pixels, image after image, row
 // after row), raw or gzipped, as Load reads the images of MNIST. maxBytes > 0 bounds the
-// pixel bytes that the header may announce (a larger file is ErrDimensions); the buffer
-// grows only as data arrives. Errors match ErrMagic, ErrDimensions, ErrTruncated and
+// pixel bytes that the header may announce (a larger file is ErrDimensions; 600 MiB at
+// most, above the largest real data set, whatever maxBytes says); the buffer grows only
+// as data arrives. Errors match ErrMagic, ErrDimensions, ErrTruncated and
 // ErrTrailingData under errors.Is.
 func DecodeImages(r io.Reader, maxBytes int) (n, rows, cols int, pixels []byte, err error) {
 	in, _, err := maybeGunzip(bufio.NewReader(r))
@@ -223,9 +236,15 @@ func DecodeImages(r io.Reader, maxBytes int) (n, rows, cols int, pixels []byte, 
 	return n, rows, cols, pixels, gzipTruncated(err)
 }
 
-// gzipSize returns the uncompressed size recorded in a gzip file's last four bytes
-// (modulo 2³², per RFC 1952), or 0 when it cannot be read. It is only a hint.
-func gzipSize(file fs.File, size int64) int {
+// maxDeflateRatio bounds the bytes that one compressed byte of deflate can expand to
+// (a 258-byte match costs at least two bits: 1032 to 1).
+const maxDeflateRatio = 1032
+
+// gzipHint returns the uncompressed size recorded in a gzip file's last four bytes
+// (modulo 2³², per RFC 1952), capped by what size compressed bytes can expand to, or 0
+// when it cannot be read. The trailer is written by whoever wrote the file, so it is only
+// a hint, and the cap keeps a tiny file from reserving gigabytes with it.
+func gzipHint(file fs.File, size int64) int {
 	ra, ok := file.(io.ReaderAt)
 	if !ok || size < 18 {
 		return 0
@@ -234,7 +253,7 @@ func gzipSize(file fs.File, size int64) int {
 	if _, err := ra.ReadAt(b[:], size-4); err != nil {
 		return 0
 	}
-	return int(binary.LittleEndian.Uint32(b[:]))
+	return int(min(int64(binary.LittleEndian.Uint32(b[:])), size*maxDeflateRatio))
 }
 
 // decodePair decodes an images file and its labels file into a dataset.

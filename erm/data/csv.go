@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privtrain/privtrain/internal/csvrows"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Header says whether a CSV file starts with a header line.
@@ -35,7 +36,7 @@ type CSVOptions struct {
 	Comma rune
 	// Header says whether the first line is a header.
 	Header Header
-	// MaxElements caps n·d, as in LIBSVMOptions; 0 means 1<<28.
+	// MaxElements caps n·d, as in LIBSVMOptions; 0 means DefaultMaxElements.
 	MaxElements int
 }
 
@@ -48,7 +49,7 @@ type CSVOptions struct {
 func ReadCSV(r io.Reader, opts CSVOptions) (*Dataset, error) {
 	maxElems := opts.MaxElements
 	if maxElems <= 0 {
-		maxElems = 1 << 28
+		maxElems = DefaultMaxElements
 	}
 	if opts.LabelColumn < 0 {
 		return nil, fmt.Errorf("csv: label column %d: want 1-based column or 0 for the last: %w", opts.LabelColumn, ErrInvalid)
@@ -116,6 +117,9 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Dataset, error) {
 		return nil
 	})
 	if ce, ok := err.(*csvrows.Error); ok {
+		if le := (*safeio.LineError)(nil); errors.As(ce.Err, &le) {
+			return nil, fmt.Errorf("csv: %v; the file is not CSV data, or is damaged: %w", le, ErrFormat)
+		}
 		if ce.Fault != nil {
 			return nil, fmt.Errorf("csv: line %d: %v: %w", ce.Line, ce.Fault, ErrFormat)
 		}

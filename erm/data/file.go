@@ -5,9 +5,10 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Format names a file format understood by ReadFile.
@@ -23,10 +24,16 @@ const (
 	FormatCSV Format = "csv"
 )
 
+// maxDecompressed bounds the text of a gzipped data file: DefaultMaxElements values of
+// up to 32 characters each, far more than a real file, so that a gzip bomb of nothing but
+// blank lines or comments is refused instead of being read for hours. A variable for
+// the tests.
+var maxDecompressed int64 = DefaultMaxElements * 32
+
 // ReadFile reads a LIBSVM or CSV file, gzip-compressed or not (detected
 // from the content), with the reader's default options. Errors name the file.
 func ReadFile(path string, format Format) (*Dataset, error) {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
@@ -40,7 +47,7 @@ func ReadFile(path string, format Format) (*Dataset, error) {
 			return nil, fmt.Errorf("data: %s: %w", path, err)
 		}
 		defer zr.Close()
-		r = zr
+		r = safeio.LimitReader(zr, maxDecompressed, path+": decompressed data")
 		name = strings.TrimSuffix(name, ".gz")
 	}
 	if format == FormatAuto {

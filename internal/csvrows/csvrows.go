@@ -8,6 +8,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
+
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Options say how to split a file into rows.
@@ -39,8 +41,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // its fields, which are valid only during the call. Empty lines are skipped. Rows may
 // differ in width: the caller checks, to word the error. Each stops at the first error:
 // row's, returned as it is, or the file's, returned as an *Error.
+//
+// A line longer than safeio.MaxLine stops the reading with an *Error whose Err is a
+// *safeio.LineError, so that one endless line cannot make encoding/csv buffer gigabytes.
 func Each(r io.Reader, opts Options, row func(line int, fields []string) error) error {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(safeio.LineLimit(r, safeio.MaxLine))
 	if opts.Comma != 0 {
 		cr.Comma = opts.Comma
 	}
