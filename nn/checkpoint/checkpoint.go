@@ -39,7 +39,8 @@ type File struct {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	maxSize int64
+	maxSize    int64
+	requireMAC bool // refuse content whose header has no MAC before reading its data (load with a key)
 }
 
 // WithMaxSize sets the largest decompressed size (safetensors header and data) that
@@ -230,22 +231,14 @@ func decodeBytes(in []byte, c readConfig) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(c.maxSize)),
-		zstd.WithDecoderMaxWindow(max(min(uint64(c.maxSize), 1<<40), zstd.MinWindowSize)))
-	if err != nil {
+	// A changed frame under an intact trailer is refused before anything is
+	// decompressed; the trailer's other faults wait until the content is known (below).
+	if err := checkTrailer(in[:frame.length], in[frame.length:]); errors.Is(err, ErrChecksum) {
 		return nil, err
 	}
-	defer dec.Close()
-	stream, err := dec.DecodeAll(in[:frame.length], nil)
-	switch {
-	case errors.Is(err, zstd.ErrCRCMismatch):
-		return nil, newFormatError(ErrChecksum, "zstd content checksum mismatch")
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return nil, newFormatError(ErrTooLarge, fmt.Sprintf("decompressed content exceeds %d bytes", c.maxSize))
-	case err != nil:
-		return nil, newFormatError(ErrCorrupt, "zstd: "+err.Error())
+	stream, err := inflate(in, frame, c)
+	if err != nil {
+		return nil, err
 	}
 	f, err := decodeStream(stream)
 	if err != nil {
