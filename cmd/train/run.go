@@ -177,6 +177,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 		FeatureCache: o.featureCache,
 	}
+	if o.featureCache != "" {
+		if err := checkKey(); err != nil {
+			return 0, err
+		}
+		if k, ok := os.LookupEnv(keyEnv); ok {
+			cfg.FeatureCacheKey = []byte(k) // an edited cache file is refused, as a checkpoint is
+		}
+	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
