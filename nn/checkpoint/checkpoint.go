@@ -45,8 +45,9 @@ type readConfig struct {
 
 // WithMaxSize sets the largest decompressed size (safetensors header and data) that
 // Decode and ReadFile accept; larger inputs fail with ErrTooLarge before they are
-// fully decompressed. The default is DefaultMaxSize. Memory use while decoding is
-// bounded by about twice this, plus the compressed size.
+// fully decompressed. The default is DefaultMaxSize. Memory use while decoding is the
+// decompressed size the file's safetensors header describes (at most this, checked
+// before it is allocated), plus the compressed size and the zstd window (≤ 128 MiB).
 func WithMaxSize(n int64) ReadOption {
 	return func(c *readConfig) { c.maxSize = n }
 }
