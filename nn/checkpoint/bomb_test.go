@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -44,13 +45,22 @@ func zstdBomb(head []byte, total, declared int64) []byte {
 }
 
 // safetensorsHead is the length prefix and header of a stream holding one U8 tensor of
-// n bytes, as a plausible bomb would start; mac adds a MAC entry (of the wrong value).
+// n bytes, as a plausible bomb would start, with the reserved metadata of a checkpoint
+// (the SHA-256 wrong); mac adds a MAC entry (of the wrong value).
 func safetensorsHead(n int64, mac bool) []byte {
-	md := `"privtrain.format":"privtrain-checkpoint/1"`
+	md := `"privtrain.format":"privtrain-checkpoint/1","privtrain.sha256":"` + strings.Repeat("0", 64) + `"`
 	if mac {
 		md = `"nn.mac":"00",` + md
 	}
 	h := fmt.Sprintf(`{"__metadata__":{%s},"w":{"dtype":"U8","shape":[%d],"data_offsets":[0,%d]}}`, md, n, n)
+	return append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+}
+
+// plainHead is safetensorsHead for a plain safetensors file, without a checkpoint's
+// metadata, padded so that the header and n bytes of data fill n+4096 bytes.
+func plainHead(n int64) []byte {
+	h := fmt.Sprintf(`{"w":{"dtype":"U8","shape":[%d],"data_offsets":[0,%d]}}`, n, n)
+	h += strings.Repeat(" ", 4096-8-len(h))
 	return append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
 }
 
@@ -91,6 +101,8 @@ func TestDecompressionBomb(t *testing.T) {
 		// A plausible header whose claim disagrees with the frame's declared size.
 		{"header claims more than the frame", zstdBomb(safetensorsHead(gib, false), gib/2, gib/2), nil, ErrCorrupt},
 		{"header claims more than the blocks", zstdBomb(safetensorsHead(gib, false), gib/2, -1), nil, ErrCorrupt},
+		// An honest claim without a checkpoint's reserved metadata.
+		{"foreign header", zstdBomb(plainHead(gib), gib+4096, -1), nil, ErrNotCheckpoint},
 		// An honest claim above the reader's limit.
 		{"honest claim above the limit", zstdBomb(safetensorsHead(gib, false), gib+1024, -1), []ReadOption{WithMaxSize(64 << 20)}, ErrTooLarge},
 		// A load with a key refuses a header without a MAC before reading its data.

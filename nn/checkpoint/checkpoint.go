@@ -280,18 +280,11 @@ func decodeStream(stream []byte) (*File, error) {
 	if err != nil {
 		return nil, newFormatError(classify(stream), "safetensors: "+err.Error())
 	}
+	want, err := checkReserved(l)
+	if err != nil {
+		return nil, err
+	}
 	format, hasFormat := l.metadata[formatKey]
-	sum, hasSum := l.metadata[checksumKey]
-	switch {
-	case !hasFormat && !hasSum:
-		return nil, newFormatError(ErrNotCheckpoint, "safetensors content without the "+formatKey+" marker")
-	case !hasSum:
-		return nil, newFormatError(ErrCorrupt, "metadata lacks "+checksumKey)
-	}
-	want, err := hex.DecodeString(sum)
-	if err != nil || len(want) != sha256.Size || sum != strings.ToLower(sum) || l.checksumAt < 0 {
-		return nil, newFormatError(ErrCorrupt, checksumKey+" is not 64 lowercase hex digits written plainly")
-	}
 	h := sha256.New()
 	h.Write(stream[:l.checksumAt])
 	h.Write([]byte(strings.Repeat("0", sha256.Size*2)))
@@ -319,6 +312,24 @@ func decodeStream(stream []byte) (*File, error) {
 		f.Tensors[e.name] = Tensor{DType: e.dtype, Shape: e.shape, Data: l.data[e.begin:e.end:e.end]}
 	}
 	return f, nil
+}
+
+// checkReserved checks what the reserved metadata of a parsed header can tell before
+// the data is read, and returns the content's SHA-256 as the header states it.
+func checkReserved(l *layout) ([]byte, error) {
+	_, hasFormat := l.metadata[formatKey]
+	sum, hasSum := l.metadata[checksumKey]
+	switch {
+	case !hasFormat && !hasSum:
+		return nil, newFormatError(ErrNotCheckpoint, "safetensors content without the "+formatKey+" marker")
+	case !hasSum:
+		return nil, newFormatError(ErrCorrupt, "metadata lacks "+checksumKey)
+	}
+	want, err := hex.DecodeString(sum)
+	if err != nil || len(want) != sha256.Size || sum != strings.ToLower(sum) || l.checksumAt < 0 {
+		return nil, newFormatError(ErrCorrupt, checksumKey+" is not 64 lowercase hex digits written plainly")
+	}
+	return want, nil
 }
 
 // classify tells a damaged checkpoint from foreign content when the safetensors

@@ -199,6 +199,10 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 	if err != nil {
 		return stream, nil
 	}
+	// A header that is not a checkpoint's is refused before its data is read.
+	if _, err := checkReserved(l); err != nil {
+		return nil, err
+	}
 	if c.requireMAC {
 		if _, ok := l.metadata[keyMAC]; !ok {
 			return nil, fmt.Errorf("%w: no MAC (the checkpoint was saved without a key)", ErrAuthentication)
