@@ -41,6 +41,17 @@ func TestDivergenceMessage(t *testing.T) {
 	}
 }
 
+// TestDivergenceOverflow: parameters that overflow float32 at the first step stop the
+// run with the same advice.
+func TestDivergenceOverflow(t *testing.T) {
+	code, _, stderr := runCmd(t, context.Background(), "-model", "logreg", "-lr", "1e200", "-batch", "256", "-epochs", "1", "-seed", "1")
+	if code != exit.Failure || !strings.Contains(stderr, "training diverged at step 1 of 32: nn: step 1: nn: invalid parameters") ||
+		!strings.Contains(stderr, "nothing was written); try a lower -lr (now 1e+200)") ||
+		!strings.Contains(stderr, "privacy: step 1 ran and spent privacy that no ledger records: ε 0 → ") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
 // TestCheckpointNonFiniteStatistic: a checkpoint whose running epoch loss is not finite
 // is written (the loss as null) and read back with the loss unknown (NaN).
 func TestCheckpointNonFiniteStatistic(t *testing.T) {

@@ -254,6 +254,10 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
+		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
+			kept, try := s.divergenceAdvice()
+			return 0, fmt.Errorf("training diverged at step %d of %d: %w (%s); try %s", res.Steps+1, s.trainer.Plan().Steps, runErr, kept, try)
+		}
 		return 0, runErr
 	}
 	if o.checkpoint != "" && s.savedStep != res.Steps {
@@ -335,14 +339,17 @@ func (s *session) save() error {
 // left on device"); a write probe before the first step could not see a disk that
 // fills later.
 func (s *session) reportUnrecorded() {
-	if s.trainer == nil || s.trainer.Ledger() == nil || s.trainer.Steps() <= s.recorded.step {
+	if s.trainer == nil || s.trainer.Ledger() == nil {
 		return
 	}
 	spent, err := s.trainer.Spent()
-	if err != nil {
+	if err != nil || (s.trainer.Steps() <= s.recorded.step && !(spent.Epsilon > s.recorded.eps)) {
 		return
 	}
-	where := "no checkpoint records them (no -checkpoint FILE)"
+	// A step that failed (parameters overflowing) is not counted in Steps but its
+	// spending may be in the ledger already: it ran.
+	last := max(s.trainer.Steps(), s.recorded.step+1)
+	where := "no -checkpoint FILE was given"
 	switch {
 	case s.o.checkpoint != "" && s.savedStep >= 0:
 		where = fmt.Sprintf("the last checkpoint written, %s, records step %d", s.o.checkpoint, s.recorded.step)
@@ -351,9 +358,9 @@ func (s *session) reportUnrecorded() {
 	case s.o.checkpoint != "":
 		where = "no checkpoint was written"
 	}
-	steps := fmt.Sprintf("steps %d to %d", s.recorded.step+1, s.trainer.Steps())
-	if s.trainer.Steps() == s.recorded.step+1 {
-		steps = fmt.Sprintf("step %d", s.trainer.Steps())
+	steps := fmt.Sprintf("steps %d to %d", s.recorded.step+1, last)
+	if last == s.recorded.step+1 {
+		steps = fmt.Sprintf("step %d", last)
 	}
 	fmt.Fprintf(s.stderr, "train: privacy: %s ran and spent privacy that no ledger records: ε %.4g → %.4g at δ = %g (%s); count ε = %.4g against this data set's budget\n",
 		steps, s.recorded.eps, spent.Epsilon, s.trainer.Plan().Delta, where, spent.Epsilon)
@@ -382,13 +389,20 @@ func (s *session) onStep(p training.StepProgress) error {
 // diverged is the error that stops a run whose training loss became non-finite at
 // step p: what happened, what was kept, and what to try.
 func (s *session) diverged(p training.StepProgress) error {
-	kept := "no checkpoint was written"
+	kept, try := s.divergenceAdvice()
+	return fmt.Errorf("training diverged at step %d of %d: the training loss is %v, the parameters overflowed (%s); try %s",
+		p.GlobalStep, p.TotalSteps, p.Loss, kept, try)
+}
+
+// divergenceAdvice says which checkpoint a diverged run keeps and what to try.
+func (s *session) divergenceAdvice() (kept, try string) {
+	kept = "no checkpoint was written"
 	if s.savedStep >= 0 {
 		kept = fmt.Sprintf("%s keeps step %d", s.o.checkpoint, s.savedStep)
 	} else if s.o.checkpoint == "" {
 		kept = "nothing was written"
 	}
-	try := fmt.Sprintf("a lower -lr (now %g)", s.o.lr)
+	try = fmt.Sprintf("a lower -lr (now %g)", s.o.lr)
 	if private(s.o.optimizer) {
 		try += fmt.Sprintf(", a smaller -clip (now %g)", s.o.clip)
 	}
@@ -398,8 +412,7 @@ func (s *session) diverged(p training.StepProgress) error {
 	if !s.o.float64 {
 		try += ", or -float64"
 	}
-	return fmt.Errorf("training diverged at step %d of %d: the training loss is %v, the parameters overflowed (%s); try %s",
-		p.GlobalStep, p.TotalSteps, p.Loss, kept, try)
+	return kept, try
 }
 
 func (s *session) onEpoch(m training.EpochMetrics) error {

@@ -234,8 +234,9 @@ func decodeBytes(in []byte, c readConfig) (*File, error) {
 	}
 	// A changed frame under an intact trailer is refused before anything is
 	// decompressed; the trailer's other faults wait until the content is known (below).
-	if err := checkTrailer(in[:frame.length], in[frame.length:]); errors.Is(err, ErrChecksum) {
-		return nil, err
+	trailerErr := checkTrailer(in[:frame.length], in[frame.length:])
+	if errors.Is(trailerErr, ErrChecksum) {
+		return nil, trailerErr
 	}
 	stream, err := inflate(in, frame, c)
 	if err != nil {
@@ -250,8 +251,8 @@ func decodeBytes(in []byte, c readConfig) (*File, error) {
 	if !frame.hasChecksum {
 		return nil, newFormatError(ErrCorrupt, "zstd frame has no content checksum")
 	}
-	if err := checkTrailer(in[:frame.length], in[frame.length:]); err != nil {
-		return nil, err
+	if trailerErr != nil {
+		return nil, trailerErr
 	}
 	return f, nil
 }
