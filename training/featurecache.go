@@ -34,8 +34,9 @@ import (
 // takes its labels from the dataset given. Keying on content, not on paths or names,
 // means a changed data file or front end can never meet stale features: it has another
 // key and so another file. The file (featurefile.go) repeats the key and ends in a SHA-256
-// checksum; a corrupt, truncated or mismatching file is reported, recomputed and
-// rewritten, never used. As a guard against a front end whose code changed (which the key
+// checksum, or an HMAC-SHA256 when the cache has a key (CachedFrontEndFeaturesWithKey);
+// a corrupt, truncated, edited, mismatching or non-regular file is reported, recomputed
+// and rewritten, never used. As a guard against a front end whose code changed (which the key
 // cannot see), the first and last examples' features are computed afresh on every load
 // and must equal the stored ones bit for bit.
 //
@@ -68,12 +69,24 @@ type FeatureCacheUse struct {
 // fail the call: use reports them, and the features are computed. For a model without
 // a front end it returns ds and a zero use.
 func CachedFrontEndFeatures(m *nn.Model, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
-	return cachedFrontEndFeatures(context.Background(), m, ds, dir)
+	return cachedFrontEndFeatures(context.Background(), m, ds, dir, nil)
+}
+
+// CachedFrontEndFeaturesWithKey is CachedFrontEndFeatures with files that end in an
+// HMAC-SHA256 under key instead of a SHA-256: a file edited by someone without the key,
+// however they recompute its checksum, is refused, recomputed and rewritten (see
+// TrainerConfig.FeatureCacheKey).
+func CachedFrontEndFeaturesWithKey(m *nn.Model, ds datasets.Dataset, dir string, key []byte) (datasets.Dataset, FeatureCacheUse, error) {
+	if key == nil {
+		key = []byte{} // a key, if an empty one: still not the unkeyed SHA-256
+	}
+	return cachedFrontEndFeatures(context.Background(), m, ds, dir, key)
 }
 
 // cachedFrontEndFeatures is CachedFrontEndFeatures, stopping between chunks of examples
-// when ctx is done (with an error wrapping ctx.Err()).
-func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Dataset, dir string) (datasets.Dataset, FeatureCacheUse, error) {
+// when ctx is done (with an error wrapping ctx.Err()), with files keyed by macKey when it
+// is not nil.
+func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Dataset, dir string, macKey []byte) (datasets.Dataset, FeatureCacheUse, error) {
 	var use FeatureCacheUse
 	if !m.HasFrontEnd() {
 		return ds, use, nil
@@ -91,7 +104,7 @@ func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Datase
 		return feats, use, err
 	}
 	use.File = filepath.Join(dir, "frontend-"+hex.EncodeToString(key[:])+".features")
-	values, err := readFeatureFile(use.File, key, ds.Len(), m.FeatureShape())
+	values, err := readFeatureFile(use.File, key, ds.Len(), m.FeatureShape(), macKey)
 	if err == nil {
 		err = checkCachedFeatures(m, ds, values)
 	}
@@ -111,7 +124,7 @@ func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Datase
 		return nil, use, err
 	}
 	f, _ := nn.FeaturesOf(feats) // m has a front end: FrontEndFeatures made feats
-	if err := writeFeatures(dir, use.File, key, f); err != nil {
+	if err := writeFeatures(dir, use.File, key, macKey, f); err != nil {
 		if use.Problem != "" {
 			use.Problem += "; "
 		}
@@ -197,8 +210,9 @@ func checkCachedFeatures(m *nn.Model, ds datasets.Dataset, values []float32) err
 	return nil
 }
 
-// writeFeatures writes fs to the cache file path in dir, creating dir (mode 0700).
-func writeFeatures(dir, path string, key [32]byte, f *datasets.Features) error {
+// writeFeatures writes fs to the cache file path in dir, creating dir (mode 0700), with
+// its checksum keyed by macKey if not nil.
+func writeFeatures(dir, path string, key [32]byte, macKey []byte, f *datasets.Features) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -207,7 +221,7 @@ func writeFeatures(dir, path string, key [32]byte, f *datasets.Features) error {
 	const chunk = 512
 	buf := make([]float32, chunk*size)
 	next := 0
-	return writeFeatureFile(path, featureHeader{key: key, count: f.Len(), shape: shape}, func() []float32 {
+	return writeFeatureFile(path, featureHeader{key: key, count: f.Len(), shape: shape}, macKey, func() []float32 {
 		k := min(chunk, f.Len()-next)
 		for i := range k {
 			f.Example(next+i, buf[i*size:(i+1)*size])

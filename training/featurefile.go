@@ -2,14 +2,17 @@ package training
 
 import (
 	"bufio"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
 	"slices"
+	"syscall"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
 )
@@ -24,9 +27,12 @@ import (
 //	ndim     uint32   1 … 8
 //	dims     ndim × uint32, each ≥ 1: the per-example feature shape
 //	payload  count·Prod(dims) float32 values, example-major
-//	checksum 32 bytes SHA-256 of everything before it
+//	checksum 32 bytes SHA-256 of everything before it, or, when the cache has a key
+//	                  (TrainerConfig.FeatureCacheKey), HMAC-SHA256 under that key of
+//	                  featureMACDomain and everything before it
 //
-// all integers and values little-endian.
+// all integers and values little-endian. The SHA-256 catches damage; only the keyed MAC
+// catches an edit, since whoever edits the payload can recompute a SHA-256.
 const (
 	featureMagic       = "PTFEATS\n"
 	featureFileVersion = 1
@@ -39,6 +45,21 @@ const (
 	// file's size.
 	featureMaxValues = 1 << 34
 )
+
+// featureMACDomain starts what a keyed feature file's MAC covers, so that no MAC of
+// another kind of file under the same key (checkpoints share it) is ever a valid one.
+const featureMACDomain = "privtrain-feature-cache-mac/1\n"
+
+// newFeatureSum returns the hash of a feature file's checksum: SHA-256 without a key,
+// HMAC-SHA256 under key with one.
+func newFeatureSum(key []byte) hash.Hash {
+	if key == nil {
+		return sha256.New()
+	}
+	h := hmac.New(sha256.New, key)
+	io.WriteString(h, featureMACDomain)
+	return h
+}
 
 // errFeatureFile marks a cache file that is not a valid feature file.
 var errFeatureFile = errors.New("not a valid feature cache file")
@@ -121,9 +142,10 @@ func parseFeatureHeader(b []byte) (featureHeader, int, error) {
 
 // writeFeatureFile writes h and the h.values() values that next delivers, in chunks, to
 // path, atomically, readable by its owner only: the features are as private as the data.
-func writeFeatureFile(path string, h featureHeader, next func() []float32) error {
+// macKey, if not nil, keys the checksum (newFeatureSum).
+func writeFeatureFile(path string, h featureHeader, macKey []byte, next func() []float32) error {
 	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
-		sum := sha256.New()
+		sum := newFeatureSum(macKey)
 		bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
 		if _, err := bw.Write(h.encode()); err != nil {
 			return err
@@ -149,11 +171,12 @@ func writeFeatureFile(path string, h featureHeader, next func() []float32) error
 }
 
 // readFeatureFile reads the values of the feature file at path, which must have been
-// written for key, count examples and per-example shape. A file that is missing gives an
-// error satisfying errors.Is(err, fs.ErrNotExist); one that is corrupt, truncated or
-// written for other data or another front end, one wrapping errFeatureFile.
-func readFeatureFile(path string, key [32]byte, count int, shape []int) ([]float32, error) {
-	f, err := os.Open(path)
+// written for key, count examples and per-example shape, and with macKey (nil for none).
+// A file that is missing gives an error satisfying errors.Is(err, fs.ErrNotExist); one
+// that is corrupt, truncated, edited, not a regular file or written for other data or
+// another front end, one wrapping errFeatureFile.
+func readFeatureFile(path string, key [32]byte, count int, shape []int, macKey []byte) ([]float32, error) {
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +203,7 @@ func readFeatureFile(path string, key [32]byte, count int, shape []int) ([]float
 	if want := int64(n) + 4*int64(values) + sha256.Size; st.Size() != want {
 		return nil, fmt.Errorf("%w: %d bytes, want %d (truncated or extended)", errFeatureFile, st.Size(), want)
 	}
-	sum := sha256.New()
+	sum := newFeatureSum(macKey)
 	sum.Write(head[:n])
 	if _, err := f.Seek(int64(n), io.SeekStart); err != nil {
 		return nil, err
@@ -202,10 +225,34 @@ func readFeatureFile(path string, key [32]byte, count int, shape []int) ([]float
 	if _, err := io.ReadFull(f, stored[:]); err != nil {
 		return nil, fmt.Errorf("%w: checksum: %v", errFeatureFile, err)
 	}
-	if [sha256.Size]byte(sum.Sum(nil)) != stored {
+	if !hmac.Equal(sum.Sum(nil), stored[:]) {
+		if macKey != nil {
+			return nil, fmt.Errorf("%w: the MAC does not verify under the key (written without it or with another, or edited)", errFeatureFile)
+		}
 		return nil, fmt.Errorf("%w: SHA-256 checksum mismatch (the file is corrupt)", errFeatureFile)
 	}
 	return out, nil
+}
+
+// openRegular opens path for reading if it is a regular file. It opens without
+// blocking, so that a FIFO or a device put in the cache's place is refused rather
+// than waited on forever, and checks the type of what it opened, not of what a
+// separate Lstat saw, so that nothing can be swapped in between.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: not a regular file (%v); remove it", errFeatureFile, st.Mode().Type())
+	}
+	return f, nil
 }
 
 // appendFloat32s appends the little-endian bits of x to b: the file's payload, and the

@@ -60,7 +60,7 @@ func writeTestFile(t *testing.T, count int) (string, []float32) {
 	vals[0], vals[1], vals[2] = float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.MaxFloat32
 	path := filepath.Join(t.TempDir(), "f.features")
 	next := 0
-	err := writeFeatureFile(path, featureHeader{key: testKey(), count: count, shape: []int{2, 3}}, func() []float32 {
+	err := writeFeatureFile(path, featureHeader{key: testKey(), count: count, shape: []int{2, 3}}, nil, func() []float32 {
 		k := min(5, len(vals)-next) // chunks that do not align with examples
 		next += k
 		return vals[next-k : next]
@@ -75,7 +75,7 @@ func writeTestFile(t *testing.T, count int) (string, []float32) {
 // little-endian payload and the SHA-256 of both, and it is readable by its owner only.
 func TestFeatureFileRoundTrip(t *testing.T) {
 	path, vals := writeTestFile(t, 4)
-	got, err := readFeatureFile(path, testKey(), 4, []int{2, 3})
+	got, err := readFeatureFile(path, testKey(), 4, []int{2, 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +104,9 @@ func TestFeatureFileRoundTrip(t *testing.T) {
 	other := testKey()
 	other[31] ^= 1
 	for name, read := range map[string]func() error{
-		"key":   func() error { _, err := readFeatureFile(path, other, 4, []int{2, 3}); return err },
-		"count": func() error { _, err := readFeatureFile(path, testKey(), 5, []int{2, 3}); return err },
-		"shape": func() error { _, err := readFeatureFile(path, testKey(), 4, []int{3, 2}); return err },
+		"key":   func() error { _, err := readFeatureFile(path, other, 4, []int{2, 3}, nil); return err },
+		"count": func() error { _, err := readFeatureFile(path, testKey(), 5, []int{2, 3}, nil); return err },
+		"shape": func() error { _, err := readFeatureFile(path, testKey(), 4, []int{3, 2}, nil); return err },
 	} {
 		if err := read(); !errors.Is(err, errFeatureFile) {
 			t.Errorf("other %s: %v, want errFeatureFile", name, err)
@@ -129,7 +129,7 @@ func TestFeatureFileCorruption(t *testing.T) {
 			if err := os.WriteFile(bad, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}); !errors.Is(err, errFeatureFile) {
+			if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}, nil); !errors.Is(err, errFeatureFile) {
 				t.Fatalf("byte %d ^ %#x: %v, want errFeatureFile", i, bit, err)
 			}
 		}
@@ -138,14 +138,14 @@ func TestFeatureFileCorruption(t *testing.T) {
 		if err := os.WriteFile(bad, raw[:n], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}); !errors.Is(err, errFeatureFile) {
+		if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}, nil); !errors.Is(err, errFeatureFile) {
 			t.Fatalf("truncated to %d bytes: %v, want errFeatureFile", n, err)
 		}
 	}
 	if err := os.WriteFile(bad, append(raw, 0), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}); !errors.Is(err, errFeatureFile) {
+	if _, err := readFeatureFile(bad, testKey(), 3, []int{2, 3}, nil); !errors.Is(err, errFeatureFile) {
 		t.Fatalf("extended by a byte: %v, want errFeatureFile", err)
 	}
 }
@@ -209,14 +209,14 @@ func TestCachedFeaturesServedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := m.FeatureShape()
-	vals, err := readFeatureFile(use.File, key, 5, out)
+	vals, err := readFeatureFile(use.File, key, 5, out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rewrite := func(i int) {
 		v := slices.Clone(vals)
 		v[i] += 1
-		if err := writeFeatureFile(use.File, featureHeader{key: key, count: 5, shape: out}, func() []float32 { return v }); err != nil {
+		if err := writeFeatureFile(use.File, featureHeader{key: key, count: 5, shape: out}, nil, func() []float32 { return v }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,7 +236,34 @@ func TestCachedFeaturesServedAndChecked(t *testing.T) {
 	if err != nil || use3.Loaded || !strings.Contains(use3.Problem, "changed") || !strings.Contains(use3.Problem, use.File) {
 		t.Fatalf("changed first example: %+v, %v", use3, err)
 	}
-	if v, err := readFeatureFile(use.File, key, 5, out); err != nil || !slices.Equal(v, vals) {
+	if v, err := readFeatureFile(use.File, key, 5, out, nil); err != nil || !slices.Equal(v, vals) {
 		t.Errorf("the file was not rewritten with the computed features: %v", err)
+	}
+}
+
+// TestFeatureFileKeyed: a file written under a key reads back under it; under another
+// key, without one, or written without one and read with one, it is refused.
+func TestFeatureFileKeyed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.features")
+	vals := []float32{1, 2, 3, 4, 5, 6}
+	write := func(key []byte) {
+		t.Helper()
+		if err := writeFeatureFile(path, featureHeader{key: testKey(), count: 1, shape: []int{2, 3}}, key, func() []float32 { return vals }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k1, k2 := []byte("key one, sixteen+"), []byte("key two, sixteen+")
+	write(k1)
+	if got, err := readFeatureFile(path, testKey(), 1, []int{2, 3}, k1); err != nil || !slices.Equal(got, vals) {
+		t.Fatalf("same key: %v, %v", got, err)
+	}
+	for name, key := range map[string][]byte{"other key": k2, "no key": nil} {
+		if _, err := readFeatureFile(path, testKey(), 1, []int{2, 3}, key); !errors.Is(err, errFeatureFile) {
+			t.Errorf("%s: err = %v, want errFeatureFile", name, err)
+		}
+	}
+	write(nil)
+	if _, err := readFeatureFile(path, testKey(), 1, []int{2, 3}, k1); !errors.Is(err, errFeatureFile) || !strings.Contains(err.Error(), "MAC") {
+		t.Errorf("unkeyed file read with a key: err = %v", err)
 	}
 }

@@ -126,6 +126,11 @@ type TrainerConfig struct {
 	// checked on load). The files hold features of the private data: protect the
 	// directory as the data. No effect for a model without a front end.
 	FeatureCache string
+	// FeatureCacheKey, if not nil, keys the feature cache: its files end in an
+	// HMAC-SHA256 under this key instead of a SHA-256, so that a file edited without
+	// the key is refused (and recomputed) even if its checksum was recomputed
+	// (CachedFrontEndFeaturesWithKey). cmd/train sets it to PRIVTRAIN_CHECKPOINT_KEY.
+	FeatureCacheKey []byte
 }
 
 // FrontEndProgress describes the one-time computation of a model's front-end features
@@ -794,7 +799,7 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 		if t.cfg.FeatureCache == "" {
 			return t.model.FrontEndFeaturesContext(ctx, ds)
 		}
-		fs, use, err := cachedFrontEndFeatures(ctx, t.model, ds, t.cfg.FeatureCache)
+		fs, use, err := cachedFrontEndFeatures(ctx, t.model, ds, t.cfg.FeatureCache, t.cfg.FeatureCacheKey)
 		use.Set = set
 		p.Cache = append(p.Cache, use)
 		return fs, err

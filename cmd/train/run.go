@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,6 +99,14 @@ type session struct {
 	metrics *metricsLog
 	// savedStep is the step of the last checkpoint written (−1: none).
 	savedStep int
+	// recorded is the step and ε of the last ledger on disk: the last checkpoint
+	// written, or the one resumed (step 0, ε 0 for a fresh run). Steps after it
+	// have spent privacy that no file records until the next successful write.
+	recorded struct {
+		step int
+		eps  float64
+	}
+	stderr io.Writer
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
@@ -178,6 +187,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 		FeatureCache: o.featureCache,
 	}
+	if o.featureCache != "" {
+		if err := checkKey(); err != nil {
+			return 0, err
+		}
+		if k, ok := os.LookupEnv(keyEnv); ok {
+			cfg.FeatureCacheKey = []byte(k) // an edited cache file is refused, as a checkpoint is
+		}
+	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
@@ -191,7 +208,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, err
 		}
 	}
-	s := &session{o: o, out: newReporter(stderr), savedStep: -1}
+	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
@@ -226,17 +243,29 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
 
+	s.recorded.step = s.trainer.Steps()
+	if ck != nil && ck.Ledger != nil {
+		if spent, err := ck.Ledger.Epsilon(ck.Plan.Delta); err == nil {
+			s.recorded.eps = spent.Epsilon
+		}
+	}
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr != nil && !interrupted {
+		s.reportUnrecorded()
+		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
+			kept, try := s.divergenceAdvice()
+			return 0, fmt.Errorf("training diverged at step %d of %d: %w (%s); try %s", res.Steps+1, s.trainer.Plan().Steps, runErr, kept, try)
+		}
 		return 0, runErr
 	}
 	if o.checkpoint != "" && s.savedStep != res.Steps {
 		// onEpoch saved every epoch end; save the state they did not cover (an interrupted
 		// epoch, or a resumed run with nothing left to do).
 		if err := s.save(); err != nil {
+			s.reportUnrecorded()
 			return 0, err
 		}
 	}
@@ -296,7 +325,46 @@ func (s *session) save() error {
 		return fileError("checkpoint", s.o.checkpoint, err)
 	}
 	s.savedStep = c.Step
+	s.recorded.step = c.Step
+	if spent, err := s.trainer.Spent(); err == nil {
+		s.recorded.eps = spent.Epsilon
+	}
 	return nil
+}
+
+// reportUnrecorded says, for a private run stopping on an error, which steps spent
+// privacy that no checkpoint's ledger records (a checkpoint write failed, training
+// diverged, or no -checkpoint was given): the ledger lives in the checkpoint, so
+// without this line the spending of those steps would be known nowhere. The stop
+// comes at the first failed write, which names its cause (a full disk: "no space
+// left on device"); a write probe before the first step could not see a disk that
+// fills later.
+func (s *session) reportUnrecorded() {
+	if s.trainer == nil || s.trainer.Ledger() == nil {
+		return
+	}
+	spent, err := s.trainer.Spent()
+	if err != nil || (s.trainer.Steps() <= s.recorded.step && !(spent.Epsilon > s.recorded.eps)) {
+		return
+	}
+	// A step that failed (parameters overflowing) is not counted in Steps but its
+	// spending may be in the ledger already: it ran.
+	last := max(s.trainer.Steps(), s.recorded.step+1)
+	where := "no -checkpoint FILE was given"
+	switch {
+	case s.o.checkpoint != "" && s.savedStep >= 0:
+		where = fmt.Sprintf("the last checkpoint written, %s, records step %d", s.o.checkpoint, s.recorded.step)
+	case s.o.checkpoint != "" && s.o.resume != "":
+		where = fmt.Sprintf("no checkpoint was written; %s records step %d", s.o.resume, s.recorded.step)
+	case s.o.checkpoint != "":
+		where = "no checkpoint was written"
+	}
+	steps := fmt.Sprintf("steps %d to %d", s.recorded.step+1, last)
+	if last == s.recorded.step+1 {
+		steps = fmt.Sprintf("step %d", last)
+	}
+	fmt.Fprintf(s.stderr, "train: privacy: %s ran and spent privacy that no ledger records: ε %.4g → %.4g at δ = %g (%s); count ε = %.4g against this data set's budget\n",
+		steps, s.recorded.eps, spent.Epsilon, s.trainer.Plan().Delta, where, spent.Epsilon)
 }
 
 // stepHook, when set by a test, runs after every step (to interrupt a run at a chosen
@@ -308,10 +376,44 @@ func (s *session) onStep(p training.StepProgress) error {
 	if stepHook != nil {
 		stepHook(p)
 	}
+	// A NaN loss with no examples yet this epoch is "no loss"; otherwise a non-finite
+	// loss means the parameters overflowed: stop before checkpointing them.
+	if math.IsInf(p.Loss, 0) || (math.IsNaN(p.Loss) && p.BatchSize > 0) {
+		return s.diverged(p)
+	}
 	if s.o.checkpointEvery > 0 && p.GlobalStep%s.o.checkpointEvery == 0 && p.Step != p.StepsPerEpoch {
 		return s.save()
 	}
 	return nil
+}
+
+// diverged is the error that stops a run whose training loss became non-finite at
+// step p: what happened, what was kept, and what to try.
+func (s *session) diverged(p training.StepProgress) error {
+	kept, try := s.divergenceAdvice()
+	return fmt.Errorf("training diverged at step %d of %d: the training loss is %v, the parameters overflowed (%s); try %s",
+		p.GlobalStep, p.TotalSteps, p.Loss, kept, try)
+}
+
+// divergenceAdvice says which checkpoint a diverged run keeps and what to try.
+func (s *session) divergenceAdvice() (kept, try string) {
+	kept = "no checkpoint was written"
+	if s.savedStep >= 0 {
+		kept = fmt.Sprintf("%s keeps step %d", s.o.checkpoint, s.savedStep)
+	} else if s.o.checkpoint == "" {
+		kept = "nothing was written"
+	}
+	try = fmt.Sprintf("a lower -lr (now %g)", s.o.lr)
+	if private(s.o.optimizer) {
+		try += fmt.Sprintf(", a smaller -clip (now %g)", s.o.clip)
+	}
+	if s.o.lrSchedule == "constant" {
+		try += ", a decaying -lr-schedule or -warmup-steps"
+	}
+	if !s.o.float64 {
+		try += ", or -float64"
+	}
+	return kept, try
 }
 
 func (s *session) onEpoch(m training.EpochMetrics) error {

@@ -39,13 +39,15 @@ type File struct {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	maxSize int64
+	maxSize    int64
+	requireMAC bool // refuse content whose header has no MAC before reading its data (load with a key)
 }
 
 // WithMaxSize sets the largest decompressed size (safetensors header and data) that
 // Decode and ReadFile accept; larger inputs fail with ErrTooLarge before they are
-// fully decompressed. The default is DefaultMaxSize. Memory use while decoding is
-// bounded by about twice this, plus the compressed size.
+// fully decompressed. The default is DefaultMaxSize. Memory use while decoding is the
+// decompressed size the file's safetensors header describes (at most this, checked
+// before it is allocated), plus the compressed size and the zstd window (≤ 128 MiB).
 func WithMaxSize(n int64) ReadOption {
 	return func(c *readConfig) { c.maxSize = n }
 }
@@ -230,22 +232,15 @@ func decodeBytes(in []byte, c readConfig) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(c.maxSize)),
-		zstd.WithDecoderMaxWindow(max(min(uint64(c.maxSize), 1<<40), zstd.MinWindowSize)))
+	// A changed frame under an intact trailer is refused before anything is
+	// decompressed; the trailer's other faults wait until the content is known (below).
+	trailerErr := checkTrailer(in[:frame.length], in[frame.length:])
+	if errors.Is(trailerErr, ErrChecksum) {
+		return nil, trailerErr
+	}
+	stream, err := inflate(in, frame, c)
 	if err != nil {
 		return nil, err
-	}
-	defer dec.Close()
-	stream, err := dec.DecodeAll(in[:frame.length], nil)
-	switch {
-	case errors.Is(err, zstd.ErrCRCMismatch):
-		return nil, newFormatError(ErrChecksum, "zstd content checksum mismatch")
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return nil, newFormatError(ErrTooLarge, fmt.Sprintf("decompressed content exceeds %d bytes", c.maxSize))
-	case err != nil:
-		return nil, newFormatError(ErrCorrupt, "zstd: "+err.Error())
 	}
 	f, err := decodeStream(stream)
 	if err != nil {
@@ -256,8 +251,8 @@ func decodeBytes(in []byte, c readConfig) (*File, error) {
 	if !frame.hasChecksum {
 		return nil, newFormatError(ErrCorrupt, "zstd frame has no content checksum")
 	}
-	if err := checkTrailer(in[:frame.length], in[frame.length:]); err != nil {
-		return nil, err
+	if trailerErr != nil {
+		return nil, trailerErr
 	}
 	return f, nil
 }
@@ -286,18 +281,11 @@ func decodeStream(stream []byte) (*File, error) {
 	if err != nil {
 		return nil, newFormatError(classify(stream), "safetensors: "+err.Error())
 	}
+	want, err := checkReserved(l)
+	if err != nil {
+		return nil, err
+	}
 	format, hasFormat := l.metadata[formatKey]
-	sum, hasSum := l.metadata[checksumKey]
-	switch {
-	case !hasFormat && !hasSum:
-		return nil, newFormatError(ErrNotCheckpoint, "safetensors content without the "+formatKey+" marker")
-	case !hasSum:
-		return nil, newFormatError(ErrCorrupt, "metadata lacks "+checksumKey)
-	}
-	want, err := hex.DecodeString(sum)
-	if err != nil || len(want) != sha256.Size || sum != strings.ToLower(sum) || l.checksumAt < 0 {
-		return nil, newFormatError(ErrCorrupt, checksumKey+" is not 64 lowercase hex digits written plainly")
-	}
 	h := sha256.New()
 	h.Write(stream[:l.checksumAt])
 	h.Write([]byte(strings.Repeat("0", sha256.Size*2)))
@@ -325,6 +313,24 @@ func decodeStream(stream []byte) (*File, error) {
 		f.Tensors[e.name] = Tensor{DType: e.dtype, Shape: e.shape, Data: l.data[e.begin:e.end:e.end]}
 	}
 	return f, nil
+}
+
+// checkReserved checks what the reserved metadata of a parsed header can tell before
+// the data is read, and returns the content's SHA-256 as the header states it.
+func checkReserved(l *layout) ([]byte, error) {
+	_, hasFormat := l.metadata[formatKey]
+	sum, hasSum := l.metadata[checksumKey]
+	switch {
+	case !hasFormat && !hasSum:
+		return nil, newFormatError(ErrNotCheckpoint, "safetensors content without the "+formatKey+" marker")
+	case !hasSum:
+		return nil, newFormatError(ErrCorrupt, "metadata lacks "+checksumKey)
+	}
+	want, err := hex.DecodeString(sum)
+	if err != nil || len(want) != sha256.Size || sum != strings.ToLower(sum) || l.checksumAt < 0 {
+		return nil, newFormatError(ErrCorrupt, checksumKey+" is not 64 lowercase hex digits written plainly")
+	}
+	return want, nil
 }
 
 // classify tells a damaged checkpoint from foreign content when the safetensors

@@ -67,7 +67,7 @@ const (
 // unfinished epoch and the last evaluation (null when none ran).
 type positionJSON struct {
 	Step          int      `json:"step"`
-	EpochLoss     float64  `json:"epoch_loss"`
+	EpochLoss     *float64 `json:"epoch_loss"` // null when not finite (a diverged run)
 	EpochCorrect  int      `json:"epoch_correct"`
 	EpochExamples int      `json:"epoch_examples"`
 	TestLoss      *float64 `json:"test_loss"`
@@ -103,7 +103,7 @@ func (c *Training) file() (*File, error) {
 		f.Tensors[tensorPerm] = I64([]int{len(c.Perm)}, num.Converted[int64](c.Perm))
 	}
 	pos := positionJSON{
-		Step: c.Step, EpochLoss: c.EpochLoss, EpochCorrect: c.EpochCorrect,
+		Step: c.Step, EpochLoss: jsonnum.FiniteOrNil(c.EpochLoss), EpochCorrect: c.EpochCorrect,
 		EpochExamples: c.EpochExamples, TestLoss: jsonnum.FiniteOrNil(c.TestLoss),
 		TestAccuracy: jsonnum.FiniteOrNil(c.TestAccuracy), RunID: c.RunID,
 	}
@@ -332,9 +332,9 @@ func (c *Training) setPosition(p positionJSON) error {
 		return fmt.Errorf("step %d of a %d-step plan", p.Step, c.Plan.Steps)
 	case p.EpochExamples < 0 || p.EpochCorrect < 0 || p.EpochCorrect > p.EpochExamples:
 		return fmt.Errorf("epoch statistics %d correct of %d", p.EpochCorrect, p.EpochExamples)
-	case !(p.EpochLoss >= 0) || !finite(p.EpochLoss):
-		return fmt.Errorf("epoch loss %v", p.EpochLoss)
-	case p.Step%spe == 0 && (p.EpochExamples != 0 || p.EpochLoss != 0):
+	case p.EpochLoss != nil && (!(*p.EpochLoss >= 0) || !finite(*p.EpochLoss)):
+		return fmt.Errorf("epoch loss %v", *p.EpochLoss)
+	case p.Step%spe == 0 && (p.EpochExamples != 0 || p.EpochLoss == nil || *p.EpochLoss != 0):
 		return errors.New("running statistics at an epoch boundary")
 	case p.EpochExamples > p.Step%spe*c.Plan.DatasetSize:
 		return fmt.Errorf("%d examples in %d steps of the epoch", p.EpochExamples, p.Step%spe)
@@ -349,7 +349,10 @@ func (c *Training) setPosition(p positionJSON) error {
 	}
 	c.RunID = p.RunID
 	c.Step, c.Epoch = p.Step, p.Step/spe
-	c.EpochLoss, c.EpochCorrect, c.EpochExamples = p.EpochLoss, p.EpochCorrect, p.EpochExamples
+	c.EpochLoss, c.EpochCorrect, c.EpochExamples = math.NaN(), p.EpochCorrect, p.EpochExamples
+	if p.EpochLoss != nil {
+		c.EpochLoss = *p.EpochLoss
+	}
 	c.TestLoss, c.TestAccuracy = math.NaN(), math.NaN()
 	if p.TestLoss != nil {
 		c.TestLoss = *p.TestLoss

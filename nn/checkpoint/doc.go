@@ -83,7 +83,11 @@
 // `zstd -d` (which drops the trailer) or written by another program. Walking the frame's
 // block headers before decompressing tells a truncated file (ErrTruncated) from a
 // damaged one, bounds the memory a lying content size can claim, and rejects bytes
-// after the trailer.
+// after the trailer. The decoder then streams: it reads the safetensors header first
+// and allocates the data only once the size that header describes agrees with the
+// declared content size, the blocks and the size limit, so a zstd bomb costs at most
+// the size a plausible checkpoint header claims, never more (LoadWithKey also
+// refuses a header without a MAC before reading the data).
 //
 // # Inspecting a checkpoint
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -22,7 +23,16 @@ type frameInfo struct {
 	length      int    // bytes of the frame, checksum included
 	hasChecksum bool   // Content_Checksum_flag
 	maxContent  uint64 // an upper bound on the decompressed size, read off the block headers
+	hasSize     bool   // the frame header declares the content size (Encode's do from 256 bytes on)
+	size        uint64 // the declared content size, if hasSize
+	window      uint64 // the window the decoder must keep (the content size for a single segment)
 }
+
+// maxWindow is the largest zstd window a checkpoint may ask the decoder to keep:
+// 128 MiB, the default limit of the reference `zstd -d` (--memory=128MB). Encode's
+// frames use 4 MiB at most; the decoder allocates the window at once, so a frame may
+// not claim more than this.
+const maxWindow = 128 << 20
 
 // walkFrame finds the extent of the zstd frame at the start of in by reading its frame
 // and block headers (RFC 8878, 3.1.1), without decompressing anything. Knowing the
@@ -48,7 +58,10 @@ func walkFrame(in []byte) (frameInfo, error) {
 	if in[4]&(1<<4) != 0 {
 		return frameInfo{}, newFormatError(ErrCorrupt, "unused bit set in the zstd frame header")
 	}
-	info := frameInfo{hasChecksum: h.HasCheckSum}
+	info := frameInfo{hasChecksum: h.HasCheckSum, hasSize: h.HasFCS, size: h.FrameContentSize, window: h.WindowSize}
+	if h.SingleSegment {
+		info.window = h.FrameContentSize
+	}
 	pos := h.HeaderSize
 	for {
 		if len(in)-pos < 3 {
@@ -131,4 +144,114 @@ func checkTrailer(frame, rest []byte) error {
 		return newFormatError(ErrChecksum, "SHA-256 of the zstd frame does not match the trailer")
 	}
 	return newFormatError(ErrCorrupt, "no valid trailer after the zstd frame")
+}
+
+// inflate decompresses the data frame in[:frame.length] through a limit. It reads the
+// safetensors length prefix and header first and allocates the rest only for the size
+// they describe, after checking that size against every bound the file offers: the
+// declared content size, what the blocks can hold and c.maxSize. Content that is not
+// a safetensors stream is refused after its first bytes; a zstd bomb therefore costs
+// at most the header it claims (≤ 100 MB) or, with a plausible header, the size that
+// header declares, allocated once, never the doubling of an unsized decode. With
+// c.requireMAC it refuses a header without a MAC before reading the data. Errors of
+// the content come back as a nil error with the short stream, for decodeStream to
+// classify as it classifies any other stream.
+func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
+	if frame.hasSize && frame.size > uint64(c.maxSize) {
+		return nil, newFormatError(ErrTooLarge, fmt.Sprintf("zstd frame declares %d bytes of content, the limit is %d", frame.size, c.maxSize))
+	}
+	if frame.window > maxWindow {
+		return nil, newFormatError(ErrTooLarge, fmt.Sprintf("zstd frame asks for a %d-byte window, the limit is %d", frame.window, maxWindow))
+	}
+	limit := min(uint64(c.maxSize), frame.maxContent)
+	if frame.hasSize {
+		limit = min(limit, frame.size)
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(in[:frame.length]),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(uint64(c.maxSize)),
+		zstd.WithDecoderMaxWindow(max(min(uint64(c.maxSize), maxWindow), zstd.MinWindowSize)))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+
+	// The length prefix and the header, each no longer than the limits allow.
+	prefix := make([]byte, 8)
+	if n, err := io.ReadFull(dec, prefix); err != nil {
+		return prefix[:n], zstdError(err, c)
+	}
+	n := binary.LittleEndian.Uint64(prefix)
+	if n > maxHeaderSize || limit < 8 || n > limit-8 {
+		return prefix, nil // decodeStream reports the length (parseLayout's message)
+	}
+	stream := make([]byte, 8+n)
+	copy(stream, prefix)
+	if got, err := io.ReadFull(dec, stream[8:]); err != nil {
+		return stream[:8+got], zstdError(err, c)
+	}
+	l, err := parseHeader(stream)
+	if err != nil {
+		return stream, nil
+	}
+	dataSize, err := dataExtent(l)
+	if err != nil {
+		return stream, nil
+	}
+	// A header that is not a checkpoint's is refused before its data is read.
+	if _, err := checkReserved(l); err != nil {
+		return nil, err
+	}
+	if c.requireMAC {
+		if _, ok := l.metadata[keyMAC]; !ok {
+			return nil, fmt.Errorf("%w: no MAC (the checkpoint was saved without a key)", ErrAuthentication)
+		}
+	}
+
+	// The size the header claims, checked before it is allocated.
+	total := 8 + n + dataSize
+	switch {
+	case dataSize > uint64(c.maxSize) || total > uint64(c.maxSize):
+		return nil, newFormatError(ErrTooLarge, fmt.Sprintf("safetensors header describes %d bytes of content, the limit is %d", total, c.maxSize))
+	case frame.hasSize && total != frame.size:
+		return nil, newFormatError(classify(stream), fmt.Sprintf(
+			"safetensors header describes %d bytes of content, the zstd frame declares %d", total, frame.size))
+	case total > frame.maxContent:
+		return nil, newFormatError(classify(stream), fmt.Sprintf(
+			"safetensors header describes %d bytes of content, the zstd blocks hold at most %d", total, frame.maxContent))
+	}
+	stream = append(stream, make([]byte, dataSize)...)
+	if got, err := io.ReadFull(dec, stream[8+n:]); err != nil {
+		if err := zstdError(err, c); err != nil {
+			return nil, err
+		}
+		return nil, newFormatError(classify(stream), fmt.Sprintf(
+			"safetensors: the content ends after %d bytes, its header describes %d", 8+n+uint64(got), total))
+	}
+	// The frame must end here; reading on also checks its content checksum.
+	var extra [1]byte
+	switch got, err := dec.Read(extra[:]); {
+	case got > 0:
+		return nil, newFormatError(classify(stream), fmt.Sprintf("safetensors: the content goes on after the %d bytes its header describes", total))
+	case err != io.EOF:
+		if err := zstdError(err, c); err != nil {
+			return nil, err
+		}
+	}
+	return stream, nil
+}
+
+// zstdError turns an error of the zstd decoder into the package's kinds; the end of
+// the stream, which the caller handles, gives nil.
+func zstdError(err error, c readConfig) error {
+	switch {
+	case err == nil, err == io.EOF, errors.Is(err, io.ErrUnexpectedEOF):
+		return nil
+	case errors.Is(err, zstd.ErrCRCMismatch):
+		return newFormatError(ErrChecksum, "zstd content checksum mismatch")
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
+		return newFormatError(ErrTooLarge, fmt.Sprintf("decompressed content exceeds %d bytes", c.maxSize))
+	}
+	return newFormatError(ErrCorrupt, "zstd: "+strings.TrimPrefix(err.Error(), "zstd: "))
 }

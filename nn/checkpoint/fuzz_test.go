@@ -44,6 +44,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(enc.EncodeAll([]byte("hello"), nil))
 	f.Add([]byte{})
 	f.Add([]byte(zstdMagic))
+	f.Add(zstdBomb(nil, 4<<20, -1))                             // zeros, no declared size
+	f.Add(zstdBomb(safetensorsHead(1<<20, true), 1<<19, 1<<19)) // a header claiming more than the frame
+	f.Add(honestBomb(1<<20, false))                             // a claim the frame can hold
 	f.Fuzz(func(t *testing.T, in []byte) {
 		got, err := Decode(bytes.NewReader(in), WithMaxSize(1<<24))
 		if err != nil {

@@ -131,6 +131,20 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 //     at 0, each starts where the previous ends, each holds prod(shape)·size bytes
 //     (computed without overflow), and the last ends at the end of the stream.
 func parseLayout(stream []byte) (*layout, error) {
+	l, err := parseHeader(stream)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateOffsets(l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// parseHeader parses the length prefix and the header of a safetensors stream, which
+// may end right after the header: everything parseLayout checks but the tiling of
+// the data section, which may not have been read yet.
+func parseHeader(stream []byte) (*layout, error) {
 	if len(stream) < 8 {
 		return nil, fmt.Errorf("%d bytes are too few for the 8-byte header length", len(stream))
 	}
@@ -156,14 +170,25 @@ func parseLayout(stream []byte) (*layout, error) {
 	if rest := l.header[p.dec.InputOffset():]; len(bytes.TrimLeft(rest, " ")) != 0 {
 		return nil, errors.New("header: non-space bytes after the JSON object")
 	}
-	if err := validateOffsets(l); err != nil {
-		return nil, err
-	}
 	return l, nil
 }
 
 // validateOffsets sorts l.entries into data order and checks that they tile l.data.
 func validateOffsets(l *layout) error {
+	next, err := dataExtent(l)
+	if err != nil {
+		return err
+	}
+	if next != uint64(len(l.data)) {
+		return fmt.Errorf("tensors cover %d bytes of a %d-byte data section", next, len(l.data))
+	}
+	return nil
+}
+
+// dataExtent sorts l.entries into data order, checks that they tile a data section
+// from offset 0 without gaps or overlaps, and returns that section's size: what the
+// header claims, before any of the data is read.
+func dataExtent(l *layout) (uint64, error) {
 	slices.SortStableFunc(l.entries, func(a, b layoutEntry) int {
 		if a.begin != b.begin {
 			return cmp.Compare(a.begin, b.begin)
@@ -173,26 +198,23 @@ func validateOffsets(l *layout) error {
 	var next uint64
 	for _, e := range l.entries {
 		if e.begin != next || e.end < e.begin {
-			return fmt.Errorf("tensor %q: data_offsets [%d,%d] do not continue at offset %d", e.name, e.begin, e.end, next)
+			return 0, fmt.Errorf("tensor %q: data_offsets [%d,%d] do not continue at offset %d", e.name, e.begin, e.end, next)
 		}
 		size := uint64(e.dtype.Size())
 		for _, d := range e.shape {
 			hi, lo := bits.Mul64(size, uint64(d))
 			if hi != 0 {
-				return fmt.Errorf("tensor %q: shape %v overflows", e.name, e.shape)
+				return 0, fmt.Errorf("tensor %q: shape %v overflows", e.name, e.shape)
 			}
 			size = lo
 		}
 		if e.end-e.begin != size {
-			return fmt.Errorf("tensor %q: data_offsets [%d,%d] hold %d bytes, shape %v of %v needs %d",
+			return 0, fmt.Errorf("tensor %q: data_offsets [%d,%d] hold %d bytes, shape %v of %v needs %d",
 				e.name, e.begin, e.end, e.end-e.begin, e.shape, e.dtype, size)
 		}
 		next = e.end
 	}
-	if next != uint64(len(l.data)) {
-		return fmt.Errorf("tensors cover %d bytes of a %d-byte data section", next, len(l.data))
-	}
-	return nil
+	return next, nil
 }
 
 // headerParser reads the header JSON token by token, so that duplicate keys, unknown

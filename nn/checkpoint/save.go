@@ -33,7 +33,12 @@ func Load(path string) (*Training, error) { return load(path, nil) }
 
 // load is Load, checking the MAC of SaveWithKey first when key is not nil.
 func load(path string, key []byte) (*Training, error) {
-	f, err := ReadFile(path)
+	var opts []ReadOption
+	if key != nil {
+		// A file without a MAC is refused before its data is decompressed.
+		opts = append(opts, func(c *readConfig) { c.requireMAC = true })
+	}
+	f, err := ReadFile(path, opts...)
 	if err != nil {
 		return nil, err // "checkpoint: PATH: …" already says what and where
 	}

@@ -81,7 +81,8 @@ type Training struct {
 	SamplerState []byte
 	Perm         []int
 	// EpochLoss, EpochCorrect and EpochExamples are the running training statistics of
-	// the epoch in progress; TestLoss and TestAccuracy the last evaluation (NaN: none).
+	// the epoch in progress (EpochLoss NaN: unknown, it was not finite when written);
+	// TestLoss and TestAccuracy the last evaluation (NaN: none).
 	EpochLoss     float64
 	EpochCorrect  int
 	EpochExamples int
