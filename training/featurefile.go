@@ -10,11 +10,10 @@ import (
 	"hash"
 	"io"
 	"math"
-	"os"
 	"slices"
-	"syscall"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // The feature cache file (featurecache.go) holds one dataset's front-end features:
@@ -176,7 +175,10 @@ func writeFeatureFile(path string, h featureHeader, macKey []byte, next func() [
 // that is corrupt, truncated, edited, not a regular file or written for other data or
 // another front end, one wrapping errFeatureFile.
 func readFeatureFile(path string, key [32]byte, count int, shape []int, macKey []byte) ([]float32, error) {
-	f, err := openRegular(path)
+	f, err := safeio.Open(path)
+	if errors.Is(err, safeio.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", errFeatureFile, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -232,27 +234,6 @@ func readFeatureFile(path string, key [32]byte, count int, shape []int, macKey [
 		return nil, fmt.Errorf("%w: SHA-256 checksum mismatch (the file is corrupt)", errFeatureFile)
 	}
 	return out, nil
-}
-
-// openRegular opens path for reading if it is a regular file. It opens without
-// blocking, so that a FIFO or a device put in the cache's place is refused rather
-// than waited on forever, and checks the type of what it opened, not of what a
-// separate Lstat saw, so that nothing can be swapped in between.
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%w: not a regular file (%v); remove it", errFeatureFile, st.Mode().Type())
-	}
-	return f, nil
 }
 
 // appendFloat32s appends the little-endian bits of x to b: the file's payload, and the

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // Errors of the package, for errors.Is; the errors returned say which file, line or
@@ -31,24 +32,20 @@ const MaxLine = 8 << 20
 // Open opens path for reading, refusing anything but a regular file (symbolic links are
 // followed) with an error wrapping ErrNotRegular that names path and what it is.
 func Open(path string) (*os.File, error) {
-	st, err := os.Stat(path)
+	// Without O_NONBLOCK, opening a FIFO for reading waits for a writer, forever. The
+	// type checked is that of what was opened, not what a separate Stat saw, so nothing
+	// can be swapped in between. (Reads of a regular file ignore O_NONBLOCK.)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckRegular(st, path); err != nil {
-		return nil, err
+	st, err := f.Stat()
+	if err == nil {
+		err = CheckRegular(st, path)
 	}
-	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	// The file may have been replaced between the two looks.
-	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		return nil, CheckRegular(st, path)
+		return nil, err
 	}
 	return f, nil
 }
