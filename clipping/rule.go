@@ -3,6 +3,7 @@ package clipping
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/privtrain/privtrain/internal/faults"
 )
@@ -37,6 +38,9 @@ type Flat struct{ C float64 }
 func (r Flat) Bound() float64 { return r.C }
 
 func (r Flat) check(int) error { return checkThreshold("flat", r.C) }
+
+// String describes the rule as plans and checkpoints store it: "flat C=1".
+func (r Flat) String() string { return fmt.Sprintf("flat C=%v", r.C) }
 
 func (r Flat) factors(sq, f []float64) {
 	var s float64
@@ -73,6 +77,9 @@ func (r PerLayer) Bound() float64 {
 	return math.Sqrt(s)
 }
 
+// String describes the rule as plans and checkpoints store it: "per-layer C=[0.5 0.5]".
+func (r PerLayer) String() string { return fmt.Sprintf("per-layer C=%v", r.C) }
+
 func (r PerLayer) check(layers int) error {
 	if len(r.C) != layers {
 		return fmt.Errorf("%w: per-layer rule has %d thresholds for %d parametrised layers", ErrRule, len(r.C), layers)
@@ -90,6 +97,30 @@ func (r PerLayer) factors(sq, f []float64) {
 		f[l] = clipFactor(math.Sqrt(sq[l]), r.C[l])
 	}
 }
+
+// Copy returns a copy of r that shares nothing with it (a PerLayer's thresholds are
+// copied; a rule passed by pointer is copied by value), so that a caller changing its
+// rule later cannot change the clipping of a run whose noise was scaled to the rule's
+// Bound. A nil pointer stays as it is.
+func Copy(r Rule) Rule {
+	switch r := r.(type) {
+	case PerLayer:
+		return PerLayer{C: slices.Clone(r.C)}
+	case *PerLayer:
+		if r != nil {
+			return PerLayer{C: slices.Clone(r.C)}
+		}
+	case *Flat:
+		if r != nil {
+			return *r
+		}
+	}
+	return r
+}
+
+// Fits reports whether r fits a network with the given number of parametrised layers
+// (a PerLayer needs one threshold for each) with finite positive thresholds.
+func Fits(r Rule, layers int) error { return r.check(layers) }
 
 func checkThreshold(what string, c float64) error {
 	if !(c > 0) || math.IsInf(c, 0) {

@@ -279,7 +279,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 		// The rule too: the noise is scaled to its bound now, so thresholds the caller
 		// changes later (a PerLayer's slice, a rule passed by pointer) must not reach the
 		// clipping.
-		p.Clip = frozenClip(p.Clip)
+		p.Clip = clipping.Copy(p.Clip)
 		if p.Adaptive != nil {
 			a := *p.Adaptive
 			p.Adaptive = &a
@@ -354,8 +354,8 @@ func (t *Trainer) setupPrivacy() error {
 	if p.Clip == nil {
 		return fmt.Errorf("%w: private training needs a clipping rule", nn.ErrTrainConfig)
 	}
-	if err := clipFits(p.Clip, len(t.model.ParamLayers())); err != nil {
-		return fmt.Errorf("%w: %v, model %s has %d parametrised layers %v", nn.ErrTrainConfig, err, t.model.Name(), len(t.model.ParamLayers()), t.model.ParamLayers())
+	if err := clipping.Fits(p.Clip, len(t.model.ParamLayers())); err != nil {
+		return fmt.Errorf("%w: %w (model %s: %v)", nn.ErrTrainConfig, err, t.model.Name(), t.model.ParamLayers())
 	}
 	bound := p.Clip.Bound()
 	if !(bound > 0) || math.IsInf(bound, 0) {
@@ -438,72 +438,9 @@ func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Privat
 	})
 }
 
-// describeClip names a clipping rule for plans and checkpoints: the rule's own String when
-// it has one (clipping.Rule has no String method yet; see legacyDescribeClip).
-func describeClip(r clipping.Rule) string {
-	if s, ok := r.(fmt.Stringer); ok {
-		return s.String()
-	}
-	return legacyDescribeClip(r)
-}
-
-// legacyDescribeClip is the description of clipping's rules until they are fmt.Stringers
-// ("flat C=1", "per-layer C=[…]", as plans and checkpoints store it). Remove it when
-// clipping.Flat and PerLayer have String methods that give the same text.
-func legacyDescribeClip(r clipping.Rule) string {
-	switch r := r.(type) {
-	case clipping.Flat:
-		return fmt.Sprintf("flat C=%v", r.C)
-	case clipping.PerLayer:
-		return fmt.Sprintf("per-layer C=%v", r.C)
-	}
-	return fmt.Sprintf("%T bound %v", r, r.Bound())
-}
-
-// clipFits reports whether r fits a model with the given number of parametrised layers:
-// the rule's own Check when it has one (clipping.Rule's check is unexported; see
-// legacyClipFits).
-func clipFits(r clipping.Rule, layers int) error {
-	if c, ok := r.(interface{ Check(layers int) error }); ok {
-		return c.Check(layers)
-	}
-	return legacyClipFits(r, layers)
-}
-
-// legacyClipFits checks a PerLayer's threshold count until clipping exports the check.
-func legacyClipFits(r clipping.Rule, layers int) error {
-	if pl, ok := r.(clipping.PerLayer); ok && len(pl.C) != layers {
-		return fmt.Errorf("per-layer clipping with %d thresholds", len(pl.C))
-	}
-	return nil
-}
-
-// frozenClip returns a copy of r that shares nothing with the caller: the rule's own
-// Clone when it has one (clipping.Rule has none yet; see legacyFrozenClip).
-func frozenClip(r clipping.Rule) clipping.Rule {
-	if c, ok := r.(interface{ Clone() clipping.Rule }); ok {
-		return c.Clone()
-	}
-	return legacyFrozenClip(r)
-}
-
-// legacyFrozenClip copies clipping's rules until they can copy themselves: a PerLayer's
-// thresholds, a rule passed by pointer. Remove it when clipping.Rule has a Clone.
-func legacyFrozenClip(r clipping.Rule) clipping.Rule {
-	switch r := r.(type) {
-	case clipping.PerLayer:
-		return clipping.PerLayer{C: slices.Clone(r.C)}
-	case *clipping.PerLayer:
-		if r != nil {
-			return clipping.PerLayer{C: slices.Clone(r.C)}
-		}
-	case *clipping.Flat:
-		if r != nil {
-			return *r
-		}
-	}
-	return r
-}
+// describeClip names a clipping rule for plans and checkpoints: the rule's own String
+// ("flat C=1", "per-layer C=[…]").
+func describeClip(r clipping.Rule) string { return fmt.Sprint(r) }
 
 // Plan returns the run's plan.
 func (t *Trainer) Plan() checkpoint.Plan { return t.plan }
