@@ -199,18 +199,7 @@ func TestExportTorchNormPool(t *testing.T) {
 		if dt == nn.Float32 {
 			tol = 1e-4
 		}
-		for i := range 3 {
-			ex := make([]float64, 72)
-			for j := range ex {
-				ex[j] = float64(x[i*72+j])
-			}
-			theirs := torchNormForward(ex, st)
-			for k := range 3 {
-				if d := math.Abs(theirs[k] - ours[i*3+k]); d > tol {
-					t.Errorf("%v example %d logit %d: PyTorch's definitions give %v, our model %v", dt, i, k, theirs[k], ours[i*3+k])
-				}
-			}
-		}
+		checkTorchLogits(t, dt, 3, "PyTorch's definitions give", x, ours, tol, func(ex []float64) []float64 { return torchNormForward(ex, st) })
 	}
 }
 

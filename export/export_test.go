@@ -269,18 +269,7 @@ func TestExportTorch(t *testing.T) {
 		if dt == nn.Float32 {
 			tol = 1e-5
 		}
-		for i := range 3 {
-			ex := make([]float64, 84)
-			for j := range ex {
-				ex[j] = float64(x[i*84+j])
-			}
-			theirs := torchForward(ex, st)
-			for k := range 3 {
-				if d := math.Abs(theirs[k] - ours[i*3+k]); d > tol {
-					t.Errorf("%v example %d logit %d: PyTorch layout gives %v, our model %v", dt, i, k, theirs[k], ours[i*3+k])
-				}
-			}
-		}
+		checkTorchLogits(t, dt, 3, "PyTorch layout gives", x, ours, tol, func(ex []float64) []float64 { return torchForward(ex, st) })
 	}
 }
 

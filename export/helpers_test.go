@@ -1,14 +1,14 @@
 package export_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/privtrain/privtrain/layers"
 	G "gorgonia.org/gorgonia"
 
 	"github.com/privtrain/privtrain/internal/num"
-
+	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -71,4 +71,24 @@ func (myTanh) Apply(x *G.Node, _ []*G.Node) (*G.Node, *layers.Tap, error) {
 func customSpec(act layers.Layer) nn.Spec {
 	return nn.Spec{Name: "custom", InputShape: []int{1, 3, 3}, NumClasses: 3,
 		Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 4, Init: layers.HeNormal{}}, act, layers.Dense{Units: 3, NoBias: true}}}
+}
+
+// checkTorchLogits compares, for each of the rows examples of x, the logits that forward
+// (PyTorch's forward pass written out in float64 on the exported tensors) gives with ours
+// (len(ours)/rows logits an example), to within tol; theirs names forward in the message.
+func checkTorchLogits(t *testing.T, dt nn.DType, rows int, theirs string, x []float32, ours []float64, tol float64, forward func([]float64) []float64) {
+	t.Helper()
+	size, classes := len(x)/rows, len(ours)/rows
+	for i := range rows {
+		ex := make([]float64, size)
+		for j := range ex {
+			ex[j] = float64(x[i*size+j])
+		}
+		got := forward(ex)
+		for k := range classes {
+			if d := math.Abs(got[k] - ours[i*classes+k]); d > tol {
+				t.Errorf("%v example %d logit %d: %s %v, our model %v", dt, i, k, theirs, got[k], ours[i*classes+k])
+			}
+		}
+	}
 }
