@@ -56,20 +56,32 @@ func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*ch
 // verifies are resumed (checkpoint.SaveWithKey, checkpoint.LoadWithKey).
 const keyEnv = "PRIVTRAIN_CHECKPOINT_KEY"
 
+// checkpointKey returns the key of keyEnv, nil when the variable is not set; a key too
+// short to be a key is a usage error.
+func checkpointKey() ([]byte, error) {
+	k, ok := os.LookupEnv(keyEnv)
+	if !ok {
+		return nil, nil
+	}
+	if len(k) < checkpoint.MinKeyLen {
+		return nil, exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), checkpoint.MinKeyLen)
+	}
+	return []byte(k), nil
+}
+
 // checkKey refuses a key too short to be a key.
 func checkKey() error {
-	if k, ok := os.LookupEnv(keyEnv); ok && len(k) < checkpoint.MinKeyLen {
-		return exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), checkpoint.MinKeyLen)
-	}
-	return nil
+	_, err := checkpointKey()
+	return err
 }
 
 func loadCheckpoint(path string) (*checkpoint.Training, error) {
-	if err := checkKey(); err != nil {
+	key, err := checkpointKey()
+	if err != nil {
 		return nil, err
 	}
-	if k, ok := os.LookupEnv(keyEnv); ok {
-		return checkpoint.LoadWithKey(path, []byte(k))
+	if key != nil {
+		return checkpoint.LoadWithKey(path, key)
 	}
 	return checkpoint.Load(path)
 }

@@ -188,12 +188,11 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		FeatureCache: o.featureCache,
 	}
 	if o.featureCache != "" {
-		if err := checkKey(); err != nil {
+		key, err := checkpointKey()
+		if err != nil {
 			return 0, err
 		}
-		if k, ok := os.LookupEnv(keyEnv); ok {
-			cfg.FeatureCacheKey = []byte(k) // an edited cache file is refused, as a checkpoint is
-		}
+		cfg.FeatureCacheKey = key // with a key, an edited cache file is refused, as a checkpoint is
 	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
