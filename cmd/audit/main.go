@@ -12,8 +12,10 @@
 // not deliver its ε); 1 the audit failed; 2 bad command line; 130 interrupted.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+	"github.com/privtrain/privtrain/cmd/internal/auditcmd"
+)
+
+func main() { os.Exit(auditcmd.Main(os.Args[1:])) }

@@ -17,8 +17,10 @@
 // Bad flags exit with status 2 and a one-line message naming the flag.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+	"github.com/privtrain/privtrain/cmd/internal/ermcmd"
+)
+
+func main() { os.Exit(ermcmd.Main(os.Args[1:])) }

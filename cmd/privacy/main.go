@@ -12,8 +12,8 @@ package main
 
 import (
 	"os"
+
+	"github.com/privtrain/privtrain/cmd/internal/privacycmd"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { os.Exit(privacycmd.Main(os.Args[1:])) }

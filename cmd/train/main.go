@@ -26,32 +26,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-finished:
-			return
-		}
-		select {
-		case <-finished: // the stop() below, not a signal: nothing to announce
-			return
-		default:
-		}
-		stop() // a second Ctrl-C kills the process at once
-		fmt.Fprintln(os.Stderr, "\ntrain: stopping after the current step (Ctrl-C again to quit at once)")
-	}()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	close(finished)
-	stop()
-	os.Exit(code)
-}
+func main() { os.Exit(traincmd.Main(os.Args[1:])) }

@@ -1,0 +1,196 @@
+package ermcmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCapture(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestBadInput checks every kind of bad input exits 2 with one line naming
+// the offending flag.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(corrupt, []byte("1 1:0.5\n-1 0:2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	multi := filepath.Join(dir, "multi.txt")
+	if err := os.WriteFile(multi, []byte("1 1:0.5\n2 1:2\n3 2:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string // the flag (or text) the message must name
+	}{
+		{[]string{"-synthetic", "-epsilon", "-1"}, "-epsilon"},
+		{[]string{"-synthetic", "-epsilon", "abc"}, "-epsilon"},
+		{[]string{"-synthetic", "-epsilon", "NaN"}, "-epsilon"},
+		{[]string{"-synthetic", "-delta", "2"}, "-delta"},
+		{[]string{"-synthetic", "-delta", "0"}, "-delta"},
+		{[]string{"-synthetic", "-solver", "sgd"}, "-solver"},
+		{[]string{"-synthetic", "-loss", "huber"}, "-loss"},
+		{[]string{"-epsilon", "1"}, "-data"},
+		{[]string{"-synthetic", "-data", "x.txt"}, "-data and -synthetic"},
+		{[]string{"-data", filepath.Join(dir, "missing.txt")}, "-data"},
+		{[]string{"-data", corrupt}, "line 2"},
+		{[]string{"-data", multi}, "-data"},
+		{[]string{"-synthetic", "-format", "arff"}, "-format"},
+		{[]string{"-synthetic", "-sampling", "random"}, "-sampling"},
+		{[]string{"-synthetic", "-solver", "dp-accmd"}, "-radius"},
+		{[]string{"-synthetic", "-iters", "-3"}, "-iters"},
+		{[]string{"-synthetic", "-lambda", "-1"}, "-lambda"},
+		{[]string{"-synthetic", "-step", "0"}, "-step"},
+		{[]string{"-synthetic", "-n", "0"}, "-n"},
+		{[]string{"-synthetic", "extra"}, "unexpected argument"},
+		{[]string{"-synthetic", "-nosuchflag"}, "-nosuchflag"},
+		{[]string{"-synthetic", "-n", "500", "-d", "5", "-loss", "hinge", "-solver", "dp-nag"}, "-solver"},
+		{[]string{"-synthetic", "-n", "500", "-d", "5", "-solver", "dp-scd"}, "-solver"}, // rows of norm > 1 without -normalize
+		{[]string{"-synthetic", "-loss", "squared"}, "-loss"},
+		{[]string{"reproduce", "-seeds", "1"}, "-seeds"},
+		{[]string{"reproduce", "-bogus"}, "-bogus"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCapture(c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", c.args, code, stderr)
+			continue
+		}
+		if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 || stderr == "" {
+			t.Errorf("%v: want one line, got %q", c.args, stderr)
+		}
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: message %q does not name %q", c.args, stderr, c.want)
+		}
+	}
+}
+
+// TestTrainJSON runs DP-NAG-opt on small synthetic data and checks the JSON
+// report is consistent: excess risk = objective − optimum ≥ 0, pure ε spent
+// equals the budget, accuracy in [0,1].
+func TestTrainJSON(t *testing.T) {
+	code, out, stderr := runCapture("-solver", "dp-nag-opt", "-synthetic", "-n", "2000", "-d", "5",
+		"-lambda", "0.02", "-iters", "50", "-x0", "1", "-epsilon", "2", "-seed", "3", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	obj, opt, ex := r["objective"].(float64), r["optimum"].(float64), r["excess_risk"].(float64)
+	if math.Abs(ex-(obj-opt)) > 1e-12 || ex < 0 {
+		t.Errorf("excess risk %v, objective − optimum %v", ex, obj-opt)
+	}
+	if eps := r["epsilon"].(float64); math.Abs(eps-2) > 1e-9 || r["delta"].(float64) != 0 {
+		t.Errorf("privacy (%v, %v), want pure ε = 2", eps, r["delta"])
+	}
+	if acc := r["accuracy"].(float64); acc < 0 || acc > 1 {
+		t.Errorf("accuracy %v", acc)
+	}
+	if _, ok := r["mse"]; ok {
+		t.Error("mse reported for a classification loss")
+	}
+	// Same seed, same model.
+	_, out2, _ := runCapture("-solver", "dp-nag-opt", "-synthetic", "-n", "2000", "-d", "5",
+		"-lambda", "0.02", "-iters", "50", "-x0", "1", "-epsilon", "2", "-seed", "3", "-json")
+	if out2 != out {
+		t.Error("seeded runs differ")
+	}
+}
+
+// TestTrainSyntheticSCD runs DP-SCD on normalised synthetic data.
+func TestTrainSyntheticSCD(t *testing.T) {
+	code, out, stderr := runCapture("-solver", "dp-scd", "-synthetic", "-normalize", "-n", "2000", "-d", "5", "-batch", "20", "-seed", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "δ = 0.001") || !strings.Contains(out, "normalised") {
+		t.Errorf("report:\n%s", out)
+	}
+}
+
+// TestTrainText runs the non-private reference (ε = inf) and checks the text
+// report says so and reaches the optimum.
+func TestTrainText(t *testing.T) {
+	code, out, stderr := runCapture("-solver", "dp-gd-pl", "-synthetic", "-n", "1000", "-d", "4",
+		"-lambda", "0.1", "-iters", "3000", "-epsilon", "inf")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"objective", "excess risk", "accuracy", "ε = ∞ (noise off)", "dp-gd-pl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestTrainBreastCancer runs DP-SCD on scikit-learn's breast_cancer.csv and
+// ridge on its CSV with MSE reported.
+func TestTrainBreastCancer(t *testing.T) {
+	path := "/usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv"
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("breast_cancer.csv not found: install python3-sklearn to run this test")
+	}
+	code, out, stderr := runCapture("-solver", "dp-scd", "-loss", "logistic", "-data", path,
+		"-epsilon", "1", "-delta", "1e-3", "-batch", "20", "-clip", "0.1", "-seed", "1", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r["n"].(float64) != 569 || r["d"].(float64) != 30 {
+		t.Errorf("shape %v×%v, want 569×30", r["n"], r["d"])
+	}
+	if eps := r["epsilon"].(float64); eps > 1 || r["delta"].(float64) != 1e-3 {
+		t.Errorf("spent (%v, %v)", eps, r["delta"])
+	}
+	code, out, stderr = runCapture("-solver", "dp-scd", "-loss", "squared", "-data", path, "-epsilon", "inf", "-epochs", "50", "-batch", "1")
+	if code != 0 {
+		t.Fatalf("ridge: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "mse") {
+		t.Errorf("ridge report lacks the MSE:\n%s", out)
+	}
+}
+
+// TestReproduceQuick runs the reproduce pipeline on small data and checks the
+// file is written with the command line in its header.
+func TestReproduceQuick(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results", "erm.md")
+	code, stdout, stderr := runCapture("reproduce", "-quick", "-seeds", "2", "-out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, out) {
+		t.Errorf("stdout %q does not name the file", stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if !strings.Contains(s, "`go run ./cmd/erm reproduce -quick -seeds 2 -out "+out+"`") {
+		t.Errorf("header lacks the command line:\n%s", s[:min(400, len(s))])
+	}
+	for _, want := range []string{"| DP-NAG-opt |", "| DP-SCD |", "| DP-SVRG |", "ε = 1", " ± "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("results lack %q", want)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(out))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}

@@ -1,0 +1,438 @@
+package ermcmd
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/erm"
+	"github.com/privtrain/privtrain/erm/data"
+	"github.com/privtrain/privtrain/internal/privrand"
+)
+
+// seedFlag is -seed: a seed ≥ 0; a negative one is refused, as cmd/train's unsigned
+// -seed refuses it. Left out (stored as −1), the noise has a secure key; it then
+// prints as "", so -help shows only the usage's "(default: <privrand.SecureOrigin>)" and not also
+// "(default -1)".
+type seedFlag struct{ seed *int64 }
+
+func (f seedFlag) String() string {
+	if f.seed == nil || *f.seed < 0 {
+		return ""
+	}
+	return strconv.FormatInt(*f.seed, 10)
+}
+
+func (f seedFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return errors.New("want a seed ≥ 0")
+	}
+	*f.seed = v
+	return nil
+}
+
+// run executes the command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "reproduce" {
+		return runReproduce(args[1:], stdout, stderr)
+	}
+	return runTrain(args, stdout, stderr)
+}
+
+// trainOptions are the flags of a training run.
+type trainOptions struct {
+	solver, loss, dataPath, format string
+	synthetic, raw, jsonOut        bool
+	normalize                      bool
+	n, d                           int
+	dataSeed                       uint64
+	epsilon, delta                 float64
+	lambda, l1, radius             float64
+	iters, epochs, batch, inner    int
+	clip, step, eta, x0            float64
+	newtonSteps                    int
+	spectralL                      bool
+	sampling                       string
+	seed                           int64
+}
+
+// solverInfo describes a solver for -help and the report.
+type solverInfo struct {
+	paper string
+	pure  bool // pure ε-DP (Laplace), δ unused
+}
+
+var solvers = map[string]solverInfo{
+	"dp-gd":         {"DP-GD, Laplace (Kuru et al.)", true},
+	"dp-shb":        {"DP heavy ball (Kuru et al.)", true},
+	"dp-nag":        {"DP-NAG (Kuru et al.)", true},
+	"dp-nag-opt":    {"DP-NAG with optimal noise split and T re-selection (Kuru et al.)", true},
+	"dp-masg":       {"DP-MASG (Kuru et al.)", true},
+	"dp-masg-opt":   {"DP-MASG with optimal noise split (Kuru et al.)", true},
+	"dp-gd-pl":      {"DP-GD for PL objectives, Gaussian (Wang, Ye, Xu)", false},
+	"dp-svrg":       {"DP-SVRG, proximal (Wang, Ye, Xu)", false},
+	"dp-svrg++":     {"DP-SVRG++ (Wang, Ye, Xu)", false},
+	"dp-accmd":      {"DP-AccMD on the L2 ball (Wang, Ye, Xu)", false},
+	"dp-scd":        {"dual DP-SCD (Damaskinos et al.)", false},
+	"seq-dp-scd":    {"sequential DP-SCD baseline (Damaskinos et al.)", false},
+	"primal-dp-scd": {"primal DP-SCD (Damaskinos et al.)", false},
+}
+
+func solverNames() string {
+	var names []string
+	for n := range solvers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
+	o := &trainOptions{}
+	fs := flag.NewFlagSet("erm", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported in one line by runTrain
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "usage: erm [flags]  |  erm reproduce [flags]\n\nSolvers: %s\n\nFlags:\n", solverNames())
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.solver, "solver", "dp-scd", "solver (see the list above)")
+	fs.StringVar(&o.loss, "loss", "logistic", "loss: logistic, squared or hinge")
+	fs.StringVar(&o.dataPath, "data", "", "LIBSVM or CSV data file (gzip allowed)")
+	fs.StringVar(&o.format, "format", "", "data format: libsvm or csv (default: by file name)")
+	fs.BoolVar(&o.synthetic, "synthetic", false, "use the DP accelerated methods paper's synthetic data instead of -data")
+	fs.IntVar(&o.n, "n", 100000, "examples of -synthetic data")
+	fs.IntVar(&o.d, "d", 20, "features of -synthetic data")
+	fs.Uint64Var(&o.dataSeed, "data-seed", 1, "seed of -synthetic data")
+	fs.BoolVar(&o.normalize, "normalize", false, "normalise -synthetic data too (needed by DP-SCD; files are always normalised unless -raw)")
+	fs.BoolVar(&o.raw, "raw", false, "do not normalise a -data file (private solvers then refuse it: no declared norm bound)")
+	fs.Float64Var(&o.epsilon, "epsilon", 1, "privacy budget ε > 0 (inf: noise off, the non-private reference)")
+	fs.Float64Var(&o.delta, "delta", 1e-3, "δ in (0,1) of the (ε, δ) solvers (the Laplace solvers are pure ε-DP)")
+	fs.Float64Var(&o.lambda, "lambda", 0.01, "ridge coefficient λ of (λ/2)‖w‖² (the accelerated paper's λ‖x‖² with λ = 0.01 is 0.02 here)")
+	fs.Float64Var(&o.l1, "l1", 0, "L1 coefficient (dp-svrg, dp-svrg++)")
+	fs.Float64Var(&o.radius, "radius", 0, "L2-ball radius of the constraint (dp-accmd; required there)")
+	fs.IntVar(&o.iters, "iters", 100, "iterations T of the gradient methods (0: the theorem's default where there is one)")
+	fs.IntVar(&o.epochs, "epochs", 0, "epochs of the SVRG and SCD methods (0: default)")
+	fs.IntVar(&o.batch, "batch", 0, "batch size: m (accelerated), b (SVRG), L (SCD); 0: default")
+	fs.IntVar(&o.inner, "inner", 0, "inner steps m of dp-svrg/dp-svrg++ (0: default)")
+	fs.Float64Var(&o.clip, "clip", 0, "bound C on DP-SCD's coordinate steps (0: 1)")
+	fs.Float64Var(&o.step, "step", 1, "step multiplier c of the accelerated methods (α = c/L)")
+	fs.Float64Var(&o.eta, "eta", 0, "step size η of dp-gd-pl/dp-svrg/dp-svrg++ (0: the paper's)")
+	fs.Float64Var(&o.x0, "x0", 0, "start every coordinate at this value (the accelerated paper uses 10)")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "batches of the SCD and SVRG methods: poisson (what the accountant analyses) or shuffled (the papers' fixed-size batches)")
+	fs.IntVar(&o.newtonSteps, "newton-steps", 0, "Newton steps of DP-SCD's logistic update (0: exact, 1: the authors' code)")
+	fs.BoolVar(&o.spectralL, "spectral-l", false, "use the accelerated paper's data-dependent L = λ_max(XᵀX/n) + λ (not private) for the step size")
+	o.seed = -1
+	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: "+privrand.SecureOrigin+")")
+	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, exit.Usagef("erm: %v", err) // names the flag, e.g. invalid value "x" for flag -epsilon
+	}
+	if fs.NArg() > 0 {
+		return nil, exit.Usagef("erm: unexpected argument %q (flags only; the subcommand is reproduce)", fs.Arg(0))
+	}
+	return o, o.validate()
+}
+
+func (o *trainOptions) validate() error {
+	if _, ok := solvers[o.solver]; !ok {
+		return exit.Usagef("erm: -solver %q: unknown (want one of %s)", o.solver, solverNames())
+	}
+	if _, err := lossByName(o.loss); err != nil {
+		return err
+	}
+	switch {
+	case o.synthetic && o.dataPath != "":
+		return exit.Usagef("erm: -data and -synthetic: give one of them")
+	case !o.synthetic && o.dataPath == "":
+		return exit.Usagef("erm: -data: missing (or use -synthetic)")
+	}
+	if o.format != "" && o.format != "libsvm" && o.format != "csv" {
+		return exit.Usagef("erm: -format %q: want libsvm or csv", o.format)
+	}
+	if o.synthetic && (o.n < 1 || o.d < 1) {
+		return exit.Usagef("erm: -n and -d must be ≥ 1 (got %d, %d)", o.n, o.d)
+	}
+	if !(o.epsilon > 0) {
+		return exit.Usagef("erm: -epsilon %v: must be > 0 (inf for no noise)", o.epsilon)
+	}
+	if !solvers[o.solver].pure && !math.IsInf(o.epsilon, 1) && !(o.delta > 0 && o.delta < 1) {
+		return exit.Usagef("erm: -delta %v: must be in (0, 1)", o.delta)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"-lambda", o.lambda}, {"-l1", o.l1}, {"-radius", o.radius}, {"-clip", o.clip}, {"-eta", o.eta}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return exit.Usagef("erm: %s %v: must be a finite number ≥ 0", f.name, f.v)
+		}
+	}
+	if !(o.step > 0) || math.IsInf(o.step, 1) {
+		return exit.Usagef("erm: -step %v: must be a finite number > 0", o.step)
+	}
+	if math.IsNaN(o.x0) || math.IsInf(o.x0, 0) {
+		return exit.Usagef("erm: -x0 %v: must be finite", o.x0)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"-iters", o.iters}, {"-epochs", o.epochs}, {"-batch", o.batch}, {"-inner", o.inner}, {"-newton-steps", o.newtonSteps}} {
+		if f.v < 0 {
+			return exit.Usagef("erm: %s %d: must be ≥ 0", f.name, f.v)
+		}
+	}
+	if o.sampling != "poisson" && o.sampling != "shuffled" {
+		return exit.Usagef("erm: -sampling %q: want poisson or shuffled", o.sampling)
+	}
+	if o.solver == "dp-accmd" && o.radius == 0 {
+		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
+	}
+	return nil
+}
+
+func lossByName(name string) (erm.Loss, error) {
+	switch name {
+	case "logistic":
+		return erm.Logistic{}, nil
+	case "squared":
+		return erm.Squared{}, nil
+	case "hinge":
+		return erm.Hinge{}, nil
+	}
+	return nil, exit.Usagef("erm: -loss %q: want logistic, squared or hinge", name)
+}
+
+// buildSolver turns the flags into a solver for problem p.
+func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
+	var start []float64
+	if o.x0 != 0 {
+		start = make([]float64, p.Dim())
+		for j := range start {
+			start[j] = o.x0
+		}
+	}
+	ls := erm.LaplaceSettings{Epsilon: o.epsilon, Iterations: o.iters, BatchSize: o.batch, StepMult: o.step, Start: start}
+	if o.spectralL {
+		ls.Smoothness = p.SpectralSmoothness()
+	}
+	sampling := erm.Poisson
+	if o.sampling == "shuffled" {
+		sampling = erm.Shuffled
+	}
+	switch o.solver {
+	case "dp-gd":
+		return &erm.GD{LaplaceSettings: ls}
+	case "dp-shb":
+		return &erm.HeavyBall{LaplaceSettings: ls}
+	case "dp-nag":
+		return &erm.NAG{LaplaceSettings: ls}
+	case "dp-nag-opt":
+		return &erm.NAG{LaplaceSettings: ls, Optimal: true}
+	case "dp-masg":
+		return &erm.MASG{LaplaceSettings: ls}
+	case "dp-masg-opt":
+		return &erm.MASG{LaplaceSettings: ls, Optimal: true}
+	case "dp-gd-pl":
+		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start}
+	case "dp-svrg":
+		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
+	case "dp-svrg++":
+		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
+	case "dp-accmd":
+		return &erm.AccMD{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters}
+	case "dp-scd":
+		return &erm.SCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps, Sampling: sampling}
+	case "seq-dp-scd":
+		return &erm.SequentialSCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps, Sampling: sampling}
+	case "primal-dp-scd":
+		return &erm.PrimalSCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip}
+	}
+	panic("unreachable: solver validated")
+}
+
+// loadData reads or draws the data set and prepares it for the loss.
+func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
+	if o.synthetic {
+		ds, err := data.Synthetic(o.n, o.d, o.dataSeed)
+		if err != nil {
+			return nil, "", exit.Usagef("erm: -synthetic: %v", err)
+		}
+		if !loss.Classification() {
+			return nil, "", exit.Usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
+		}
+		desc := fmt.Sprintf("synthetic (Kuru et al. Sec. 5, seed %d)", o.dataSeed)
+		if o.normalize {
+			ds.Normalize()
+			desc += ", normalised to unit rows"
+		}
+		return ds, desc, nil
+	}
+	ds, err := data.ReadFile(o.dataPath, data.Format(o.format))
+	if err != nil {
+		return nil, "", exit.Usagef("erm: -data: %v", err)
+	}
+	if loss.Classification() {
+		if err := ds.BinaryLabels(); err != nil {
+			return nil, "", exit.Usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
+		}
+	}
+	desc := o.dataPath
+	if !o.raw {
+		ds.Normalize()
+		desc += " (normalised: max-abs per feature, unit rows)"
+	}
+	return ds, desc, nil
+}
+
+// report is what a run prints.
+type report struct {
+	Solver      string   `json:"solver"`
+	Method      string   `json:"method"`
+	Loss        string   `json:"loss"`
+	Data        string   `json:"data"`
+	N           int      `json:"n"`
+	D           int      `json:"d"`
+	Lambda      float64  `json:"lambda"`
+	L1          float64  `json:"l1,omitempty"`
+	Radius      float64  `json:"radius,omitempty"`
+	Objective   float64  `json:"objective"`
+	Optimum     float64  `json:"optimum"`
+	OptimumGap  float64  `json:"optimum_certified_gap"`
+	ExcessRisk  float64  `json:"excess_risk"`
+	Accuracy    *float64 `json:"accuracy,omitempty"`
+	MSE         *float64 `json:"mse,omitempty"`
+	Epsilon     *float64 `json:"epsilon"` // null when the noise is off
+	Delta       float64  `json:"delta"`
+	Iterations  int      `json:"iterations"`
+	Calibration string   `json:"calibration"`
+	NoiseSeed   string   `json:"noise_seed"`
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) int {
+	o, err := parseTrain(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exit.OK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exit.Usage
+	}
+	rep, err := o.train()
+	if err != nil {
+		var ue *exit.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, ue.Msg)
+			return exit.Usage
+		}
+		fmt.Fprintln(stderr, "erm:", err)
+		return exit.Failure
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "erm:", err)
+			return exit.Failure
+		}
+		return exit.OK
+	}
+	printReport(stdout, rep)
+	return exit.OK
+}
+
+func (o *trainOptions) train() (*report, error) {
+	loss, _ := lossByName(o.loss)
+	ds, desc, err := o.loadData(loss)
+	if err != nil {
+		return nil, err
+	}
+	p := &erm.Problem{Data: ds, Loss: loss, Lambda: o.lambda, L1: o.l1, Radius: o.radius}
+	if err := p.Validate(); err != nil {
+		return nil, exit.Usagef("erm: -data: %v", err)
+	}
+	var noise *rand.Rand
+	seedDesc := privrand.SecureOrigin
+	if o.seed >= 0 {
+		noise = erm.NewNoise(uint64(o.seed))
+		seedDesc = fmt.Sprintf("%d (reproducible: keep it secret if the model is released)", o.seed)
+	} else if noise, err = erm.NewSecureNoise(); err != nil {
+		return nil, err
+	}
+	res, err := o.buildSolver(p).Solve(p, noise)
+	if err != nil {
+		if errors.Is(err, erm.ErrInvalid) || errors.Is(err, erm.ErrUnsupported) || errors.Is(err, erm.ErrNoBound) {
+			hint := ""
+			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "norm") {
+				hint = " (add -normalize)"
+			}
+			return nil, exit.Usagef("erm: -solver %s: %v%s", o.solver, err, hint)
+		}
+		return nil, err
+	}
+	opt, err := erm.FindOptimum(p)
+	if err != nil {
+		return nil, fmt.Errorf("reference optimum: %w", err)
+	}
+	rep := &report{
+		Solver: o.solver, Method: solvers[o.solver].paper, Loss: loss.Name(), Data: desc,
+		N: ds.Len(), D: ds.Dim(), Lambda: o.lambda, L1: o.l1, Radius: o.radius,
+		Objective: p.Value(res.X), Optimum: opt.Value, OptimumGap: opt.Gap,
+		ExcessRisk: opt.ExcessRisk(p, res.X), Delta: res.Delta, Iterations: res.Iterations,
+		Calibration: res.Calibration, NoiseSeed: seedDesc,
+	}
+	if !math.IsInf(res.Epsilon, 1) {
+		e := res.Epsilon
+		rep.Epsilon = &e
+	}
+	if loss.Classification() {
+		a := erm.Accuracy(ds, res.X)
+		rep.Accuracy = &a
+	} else {
+		m := erm.MSE(ds, res.X)
+		rep.MSE = &m
+	}
+	return rep, nil
+}
+
+func printReport(w io.Writer, r *report) {
+	fmt.Fprintf(w, "solver       %s: %s\n", r.Solver, r.Method)
+	fmt.Fprintf(w, "data         %s: n = %d, d = %d\n", r.Data, r.N, r.D)
+	fmt.Fprintf(w, "problem      %s loss, λ = %g", r.Loss, r.Lambda)
+	if r.L1 > 0 {
+		fmt.Fprintf(w, ", L1 = %g", r.L1)
+	}
+	if r.Radius > 0 {
+		fmt.Fprintf(w, ", ‖w‖ ≤ %g", r.Radius)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "objective    %.8g\n", r.Objective)
+	fmt.Fprintf(w, "optimum      %.8g (certified within %.2g)\n", r.Optimum, r.OptimumGap)
+	fmt.Fprintf(w, "excess risk  %.6g\n", r.ExcessRisk)
+	if r.Accuracy != nil {
+		fmt.Fprintf(w, "accuracy     %.4f (training data)\n", *r.Accuracy)
+	}
+	if r.MSE != nil {
+		fmt.Fprintf(w, "mse          %.6g (training data)\n", *r.MSE)
+	}
+	if r.Epsilon == nil {
+		fmt.Fprintf(w, "privacy      none: ε = ∞ (noise off)\n")
+	} else if r.Delta == 0 {
+		fmt.Fprintf(w, "privacy      ε = %.6g, δ = 0 (pure DP)\n", *r.Epsilon)
+	} else {
+		fmt.Fprintf(w, "privacy      ε = %.6g, δ = %g\n", *r.Epsilon, r.Delta)
+	}
+	fmt.Fprintf(w, "noise        %s\n", r.Calibration)
+	fmt.Fprintf(w, "noise seed   %s\n", r.NoiseSeed)
+	fmt.Fprintf(w, "iterations   %d\n", r.Iterations)
+}

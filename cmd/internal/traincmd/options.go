@@ -1,0 +1,319 @@
+package traincmd
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/internal/privrand"
+)
+
+// The defaults of a run with no flags: DP-SGD on the MNIST CNN on the embedded sample at
+// ε = 3, δ = 1e-5. They were tuned for test accuracy within a few minutes on two cores
+// (see the README's tuning table); defaultEpochs is the knob that sets the run time.
+const (
+	defaultEpochs        = 30
+	defaultBatch         = 2048
+	defaultPhysicalBatch = 128
+	defaultClip          = 1.0
+	defaultActivation    = "tanh"
+	defaultEpsilon       = 3.0
+	defaultDelta         = 1e-5
+	defaultLSSigma       = 1.0
+	defaultHeavyMomentum = 0.9 // dp-hb and dp-nag when -momentum is not given
+	defaultClipQuantile  = 0.5 // -clipping adaptive: the median norm (Andrew et al. 2021)
+
+	// The non-private optimizers (sgd, adam) need no large batches (there is no noise
+	// to average out) and fewer epochs; with the private defaults (batch 2048, 30
+	// epochs) sgd reached only 93.6 % and at 5 epochs was unstable (57 % and 86 % test
+	// accuracy with seeds 2 and 1). See docs/results/train-defaults.md.
+	defaultNonPrivateBatch  = 128
+	defaultNonPrivateEpochs = 10
+)
+
+var (
+	datasetNames = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "csv:PATH", "images:DIR"}
+	// builtinShape is the example shape of the built-in data sets.
+	builtinShape = cli.BuiltinShape
+)
+
+// options are the parsed flags.
+type options struct {
+	model, activation      string
+	recipe                 string // -recipe NAME (recipe.go)
+	dataset, data          string
+	optimizer              string
+	lr                     float64
+	lrSchedule             string
+	warmupSteps            int     // -warmup-steps (schedule.go)
+	ema                    float64 // -ema decay, 0: no averaging (schedule.go)
+	planSteps              int     // the plan's steps, set once the data is loaded (0 before)
+	decaySteps             int     // a cosine schedule's horizon, set by scheduleFor (0: none)
+	momentum               float64
+	batch, physicalBatch   int
+	epochs                 int
+	clip                   float64
+	clipping               string
+	clipQuantile, clipLR   float64 // -clipping adaptive: γ and η_C
+	clipCountNoise         float64 // -clipping adaptive: σ_b (0: batch/20)
+	noise, epsilon, delta  float64
+	accountant             string
+	lsSigma                float64
+	lsAxis                 string
+	lsAxisUnrecorded       bool
+	sampling               string
+	seed                   uint64
+	float64                bool
+	featureCache           string // -feature-cache DIR (models.go)
+	checkpoint, resume     string
+	checkpointEvery        int
+	allowRewind            bool
+	metrics, plot          string
+	json                   bool
+	set                    map[string]bool // flags given on the command line
+	fromCheckpoint         []string        // flags taken from the resumed checkpoint
+	seedFromCheckpoint     bool
+	privacyFromCheckpoint  bool
+	physicalBatchDefaulted bool
+	own                    ownDataFlags // -dataset csv:, images:, cifar100
+	aug                    augmentFlags // -augmult, -augment
+	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
+	// calibratedFor is the ε the noise multiplier was calibrated for when the run
+	// started (0: z was given with -noise, or a checkpoint older than this setting does
+	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
+	calibratedFor float64
+	// calibratedForSetting is its value in the settings ("": not recorded).
+	calibratedForSetting string
+}
+
+// settingCalibratedFor records in the settings (and so in every checkpoint of the run)
+// the ε the noise multiplier was calibrated for: a resumed run keeps z and may change
+// its budget with -epsilon, so the checkpoint's plan alone cannot say it.
+const settingCalibratedFor = "noise-calibrated-for"
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
+	fs.StringVar(&o.recipe, "recipe", "", "a named set of flag values (see Recipes below): "+strings.Join(recipeNames, " | ")+"; flags given override the recipe's values")
+	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end: the scattering and the parameter-free GroupNorm after it, and for scatter-linear the Flatten, are computed once before training; C×28×28 or C×32×32); see Models below. Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
+	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs (and scatter-cnn): relu | tanh")
+	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
+	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
+	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())
+	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: per optimizer, "+lrDefaults()+")")
+	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1) | cosine[:ALPHA] (half a cosine from lr down to ALPHA·lr over the plan's steps after any warm-up, then ALPHA·lr; default ALPHA=0). With -warmup-steps its step numbers count from the end of the warm-up")
+	fs.IntVar(&o.warmupSteps, "warmup-steps", 0, "linear learning-rate warm-up: the rate rises from 0 to the -lr-schedule's first rate over the first `N` steps (step t < N has rate lr·t/N), then the -lr-schedule runs (0: no warm-up)")
+	fs.Float64Var(&o.ema, "ema", 0, "keep an exponential moving average of the parameters with decay `β` in (0, 1) (β_t = min(β, (1+t)/(10+t)) as in JAX Privacy; e.g. 0.999): the periodic evaluations (on the test set, or on the -validation split), the final accuracy and models loaded from the checkpoint use the average; post-processing, no privacy cost (0: off)")
+	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
+	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given; a larger value than a step can fill is lowered to it, with a note); larger logical batches run in chunks, padding rows are masked")
+	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
+	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound; adaptive: the initial C)")
+	fs.StringVar(&o.clipping, "clipping", "flat", "clipping: flat (whole gradient) | per-layer (each layer to C/√layers) | adaptive (flat, C tracks the -clip-quantile of the per-example norms from a noisy count, Andrew et al. 2021; same ε, the gradient noise rises from z to z_Δ = (z⁻² − (2σ_b)⁻²)^(−½))")
+	fs.Float64Var(&o.clipQuantile, "clip-quantile", defaultClipQuantile, "-clipping adaptive: target quantile γ in (0, 1), the fraction of examples left unclipped")
+	fs.Float64Var(&o.clipLR, "clip-lr", dpoptim.DefaultClipLearningRate, "-clipping adaptive: learning rate η_C of the geometric update C ← C·exp(−η_C·(b̃ − γ))")
+	fs.Float64Var(&o.clipCountNoise, "clip-count-noise", 0, "-clipping adaptive: standard deviation σ_b of the noise on the count of unclipped examples; must exceed z/2 (default: batch/20)")
+	fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z (noise std z·C); the ε of the plan is reported (default: calibrated for -epsilon)")
+	fs.Float64Var(&o.epsilon, "epsilon", defaultEpsilon, "target ε: the noise multiplier is calibrated so that the whole plan spends at most ε")
+	fs.Float64Var(&o.delta, "delta", defaultDelta, "δ of the (ε, δ) guarantee, in (0, 1); keep it well below 1/n")
+	fs.StringVar(&o.accountant, "accountant", "rdp", "privacy accountant that calibrates the noise and reports ε (also for a resumed checkpoint): rdp (Rényi DP, Balle et al. conversion; long-standing, conservative) | pld (privacy loss distribution, pessimistic discretisation: a tighter upper bound, about 8-10% less noise for the same ε)")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: "+privrand.SecureOrigin+")")
+	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
+	fs.StringVar(&o.featureCache, "feature-cache", "", "keep the front-end features of scatter models (the scattering of the training and test sets and the parameter-free GroupNorm and Flatten after it, computed before the first step) in directory `DIR` and re-use them in later runs on identical data and front end (file named by a SHA-256 of the front end's settings, the dtype and every raw example; checksummed, keyed by PRIVTRAIN_CHECKPOINT_KEY when it is set so that an edited file is refused, and recomputed with a warning when damaged). Stored raw, 4 bytes per value: 1.1 GB for the 70,000 images of MNIST or Fashion-MNIST, 3.7 GB for CIFAR-10. The files hold features of the private training data: protect DIR as the data. No effect for other models")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
+	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it. The checkpoint's noise multiplier is kept: -epsilon then only sets the budget the rest of the run must stay within")
+	fs.BoolVar(&o.allowRewind, "allow-rewind", false, "with -resume: continue from a copy older than the newest checkpoint of the same run at -checkpoint; the steps it discards stay counted in ε")
+	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds, eval_split: test, or validation with -validation; training loss and accuracy are not private)")
+	fs.StringVar(&o.plot, "plot", "", "draw test (with -validation: validation) accuracy and ε per epoch into `FILE.png`")
+	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
+	addAugmentFlags(fs, &o.aug)
+	addValidationFlag(fs, o)
+	for _, f := range optimizerFlags {
+		if f.text != nil {
+			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))
+			continue
+		}
+		fs.Float64Var(f.value(o), f.name, 0, f.usage+"; taken by "+takers(f.name, true))
+	}
+	addOwnDataFlags(fs, &o.own)
+	return fs
+}
+
+func oneOf(flagName, v string, allowed []string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return exit.Usagef("-%s %q: unknown (want %s)", flagName, v, strings.Join(allowed, ", "))
+}
+
+// validate checks the flags that need no data; resolve has filled the defaults that depend
+// on other flags.
+func (o *options) validate() error {
+	if err := oneOf("model", o.model, modelNames); err != nil {
+		return err
+	}
+	if err := oneOf("activation", o.activation, []string{"relu", "tanh"}); err != nil {
+		return err
+	}
+	if kind, _ := cli.OwnDataKind(o.dataset); kind == "" && builtinShape[o.dataset] == nil {
+		return exit.Usagef("-dataset %q: unknown (want %s)", o.dataset, strings.Join(datasetNames, ", "))
+	}
+	if err := oneOf("optimizer", o.optimizer, optimizerNames); err != nil {
+		return err
+	}
+	if err := oneOf("clipping", o.clipping, []string{"flat", "per-layer", "adaptive"}); err != nil {
+		return err
+	}
+	if err := oneOf("sampling", o.sampling, []string{"poisson", "shuffle"}); err != nil {
+		return err
+	}
+	if err := o.validateValidation(); err != nil {
+		return err
+	}
+	if err := o.validateOwnData(); err != nil {
+		return err
+	}
+	if shape := builtinShape[o.dataset]; shape != nil {
+		if _, err := modelSpec(o, shape, 10); err != nil {
+			return err
+		}
+	}
+	if !(o.lr > 0) || math.IsInf(o.lr, 0) {
+		return exit.Usagef("-lr %v: want a finite learning rate > 0", o.lr)
+	}
+	if _, err := parseSchedule(o.lrSchedule, o.lr); err != nil {
+		return err
+	}
+	if err := o.validateScheduleAndAverage(); err != nil {
+		return err
+	}
+	if err := o.validateOptimizer(); err != nil {
+		return err
+	}
+	if o.batch < 1 {
+		return exit.Usagef("-batch %d: want ≥ 1", o.batch)
+	}
+	if o.physicalBatch < 1 {
+		return exit.Usagef("-physical-batch %d: want ≥ 1", o.physicalBatch)
+	}
+	if o.epochs < 1 {
+		return exit.Usagef("-epochs %d: want ≥ 1", o.epochs)
+	}
+	if err := o.validateAugment(); err != nil {
+		return err
+	}
+	if o.checkpointEvery < 0 {
+		return exit.Usagef("-checkpoint-every %d: want ≥ 0", o.checkpointEvery)
+	}
+	if o.checkpointEvery > 0 && o.checkpoint == "" {
+		return exit.Usagef("-checkpoint-every needs -checkpoint FILE")
+	}
+	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
+		return exit.Usagef("-plot %s: want a .png file name", o.plot)
+	}
+	if o.accountant != "rdp" && o.accountant != "pld" {
+		return exit.Usagef("-accountant %q: want rdp or pld", o.accountant)
+	}
+	if !private(o.optimizer) {
+		return nil // validateOptimizer rejected the privacy flags
+	}
+	if o.set["noise"] && o.set["epsilon"] {
+		return exit.Usagef("-noise and -epsilon: give one (-noise z reports the ε it spends; -epsilon ε calibrates z)")
+	}
+	if !(o.clip > 0) || math.IsInf(o.clip, 0) {
+		return exit.Usagef("-clip %v: want a finite clipping norm > 0", o.clip)
+	}
+	if !(o.delta > 0 && o.delta < 1) {
+		return exit.Usagef("-delta %v: want δ in (0, 1)", o.delta)
+	}
+	if err := o.validateAdaptive(); err != nil {
+		return err
+	}
+	if o.set["noise"] && (o.noise == 0 || dpoptim.CheckNoiseMultiplier(o.noise) != nil) {
+		return exit.Usagef("-noise %v: want a finite noise multiplier > 0 (for no noise use a non-private optimizer, sgd or adam)", o.noise)
+	}
+	if !o.set["noise"] && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
+		return exit.Usagef("-epsilon %v: want a finite ε > 0", o.epsilon)
+	}
+	return nil
+}
+
+// parseSchedule turns -lr-schedule into a dpoptim schedule with initial rate lr.
+func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
+	name, args, _ := strings.Cut(s, ":")
+	bad := func(why string) error {
+		return exit.Usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
+	}
+	nums := func(want int) ([]float64, error) {
+		parts := strings.Split(args, ":")
+		if args == "" || len(parts) != want {
+			return nil, bad(fmt.Sprintf("%s takes %d numbers", name, want))
+		}
+		v := make([]float64, want)
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(p, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, bad(fmt.Sprintf("%q is not a number", p))
+			}
+			v[i] = x
+		}
+		return v, nil
+	}
+	switch name {
+	case "constant":
+		if args != "" {
+			return nil, bad("constant takes no numbers")
+		}
+		return dpoptim.Constant(lr), nil
+	case "step":
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if v[0] < 0 || v[0] != math.Trunc(v[0]) || v[0] > math.MaxInt32 || !(v[1] >= 0) {
+			return nil, bad("AT must be a step number ≥ 0 and FACTOR ≥ 0")
+		}
+		return dpoptim.StepDecay{Initial: lr, At: int(v[0]), Factor: v[1]}, nil
+	case "inverse-time":
+		if args != "" {
+			return nil, bad("inverse-time takes no numbers")
+		}
+		return dpoptim.InverseTime{A: lr}, nil
+	case "inverse-sqrt":
+		if args == "" {
+			return dpoptim.InverseSqrt{Eta: lr, A: 1, C: 1}, nil
+		}
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] > 0) || !(v[1] >= 0) {
+			return nil, bad("A must be > 0 and C ≥ 0")
+		}
+		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
+	case "cosine":
+		// Steps is the plan's, filled in by scheduleFor once the data is loaded.
+		if args == "" {
+			return dpoptim.Cosine{Initial: lr}, nil
+		}
+		v, err := nums(1)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] >= 0 && v[0] <= 1) {
+			return nil, bad("ALPHA must be in [0, 1]")
+		}
+		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
+	}
+	return nil, bad("unknown schedule")
+}
