@@ -34,7 +34,7 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 		Step:           t.step,
 		Epoch:          t.step / t.plan.StepsPerEpoch,
 		Noise:          t.Noise(),
-		Dataset:        t.dataset,
+		Dataset:        t.fingerprint(),
 		Settings:       maps.Clone(t.cfg.Settings),
 		Plan:           t.plan,
 		RunID:          t.runID,
@@ -190,9 +190,14 @@ func (t *Trainer) compatible(c *checkpoint.Training) error {
 	if what, ckpt, this, ok := t.model.MatchesCheckpoint(c); !ok {
 		return mismatch(what, ckpt, this)
 	}
+	this := t.fingerprint()
+	if c.Dataset.Content != "" && c.Dataset.Content != this.Content && c.Dataset.Size == this.Size && c.Dataset.Labels == this.Labels {
+		return fmt.Errorf("%w: training set content: checkpoint has content sha256 %.12s…, this data %.12s…: the same size and labels but other examples",
+			ErrMismatch, c.Dataset.Content, this.Content)
+	}
 	switch {
-	case !c.Dataset.Equal(t.dataset):
-		return mismatch("training set", c.Dataset, t.dataset)
+	case !c.Dataset.Equal(this):
+		return mismatch("training set", c.Dataset, this)
 	case c.Optimizer != t.opt.Name():
 		return mismatch("optimizer", c.Optimizer, t.opt.Name())
 	case c.EMA != t.cfg.EMA:
