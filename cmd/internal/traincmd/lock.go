@@ -66,7 +66,7 @@ func lockCheckpoint(o *options) (*filelock.Lock, error) {
 		return nil, exit.Usagef("-checkpoint %s is being written by another train run (it holds %s): wait for it to finish, or choose another -checkpoint",
 			o.checkpoint, held.Path)
 	}
-	return nil, exit.Usagef("-checkpoint %s: cannot create its lock file %s in %s: %s", o.checkpoint, lockPath(o.checkpoint), filepath.Dir(o.checkpoint), cli.StatReason(err))
+	return nil, exit.Usagef("-checkpoint %s: cannot lock %s (in %s): %s", o.checkpoint, lockPath(o.checkpoint), filepath.Dir(o.checkpoint), cli.StatReason(err))
 }
 
 // checkTarget decides, before any work, whether this run may write the file at

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -109,7 +108,7 @@ func TestCheckpointLockTwoProcesses(t *testing.T) {
 		}
 	}
 
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	first.Wait()
