@@ -73,10 +73,12 @@ type TrainerConfig struct {
 	// resumed run must match.
 	DatasetName string
 	// ContentFingerprint, if not empty, is datasets.ContentFingerprint(Train), computed
-	// by the caller (cmd/train computes it once per load and also keys the privacy
-	// budget store with it); empty: the trainer computes it when it first writes or
-	// restores a checkpoint. Checkpoints record it and Restore refuses a checkpoint
-	// whose content fingerprint differs (the same labels with other examples).
+	// by the caller so that it is computed once per load (cmd/train also keys the
+	// privacy budget store with it). It must be that of Train exactly, the set the
+	// trainer samples from (after a validation split, the part kept), not of the data
+	// Train was cut from; it is not checked. Empty: the trainer computes it when it
+	// first writes or restores a checkpoint. Checkpoints record it and Restore refuses a
+	// checkpoint whose content fingerprint differs (the same labels with other examples).
 	ContentFingerprint string
 	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
 	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
