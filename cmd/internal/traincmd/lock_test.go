@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -33,7 +34,9 @@ func trainChild() {
 	if os.Getenv("PRIVTRAIN_TRAIN_HOLD") != "" {
 		stepHook = func(training.StepProgress) {
 			fmt.Println("holding")
-			select {}
+			for { // a sleeping timer, not select{}: the runtime calls a process with every goroutine blocked a deadlock
+				time.Sleep(time.Hour)
+			}
 		}
 	}
 	os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
