@@ -72,6 +72,14 @@ type TrainerConfig struct {
 	// size, shape, classes and a hash of its labels it forms the fingerprint that a
 	// resumed run must match.
 	DatasetName string
+	// ContentFingerprint, if not empty, is datasets.ContentFingerprint(Train), computed
+	// by the caller so that it is computed once per load (cmd/train also keys the
+	// privacy budget store with it). It must be that of Train exactly, the set the
+	// trainer samples from (after a validation split, the part kept), not of the data
+	// Train was cut from; it is not checked. Empty: the trainer computes it when it
+	// first writes or restores a checkpoint. Checkpoints record it and Restore refuses a
+	// checkpoint whose content fingerprint differs (the same labels with other examples).
+	ContentFingerprint string
 	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
 	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
 	Rule dpoptim.Rule
@@ -217,9 +225,12 @@ type Trainer struct {
 	scaler  dpoptim.NoiseScaler
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
-	dataset checkpoint.Fingerprint
-	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
-	aug     *augmenter   // nil without augmentation multiplicity
+	// dataset is the training set's fingerprint, its Content filled by fingerprint()
+	// from rawTrain, the training set as given, when first needed.
+	dataset  checkpoint.Fingerprint
+	rawTrain datasets.Dataset
+	average  *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
+	aug      *augmenter   // nil without augmentation multiplicity
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -313,7 +324,11 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	} else if err := t.setupPrivacy(); err != nil {
 		return nil, err
 	}
-	t.dataset = DatasetFingerprint(cfg.DatasetName, cfg.Train)
+	if err := checkContentFingerprint(cfg.ContentFingerprint); err != nil {
+		return nil, err
+	}
+	t.dataset = labelFingerprint(cfg.DatasetName, cfg.Train)
+	t.dataset.Content, t.rawTrain = cfg.ContentFingerprint, cfg.Train
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)

@@ -230,10 +230,27 @@ func fromFile(f *File) (*Training, error) {
 	if c.Dataset.Size != c.Plan.DatasetSize {
 		return nil, bad("data set of %d examples, plan for %d", c.Dataset.Size, c.Plan.DatasetSize)
 	}
+	if cs := c.Dataset.Content; cs != "" && !isSHA256Hex(cs) {
+		return nil, bad("data set content_sha256 %q is not a hex SHA-256", cs)
+	}
 	if len(c.Settings) == 0 {
 		c.Settings = nil
 	}
 	return c, nil
+}
+
+// isSHA256Hex reports whether s is a SHA-256 in lower-case hex, as
+// datasets.ContentFingerprint writes it.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // paramDType names the parameters' element type as the "nn.dtype" metadata stores it

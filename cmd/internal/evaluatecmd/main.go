@@ -75,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	split := fs.String("split", "test", "which part: test | train | validation (for csv: and images: data, test is the held-out split of -test-fraction and -split-seed; for a run trained with -validation, train is the part it trained on and validation the part it held out, by the checkpoint's settings)")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
 	params := cli.AddParamsFlag(fs)
+	signing := cli.SigningFlag(fs, "evaluate", stderr)
 	var own cli.DataFlags
 	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
@@ -89,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		c, p, err := cli.PredictorParams(*ckpt, *params)
+		c, p, err := cli.PredictorParams(*ckpt, *params, signing)
 		if err != nil {
 			return err
 		}
@@ -251,8 +252,9 @@ func trainedOn(c *checkpoint.Training, name string) (trained string, same bool) 
 // was trained on, that -split train or validation names. Without a held-out split
 // (held nil) -split train is the whole training set. Otherwise the held-out split is
 // made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
-// seed), and the part kept must be the training set the checkpoint records (its size
-// and the hash of its labels): other data would score other examples than the run's.
+// seed), and the part kept must be the training set the checkpoint records (its size,
+// the hash of its labels and, when the checkpoint has it, its content fingerprint):
+// other data would score other examples than the run's.
 func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
 	if held == nil {
 		return train, nil
@@ -267,6 +269,10 @@ func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOu
 		if got.Size != want.Size || got.Labels != want.Labels {
 			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
 				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
+		}
+		if want.Content != "" && got.Content != want.Content { // checkpoints before content_sha256 have none
+			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (-validation %s -split-seed %d) has the labels of the one %s was trained on but other examples (content sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
+				split, name, held.setting, held.seed, ckpt, want.Content, got.Content)
 		}
 	}
 	if split == "validation" {

@@ -37,6 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "output `FILE`, e.g. model.safetensors (required)")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	params := cli.AddParamsFlag(fs)
+	signing := cli.SigningFlag(fs, "export", stderr)
 	return cli.Run("export", usageHeader, fs, args, stdout, stderr, func() error {
 		if fs.NArg() > 0 {
 			return exit.Usagef("unexpected argument %q (flags only; see export -help)", fs.Arg(0))
@@ -55,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := cli.CheckParams(*params); err != nil {
 			return err
 		}
-		c, err := cli.LoadCheckpoint(*ckpt)
+		c, err := cli.LoadCheckpoint(*ckpt, signing)
 		if err != nil {
 			return err
 		}

@@ -60,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
 	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, probabilities, logits")
 	params := cli.AddParamsFlag(fs)
+	signing := cli.SigningFlag(fs, "predict", stderr)
 	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255; not for a model trained on csv:PATH, whose declared ranges apply")
 	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
 		if !(*scale > 0) || math.IsInf(*scale, 0) {
@@ -68,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if fs.NArg() == 0 {
 			return exit.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
 		}
-		c, p, err := cli.PredictorParams(*ckpt, *params)
+		c, p, err := cli.PredictorParams(*ckpt, *params, signing)
 		if err != nil {
 			return err
 		}

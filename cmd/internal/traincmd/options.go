@@ -75,6 +75,7 @@ type options struct {
 	checkpoint, resume     string
 	checkpointEvery        int
 	allowRewind            bool
+	protect                protectFlags // -allow-unsigned, -overwrite (lock.go)
 	metrics, plot          string
 	json                   bool
 	set                    map[string]bool // flags given on the command line
@@ -136,6 +137,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	addAugmentFlags(fs, &o.aug)
 	addValidationFlag(fs, o)
+	addProtectFlags(fs, &o.protect)
 	for _, f := range optimizerFlags {
 		if f.text != nil {
 			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))

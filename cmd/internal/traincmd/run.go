@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -110,18 +109,22 @@ type session struct {
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
+	lock, err := lockCheckpoint(o) // before any work: one writer of -checkpoint at a time
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Unlock()
 	var ck *checkpoint.Training
 	if o.resume != "" {
-		var err error
-		if ck, err = loadCheckpoint(o.resume); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return 0, exit.Usagef("-resume %s: no such file", o.resume)
-			}
-			return 0, fileError("resume", o.resume, err)
+		if ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
+			return 0, err
 		}
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
 		}
+	}
+	if err := checkTarget(o, ck, stderr); err != nil {
+		return 0, err
 	}
 	newest, err := newerCheckpoint(o, ck, stderr)
 	if err != nil {
@@ -231,6 +234,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, fileError("resume", o.resume, err)
 		}
 	}
+	warnUncheckedContent(o, ck, stderr)
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
 		return 0, err
 	}
