@@ -267,3 +267,25 @@ func TestReadmeGoExample(t *testing.T) {
 		t.Errorf("README.md has no ```go block equal to the body of training.Example_readme:\n%s", want.String())
 	}
 }
+
+// TestReadmeLinksEveryPage: every page directly under docs/ is linked from the README's
+// documentation table, so a new page cannot be left where no reader finds it.
+func TestReadmeLinksEveryPage(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("no pages under docs/")
+	}
+	for _, p := range pages {
+		rel := "docs/" + filepath.Base(p)
+		if !bytes.Contains(readme, []byte("]("+rel+")")) {
+			t.Errorf("README.md does not link %s: add it to the Documentation table", rel)
+		}
+	}
+}
