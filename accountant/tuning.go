@@ -35,6 +35,11 @@ const (
 // is a mistake in the parameters, and drawing K costs O(K).
 const MaxTrialMean = 1e4
 
+// MinTrialGamma bounds γ of the truncated negative binomial from below: its tail
+// reaches k ≈ 1/γ whatever the mean (with η < 0 the mean stays small while rare draws
+// are huge), and drawing K costs O(K).
+const MinTrialGamma = 1e-6
+
 // Trials is the distribution of the number of trials of a search. Build it
 // with NegativeBinomialTrials, GeometricTrials, LogarithmicTrials or
 // PoissonTrials, which validate the parameters.
@@ -84,6 +89,9 @@ func (d Trials) Check() error {
 		}
 		if !(d.Gamma > 0 && d.Gamma < 1) {
 			return fmt.Errorf("accountant: truncated negative binomial γ = %v: must be in (0, 1): %w", d.Gamma, ErrInvalidParameter)
+		}
+		if d.Gamma < MinTrialGamma {
+			return fmt.Errorf("accountant: truncated negative binomial γ = %v: must be at least %g (K reaches about 37/γ with probability 1e−16): %w", d.Gamma, MinTrialGamma, ErrInvalidParameter)
 		}
 		if m := d.Mean(); !(m <= MaxTrialMean) {
 			return fmt.Errorf("accountant: truncated negative binomial with η = %v, γ = %v has mean %.4g trials, above %g: raise γ: %w", d.Eta, d.Gamma, m, float64(MaxTrialMean), ErrInvalidParameter)

@@ -312,67 +312,80 @@ var tuneConflicts = []struct{ flag, why string }{
 
 // tune runs the search of o.tune (dispatched from run).
 func tune(ctx context.Context, o *options, args []string, start time.Time, stdout, stderr io.Writer) (int, error) {
-	spec, err := parseTuneSpec(o.tune)
+	s, err := prepareTune(o, args)
 	if err != nil {
-		return 0, err
-	}
-	for _, c := range tuneConflicts {
-		if o.set[c.flag] {
-			return 0, exit.Usagef("-%s with -tune: not supported (%s)", c.flag, c.why)
-		}
-	}
-	for _, p := range spec.params {
-		if o.set[p.name] {
-			return 0, exit.Usagef("-%s and -tune %s=…: give the values in one place", p.name, p.name)
-		}
-	}
-	if o.accountant != "rdp" {
-		return 0, exit.Usagef("-accountant %s with -tune: the search's bound (Papernot & Steinke 2022) is a Rényi DP theorem; omit -accountant", o.accountant)
-	}
-	if !o.set["validation"] {
-		o.validation = defaultTuneValidation
-		args = append(slices.Clone(args), "-validation", strconv.FormatFloat(defaultTuneValidation, 'g', -1, 64))
-	} else if o.validation == 0 {
-		return 0, exit.Usagef("-validation 0 with -tune: the trials are scored on a validation split of the training set; give a fraction in (0, 1)")
-	}
-	s := &tuneSearch{spec: spec, base: o, args: args, seeded: o.set["seed"], orders: accountant.OrdersUpTo(256)}
-	s.zGiven = o.set["noise"] || slices.ContainsFunc(spec.params, func(p tuneParam) bool { return p.name == "noise" })
-	if o.set["noise"] {
-		s.z = o.noise
-	}
-	// Every configuration must be a valid run before anything is loaded.
-	configs := spec.configs()
-	for _, c := range configs {
-		if _, err := s.trialOptions(c, 0, 1); err != nil {
-			return 0, err
-		}
-	}
-	base, err := s.trialOptions(configs[0], 0, 1)
-	if err != nil {
-		return 0, err
-	}
-	if !private(base.optimizer) {
-		return 0, exit.Usagef("-optimizer %s with -tune: the search's privacy needs private trials (dp-sgd, dp-adam, …)", base.optimizer)
-	}
-	if err := checkWritable("checkpoint", o.checkpoint); err != nil {
-		return 0, err
-	}
-	train, _, name, notes, err := loadData(base)
-	if err != nil {
-		return 0, err
-	}
-	s.dataName = name
-	s.notes = append(notes, validationNote(base, train.Len()))
-	if s.trainSet, s.valSet, err = splitValidation(base, train); err != nil {
-		return 0, err
-	}
-	if err := s.plan(configs); err != nil {
 		return 0, err
 	}
 	s.header(stderr)
 	// TODO(budget): record s.Spend() in the data set's store here, before the first
 	// trial (reserve), and settle it when the search stops.
 	return s.run(ctx, start, stdout, stderr)
+}
+
+// prepareTune checks the search of o.tune (args: the command line), loads and splits the
+// data and plans the privacy: everything before the first trial.
+func prepareTune(o *options, args []string) (*tuneSearch, error) {
+	spec, err := parseTuneSpec(o.tune)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range tuneConflicts {
+		if o.set[c.flag] {
+			return nil, exit.Usagef("-%s with -tune: not supported (%s)", c.flag, c.why)
+		}
+	}
+	for _, p := range spec.params {
+		if o.set[p.name] {
+			return nil, exit.Usagef("-%s and -tune %s=…: give the values in one place", p.name, p.name)
+		}
+	}
+	if o.accountant != "rdp" {
+		return nil, exit.Usagef("-accountant %s with -tune: the search's bound (Papernot & Steinke 2022) is a Rényi DP theorem; omit -accountant", o.accountant)
+	}
+	if !o.set["validation"] {
+		o.validation = defaultTuneValidation
+		args = append(slices.Clone(args), "-validation", strconv.FormatFloat(defaultTuneValidation, 'g', -1, 64))
+	} else if o.validation == 0 {
+		return nil, exit.Usagef("-validation 0 with -tune: the trials are scored on a validation split of the training set; give a fraction in (0, 1)")
+	}
+	s := &tuneSearch{spec: spec, base: o, args: args, seeded: o.set["seed"], orders: accountant.OrdersUpTo(256)}
+	s.zGiven = o.set["noise"] || slices.ContainsFunc(spec.params, func(p tuneParam) bool { return p.name == "noise" })
+	if o.set["noise"] {
+		s.z = o.noise
+	}
+	if !s.zGiven && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
+		return nil, exit.Usagef("-epsilon %v: want a finite ε > 0, the budget of the whole search", o.epsilon)
+	}
+	// Every configuration must be a valid run before anything is loaded.
+	configs := spec.configs()
+	for _, c := range configs {
+		if _, err := s.trialOptions(c, 0, 1); err != nil {
+			return nil, err
+		}
+	}
+	base, err := s.trialOptions(configs[0], 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	if !private(base.optimizer) {
+		return nil, exit.Usagef("-optimizer %s with -tune: the search's privacy needs private trials (dp-sgd, dp-adam, …)", base.optimizer)
+	}
+	if err := checkWritable("checkpoint", o.checkpoint); err != nil {
+		return nil, err
+	}
+	train, _, name, notes, err := loadData(base)
+	if err != nil {
+		return nil, err
+	}
+	s.dataName = name
+	s.notes = append(notes, validationNote(base, train.Len()))
+	if s.trainSet, s.valSet, err = splitValidation(base, train); err != nil {
+		return nil, err
+	}
+	if err := s.plan(configs); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // trialOptions returns the options of a trial with the values c: the command line again
@@ -399,12 +412,10 @@ func (s *tuneSearch) trialOptions(c tuneConfig, z float64, seed uint64) (*option
 		o.noise = z
 		o.set["noise"] = true
 	}
-	if o.set["noise"] {
-		// -epsilon is the search's budget, not the trial's.
-		delete(o.set, "epsilon")
-	} else {
-		o.noise, o.set["noise"] = 1, true // a placeholder, to validate the rest
+	if !o.set["noise"] {
+		o.noise, o.set["noise"] = 1, true // a placeholder until z is calibrated, to validate the rest
 	}
+	delete(o.set, "epsilon") // -epsilon is the search's budget, not the trial's
 	if s.seeded {
 		o.seed = seed
 	}
