@@ -599,7 +599,7 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 			c[j] = p.values[src.Rand().IntN(len(p.values))]
 		}
 		seed := src.Uint64()
-		tr, err := s.runTrial(ctx, c, seed, stderr)
+		tr, trainer, err := s.runTrial(ctx, c, seed)
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				fmt.Fprintf(stderr, "tune: interrupted in trial %d of %d; nothing released (the search's ε = %.4g covers what ran)\n", i, k, s.searchEps.Epsilon)
@@ -619,6 +619,11 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 		}
 		if best == nil || tr.score > best.score {
 			best = tr
+			if !math.IsInf(tr.score, -1) {
+				if tr.ckpt, err = trainer.Checkpoint(); err != nil {
+					return 0, err
+				}
+			}
 		}
 	}
 	if math.IsInf(best.score, -1) {
@@ -641,23 +646,24 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 	return exit.OK, nil
 }
 
-// runTrial trains one trial with the values c and returns it with its un-noised score.
-func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, stderr io.Writer) (*tuneTrial, error) {
+// runTrial trains one trial with the values c and returns it with its un-noised score,
+// and its trainer.
+func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64) (*tuneTrial, *training.Trainer, error) {
 	z := 0.0
 	if !s.zGiven || s.z > 0 {
 		z = s.z
 	}
 	o, err := s.trialOptions(c, z, seed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] {
 		if o.model, err = defaultModel(s.trainSet.Shape()); err != nil {
-			return nil, exit.Usagef("-dataset %s: %v", o.dataset, err)
+			return nil, nil, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
 	if _, err := modelSpec(o, s.trainSet.Shape(), s.trainSet.NumClasses()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -666,12 +672,12 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, st
 	clampPhysicalBatch(o, s.trainSet.Len(), io.Discard)
 	m, err := buildModel(o, s.trainSet.Shape(), s.trainSet.NumClasses())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.planSteps = accountant.StepsPerEpoch(s.trainSet.Len(), o.batch) * o.epochs
 	rule, err := buildRule(o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := training.TrainerConfig{
 		Train: s.trainSet, Test: s.valSet, DatasetName: s.dataName, Rule: rule,
@@ -680,25 +686,25 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, st
 	}
 	if o.featureCache != "" {
 		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.seeded {
 		cfg.Seed = &seed
 	}
 	if cfg.Privacy, err = buildPrivacy(o, m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := training.NewTrainer(m, cfg)
 	if err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
-			return nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
+			return nil, nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	res, err := t.Run(ctx)
 	tr := &tuneTrial{config: c}
@@ -708,24 +714,19 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, st
 		// score private.
 		tr.score = math.Inf(-1)
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case math.IsNaN(res.TestAccuracy):
 		tr.score = math.Inf(-1)
 	default:
 		tr.score = math.Round(res.TestAccuracy * float64(s.valSet.Len()))
 	}
 	if err := s.checkTrialLedger(t.Ledger()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if spent, err := t.Spent(); err == nil {
 		tr.trialEps = spent.Epsilon
 	}
-	if !math.IsInf(tr.score, -1) {
-		if tr.ckpt, err = t.Checkpoint(); err != nil {
-			return nil, err
-		}
-	}
-	return tr, nil
+	return tr, t, nil
 }
 
 // checkTrialLedger refuses a trial whose ledger spent more, at some order, than the
