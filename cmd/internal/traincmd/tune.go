@@ -587,7 +587,11 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 		}
 	}
 	k := s.spec.trials.Draw(src.Float64())
-	fmt.Fprintf(stderr, "tune: %d trials drawn\n", k)
+	if k == 1 {
+		fmt.Fprintf(stderr, "tune: 1 trial drawn\n")
+	} else {
+		fmt.Fprintf(stderr, "tune: %d trials drawn\n", k)
+	}
 	if k == 0 {
 		return 0, fmt.Errorf("the number of trials drawn is 0 (probability e^−%g under %v): nothing trained, nothing released; the search's ε = %.4g is spent all the same", s.spec.trials.Mu, s.spec.trials, s.searchEps.Epsilon)
 	}

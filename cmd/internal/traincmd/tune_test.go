@@ -3,8 +3,11 @@ package traincmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -122,7 +125,7 @@ func TestTuneSearch(t *testing.T) {
 func trialLines(stderr string) string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "tune: trial ") || strings.HasPrefix(l, "tune: ") && strings.HasSuffix(l, "trials drawn") {
+		if strings.HasPrefix(l, "tune: trial ") || strings.HasPrefix(l, "tune: ") && strings.Contains(l, " drawn") {
 			out = append(out, l)
 		}
 	}
@@ -291,4 +294,19 @@ func FuzzParseTuneSpec(f *testing.F) {
 		}
 		_ = s.trials.Draw(0.999999) // terminates
 	})
+}
+
+// TestTuneInterrupted: a search stopped before its first trial ends with exit 130, writes
+// no checkpoint and says that nothing was released.
+func TestTuneInterrupted(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "best.ckpt")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, stderr := runCmd(t, ctx, append(slices.Clone(tinySearch), "-checkpoint", ckpt, "-tune", "lr=1,2;trials=geometric:mean=2")...)
+	if code != exit.Interrupted || !strings.Contains(stderr, "nothing released") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(ckpt); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("checkpoint written by an interrupted search: %v", err)
+	}
 }
