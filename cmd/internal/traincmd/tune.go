@@ -603,7 +603,13 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 			c[j] = p.values[src.Rand().IntN(len(p.values))]
 		}
 		seed := src.Uint64()
-		tr, trainer, err := s.runTrial(ctx, c, seed)
+		progress := func(epoch, epochs int) {
+			if epoch < epochs {
+				// No accuracy: the trial's only release is its noisy score.
+				fmt.Fprintf(stderr, "tune: trial %d of %d: epoch %d of %d done\n", i, k, epoch, epochs)
+			}
+		}
+		tr, trainer, err := s.runTrial(ctx, c, seed, progress)
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				fmt.Fprintf(stderr, "tune: interrupted in trial %d of %d; nothing released (the search's ε = %.4g covers what ran)\n", i, k, s.searchEps.Epsilon)
@@ -652,7 +658,7 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 
 // runTrial trains one trial with the values c and returns it with its un-noised score,
 // and its trainer.
-func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64) (*tuneTrial, *training.Trainer, error) {
+func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, progress func(epoch, epochs int)) (*tuneTrial, *training.Trainer, error) {
 	z := 0.0
 	if !s.zGiven || s.z > 0 {
 		z = s.z
@@ -687,6 +693,7 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64) (*
 		Train: s.trainSet, Test: s.valSet, DatasetName: s.dataName, Rule: rule,
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
 		FeatureCache: o.featureCache,
+		OnEpoch:      func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil },
 	}
 	if o.featureCache != "" {
 		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
