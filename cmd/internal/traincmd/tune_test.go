@@ -310,3 +310,23 @@ func TestTuneInterrupted(t *testing.T) {
 		t.Errorf("checkpoint written by an interrupted search: %v", err)
 	}
 }
+
+// TestTuneDiverged: a trial whose parameters overflow scores −∞ and is never the best;
+// when every trial diverges, nothing is released (exit 1).
+func TestTuneDiverged(t *testing.T) {
+	args := []string{"-model", "logreg", "-epochs", "1", "-seed", "3", "-noise", "3", "-json"}
+	code, out, stderr := runCmd(t, context.Background(), append(slices.Clone(args), "-tune", "lr=1,1e38;clip=1e30;trials=geometric:3")...)
+	if code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "lr=1e38 clip=1e30: training diverged") {
+		t.Fatalf("no diverged trial with seed 3 (the test needs one):\n%s", stderr)
+	}
+	if s := decodeTune(t, out); s.Best["lr"] != "1" {
+		t.Errorf("best %v: a diverged trial was chosen", s.Best)
+	}
+	code, _, stderr = runCmd(t, context.Background(), append(slices.Clone(args), "-tune", "lr=1e38;clip=1e30;trials=geometric:2")...)
+	if code != exit.Failure || !strings.Contains(stderr, "diverged: nothing released") {
+		t.Errorf("every trial diverged: exit %d, stderr:\n%s", code, stderr)
+	}
+}
