@@ -15,6 +15,8 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -31,18 +33,17 @@ func decodeTune(t *testing.T, out string) tuneSummary {
 	return s
 }
 
-// searchEpsilon is the ε of a search on the embedded sample's 7,200 training examples:
-// every trial takes ⌈7200/batch⌉·epochs steps at q = batch/7200 with noise z, and the
-// score's Gaussian mechanism adds α/(2σ²); the most over the plans, then
-// accountant.TuningEpsilon.
-func searchEpsilon(t *testing.T, d accountant.Trials, plans [][2]int, z, scoreNoise, delta float64) (search, trial float64) {
+// searchEpsilon is the ε of a search on n training examples: every trial takes
+// ⌈n/batch⌉·epochs steps at q = batch/n with noise z, and the score's Gaussian mechanism
+// adds α/(2σ²); the most over the plans, then accountant.TuningEpsilon.
+func searchEpsilon(t *testing.T, n int, d accountant.Trials, plans [][2]int, z, scoreNoise, delta float64) (search, trial float64) {
 	t.Helper()
 	orders := accountant.OrdersUpTo(256)
 	curve := make([]float64, len(orders))
 	for _, p := range plans {
 		batch, epochs := p[0], p[1]
-		steps := (7200 + batch - 1) / batch * epochs
-		r, err := accountant.SampledGaussianRDP(float64(batch)/7200, z, orders)
+		steps := (n + batch - 1) / batch * epochs
+		r, err := accountant.SampledGaussianRDP(float64(batch)/float64(n), z, orders)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +67,9 @@ func searchEpsilon(t *testing.T, d accountant.Trials, plans [][2]int, z, scoreNo
 
 // TestTuneSearch: a tiny search with a fixed noise multiplier reports the ε that
 // accountant.TuningEpsilon gives for its plan, picks values from the spec, writes the
-// best trial's checkpoint, whose ledger holds that one trial (15 steps at q = 512/7200,
-// z = 2), and a seeded search run twice prints the same.
+// best trial's checkpoint, whose ledger holds that one trial (⌈n/512⌉ steps at
+// q = 512/n, z = 2, n the 8,000 embedded examples less the validation part), and a
+// seeded search run twice prints the same.
 func TestTuneSearch(t *testing.T) {
 	ckpt := filepath.Join(t.TempDir(), "best.ckpt")
 	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "2", "-checkpoint", ckpt,
@@ -78,7 +80,11 @@ func TestTuneSearch(t *testing.T) {
 	}
 	s := decodeTune(t, out)
 	d, _ := accountant.GeometricTrials(2)
-	wantSearch, wantTrial := searchEpsilon(t, d, [][2]int{{512, 1}}, 2, 20, 1e-5)
+	n := 8000 - s.ValidationN
+	if math.Abs(float64(s.ValidationN)-800) > 4*math.Sqrt(8000*0.1*0.9) {
+		t.Errorf("%d validation examples; want about 800 (-validation 0.1 by default)", s.ValidationN)
+	}
+	wantSearch, wantTrial := searchEpsilon(t, n, d, [][2]int{{512, 1}}, 2, 20, 1e-5)
 	if math.Abs(s.Epsilon-wantSearch) > 1e-12*wantSearch || math.Abs(s.TrialEpsilon-wantTrial) > 1e-12*wantTrial {
 		t.Errorf("ε: search %v, trial %v; want %v and %v", s.Epsilon, s.TrialEpsilon, wantSearch, wantTrial)
 	}
@@ -91,7 +97,7 @@ func TestTuneSearch(t *testing.T) {
 	if !slices.Contains([]string{"1", "2", "4"}, s.Best["lr"]) || !slices.Contains([]string{"0.5", "1"}, s.Best["clip"]) || s.BestTrial < 1 || s.BestTrial > s.Trials {
 		t.Errorf("best %v (trial %d of %d): not from the spec", s.Best, s.BestTrial, s.Trials)
 	}
-	if !(s.Score > 0.3 && s.Score < 1.1) || s.ValidationN != 800 {
+	if !(s.Score > 0.3 && s.Score < 1.1) {
 		t.Errorf("score %v on %d validation examples", s.Score, s.ValidationN)
 	}
 	c, err := checkpoint.Load(ckpt)
@@ -99,8 +105,11 @@ func TestTuneSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := c.Ledger.History()
-	if len(h) != 1 || h[0].Steps != 15 || h[0].Z != 2 || math.Abs(h[0].Q-512.0/7200) > 1e-15 {
-		t.Errorf("checkpoint ledger %+v: want one trial, 15 steps at q = 512/7200, z = 2", h)
+	if len(h) != 1 || h[0].Steps != (n+511)/512 || h[0].Z != 2 || math.Abs(h[0].Q-512/float64(n)) > 1e-15 {
+		t.Errorf("checkpoint ledger %+v: want one trial, %d steps at q = 512/%d, z = 2", h, (n+511)/512, n)
+	}
+	if c.Settings[settingTuneSplit] != "content-hash" {
+		t.Errorf("checkpoint settings %v: no mark of the search's split", c.Settings)
 	}
 	if c.Settings["lr"] != s.Best["lr"] || c.Settings["clip"] != s.Best["clip"] {
 		t.Errorf("checkpoint settings lr=%s clip=%s, best %v", c.Settings["lr"], c.Settings["clip"], s.Best)
@@ -151,12 +160,13 @@ func TestTuneCalibrated(t *testing.T) {
 	}
 	s := decodeTune(t, out)
 	d, _ := accountant.PoissonTrials(3)
-	want, _ := searchEpsilon(t, d, [][2]int{{256, 1}, {512, 1}}, s.NoiseMultiplier, defaultScoreNoise, 1e-5)
+	n := 8000 - s.ValidationN
+	want, _ := searchEpsilon(t, n, d, [][2]int{{256, 1}, {512, 1}}, s.NoiseMultiplier, defaultScoreNoise, 1e-5)
 	if !(s.Epsilon <= 4) || s.Epsilon < 3.99 || math.Abs(s.Epsilon-want) > 1e-12*want {
 		t.Errorf("search ε %v at z = %v; want ≤ 4, within 0.25 %% of it, and %v recomputed", s.Epsilon, s.NoiseMultiplier, want)
 	}
 	// At 0.99·z the search must miss the target: z is the least that meets it.
-	if lower, _ := searchEpsilon(t, d, [][2]int{{256, 1}, {512, 1}}, 0.99*s.NoiseMultiplier, defaultScoreNoise, 1e-5); lower <= 4 {
+	if lower, _ := searchEpsilon(t, n, d, [][2]int{{256, 1}, {512, 1}}, 0.99*s.NoiseMultiplier, defaultScoreNoise, 1e-5); lower <= 4 {
 		t.Errorf("z = %v is not the least noise for ε = 4: 0.99·z gives %v", s.NoiseMultiplier, lower)
 	}
 }
@@ -178,7 +188,7 @@ func TestTuneSpend(t *testing.T) {
 	}
 	sp := s.Spend()
 	d, _ := accountant.NegativeBinomialTrials(0.5, 0.2)
-	want, _ := searchEpsilon(t, d, [][2]int{{512, 1}}, 3, defaultScoreNoise, 1e-5)
+	want, _ := searchEpsilon(t, s.trainSet.Len(), d, [][2]int{{512, 1}}, 3, defaultScoreNoise, 1e-5)
 	got, err := accountant.EpsilonFromRDP(sp.Orders, sp.RDP, sp.Delta, accountant.Balle)
 	if err != nil || math.Abs(got.Epsilon-want) > 1e-12*want || sp.Delta != 1e-5 || !strings.Contains(sp.Description, "truncated negative binomial") {
 		t.Errorf("spend %+v: ε %v (err %v), want %v", sp, got.Epsilon, err, want)
@@ -328,5 +338,75 @@ func TestTuneDiverged(t *testing.T) {
 	code, _, stderr = runCmd(t, context.Background(), append(slices.Clone(args), "-tune", "lr=1e38;clip=1e30;trials=geometric:2")...)
 	if code != exit.Failure || !strings.Contains(stderr, "diverged: nothing released") {
 		t.Errorf("every trial diverged: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestTuneSplit: the search's split holds out about the fraction asked (binomially), the
+// same seed gives the same split, and removing one example moves no other example
+// between the parts (where -validation's stratified split moves hundreds).
+func TestTuneSplit(t *testing.T) {
+	all, _, err := mnist.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := func(ds datasets.Dataset, seed uint64) (train, val map[[32]byte]int) {
+		tr, va, err := tuneSplit(ds, 0.1, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exampleHashes(t, tr), exampleHashes(t, va)
+	}
+	train, val := parts(all, 1)
+	nVal := 0
+	for _, c := range val {
+		nVal += c
+	}
+	if math.Abs(float64(nVal)-800) > 4*math.Sqrt(8000*0.1*0.9) {
+		t.Errorf("%d of 8,000 held out at fraction 0.1", nVal)
+	}
+	for h := range val {
+		if train[h] > 0 {
+			t.Errorf("an example is in both parts") // identical examples go to one part
+		}
+	}
+	_, val2 := parts(all, 2)
+	same := 0
+	for h := range val {
+		if val2[h] > 0 {
+			same++
+		}
+	}
+	if same > nVal/2 {
+		t.Errorf("split seeds 1 and 2 share %d of %d held-out examples", same, nVal)
+	}
+	for _, drop := range []int{0, 4321, 7999} {
+		idx := make([]int, 0, all.Len()-1)
+		for i := range all.Len() {
+			if i != drop {
+				idx = append(idx, i)
+			}
+		}
+		smaller, err := datasets.Subset(all, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trainS, valS := parts(smaller, 1)
+		moved := 0
+		for h, c := range valS {
+			moved += max(c-val[h], 0)
+		}
+		for h, c := range trainS {
+			moved += max(c-train[h], 0)
+		}
+		lost := 0
+		for h, c := range val {
+			lost += max(c-valS[h], 0)
+		}
+		for h, c := range train {
+			lost += max(c-trainS[h], 0)
+		}
+		if moved != 0 || lost != 1 {
+			t.Errorf("removing example %d: %d examples changed part, %d lost (want 0 and 1)", drop, moved, lost)
+		}
 	}
 }
