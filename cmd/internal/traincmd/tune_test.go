@@ -111,6 +111,10 @@ func TestTuneSearch(t *testing.T) {
 	if c.Settings[settingTuneSplit] != "content-hash" {
 		t.Errorf("checkpoint settings %v: no mark of the search's split", c.Settings)
 	}
+	// A plain run would split by -validation's rule: resuming the best trial is refused.
+	if code, _, stderr := runCmd(t, context.Background(), "-resume", ckpt, "-epochs", "2"); code != exit.Usage {
+		t.Errorf("resuming the best trial: exit %d, want 2\n%s", code, stderr)
+	}
 	if c.Settings["lr"] != s.Best["lr"] || c.Settings["clip"] != s.Best["clip"] {
 		t.Errorf("checkpoint settings lr=%s clip=%s, best %v", c.Settings["lr"], c.Settings["clip"], s.Best)
 	}
