@@ -27,8 +27,9 @@ import (
 
 // -tune SPEC runs a private random search (docs/tuning.md): K trials, K drawn from the
 // distribution the spec names, each training with values drawn uniformly from the spec's
-// lists on the training set minus a -validation split and scored on that split by its
-// accuracy with Gaussian noise on the count of correct predictions; the best trial is
+// lists on the training set minus a validation part (-validation FRACTION, held out by
+// tuneSplit) and scored on that part by its accuracy with Gaussian noise on the count of
+// correct predictions; the best trial is
 // released. Papernot and Steinke (ICLR 2022) bound the whole search's Rényi DP from one
 // trial's (accountant.TuningRDP), so the ε printed covers the release of the best trial's
 // model, values and noisy score, the choice among the trials included.
@@ -368,9 +369,6 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	base, err := s.trialOptions(configs[0], 0, 1)
 	if err != nil {
 		return nil, err
-	}
-	if !private(base.optimizer) {
-		return nil, exit.Usagef("-optimizer %s with -tune: the search's privacy needs private trials (dp-sgd, dp-adam, …)", base.optimizer)
 	}
 	if err := checkWritable("checkpoint", o.checkpoint); err != nil {
 		return nil, err
