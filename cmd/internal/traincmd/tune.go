@@ -473,15 +473,15 @@ func (s *tuneSearch) trialOptions(c tuneConfig, z float64, seed uint64) (*option
 		o.seed = seed
 	}
 	o.resolve()
+	if !private(o.optimizer) {
+		return nil, exit.Usagef("-tune %s: -optimizer %s is not private; a search needs private trials (dp-sgd, dp-adam, …)", s.spec.describe(c), o.optimizer)
+	}
 	if err := o.validate(); err != nil {
 		var ue *exit.UsageError
 		if errors.As(err, &ue) && len(c) > 0 {
 			return nil, exit.Usagef("-tune %s: %s", s.spec.describe(c), ue.Msg)
 		}
 		return nil, err
-	}
-	if !private(o.optimizer) {
-		return nil, exit.Usagef("-tune %s: -optimizer %s is not private; a search needs private trials", s.spec.describe(c), o.optimizer)
 	}
 	return o, nil
 }
