@@ -62,7 +62,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
-	code, err := train(ctx, o, flags, start, stdout, stderr)
+	var code int
+	var err error
+	if o.tune != "" {
+		code, err = tune(ctx, o, args, start, stdout, stderr) // tune.go
+	} else {
+		code, err = train(ctx, o, flags, start, stdout, stderr)
+	}
 	if err != nil {
 		var ue *exit.UsageError
 		switch {
