@@ -218,6 +218,7 @@ type Trainer struct {
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
 	dataset checkpoint.Fingerprint
+	classes []string     // the training set's class names (datasets.ClassNames; nil: unnamed)
 	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
 	aug     *augmenter   // nil without augmentation multiplicity
 
@@ -314,6 +315,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 		return nil, err
 	}
 	t.dataset = DatasetFingerprint(cfg.DatasetName, cfg.Train)
+	t.classes = datasets.ClassNames(cfg.Train)
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
