@@ -41,7 +41,11 @@ header) or IDX image files (MNIST format, raw or .gz; pixel v becomes v/255).
 A model trained on -dataset csv:PATH reads CSV files with the run's -scale ranges,
 -header and -label column (with or without that column; -scale is refused); one trained
 on images:DIR -image-size WxH resizes images as training did.
-Output: CSV (input,class,p0,p1,...) or, with -json, one JSON object per line.
+Output: CSV (input,class,label,p0,p1,...) or, with -json, one JSON object per line.
+class is the predicted class's number, label its name: the training data's class names
+that the checkpoint records (the digits of MNIST, the garments of Fashion-MNIST, the
+CIFAR classes, the folder names of images:DIR, the label values of csv:PATH), or the
+class number for a checkpoint that records none.
 
 Flags:
 `
@@ -58,7 +62,7 @@ type example struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
-	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, probabilities, logits")
+	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, label, probabilities, logits")
 	params := cli.AddParamsFlag(fs)
 	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255; not for a model trained on csv:PATH, whose declared ranges apply")
 	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
@@ -86,12 +90,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			examples = append(examples, ex...)
 		}
-		return predict(p, examples, *jsonOut, stdout)
+		names, _ := cli.ClassNames(c, p.NumClasses())
+		return predict(p, names, examples, *jsonOut, stdout)
 	})
 }
 
-// predict runs the model on the examples and writes one line per example.
-func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer) error {
+// predict runs the model on the examples and writes one line per example; names are the
+// classes' names.
+func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, stdout io.Writer) error {
 	L, K := p.ExampleLen(), p.NumClasses()
 	x := make([]float32, 0, len(examples)*L)
 	for _, e := range examples {
@@ -105,7 +111,7 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 	var cw *csv.Writer
 	if !jsonOut {
 		cw = csv.NewWriter(w)
-		head := []string{"input", "class"}
+		head := []string{"input", "class", "label"}
 		for k := range K {
 			head = append(head, fmt.Sprintf("p%d", k))
 		}
@@ -120,9 +126,10 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 			b, err := json.Marshal(struct {
 				Input         string    `json:"input"`
 				Class         int       `json:"class"`
+				Label         string    `json:"label"`
 				Probabilities []float64 `json:"probabilities"`
 				Logits        []float64 `json:"logits"`
-			}{e.name, class, probs, z})
+			}{e.name, class, names[class], probs, z})
 			if err != nil {
 				return err
 			}
@@ -130,7 +137,7 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 			w.WriteByte('\n')
 			continue
 		}
-		rec := []string{e.name, strconv.Itoa(class)}
+		rec := []string{e.name, strconv.Itoa(class), names[class]}
 		for _, v := range probs {
 			rec = append(rec, strconv.FormatFloat(v, 'g', 6, 64))
 		}

@@ -34,6 +34,7 @@ func runPredict(args ...string) (int, string, string) {
 type line struct {
 	Input         string    `json:"input"`
 	Class         int       `json:"class"`
+	Label         string    `json:"label"`
 	Probabilities []float64 `json:"probabilities"`
 	Logits        []float64 `json:"logits"`
 }
@@ -141,21 +142,24 @@ func TestPredictInputs(t *testing.T) {
 				t.Errorf("%s %d: %s logits %v, want %s %v", tc.name, i, l.Input, l.Logits, tc.names(i), want[i])
 			}
 			checkProbabilities(t, l.Probabilities, want[i], l.Class)
+			if l.Label != strconv.Itoa(l.Class) { // MNIST's classes are named by their digits
+				t.Errorf("%s %d: class %d label %q", tc.name, i, l.Class, l.Label)
+			}
 		}
 	}
 
-	// CSV output: a header, then input, class and K probabilities per row.
+	// CSV output: a header, then input, class, label and K probabilities per row.
 	code, stdout, stderr := runPredict("-checkpoint", ckpt, imgDir)
 	if code != 0 {
 		t.Fatalf("csv output: exit %d: %s", code, stderr)
 	}
 	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
-	if err != nil || len(recs) != n+1 || recs[0][0] != "input" || recs[0][2] != "p0" || len(recs[0]) != 12 {
+	if err != nil || len(recs) != n+1 || !slices.Equal(recs[0][:4], []string{"input", "class", "label", "p0"}) || len(recs[0]) != 13 {
 		t.Fatalf("csv output %q (%v)", stdout, err)
 	}
 	for i, r := range recs[1:] {
-		if c, _ := strconv.Atoi(r[1]); c != nn.Argmax(want[i]) {
-			t.Errorf("row %d: class %s, want %d", i, r[1], nn.Argmax(want[i]))
+		if c, _ := strconv.Atoi(r[1]); c != nn.Argmax(want[i]) || r[2] != r[1] {
+			t.Errorf("row %d: class %s label %s, want %d", i, r[1], r[2], nn.Argmax(want[i]))
 		}
 	}
 }
