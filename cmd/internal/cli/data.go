@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Data loading shared by cmd/train and cmd/evaluate: the built-in data sets (-dataset
@@ -321,6 +322,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
 		}
+		if t.LabelWarning != "" {
+			notes = append(notes, "warning: "+t.LabelWarning)
+		}
 		if t.Clipped > 0 {
 			notes = append(notes, fmt.Sprintf("%s feature values were outside the -scale range and were clipped to it (a count for you: it depends on the data)", Thousands(t.Clipped)))
 		}
@@ -352,6 +356,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 func dataError(flagValue string, err error) error {
 	_, path := OwnDataKind(flagValue)
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), path+": ")
+	if kind, _ := OwnDataKind(flagValue); kind == "csv" && errors.Is(err, safeio.ErrNotRegular) {
+		return exit.Usagef("-dataset %s: %s; csv:PATH names a CSV file (one example per row; a folder with a subfolder of images per class is images:DIR)", flagValue, strings.TrimSuffix(msg, "; give a plain file"))
+	}
 	if errors.Is(err, datasets.ErrCSV) || errors.Is(err, datasets.ErrImage) || errors.Is(err, fs.ErrNotExist) {
 		return exit.Usagef("-dataset %s: %s", flagValue, msg)
 	}

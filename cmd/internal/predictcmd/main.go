@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -234,7 +236,63 @@ func (r *reader) read(path string) ([]example, error) {
 		return nil, usageIfNotRegular(err)
 	}
 	defer f.Close()
-	return r.decodeIDX(path, f)
+	// Any other name: by content. PNG and JPEG are read as images; IDX (raw or gzipped)
+	// as MNIST images; anything else is refused, saying what it looks like.
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(sniffLen)
+	switch {
+	case bytes.HasPrefix(head, pngMagic) || bytes.HasPrefix(head, jpegMagic):
+		x, err := r.readImage(path)
+		if err != nil {
+			return nil, err
+		}
+		return []example{{path, x}}, nil
+	case bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, idxMagic):
+		return r.decodeIDX(path, br)
+	}
+	return nil, exit.Usagef("%s: not an input predict reads: %s. predict reads PNG and JPEG images (any name), CSV files named .csv (one example per row), IDX image files (MNIST format, raw or .gz) and directories of images", path, describe(head))
+}
+
+// Magic numbers of the formats predict recognises by content.
+var (
+	pngMagic  = []byte("\x89PNG\r\n\x1a\n")
+	jpegMagic = []byte{0xff, 0xd8, 0xff}
+	gzipMagic = []byte{0x1f, 0x8b}
+	idxMagic  = []byte{0, 0, 8, 3} // unsigned bytes, 3 dimensions
+)
+
+// sniffLen is how much of a file describe looks at.
+const sniffLen = 64
+
+// describe says in a few words what a file that starts with head looks like.
+func describe(head []byte) string {
+	switch {
+	case len(head) == 0:
+		return "the file is empty"
+	case bytes.HasPrefix(head, []byte("GIF8")):
+		return "it is a GIF image (convert it to PNG)"
+	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
+		return "it is a WebP image (convert it to PNG)"
+	case bytes.HasPrefix(head, []byte("BM")) && len(head) >= 14 && !utf8.Valid(head):
+		return "it is a BMP image (convert it to PNG)"
+	case bytes.HasPrefix(head, []byte{0, 0, 8}) && len(head) >= 4:
+		plural := "s"
+		if head[3] == 1 {
+			plural = " (labels?)"
+		}
+		return fmt.Sprintf("it is an IDX file of bytes in %d dimension%s, not images (3 dimensions, magic 0x00000803)", head[3], plural)
+	}
+	text := head
+	if len(head) == sniffLen { // may end inside a character
+		for i := 0; i < utf8.UTFMax && len(text) > 0 && !utf8.Valid(text); i++ {
+			text = text[:len(text)-1]
+		}
+	}
+	if utf8.Valid(text) && !bytes.ContainsFunc(text, func(r rune) bool { return r != '\n' && r != '\r' && r != '\t' && unicode.IsControl(r) }) {
+		line, _, _ := bytes.Cut(text, []byte("\n"))
+		return fmt.Sprintf("it is text, starting %q (a table of numbers must be named .csv)", strings.TrimSpace(string(line)))
+	}
+	return fmt.Sprintf("binary data starting % x", head[:min(len(head), 8)])
 }
 
 func (r *reader) readDir(dir string) ([]example, error) {
@@ -441,7 +499,7 @@ const maxIDX = 128 << 20
 func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
 	n, h, w, px, err := mnist.DecodeImages(in, maxIDX)
 	if errors.Is(err, mnist.ErrMagic) {
-		return nil, exit.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+		return nil, exit.Usagef("%s: not an IDX image file (magic 0x00000803: unsigned-byte images; a labels file, idx1, is not an input); predict reads PNG and JPEG images, CSV files named .csv and IDX image files (raw or .gz)", path)
 	}
 	if err != nil {
 		return nil, exit.Usagef("%s: %v", path, err)

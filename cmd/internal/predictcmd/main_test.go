@@ -235,7 +235,7 @@ func TestPredictRefuses(t *testing.T) {
 		{[]string{"-checkpoint", ckpt, jpegLike}, "not a readable PNG or JPEG"},
 		{[]string{"-checkpoint", ckpt, wide}, "has 785 values; the model expects 784 (1×28×28); remove the label column"},
 		{[]string{"-checkpoint", ckpt, nan}, `column 784: "NaN" is not a finite number`},
-		{[]string{"-checkpoint", ckpt, other}, "not a PNG, JPEG, CSV or IDX"},
+		{[]string{"-checkpoint", ckpt, other}, `not an input predict reads: it is text, starting "hello" (a table of numbers must be named .csv). predict reads PNG and JPEG images`},
 		{[]string{"-checkpoint", ckpt, empty}, "no .png"},
 		{[]string{"-checkpoint", ckpt, idx32}, "32×32 grayscale images; the model expects 1×28×28"},
 		{[]string{"-checkpoint", ckpt, filepath.Join(dir, "missing.png")}, "no such file"},
@@ -268,6 +268,9 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		check(r.decodeCSV("f.csv", bytes.NewReader(b)))
+		if d := describe(b[:min(len(b), sniffLen)]); d == "" || strings.ContainsAny(d, "\n\r") {
+			t.Fatalf("describe: %q", d)
+		}
 		check(r.decodeIDX("f", bytes.NewReader(b)))
 		ex, err := table.decodeCSV("f.csv", bytes.NewReader(b))
 		for _, e := range ex {
