@@ -24,6 +24,9 @@ var (
 	ErrTruncated     = datasets.ErrTruncated // the same error in both readers
 	ErrLabelRange    = datasets.ErrLabelRange
 	ErrLabelConflict = errors.New("fine class in more than one coarse class")
+	// ErrNotArchive: a file given as the archive is not gzip-compressed (a file of
+	// another kind, or the wrong file).
+	ErrNotArchive = errors.New("not a .tar.gz archive")
 )
 
 // Classes10 names the labels 0 to 9 of CIFAR-10 (batches.meta.txt of the archive).
@@ -329,7 +332,7 @@ func loadArchive(name string, f *format) (*sets, error) {
 func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("cifar: %s: gzip: %w", name, err)
+		return nil, fmt.Errorf("cifar: %s: %w (%v); %s", name, ErrNotArchive, err, f.hint())
 	}
 	defer zr.Close()
 	members := make(map[string]*split) // base name → its records

@@ -40,6 +40,9 @@ const (
 // gzipped with a .gz suffix. It returns the 60,000 training and 10,000 test images, each
 // of shape [1 rows cols] (1×28×28 for MNIST), with labels 0 to 9.
 func Load(dir string) (train, test *datasets.Images, err error) {
+	if err := checkDir(dir); err != nil {
+		return nil, nil, err
+	}
 	return named(Classes[:])(loadFS(os.DirFS(dir), dir, mnistHint))
 }
 
@@ -47,6 +50,9 @@ func Load(dir string) (train, test *datasets.Images, err error) {
 // same names and format as MNIST's; only the advice in the error for missing files
 // differs from Load. The classes are listed in FashionClasses.
 func LoadFashion(dir string) (train, test *datasets.Images, err error) {
+	if err := checkDir(dir); err != nil {
+		return nil, nil, err
+	}
 	return named(FashionClasses[:])(loadFS(os.DirFS(dir), dir, fashionHint))
 }
 
@@ -108,12 +114,18 @@ func LoadFiles(images, labels string) (*datasets.Images, error) {
 // opened, so they may be missing or damaged. For a caller that never uses the test set,
 // such as training on a validation split of the training set.
 func LoadTrain(dir string) (*datasets.Images, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	train, err := loadTrainFS(os.DirFS(dir), dir, mnistHint)
 	return namedTrain(Classes[:], train, err)
 }
 
 // LoadFashionTrain is LoadTrain for Fashion-MNIST (LoadFashion's advice for missing files).
 func LoadFashionTrain(dir string) (*datasets.Images, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	train, err := loadTrainFS(os.DirFS(dir), dir, fashionHint)
 	return namedTrain(FashionClasses[:], train, err)
 }
@@ -316,4 +328,13 @@ func decodePair(images, labels idxFile) (*datasets.Images, error) {
 		return nil, fmt.Errorf("mnist: %w: %d images in %s, %d labels in %s", ErrCountMismatch, n, images.path, len(lab), labels.path)
 	}
 	return datasets.NewImages([]int{1, rows, cols}, numClasses, pixels, lab)
+}
+
+// checkDir refuses a dir that is a file, which os.DirFS would report as missing.
+func checkDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("mnist: %s is a file, not a directory: give the directory that holds the four IDX files (%s, %s, %s, %s, each raw or .gz)",
+			dir, TrainImages, TrainLabels, TestImages, TestLabels)
+	}
+	return nil
 }

@@ -210,8 +210,12 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 // Fashion-MNIST in a directory and CIFAR-10's test batch are not read (test is nil).
 func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
-		if _, err := os.Stat(dir); err != nil {
+		st, err := os.Stat(dir)
+		if err != nil {
 			return exit.Usagef("-data %s: %s; %s", dir, StatReason(err), how)
+		}
+		if !st.IsDir() && dataset != "cifar10" { // CIFAR-10's may be the archive
+			return exit.Usagef("-data %s is a file, not a directory; %s", dir, how)
 		}
 		return nil
 	}
@@ -265,7 +269,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		return nil, nil, "", exit.Usagef("-dataset %q: unknown", dataset)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, cifar.ErrNotArchive) {
 			return nil, nil, "", exit.Usagef("-data %s: %v", data, err)
 		}
 		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
@@ -298,6 +302,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 			opts = append(opts, cifar.TrainOnly())
 		}
 		tr, te, err := cifar.Load100(data, opts...)
+		if errors.Is(err, cifar.ErrNotArchive) {
+			return nil, nil, "", nil, exit.Usagef("-data %s: %v", data, err)
+		}
 		if err != nil {
 			return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
 		}
