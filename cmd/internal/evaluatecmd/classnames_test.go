@@ -1,6 +1,7 @@
 package evaluatecmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
+	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -70,5 +72,27 @@ func TestEvaluateDigitNames(t *testing.T) {
 	_, stdout, _ := runEvaluate("-checkpoint", ckpt)
 	if !strings.Contains(stdout, "\n3      ") || strings.Contains(stdout, "\n3 3") {
 		t.Errorf("rows of digits:\n%s", stdout)
+	}
+}
+
+// A model evaluated on other data than it was trained on: the rows (true classes) carry
+// the data's names, and a note says that the model's classes were named otherwise.
+func TestEvaluateOtherDataNames(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(mnist.DebianFashionDir, "t10k-labels-idx1-ubyte.gz")); err != nil {
+		t.Skip("Fashion-MNIST is not installed:", err)
+	}
+	train, _ := clitest.MNIST(t, 128)
+	ckpt := clitest.Checkpoint(t, t.TempDir(), models.LogisticRegression(), train)
+	code, stdout, stderr := runEvaluate("-checkpoint", ckpt, "-dataset", "fashion-mnist", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	garments := []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+	var r report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || !slices.Equal(r.ClassNames, garments) {
+		t.Errorf("class_names %q (%v), want the garments", r.ClassNames, err)
+	}
+	if !strings.Contains(stderr, "note: the data evaluated names its classes T-shirt/top, Trouser, Pullover, Dress, … (10 in all), the model's training data 0, 1, 2, 3,") {
+		t.Errorf("no note on the names: %q", stderr)
 	}
 }

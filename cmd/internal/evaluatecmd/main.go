@@ -63,8 +63,9 @@ type report struct {
 	PerClassAccuracy []*float64 `json:"per_class_accuracy"`
 	// ConfusionMatrix[true][predicted] counts examples.
 	ConfusionMatrix [][]int `json:"confusion_matrix"`
-	// ClassNames[k] names class k: the names the checkpoint records (the training
-	// data's), else those of the data evaluated, else the class numbers "0", "1", ….
+	// ClassNames[k] names class k of the data evaluated: the data's own names (the
+	// digits, the garments, the CIFAR classes, the folders of images:DIR, the labels of
+	// csv:PATH), else those the checkpoint records, else the class numbers "0", "1", ….
 	ClassNames []string `json:"class_names"`
 	// Parameters are the parameters evaluated: "averaged" (train -ema's average, of
 	// decay EMA) or "raw" (EMA 0).
@@ -405,25 +406,23 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// classNames names the model's classes for the report (cli.ClassNames): the names the
-// checkpoint records, else those of the data evaluated (a checkpoint written before
-// checkpoints recorded names, on data that has them), else the class numbers. When the
-// checkpoint's names and the data's differ, a note says so: the rows are the data's
-// classes, counted by number, and the model's names may not be the data's.
+// classNames names the classes of the report's rows, the true classes of the data
+// evaluated: the data's own names where it has them (datasets.ClassNames), else the
+// names the checkpoint records for its training data (cli.ClassNames: else those of the
+// built-in data set it was trained on, else the class numbers). When the data's names
+// and the model's differ, a note says so: the model's class k is scored against the
+// data's class k.
 func classNames(c *checkpoint.Training, ds datasets.Dataset, classes int, stderr io.Writer) []string {
 	names, named := cli.ClassNames(c, classes)
 	data := datasets.ClassNames(ds)
 	if len(data) != classes {
 		return names
 	}
-	if !named {
-		return data
-	}
-	if !slices.Equal(names, data) {
-		fmt.Fprintf(stderr, "evaluate: note: the data evaluated names its classes %s, the checkpoint %s; the report uses the checkpoint's names (classes are matched by number)\n",
+	if named && !slices.Equal(names, data) {
+		fmt.Fprintf(stderr, "evaluate: note: the data evaluated names its classes %s, the model's training data %s; the report names the data's, and the model's class k is scored as the data's class k\n",
 			someNames(data), someNames(names))
 	}
-	return names
+	return data
 }
 
 // someNames lists the first names: "cat, dog, emu" or "cat, dog, emu, … (12 in all)".
