@@ -435,10 +435,9 @@ func (o *options) resolve() {
 			o.model = "logreg"
 		} else if shape := builtinShape[o.dataset]; shape != nil {
 			o.model, _ = defaultModel(shape)
+		} else { // images:DIR: by the images' size once they are read (train)
+			o.model = "cnn"
 		}
-	}
-	if o.model == "" { // images:DIR: by the images' size once they are read (train)
-		o.model = "cnn"
 	}
 	o.resolveOptimizer()
 	o.resolveModelDefaults()
