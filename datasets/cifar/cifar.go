@@ -332,7 +332,7 @@ func loadArchive(name string, f *format) (*sets, error) {
 func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("cifar: %s: %w (%v); %s", name, ErrNotArchive, err, f.hint())
+		return nil, fmt.Errorf("cifar: %s: %w (%w); %s", name, ErrNotArchive, err, f.hint())
 	}
 	defer zr.Close()
 	members := make(map[string]*split) // base name → its records
