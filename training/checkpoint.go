@@ -35,6 +35,7 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 		Epoch:          t.step / t.plan.StepsPerEpoch,
 		Noise:          t.Noise(),
 		Dataset:        t.fingerprint(),
+		ClassNames:     slices.Clone(t.classes),
 		Settings:       maps.Clone(t.cfg.Settings),
 		Plan:           t.plan,
 		RunID:          t.runID,

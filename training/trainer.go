@@ -229,6 +229,7 @@ type Trainer struct {
 	// from rawTrain, the training set as given, when first needed.
 	dataset  checkpoint.Fingerprint
 	rawTrain datasets.Dataset
+	classes  []string     // the training set's class names (datasets.ClassNames; nil: unnamed)
 	average  *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
 	aug      *augmenter   // nil without augmentation multiplicity
 
@@ -329,6 +330,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	}
 	t.dataset = labelFingerprint(cfg.DatasetName, cfg.Train)
 	t.dataset.Content, t.rawTrain = cfg.ContentFingerprint, cfg.Train
+	t.classes = datasets.ClassNames(cfg.Train)
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)

@@ -174,8 +174,10 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
-	if o.batch > trainSet.Len() {
-		return 0, exit.Usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
+	if note, err := o.fitBatch(trainSet.Len()); err != nil {
+		return 0, err
+	} else if note != "" {
+		notes = append(notes, note)
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -443,6 +445,8 @@ func (o *options) resolve() {
 			o.model = "logreg"
 		} else if shape := builtinShape[o.dataset]; shape != nil {
 			o.model, _ = defaultModel(shape)
+		} else { // images:DIR: by the images' size once they are read (train)
+			o.model = "cnn"
 		}
 	}
 	o.resolveOptimizer()
