@@ -47,9 +47,13 @@ func PyTorch(w io.Writer, m *nn.Model, name, params string) error {
 		dtype = "torch.float64"
 	}
 	in := fmt.Sprintf("[N, %s]", strings.Join(shape, ", "))
-	scaling := "the values scaled as the training data were"
+	scaling := fmt.Sprintf("Input: x of shape %s, each feature scaled as the training data were\n"+
+		"(predict: CSV values divided by -scale, or mapped from the declared -scale ranges lo:hi\n"+
+		"to (x - lo)/(hi - lo)): exactly what predict and nn.Predictor hand the network.", in)
 	if len(shape) == 3 {
-		scaling = "values in [0, 1] as predict reads images: pixel v becomes v/255, grayscale for one channel, RGB for three"
+		scaling = fmt.Sprintf("Input: x of shape %s (NCHW), values in [0, 1] as predict reads images\n"+
+			"(pixel v becomes v/255; grayscale for one channel, RGB for three): exactly what\n"+
+			"predict and nn.Predictor hand the network; no other normalisation is applied.", in)
 	}
 	paramsLit := "None"
 	if params != "" {
@@ -104,15 +108,14 @@ func definitions(plan []nn.LayerState) []string {
 var pythonModule = template.Must(template.New("module").Parse(`"""The privtrain model {{.Model}} in PyTorch, written by privtrain export -pytorch.
 
     import {{.Name}}
-    model = {{.Name}}.load_model({{if .Params}}{{else}}"{{.ExampleParam}}"{{end}})   # torch.nn.Module in eval mode
-    logits = model(x)                       # x: {{.DType}} tensor {{.Input}}
-    probs = {{.Name}}.predict_proba(model, x)   # softmax of the logits, predict's probabilities
-    classes = {{.Name}}.predict(model, x)       # the most probable class of each row
+    model = {{.Name}}.load_model({{if .Params}}{{else}}"{{.ExampleParam}}"{{end}})  # torch.nn.Module in eval mode
+    logits = model(x)  # x: {{.DType}} tensor {{.Input}}
+    probs = {{.Name}}.predict_proba(model, x)  # softmax of the logits: predict's probabilities
+    classes = {{.Name}}.predict(model, x)  # the most probable class of each row
 
-Input: {{.Input}} ({{.Shape}} per example, NCHW for images), {{.Scaling}}: exactly what
-predict and nn.Predictor take, which apply no other normalisation. Output: model(x) returns
-the logits [N, {{.Classes}}]; predict_proba returns the probabilities predict prints (the
-softmax of the logits), predict_proba(...).argmax(1) its class.
+{{.Scaling}}
+Output: model(x) returns the logits [N, {{.Classes}}]; predict_proba(model, x) their softmax, the
+probabilities predict prints; predict(model, x) the class predict prints.
 {{- if .ScatterNote}}
 
 The first module, Scattering2D, is the scattering transform, with its fixed filters read
@@ -120,9 +123,9 @@ from the parameter file (no Kymatio): see its docstring. It computes in float64 
 its output to float32, as privtrain does.
 {{- end}}
 
-load_model reads the parameters from a safetensors file ({{if .Params}}default: {{.Params}} beside
-this file, {{end}}written by the same export -o) with numpy, so that only torch and numpy
-are needed, and refuses a file of another model.
+load_model reads the parameters from the safetensors file written by the same export
+({{if .Params}}default: {{.Params}}, relative to this file's folder{{else}}export -o{{end}}), parsing it with numpy:
+only torch and numpy are needed. It refuses a file of another model.
 """
 
 import json

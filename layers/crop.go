@@ -124,6 +124,9 @@ const torchCenterCrop = `class CenterCrop(nn.Module):
         super().__init__()
         self.h, self.w = h, w
 
+    def extra_repr(self):
+        return "h=%d, w=%d" % (self.h, self.w)
+
     def forward(self, x):
         top, left = (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
         return x[..., top:top + self.h, left:left + self.w]

@@ -40,6 +40,9 @@ class Scattering2D(nn.Module):
         for r in range(J):
             self.register_buffer("phi_%d" % r, torch.zeros((self.M >> r, self.N >> r), dtype=torch.float64))
 
+    def extra_repr(self):
+        return "J=%d, L=%d, C=%d, H=%d, W=%d" % (self.J, self.L, self.C, self.H, self.W)
+
     @staticmethod
     def _reflect(i, n):
         """Index i mapped into [0, n) by mirror reflection without repeating the edge

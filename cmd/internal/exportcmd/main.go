@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *out == "" {
 			return exit.Usagef("-o FILE is required: where to write the .safetensors file (or -pytorch FILE.py for a PyTorch module and its parameters)")
 		}
-		for _, o := range []struct{ flag, path string }{{"-o", *out}, {"-pytorch", *pyOut}} {
+		for _, o := range []struct{ flag, path string }{{"-pytorch", *pyOut}, {"-o", *out}} {
 			if o.path == "" {
 				continue
 			}
@@ -113,8 +114,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.EMA > 0 {
 			which = ", " + cli.ParamsDescription(c) + " parameters"
 		}
-		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v%s), input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
-			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors), m.DType(), which, cli.Shape(m.InputShape()), m.NumClasses())
+		fixed, err := fixedTensors(m, f.Tensors)
+		if err != nil {
+			return err
+		}
+		filters := ""
+		if fixed > 0 {
+			filters = fmt.Sprintf(" and the scattering's fixed filters in %d (float64)", fixed)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %s, %s parameters in %d tensors (%v%s)%s, input %s (NCHW, scaled to [0,1] as in training), %d classes\n",
+			*out, m.Name(), cli.Thousands(m.NumParams()), len(f.Tensors)-fixed, m.DType(), which, filters, cli.Shape(m.InputShape()), m.NumClasses())
 		if *pyOut != "" {
 			printModuleUse(stdout, *pyOut, name, *out, m.InputShape())
 			return nil
@@ -128,6 +137,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			"  export -checkpoint %s -o %s -pytorch model.py\n", *ckpt, *out)
 		return nil
 	})
+}
+
+// fixedTensors counts the tensors of the layers without parameters (Scattering2D's
+// filters): the exported file's tensors that are no trained parameters.
+func fixedTensors(m *nn.Model, tensors map[string]checkpoint.Tensor) (int, error) {
+	plan, err := m.LayerStates()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for name := range tensors {
+		i, err := strconv.Atoi(name[:max(strings.IndexByte(name, '.'), 0)])
+		if err == nil && i < len(plan) && len(plan[i].Params) == 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // paramsPath is the parameter file's path as the module finds it: relative to the

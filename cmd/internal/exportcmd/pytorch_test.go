@@ -30,14 +30,21 @@ const python = "/usr/bin/python3"
 // for each entry of the manifest (argv[1]) it imports the exported module from its file,
 // load_model()s it with its default parameter file, reads the inputs (float32, little
 // endian, n examples of INPUT_SHAPE) and writes predict_proba's probabilities (float64).
+//
+// Then it checks that load_model refuses the parameter files in "refuse" (another
+// model's, a truncated one) with a ValueError that says why.
 const runModules = `
 import importlib.util, json, sys, time
 import numpy as np
-for i, e in enumerate(json.load(open(sys.argv[1]))):
-    t0 = time.time()
-    spec = importlib.util.spec_from_file_location("exported%d" % i, e["module"])
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+manifest = json.load(open(sys.argv[1]))
+for i, e in enumerate(manifest["models"]):
+    t0 = time.time()
+    mod = load(e["module"], "exported%d" % i)
     model = mod.load_model()
     x = np.fromfile(e["x"], dtype="<f4").reshape((e["n"],) + tuple(mod.INPUT_SHAPE))
     p = mod.predict_proba(model, x)
@@ -45,6 +52,16 @@ for i, e in enumerate(json.load(open(sys.argv[1]))):
         sys.exit("%s: probabilities of shape %s" % (e["module"], tuple(p.shape)))
     p.numpy().astype("<f8").tofile(e["out"])
     print("%s: %.2f s" % (e["name"], time.time() - t0))
+mod = load(manifest["models"][0]["module"], "refusing")
+for path, why in manifest["refuse"]:
+    try:
+        mod.load_model(path)
+    except ValueError as err:
+        if why not in str(err):
+            sys.exit("load_model(%s): %s; want an error saying %r" % (path, err, why))
+        print("refused %s: %s" % (path, err))
+    else:
+        sys.exit("load_model(%s) loaded it; want a ValueError" % path)
 `
 
 // TestPyTorchEveryModel exports every built-in model (each -model of train, the scatter
@@ -154,7 +171,21 @@ func TestPyTorchEveryModel(t *testing.T) {
 		manifest = append(manifest, e)
 	}
 	t.Logf("%d checkpoints and exports: %.1f s", len(cases), time.Since(start).Seconds())
-	b, err := json.Marshal(manifest)
+	// The first model's module with the second's parameters, and with a truncated file.
+	params0 := filepath.Join(filepath.Dir(manifest[0].Module), "model.safetensors")
+	b, err := os.ReadFile(params0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.safetensors")
+	if err := os.WriteFile(truncated, b[:len(b)-4], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refuse := [][2]string{
+		{filepath.Join(filepath.Dir(manifest[1].Module), "model.safetensors"), "holds the parameters of another model (" + manifest[1].Name + ")"},
+		{truncated, "do not hold F32"},
+	}
+	b, err = json.Marshal(map[string]any{"models": manifest, "refuse": refuse})
 	if err != nil {
 		t.Fatal(err)
 	}
