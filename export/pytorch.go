@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"go/token"
 	"io"
 	"strconv"
 	"strings"
@@ -59,8 +60,16 @@ func PyTorch(w io.Writer, m *nn.Model, name, params string) error {
 	if params != "" {
 		paramsLit = strconv.QuoteToASCII(params)
 	}
+	imp, ref := "import "+name, map[string]string{}
+	for _, fn := range []string{"load_model", "predict_proba", "predict"} {
+		ref[fn] = name + "." + fn
+		if !token.IsIdentifier(name) { // my-model.py: no import statement can name it
+			imp, ref[fn] = fmt.Sprintf("m = runpy.run_path(%q)  # import runpy", name+".py"), fmt.Sprintf("m[%q]", fn)
+		}
+	}
 	data := map[string]any{
-		"Name":         name,
+		"Import":       imp,
+		"Ref":          ref,
 		"Model":        m.Name(),
 		"ModelLit":     strconv.QuoteToASCII(m.Name()),
 		"Params":       params,
@@ -107,11 +116,11 @@ func definitions(plan []nn.LayerState) []string {
 
 var pythonModule = template.Must(template.New("module").Parse(`"""The privtrain model {{.Model}} in PyTorch, written by privtrain export -pytorch.
 
-    import {{.Name}}
-    model = {{.Name}}.load_model({{if .Params}}{{else}}"{{.ExampleParam}}"{{end}})  # torch.nn.Module in eval mode
+    {{.Import}}
+    model = {{.Ref.load_model}}({{if .Params}}{{else}}"{{.ExampleParam}}"{{end}})  # torch.nn.Module in eval mode
     logits = model(x)  # x: {{.DType}} tensor {{.Input}}
-    probs = {{.Name}}.predict_proba(model, x)  # softmax of the logits: predict's probabilities
-    classes = {{.Name}}.predict(model, x)  # the most probable class of each row
+    probs = {{.Ref.predict_proba}}(model, x)  # softmax of the logits: predict's probabilities
+    classes = {{.Ref.predict}}(model, x)  # the most probable class of each row
 
 {{.Scaling}}
 Output: model(x) returns the logits [N, {{.Classes}}]; predict_proba(model, x) their softmax, the
@@ -205,15 +214,20 @@ def load_model(path=None):
     return model.eval()
 
 
-def _input(x):
-    return torch.as_tensor(x, dtype=DTYPE)
+def _input(model, x):
+    """x as a tensor of DTYPE on the model's device, checked against INPUT_SHAPE."""
+    device = next(model.parameters()).device
+    x = torch.as_tensor(x, dtype=DTYPE, device=device)
+    if x.dim() != 1 + len(INPUT_SHAPE) or tuple(x.shape[1:]) != INPUT_SHAPE:
+        raise ValueError("input of shape %s; the model takes [N, %s]" % (list(x.shape), ", ".join(map(str, INPUT_SHAPE))))
+    return x
 
 
 def predict_proba(model, x):
     """The class probabilities [N, NUM_CLASSES] of the inputs x (a tensor or numpy array of
     shape [N, *INPUT_SHAPE]): the softmax of the logits, what privtrain's predict prints."""
     with torch.no_grad():
-        return torch.softmax(model(_input(x)), dim=1)
+        return torch.softmax(model(_input(model, x)), dim=1)
 
 
 def predict(model, x):
