@@ -19,7 +19,8 @@ import (
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-const usageHeader = `usage: export -checkpoint FILE -o FILE.safetensors [-pytorch FILE.py]
+const usageHeader = `usage: export -checkpoint FILE -pytorch FILE.py      (module and FILE.safetensors)
+       export -checkpoint FILE -o FILE.safetensors [-pytorch FILE.py]
 
 Writes the model of a checkpoint for PyTorch. -o writes its parameters as a plain
 safetensors file: tensors named as in an nn.Sequential of the same layers (parameter-free
