@@ -129,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			printModuleUse(stdout, *pyOut, name, *out, m.InputShape())
 			return nil
 		}
-		fmt.Fprintf(stdout, "its tensors are the state_dict of this PyTorch model (module i is layer i):\n\n%s\n", f.Metadata["privtrain.torch"])
+		fmt.Fprintf(stdout, "its tensors are the state_dict of this PyTorch model (module i is layer i):\n\nmodel = %s\n", f.Metadata["privtrain.torch"])
 		if m.DType() == nn.Float64 {
 			fmt.Fprintln(stdout, "model.double()  # the file holds float64 tensors; feed float64 input")
 		}
