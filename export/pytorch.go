@@ -169,18 +169,24 @@ def read_safetensors(path):
     n = int.from_bytes(data[:8], "little")
     if n > len(data) - 8:
         raise ValueError("%s: not a safetensors file (header of %d bytes in a file of %d)" % (path, n, len(data)))
-    header = json.loads(data[8:8 + n].decode("utf-8"))
-    metadata = header.pop("__metadata__", None) or {}
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+        metadata = header.pop("__metadata__", None) or {}
+        entries = [(name, t["dtype"], [int(d) for d in t["shape"]], [int(o) for o in t["data_offsets"]])
+                   for name, t in header.items()]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError("%s: not a safetensors file (header: %s)" % (path, err)) from None
     body = memoryview(data)[8 + n:]
     tensors = {}
-    for name, t in header.items():
-        if t["dtype"] not in _SAFETENSORS_DTYPES:
-            raise ValueError("%s: tensor %s has dtype %s, which this reader does not know" % (path, name, t["dtype"]))
-        dt = np.dtype(_SAFETENSORS_DTYPES[t["dtype"]])
-        lo, hi = t["data_offsets"]
-        shape = tuple(t["shape"])
+    for name, dtype, shape, offsets in entries:
+        if dtype not in _SAFETENSORS_DTYPES:
+            raise ValueError("%s: tensor %s has dtype %s, which this reader does not know" % (path, name, dtype))
+        dt = np.dtype(_SAFETENSORS_DTYPES[dtype])
+        if len(offsets) != 2 or min(shape, default=0) < 0:
+            raise ValueError("%s: tensor %s: data_offsets %s, shape %s" % (path, name, offsets, shape))
+        lo, hi = offsets
         if not 0 <= lo <= hi <= len(body) or hi - lo != math.prod(shape) * dt.itemsize:
-            raise ValueError("%s: tensor %s: bytes %d…%d do not hold %s %s" % (path, name, lo, hi, t["dtype"], list(shape)))
+            raise ValueError("%s: tensor %s: bytes %d…%d do not hold %s %s" % (path, name, lo, hi, dtype, shape))
         a = np.frombuffer(body[lo:hi], dtype=dt).reshape(shape)
         tensors[name] = torch.from_numpy(a.astype(dt.newbyteorder("="), copy=True))
     return tensors, metadata

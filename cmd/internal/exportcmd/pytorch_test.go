@@ -32,7 +32,7 @@ const python = "/usr/bin/python3"
 // endian, n examples of INPUT_SHAPE) and writes predict_proba's probabilities (float64).
 //
 // Then it checks that load_model refuses the parameter files in "refuse" (another
-// model's, a truncated one) with a ValueError that says why.
+// model's, a truncated one, one whose header is no JSON) with a ValueError that says why.
 const runModules = `
 import importlib.util, json, sys, time
 import numpy as np
@@ -181,7 +181,12 @@ func TestPyTorchEveryModel(t *testing.T) {
 	if err := os.WriteFile(truncated, b[:len(b)-4], 0o600); err != nil {
 		t.Fatal(err)
 	}
+	garbage := filepath.Join(dir, "garbage.safetensors") // a header length, then no JSON
+	if err := os.WriteFile(garbage, append([]byte{4, 0, 0, 0, 0, 0, 0, 0}, "{{{{"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	refuse := [][2]string{
+		{garbage, "not a safetensors file"},
 		{filepath.Join(filepath.Dir(manifest[1].Module), "model.safetensors"), "holds the parameters of another model (" + manifest[1].Name + ")"},
 		{truncated, "do not hold F32"},
 	}
