@@ -19,8 +19,8 @@ class Scattering2D(nn.Module):
     [M / 2^r, N / 2^r], the low-pass spectrum at resolution r. Output: [B, C K, H', W'],
     K = 1 + J L + L^2 J (J - 1) / 2 paths per input channel (input channel c is channels
     c K ... c K + K - 1) in Kymatio's order: order 0, order 1 by (j1, l1), order 2 by
-    (j1, l1, j2, l2). Like privtrain's front end it rounds the features to float32 and
-    returns them in the input's dtype.
+    (j1, l1, j2, l2). Like privtrain's front end, forward rounds the features to float32
+    and returns them in the input's dtype; features64 returns them unrounded.
     """
 
     def __init__(self, J, L, C, H, W):
@@ -73,6 +73,10 @@ class Scattering2D(nn.Module):
         return z[..., 1:-1, 1:-1]
 
     def forward(self, x):
+        return self.features64(x).float().to(x.dtype)
+
+    def features64(self, x):
+        """The features in float64, before forward rounds them to float32."""
         J, L, B = self.J, self.L, x.shape[0]
         P, h, w = B * self.C, self.out_h, self.out_w
         u = x.reshape(P, self.H, self.W).double()
@@ -94,4 +98,4 @@ class Scattering2D(nn.Module):
                 by_j2.append(self._lowpass(U2, j2))
             order2.append(torch.cat(by_j2, dim=2).reshape(P, -1, h, w))
         S = torch.cat(order0 + order1 + order2, dim=1)
-        return S.reshape(B, -1, h, w).float().to(x.dtype)
+        return S.reshape(B, -1, h, w)
