@@ -19,9 +19,9 @@ import (
 )
 
 // Torch writes m's parameters to w as a plain safetensors file laid out for a
-// PyTorch torch.nn.Sequential of the same layers, so that the module PyTorch writes
-// loads it (load_model), as does model.load_state_dict on its tensors. Layer i of the spec is module i of the Sequential, parameter-free layers
-// included. Each layer says which module it is (layers.TorchExporter, in the layer's own
+// PyTorch torch.nn.Sequential of the same layers: the state_dict that the Python module
+// written by PyTorch loads (load_model). Layer i of the spec is module i of the
+// Sequential, parameter-free layers included. Each layer says which module it is (layers.TorchExporter, in the layer's own
 // file) and how its parameters map to the module's (layers.TorchParamsExporter, e.g.
 // Dense's weight transposed to Linear's [out, in]; by default "i.<param>" with our shape).
 // The layers of package layers map to:
