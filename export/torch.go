@@ -1,7 +1,10 @@
 // Package export writes a trained model for other frameworks: Torch and TorchFile lay its
 // parameters out as PyTorch's state_dict of the equivalent torch.nn.Sequential, in a
-// plain safetensors file with the Sequential's source in its metadata. (Inference on a
-// model, Predictor, is package nn's: it needs no other framework.)
+// plain safetensors file with the Sequential's source in its metadata; PyTorch and
+// PyTorchFile write the self-contained Python module (torch and numpy only) that builds
+// that Sequential, defines the layers torch.nn lacks (the scattering transform among
+// them) and loads the file. (Inference on a model, Predictor, is package nn's: it needs
+// no other framework.)
 package export
 
 import (
