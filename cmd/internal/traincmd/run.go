@@ -1,6 +1,7 @@
 package traincmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -63,10 +64,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
-	code, err := train(ctx, o, flags, start, stdout, stderr)
+	var err error
+	if o.dist, err = startDistributed(o.distributed); err != nil {
+		return status(0, err, stderr)
+	}
+	// In a -distributed job, ranks other than 0 print their errors only (distributed.go).
+	var rankErr bytes.Buffer
+	code, err := train(o.dist.context(ctx), o, flags, start, o.dist.output(stdout), o.dist.output(stderr))
+	return o.dist.exit(status(code, err, o.dist.errors(stderr, &rankErr)), &rankErr, stderr)
+}
+
+// status prints err, if not nil, and returns the exit status of a train that returned
+// code and err.
+func status(code int, err error, stderr io.Writer) int {
 	if err != nil {
 		var ue *exit.UsageError
+		var other *otherRankError
 		switch {
+		case errors.As(err, &other):
+			return other.code
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
 			return exit.Usage
@@ -131,6 +147,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
+	o.dist.dropOutputs(o) // only rank 0 writes
 	if ck != nil {
 		if err := o.checkResumedValidation(ck); err != nil {
 			return 0, err
@@ -207,6 +224,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, err
 		}
 	}
+	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
@@ -248,10 +266,16 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			s.recorded.eps = spent.Epsilon
 		}
 	}
+	if err := o.dist.ready(); err != nil {
+		return 0, err
+	}
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	if runErr == nil || interrupted {
+		o.dist.ran() // every rank stopped after the same step
+	}
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
 		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
