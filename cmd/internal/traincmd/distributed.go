@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/mpi"
 	"github.com/privtrain/privtrain/training"
@@ -223,4 +224,12 @@ func (r stopReducer) AllreduceSum(buf []float64) error {
 		r.d.cancel()
 	}
 	return nil
+}
+
+// describe prints, in a job, how the training set is split among the ranks.
+func (d *distributedRun) describe(w io.Writer, n int) {
+	if d == nil {
+		return
+	}
+	fmt.Fprintf(w, "distributed: %d ranks (MPI); each trains on the sampled examples of its shard of about %s examples, rank 0 draws the noise and writes every output\n", d.size, cli.Thousands(n/d.size))
 }

@@ -256,6 +256,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.metrics.split = o.evalSplit()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+	o.dist.describe(stderr, trainSet.Len())
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
