@@ -89,7 +89,7 @@ func (r rankOf) Broadcast(buf []float64, root int) error {
 
 // distConfig is a small seeded DP run in float64: logistic regression on 600 embedded
 // digits, batch 60 (q = 0.1), 2 epochs of 10 steps.
-func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool) func() (*nn.Model, training.TrainerConfig) {
+func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool, augment ...int) func() (*nn.Model, training.TrainerConfig) {
 	return func() (*nn.Model, training.TrainerConfig) {
 		m, err := nn.New(models.LogisticRegression(), 16, nn.WithSeed(3), nn.WithDType(nn.Float64))
 		if err != nil {
@@ -99,10 +99,14 @@ func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool)
 		if adaptive {
 			p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
 		}
-		return m, training.TrainerConfig{
+		cfg := training.TrainerConfig{
 			Train: train, DatasetName: "mnist-600", Rule: rule(),
 			Privacy: p, BatchSize: 60, Epochs: 2, Seed: seedPtr(7),
 		}
+		if len(augment) > 0 {
+			cfg.AugmentMultiplicity, cfg.Augment = augment[0], datasets.Augment{Crop: true, Pad: 2}
+		}
+		return m, cfg
 	}
 }
 
@@ -182,22 +186,25 @@ const distTolerance = 1e-9
 // TestDistributedMatchesOneProcess: N ranks train the seeded one-process run: the same
 // plan, the same ledger (ε), and the same final parameters, bit for bit with N = 1 and up
 // to summation-order rounding (distTolerance) with N = 2 and 3, identical on every rank;
-// with DP-SGD, DP-Adam and adaptive clipping (whose count is added across ranks and whose
-// C_t rank 0 broadcasts).
+// with DP-SGD, DP-Adam, adaptive clipping (whose count is added across ranks and whose
+// C_t rank 0 broadcasts) and augmentation multiplicity 4 (whose views each rank draws from
+// the same key).
 func TestDistributedMatchesOneProcess(t *testing.T) {
 	train, _ := embedded(t, 600)
 	cases := []struct {
 		name     string
 		rule     func() dpoptim.Rule
 		adaptive bool
+		augment  []int
 	}{
-		{"dp-sgd", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false},
-		{"dp-adam", func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(0.01)) }, false},
-		{"dp-sgd-adaptive", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, true},
+		{"dp-sgd", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, nil},
+		{"dp-adam", func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(0.01)) }, false, nil},
+		{"dp-sgd-adaptive", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, true, nil},
+		{"dp-sgd-augment-4", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, []int{4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			build := distConfig(train, c.rule, c.adaptive)
+			build := distConfig(train, c.rule, c.adaptive, c.augment...)
 			want, wantParams := oneProcess(t, build)
 			wantSpent, err := want.Spent()
 			if err != nil {
