@@ -49,6 +49,8 @@ type distributedRun struct {
 	world      *mpi.World
 	rank, size int
 	phase      int
+	// codes are every rank's status from the setup agreement, once ready has run it.
+	codes []int
 	// stop is set by the reducer when some rank asked to stop; Run's context.
 	stop   context.Context
 	cancel context.CancelFunc
@@ -130,6 +132,7 @@ func (d *distributedRun) ready() error {
 	if err != nil {
 		return err
 	}
+	d.codes = codes
 	if worst := slices.Max(codes); worst != exit.OK {
 		return &otherRankError{code: worst, rank: slices.IndexFunc(codes, func(c int) bool { return c != exit.OK })}
 	}
@@ -186,10 +189,13 @@ func (d *distributedRun) exit(code int, msg *bytes.Buffer, stderr io.Writer) int
 		say()
 		d.world.Abort(code)
 	}
-	codes, err := d.agree(code)
-	if err != nil {
-		say()
-		d.world.Abort(max(code, exit.Failure))
+	codes := d.codes // another rank failed before training: ready agreed already
+	if d.phase != phaseSetup || codes == nil {
+		var err error
+		if codes, err = d.agree(code); err != nil {
+			say()
+			d.world.Abort(max(code, exit.Failure))
+		}
 	}
 	if d.rank != 0 && (codes[0] == exit.OK || d.phase == phaseAfter) {
 		say() // news: rank 0 did not fail, or failed for its own reasons after the run

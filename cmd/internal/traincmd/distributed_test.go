@@ -251,6 +251,23 @@ func TestMPIErrorsEndTheJob(t *testing.T) {
 			t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and rank 0's message once", code, stdout, stderr)
 		}
 	})
+	t.Run("one rank's error", func(t *testing.T) {
+		// MPMD: rank 1 alone gets a bad flag; rank 0 must not wait for it, and the job
+		// exits with rank 1's status and message.
+		ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+		defer cancel()
+		flags := []string{"-distributed", "mpi", "-model", "logreg", "-epochs", "1"}
+		cmd := exec.CommandContext(ctx, j.mpirun, append(append(append(append([]string{"--oversubscribe", "-np", "1", j.bin}, flags...), ":", "-np", "1", j.bin), flags...), "-batch", "100000")...)
+		cmd.Env = mpiEnv()
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("no exit within %v (a hang)\n%s", jobTimeout, out)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exit.Usage || !strings.Contains(string(out), "rank 1 of 2: train: -batch 100000 is larger than the training set") {
+			t.Errorf("%v, output %s; want exit 2 with rank 1's message", err, out)
+		}
+	})
 	t.Run("seeds differ", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 		defer cancel()
