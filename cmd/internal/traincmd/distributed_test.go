@@ -283,6 +283,32 @@ func TestMPIErrorsEndTheJob(t *testing.T) {
 			t.Errorf("%v, output %s; want a nonzero exit saying that the ranks disagree", err, out)
 		}
 	})
+	t.Run("SIGTERM to one rank", func(t *testing.T) {
+		// The stop request travels with the allreduce: both ranks stop after the same
+		// step, rank 0 writes the checkpoint, and the job exits 130.
+		ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+		defer cancel()
+		ck := filepath.Join(t.TempDir(), "stopped.ckpt")
+		cmd := exec.CommandContext(ctx, j.mpirun, "--oversubscribe", "-np", "2", j.bin, "-distributed", "mpi", "-model", "logreg", "-epochs", "200", "-batch", "64", "-noise", "1", "-checkpoint", ck)
+		cmd.Env = mpiEnv()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(waitForRank(t, cmd.Process.Pid, 1), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ctx.Err() != nil {
+			t.Fatalf("no exit within %v after SIGTERM to rank 1 (a hang)\n%s", jobTimeout, out.String())
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exit.Interrupted || !strings.Contains(out.String(), "checkpoint written to "+ck) {
+			t.Fatalf("%v, want exit 130 and rank 0's checkpoint\n%s", err, out.String())
+		}
+		params(t, ck) // it loads
+	})
 	t.Run("killed rank", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 		defer cancel()
