@@ -55,6 +55,7 @@ type distributedRun struct {
 	stop   context.Context
 	cancel context.CancelFunc
 	signal context.Context // this process's own stop request (SIGINT, SIGTERM)
+	ext    []float64       // the reducer's allreduce buffer: the trainer's values and the stop flag
 }
 
 // startDistributed initialises MPI for -distributed mpi; nil without the flag. A binary
@@ -218,7 +219,12 @@ func (r stopReducer) Broadcast(buf []float64, root int) error {
 }
 
 func (r stopReducer) AllreduceSum(buf []float64) error {
-	ext := append(slices.Clip(buf), 0)
+	if cap(r.d.ext) < len(buf)+1 {
+		r.d.ext = make([]float64, len(buf)+1)
+	}
+	ext := r.d.ext[:len(buf)+1]
+	copy(ext, buf)
+	ext[len(buf)] = 0
 	if r.d.signal != nil && r.d.signal.Err() != nil {
 		ext[len(buf)] = 1
 	}
