@@ -89,7 +89,7 @@ func (r rankOf) Broadcast(buf []float64, root int) error {
 
 // distConfig is a small seeded DP run in float64: logistic regression on 600 embedded
 // digits, batch 60 (q = 0.1), 2 epochs of 10 steps.
-func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool, augment ...int) func() (*nn.Model, training.TrainerConfig) {
+func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool, change ...func(*training.TrainerConfig)) func() (*nn.Model, training.TrainerConfig) {
 	return func() (*nn.Model, training.TrainerConfig) {
 		m, err := nn.New(models.LogisticRegression(), 16, nn.WithSeed(3), nn.WithDType(nn.Float64))
 		if err != nil {
@@ -103,8 +103,8 @@ func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool,
 			Train: train, DatasetName: "mnist-600", Rule: rule(),
 			Privacy: p, BatchSize: 60, Epochs: 2, Seed: seedPtr(7),
 		}
-		if len(augment) > 0 {
-			cfg.AugmentMultiplicity, cfg.Augment = augment[0], datasets.Augment{Crop: true, Pad: 2}
+		for _, c := range change {
+			c(&cfg)
 		}
 		return m, cfg
 	}
@@ -188,23 +188,32 @@ const distTolerance = 1e-9
 // to summation-order rounding (distTolerance) with N = 2 and 3, identical on every rank;
 // with DP-SGD, DP-Adam, adaptive clipping (whose count is added across ranks and whose
 // C_t rank 0 broadcasts) and augmentation multiplicity 4 (whose views each rank draws from
-// the same key).
+// the same key), and shuffled batches with a parameter average.
 func TestDistributedMatchesOneProcess(t *testing.T) {
 	train, _ := embedded(t, 600)
 	cases := []struct {
 		name     string
 		rule     func() dpoptim.Rule
 		adaptive bool
-		augment  []int
+		change   func(*training.TrainerConfig)
 	}{
 		{"dp-sgd", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, nil},
 		{"dp-adam", func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(0.01)) }, false, nil},
 		{"dp-sgd-adaptive", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, true, nil},
-		{"dp-sgd-augment-4", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, []int{4}},
+		{"dp-sgd-augment-4", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, func(c *training.TrainerConfig) {
+			c.AugmentMultiplicity, c.Augment = 4, datasets.Augment{Crop: true, Pad: 2}
+		}},
+		{"dp-sgd-shuffle-ema", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, func(c *training.TrainerConfig) {
+			c.Sampling, c.EMA = checkpoint.Shuffle, 0.9 // batches not in increasing order; an average
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			build := distConfig(train, c.rule, c.adaptive, c.augment...)
+			var change []func(*training.TrainerConfig)
+			if c.change != nil {
+				change = append(change, c.change)
+			}
+			build := distConfig(train, c.rule, c.adaptive, change...)
 			want, wantParams := oneProcess(t, build)
 			wantSpent, err := want.Spent()
 			if err != nil {
