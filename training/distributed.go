@@ -27,7 +27,8 @@ import (
 // the rule) and broadcasts the new parameters (and adaptive clipping's C_t), which every
 // other rank sets: the parameters are identical on every rank by construction, and the
 // noise is drawn once. The other ranks keep no ledger, optimizer state or evaluations of
-// their own; only rank 0's trainer may be checkpointed.
+// their own: only rank 0's trainer may be checkpointed (Checkpoint refuses on the others),
+// and the others' Spent is +Inf, an upper bound that claims nothing; their Ledger is empty.
 
 // Reducer joins a Trainer to the other ranks of a data-parallel job (package internal/mpi
 // implements it on MPI_COMM_WORLD). Every rank must call the methods in the same order
@@ -46,6 +47,10 @@ type Reducer interface {
 // ErrRanks reports ranks of a data-parallel job that disagree: on the run (different
 // data, flags or checkpoints) or on a step's logical batch.
 var ErrRanks = errors.New("nn: the ranks of the distributed job disagree")
+
+// errNotLeader is Checkpoint's error on ranks other than 0, whose ledgers are empty: their
+// checkpoint would claim that nothing was spent.
+var errNotLeader = errors.New("nn: only rank 0 of a distributed job can be checkpointed: the other ranks record no ledger")
 
 // distributed is a trainer's state as one rank of a data-parallel job.
 type distributed struct {

@@ -149,8 +149,12 @@ func runRanks(t *testing.T, size int, build func() (*nn.Model, training.TrainerC
 		})
 	}
 	wg.Wait()
+	lastRanks = trainers
 	return trainers[0], params, errs
 }
+
+// lastRanks are the trainers of runRanks' last job.
+var lastRanks []*training.Trainer
 
 var errStop = errors.New("stop here")
 
@@ -226,6 +230,7 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 						t.Fatalf("N = %d, rank %d: %v", size, r, err)
 					}
 				}
+				others := lastRanks
 				if fmt.Sprintf("%+v", tr.Plan()) != fmt.Sprintf("%+v", want.Plan()) {
 					t.Errorf("N = %d: plan %+v, one process %+v", size, tr.Plan(), want.Plan())
 				}
@@ -235,6 +240,14 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 				}
 				if tr.Steps() != want.Steps() {
 					t.Errorf("N = %d: %d steps, one process %d", size, tr.Steps(), want.Steps())
+				}
+				if size > 1 {
+					if _, err := others[1].Checkpoint(); err == nil {
+						t.Errorf("N = %d: rank 1 wrote a checkpoint; its ledger is empty", size)
+					}
+					if sp, err := others[1].Spent(); err != nil || !math.IsInf(sp.Epsilon, 1) {
+						t.Errorf("N = %d: rank 1 reports ε = %v (%v), want +Inf (it records nothing)", size, sp.Epsilon, err)
+					}
 				}
 				for r := range size {
 					if !slices.Equal(params[r], params[0]) {

@@ -492,7 +492,7 @@ func (t *Trainer) Steps() int { return t.step }
 // Spent returns the privacy spent so far at the plan's δ; Epsilon is +Inf for non-private
 // training.
 func (t *Trainer) Spent() (accountant.Spent, error) {
-	if t.ledger == nil {
+	if t.ledger == nil || !t.leader() { // other ranks record nothing (distributed.go)
 		return accountant.Spent{Epsilon: math.Inf(1)}, nil
 	}
 	return t.ledger.Epsilon(t.plan.Delta)

@@ -111,7 +111,7 @@ func (d *distributedRun) context(ctx context.Context) context.Context {
 // only rank 0 writes them.
 func (d *distributedRun) dropOutputs(o *options) {
 	if !d.leader() {
-		o.checkpoint, o.plot, o.metrics = "", "", ""
+		o.checkpoint, o.checkpointEvery, o.plot, o.metrics = "", 0, "", ""
 	}
 }
 

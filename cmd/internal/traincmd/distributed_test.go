@@ -227,7 +227,7 @@ func TestMPIResumeUnderAnotherN(t *testing.T) {
 	one := filepath.Join(dir, "one.ckpt")
 	want := decodeSummary(t, j.mustRun(t, 0, append(common, "-epochs", "2", "-checkpoint", one)...))
 	ck := filepath.Join(dir, "job.ckpt")
-	j.mustRun(t, 2, append(common, "-epochs", "1", "-checkpoint", ck, "-distributed", "mpi")...)
+	j.mustRun(t, 2, append(common, "-epochs", "1", "-checkpoint", ck, "-checkpoint-every", "10", "-distributed", "mpi")...)
 	got := decodeSummary(t, j.mustRun(t, 3, append(common, "-epochs", "2", "-resume", ck, "-checkpoint", ck, "-distributed", "mpi")...))
 	for _, k := range []string{"epsilon", "steps", "epochs"} {
 		if got[k] != want[k] {
