@@ -28,6 +28,9 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 	if t.failed != nil {
 		return nil, fmt.Errorf("nn: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
 	}
+	if !t.leader() {
+		return nil, errNotLeader
+	}
 	c := &checkpoint.Training{
 		Optimizer:      t.opt.Name(),
 		OptimizerState: t.opt.State(),

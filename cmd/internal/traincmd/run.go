@@ -1,6 +1,7 @@
 package traincmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -62,16 +63,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
-	var code int
 	var err error
-	if o.tune != "" {
-		code, err = tune(ctx, o, args, start, stdout, stderr) // tune.go
-	} else {
-		code, err = train(ctx, o, flags, start, stdout, stderr)
+	if o.dist, err = startDistributed(o.distributed); err != nil {
+		return status(0, err, stderr)
 	}
+	if o.tune != "" {
+		if o.distributed != "" {
+			return status(0, exit.Usagef("-tune runs its trials in one process: drop -distributed %s", o.distributed), stderr)
+		}
+		code, err := tune(ctx, o, args, start, stdout, stderr) // tune.go
+		return status(code, err, stderr)
+	}
+	// In a -distributed job, ranks other than 0 print their errors only (distributed.go).
+	var rankErr bytes.Buffer
+	code, err := train(o.dist.context(ctx), o, flags, start, o.dist.output(stdout), o.dist.output(stderr))
+	return o.dist.exit(status(code, err, o.dist.errors(stderr, &rankErr)), &rankErr, stderr)
+}
+
+// status prints err, if not nil, and returns the exit status of a train that returned
+// code and err.
+func status(code int, err error, stderr io.Writer) int {
 	if err != nil {
 		var ue *exit.UsageError
+		var other *otherRankError
 		switch {
+		case errors.As(err, &other):
+			return other.code
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
 			return exit.Usage
@@ -115,12 +132,15 @@ type session struct {
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
-	lock, err := lockCheckpoint(o) // before any work: one writer of -checkpoint at a time
-	if err != nil {
-		return 0, err
+	if o.dist.leader() { // in a -distributed job rank 0 alone writes -checkpoint
+		lock, err := lockCheckpoint(o) // before any work: one writer of -checkpoint at a time
+		if err != nil {
+			return 0, err
+		}
+		defer lock.Unlock()
 	}
-	defer lock.Unlock()
 	var ck *checkpoint.Training
+	var err error
 	if o.resume != "" {
 		if ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
 			return 0, err
@@ -140,6 +160,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
+	o.dist.dropOutputs(o) // only rank 0 writes
 	if ck != nil {
 		if err := o.checkResumedValidation(ck); err != nil {
 			return 0, err
@@ -218,6 +239,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, err
 		}
 	}
+	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
@@ -250,6 +272,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.metrics.split = o.evalSplit()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+	o.dist.describe(stderr, trainSet.Len())
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
@@ -260,10 +283,16 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			s.recorded.eps = spent.Epsilon
 		}
 	}
+	if err := o.dist.ready(); err != nil {
+		return 0, err
+	}
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	if runErr == nil || interrupted {
+		o.dist.ran() // every rank stopped after the same step
+	}
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
 		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
