@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,8 +20,10 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // exampleHashes hashes every example of ds (its values and its label).
@@ -413,6 +416,155 @@ func TestValidationResume(t *testing.T) {
 	mustRun(t, "-model", "logreg", "-optimizer", "sgd", "-epochs", "1", "-checkpoint", c)
 	if code, _, stderr := runCmd(t, context.Background(), "-resume", c, "-epochs", "2", "-validation", "0.1"); code != exit.Usage || !strings.Contains(stderr, "trained with no -validation (evaluated on the test set), this command asks for -validation 0.1 -split-seed 1") {
 		t.Errorf("resume of a run without -validation with -validation 0.1: exit %d, %q", code, stderr)
+	}
+}
+
+// TestValidationResumeLegacy: a checkpoint written before the split's rule was recorded
+// (settings without validation-split, trained on the part of the embedded MNIST training
+// set that the stratified datasets.HoldOut keeps) resumes on that same part: Restore's
+// content fingerprint would refuse any other, and the run reports HoldOut's exact
+// round(0.8·8000) = 6,400 examples. It warns once that its ε is per part trained on, and
+// the checkpoint it writes keeps the old settings, so that it resumes again alike.
+func TestValidationResumeLegacy(t *testing.T) {
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "new.ckpt"), filepath.Join(dir, "old.ckpt")
+	mustRun(t, "-model", "logreg", "-optimizer", "sgd", "-lr", "0.5", "-batch", "500", "-epochs", "1", "-seed", "7",
+		"-validation", "0.2", "-split-seed", "4", "-checkpoint", fresh)
+	c, err := checkpoint.Load(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings["validation-split"] != "content-hash" {
+		t.Fatalf("a new run's settings %v: want validation-split content-hash", c.Settings)
+	}
+	settings := maps.Clone(c.Settings)
+	delete(settings, "validation-split")
+	train, _, err := mnist.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, val, err := datasets.HoldOut(train, 0.2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nn.ModelFromCheckpoint(c, 500) // the architecture of the command's logreg
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(7)
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, Test: val, DatasetName: c.Dataset.Name, Settings: settings,
+		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 500, Epochs: 1, Seed: &seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	oc, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(old, oc); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "train: warning: -resume %s: its -validation split is the stratified one of earlier versions, made again as it was: its ε is per the part it trained on, not per the training set that was split"
+	for range 2 { // the second resume reads the checkpoint the first one wrote
+		code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-checkpoint", old, "-epochs", "2", "-json")
+		if code != exit.OK {
+			t.Fatalf("resume of an old-style checkpoint: exit %d\n%s", code, stderr)
+		}
+		s := decodeSummary(t, stdout)
+		if s["train_examples"] != 6400.0 || s["test_examples"] != 1600.0 || s["eval_split"] != "validation" {
+			t.Errorf("resumed old-style run: %v; want 6,400 trained on, 1,600 validation examples", s)
+		}
+		if strings.Count(stderr, fmt.Sprintf(warning, old)) != 1 || strings.Count(stderr, "warning") != 1 {
+			t.Errorf("resumed old-style run: stderr %q; want one warning on the split", stderr)
+		}
+		again, err := checkpoint.Load(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(again.Settings, settings) {
+			t.Errorf("the resumed run's checkpoint settings %v; want the old ones %v", again.Settings, settings)
+		}
+	}
+	// A new checkpoint resumes without the warning.
+	code, _, stderr := runCmd(t, context.Background(), "-resume", fresh, "-epochs", "2")
+	if code != exit.OK || strings.Contains(stderr, "warning") {
+		t.Errorf("resume of a new checkpoint: exit %d, %q", code, stderr)
+	}
+	// An unknown rule is refused.
+	bad := maps.Clone(c.Settings)
+	bad["validation-split"] = "stratified"
+	c.Settings = bad
+	odd := filepath.Join(dir, "odd.ckpt")
+	if err := checkpoint.Save(odd, c); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, context.Background(), "-resume", odd, "-epochs", "2"); code == exit.OK || !strings.Contains(stderr, `setting validation-split="stratified": unknown`) {
+		t.Errorf("resume of a checkpoint with an unknown split rule: exit %d, %q", code, stderr)
+	}
+}
+
+// TestOwnDataResumeLegacy: the same for the train/test split of csv: data: a checkpoint
+// without test-split (trained on the training part of the stratified datasets.HoldOut,
+// round(0.8·120) = 96 rows) resumes on that part with one warning; a new run records
+// test-split content-hash and trains on what the content hash keeps.
+func TestOwnDataResumeLegacy(t *testing.T) {
+	path := writeBlobsCSV(t, 120)
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "new.ckpt"), filepath.Join(dir, "old.ckpt")
+	args := []string{"-dataset", "csv:" + path, "-label", "species", "-scale", "0:10", "-model", "logreg", "-optimizer", "sgd", "-lr", "0.5", "-batch", "16", "-epochs", "1", "-seed", "7"}
+	s := decodeSummary(t, mustRun(t, append(args, "-checkpoint", fresh, "-json")...))
+	kept, held := blobsSplitSizes(t, path, 0.2, 1)
+	if s["train_examples"] != float64(kept) || s["test_examples"] != float64(held) {
+		t.Errorf("new run: %v; want %d trained on, %d test examples", s, kept, held)
+	}
+	c, err := checkpoint.Load(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings["test-split"] != "content-hash" {
+		t.Fatalf("a new run's settings %v: want test-split content-hash", c.Settings)
+	}
+	settings := maps.Clone(c.Settings)
+	delete(settings, "test-split")
+	ranges, _ := datasets.ParseRanges("0:10")
+	tab, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: "species", Ranges: ranges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, test, err := datasets.HoldOut(tab, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nn.ModelFromCheckpoint(c, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(7)
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, Test: test, DatasetName: c.Dataset.Name, Settings: settings,
+		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 16, Epochs: 1, Seed: &seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(old, oc); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-json")
+	if code != exit.OK {
+		t.Fatalf("resume of an old-style checkpoint: exit %d\n%s", code, stderr)
+	}
+	if s := decodeSummary(t, stdout); s["train_examples"] != 96.0 || s["test_examples"] != 24.0 {
+		t.Errorf("resumed old-style run: %v; want 96 trained on, 24 test examples", s)
+	}
+	want := "train: warning: -resume " + old + ": its train/test split (-test-fraction) is the stratified one of earlier versions"
+	if strings.Count(stderr, want) != 1 || strings.Count(stderr, "warning") != 1 {
+		t.Errorf("resumed old-style run: stderr %q; want one warning on the split", stderr)
 	}
 }
 
