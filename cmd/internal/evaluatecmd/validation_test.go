@@ -248,6 +248,17 @@ func TestEvaluateValidationSplit(t *testing.T) {
 	}
 
 	ckpt := filepath.Join(dir, "mnist.ckpt")
+	// Resumed for a second epoch, the run trains on the same part and evaluates on the
+	// same validation split: evaluate's split of the new checkpoint scores what the
+	// resumed run reported.
+	s := trainJSON(t, bin, "-resume", ckpt, "-checkpoint", ckpt, "-epochs", "2", "-data", idxDir)
+	if s["steps"] == nil || s["train_examples"] != float64(mnistKept) {
+		t.Errorf("resumed run: %v; want %d examples trained on", s, mnistKept)
+	}
+	va := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split", "validation", "-data", idxDir)
+	if acc, loss := s["test_accuracy"].(float64), s["test_loss"].(float64); va.Accuracy != acc || math.Abs(va.Loss-loss) > 1e-5*loss || va.Examples != 1000-mnistKept {
+		t.Errorf("after the resume: -split validation %d examples, accuracy %v, loss %v; the resumed run reported %v, %v", va.Examples, va.Accuracy, va.Loss, acc, loss)
+	}
 	// -split test needs the test files, which the directory lacks.
 	code, _, stderr := runEvaluate("-checkpoint", ckpt, "-data", idxDir)
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TestImages) {
