@@ -1,6 +1,6 @@
 // Package datasets defines Dataset, the contract between data and the trainer, and the
-// small tools every reader shares: an in-memory dataset of 8-bit images, subsets, and a
-// deterministic stratified split.
+// small tools every reader shares: an in-memory dataset of 8-bit images, subsets, and
+// deterministic held-out splits (by content hash, and the stratified one of old runs).
 //
 // The file formats live in subpackages, one per format:
 //

@@ -147,6 +147,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if err := o.checkResumedValidation(ck); err != nil {
 			return 0, err
 		}
+		if err := o.checkResumedData(ck); err != nil { // validation.go
+			return 0, err
+		}
 	}
 	if ck == nil && private(o.optimizer) && !o.set["noise"] {
 		o.calibratedFor = o.epsilon

@@ -200,3 +200,21 @@ func (o *options) checkResumedValidation(c *checkpoint.Training) error {
 	}
 	return nil
 }
+
+// checkResumedData refuses to resume the run of checkpoint c with a data flag (-scale,
+// -label, -test-fraction, …) given on the command line that differs from the run's: the
+// data would differ, and with the content-hash split so would the examples held out, so
+// the trainer would refuse the training set without naming the flag. The message names
+// it and the run's value.
+func (o *options) checkResumedData(c *checkpoint.Training) error {
+	now := map[string]string{}
+	o.own.Settings(o.dataset, now)
+	for _, name := range cli.DataFlagNames {
+		old, recorded := c.Settings[name]
+		if v, ok := now[name]; o.set[name] && recorded && ok && v != old {
+			return exit.Usagef("-resume %s: the run was trained with -%s %s, this command asks for -%s %s; the data must stay the same (omit -%s to take the checkpoint's)",
+				o.resume, name, old, name, v, name)
+		}
+	}
+	return nil
+}
