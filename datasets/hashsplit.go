@@ -39,7 +39,11 @@ const (
 // The price: the number picked is binomial, Bin(n, fraction) when the n examples are
 // distinct, not exactly round(fraction·n); classes are not stratified (each class gives
 // about fraction of its examples, binomially, and a small class may give none);
-// identical examples (same values and label) always land on the same side.
+// identical examples (same values and label) always land on the same side. Exact
+// per-class counts cannot be had with the property above: when one example more takes
+// a class's quota round(fraction·m) up by one, some other example of the class must
+// change sides (unless the new one is held out), and the training parts then differ by
+// a swap, two examples.
 func HashSplit(ds Dataset, fraction float64, seed uint64, domain string) (rest, picked []int, err error) {
 	if !(fraction > 0 && fraction < 1) {
 		return nil, nil, fmt.Errorf("datasets: hold-out fraction %v: want a value in (0, 1)", fraction)
