@@ -1,6 +1,6 @@
 // Package datasets defines Dataset, the contract between data and the trainer, and the
-// small tools every reader shares: an in-memory dataset of 8-bit images, subsets, and a
-// deterministic stratified split.
+// small tools every reader shares: an in-memory dataset of 8-bit images, subsets, and
+// deterministic held-out splits (by content hash, and the stratified one of old runs).
 //
 // The file formats live in subpackages, one per format:
 //
@@ -18,8 +18,13 @@
 //     new data without the label column the same way (cmd/predict).
 //   - LoadImageFolder reads PNG and JPEG images from one subfolder per class, as
 //     torchvision's ImageFolder does, into an *Images (pixels b/255).
-//   - HoldOut splits a dataset into training and test sets, stratified by label, the
-//     test examples chosen at random by a seed.
+//   - HashHoldOut splits a dataset into training and test (or validation) sets, each
+//     example placed by a hash of its own content and a seed, so that adding or removing
+//     one example moves no other (neighbouring data sets give neighbouring training
+//     parts, which differential privacy with respect to the whole data set needs); the
+//     sizes are binomial and classes are not stratified. HoldOut, the stratified split
+//     of earlier versions (one seeded permutation of the whole set), rebuilds the
+//     splits of old checkpoints.
 //
 // Class names: a dataset that knows what its classes are called implements ClassNamer
 // (the MNIST digits, Fashion-MNIST's garments and the CIFAR classes from the format

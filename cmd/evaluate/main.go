@@ -18,10 +18,11 @@
 // data and are not covered by ε).
 //
 // For a run trained with -validation FRACTION, the checkpoint's settings (validation,
-// split-seed) give the held-out split again (datasets.HoldOut of the training set, as
-// cmd/train makes it): -split train scores the examples the run trained on, without the
+// split-seed, validation-split) give the held-out split again (datasets.HashHoldOut of
+// the training set, as cmd/train makes it; datasets.HoldOut, with a warning, for a
+// checkpoint from before the content-hash split): -split train scores the examples the run trained on, without the
 // held-out ones, and -split validation the held-out ones; the rebuilt training part must
-// match the checkpoint's fingerprint of the data it trained on (size and labels).
+// match the checkpoint's fingerprint of the data it trained on (size, labels and content).
 // -split validation of a run without -validation is a usage error.
 //
 // Exit status: 0 success; 1 a damaged checkpoint or unreadable data; 2 bad command line or

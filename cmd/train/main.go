@@ -14,7 +14,8 @@
 //
 // Your own data: -dataset csv:PATH (numeric features scaled by a declared -scale range,
 // never by the data's own statistics) or images:DIR (one subfolder of PNG/JPEG images per
-// class), with a seeded, stratified test split (-test-fraction, -split-seed).
+// class), with a seeded test split that holds out each example by a hash of its own
+// content (-test-fraction, -split-seed), so that ε holds per file.
 //
 // Before the first step it prints the plan: sampling rate, steps, the noise multiplier
 // calibrated for the target ε (or, with -noise, the ε the plan will spend). It never

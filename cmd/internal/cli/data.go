@@ -29,6 +29,31 @@ const (
 	DefaultSplitSeed    = 1
 )
 
+// The settings that say which rule made a checkpoint's held-out splits, so that a
+// command reading the checkpoint makes the same split again:
+//
+//   - SettingTestSplit: the train/test split of -test-fraction (csv:, images:);
+//   - SettingValidationSplit: the validation split of cmd/train -validation and -tune.
+//
+// Their value for the runs of this version is SplitContentHash: datasets.HashHoldOut,
+// which places each example by a hash of its own content, so that neighbouring data sets
+// give neighbouring training parts and ε holds per data set that was split. A checkpoint
+// with a held-out split but without its setting was split by the stratified rule of
+// earlier versions (datasets.HoldOut: one permutation of the whole set), which is made
+// again for it, with a warning (LegacyTestSplitWarning, LegacyValidationSplitWarning).
+const (
+	SettingTestSplit       = "test-split"
+	SettingValidationSplit = "validation-split"
+	SplitContentHash       = "content-hash"
+)
+
+// The warnings for a checkpoint split by the stratified rule of earlier versions (one line
+// each, after the command's name and the checkpoint's path).
+const (
+	LegacyTestSplitWarning       = "its train/test split (-test-fraction) is the stratified one of earlier versions, made again as it was: its ε is per the training part of that split, not per the data set that was split (a new run splits by a hash of each example's content; see docs/own-data.md)"
+	LegacyValidationSplitWarning = "its -validation split is the stratified one of earlier versions, made again as it was: its ε is per the part it trained on, not per the training set that was split (a new run splits by a hash of each example's content; see docs/train.md)"
+)
+
 // BuiltinShape is the example shape of the built-in data sets.
 var BuiltinShape = map[string][]int{"mnist": {1, 28, 28}, "fashion-mnist": {1, 28, 28}, "cifar10": {3, 32, 32}, "cifar100": {3, 32, 32}}
 
@@ -40,6 +65,10 @@ type DataFlags struct {
 	ImageSize            string
 	Channels             int
 	Labels               string
+	// LegacySplit: the train/test split of csv: and images: is datasets.HoldOut's, as
+	// for a checkpoint written before SettingTestSplit (set by FromSettings and
+	// SplitFromSettings); false for new runs, whose split is datasets.HashHoldOut's.
+	LegacySplit bool
 }
 
 // DataFlagNames are the names of the flags of DataFlags, which are also the keys of
@@ -51,7 +80,7 @@ func AddDataFlags(fs *flag.FlagSet, o *DataFlags) {
 	fs.StringVar(&o.Label, "label", "", "csv: the label column, by header name or 0-based index (default: the last column)")
 	fs.StringVar(&o.Header, "header", "auto", "csv: does the first row name the columns: auto (yes when a feature cell is not a number) | yes | no")
 	fs.StringVar(&o.Scale, "scale", "", "csv (required): the features' range LO:HI, or one LO:HI per feature separated by commas; values are scaled to [0,1] and clipped to the range. Declared, not computed from the data: min/max scaling would leak")
-	fs.Float64Var(&o.TestFraction, "test-fraction", DefaultTestFraction, "csv, images: fraction of the examples held out for testing, stratified by label")
+	fs.Float64Var(&o.TestFraction, "test-fraction", DefaultTestFraction, "csv, images: fraction of the examples held out for testing, each example by a hash of its own content and -split-seed (so the number held out is about, not exactly, this fraction, and classes are not stratified)")
 	fs.Uint64Var(&o.SplitSeed, "split-seed", DefaultSplitSeed, "csv, images: seed of the train/test split (which examples are held out; not secret)")
 	fs.StringVar(&o.ImageSize, "image-size", "", "images: resize every image to `WxH` by area averaging (default: all images must have one size; a different one is an error naming the file)")
 	fs.IntVar(&o.Channels, "channels", 0, "images: 1 (gray) or 3 (RGB); 0: 1 when every image is gray, else 3")
@@ -76,6 +105,9 @@ func (o *DataFlags) Settings(dataset string, s map[string]string) {
 	if kind != "" {
 		s["test-fraction"] = strconv.FormatFloat(o.TestFraction, 'g', -1, 64)
 		s["split-seed"] = strconv.FormatUint(o.SplitSeed, 10)
+		if !o.LegacySplit {
+			s[SettingTestSplit] = SplitContentHash
+		}
 	}
 	switch kind {
 	case "csv":
@@ -88,10 +120,27 @@ func (o *DataFlags) Settings(dataset string, s map[string]string) {
 	}
 }
 
+// SplitFromSettings sets LegacySplit by a checkpoint's settings: true for a run on csv:
+// or images: data (its settings have test-fraction) without SettingTestSplit. An
+// unknown rule is an error naming it.
+func (o *DataFlags) SplitFromSettings(settings map[string]string) error {
+	_, held := settings["test-fraction"]
+	rule, marked := settings[SettingTestSplit]
+	if marked && rule != SplitContentHash {
+		return fmt.Errorf("setting %s=%q: unknown (this version knows %s)", SettingTestSplit, rule, SplitContentHash)
+	}
+	o.LegacySplit = held && !marked
+	return nil
+}
+
 // FromSettings sets the flags that a checkpoint's settings record, except those in
-// given (flags given on the command line). A value that does not parse is an error
-// naming it.
+// given (flags given on the command line), and the rule of its train/test split
+// (SplitFromSettings, whatever is given: the rule is the checkpoint's). A value that
+// does not parse is an error naming it.
 func (o *DataFlags) FromSettings(settings map[string]string, given map[string]bool) error {
+	if err := o.SplitFromSettings(settings); err != nil {
+		return err
+	}
 	for _, name := range DataFlagNames {
 		v, ok := settings[name]
 		if !ok || given[name] {
@@ -351,9 +400,13 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		return nil, nil, "", nil, exit.Usagef("-dataset %s: %d class (%s); want at least 2", dataset, len(classes), strings.Join(classes, ", "))
 	}
 	notes = append(notes, "classes: "+classList(classes))
-	train, test, err = datasets.HoldOut(all, o.TestFraction, o.SplitSeed)
+	if o.LegacySplit {
+		train, test, err = datasets.HoldOut(all, o.TestFraction, o.SplitSeed)
+	} else {
+		train, test, err = datasets.HashHoldOut(all, o.TestFraction, o.SplitSeed, datasets.DomainTest)
+	}
 	if err != nil {
-		return nil, nil, "", nil, exit.Usagef("-test-fraction %v: %s", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
+		return nil, nil, "", nil, exit.Usagef("-test-fraction %v: %s (choose another fraction or -split-seed)", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	return train, test, dataset, notes, nil
 }

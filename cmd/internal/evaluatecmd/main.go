@@ -36,7 +36,9 @@ from another place with those settings. Those flags, given, override the checkpo
 settings (a -scale other than the run's is refused); their defaults below apply only to
 a checkpoint without them. For a run trained with -validation, -split train is the part
 of the training set it trained on and -split validation the part it held out (the
-checkpoint records the fraction and the split seed).
+checkpoint records the fraction, the split seed and the rule). A checkpoint from before
+the content-hash splits is split by the stratified rule it was trained with, and
+evaluate warns that its ε is per the part it trained on, not per the data set split.
 
 Flags:
 `
@@ -104,6 +106,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return err
 		}
+		if own.LegacySplit {
+			fmt.Fprintf(stderr, "evaluate: warning: %s: %s\n", *ckpt, cli.LegacyTestSplitWarning)
+		}
 		var held *heldOut // the run's validation split: -split test does without it
 		if *split != "test" {
 			if held, err = heldOutOf(c, *ckpt); err != nil {
@@ -123,6 +128,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if held != nil && *split != "test" && given["split-seed"] && own.SplitSeed != held.seed {
 			return exit.Usagef("-split-seed %d: %s was trained with -validation %s -split-seed %d, and -split %s is the run's split (leave -split-seed out)",
 				own.SplitSeed, *ckpt, held.setting, held.seed, *split)
+		}
+		if held != nil && held.legacy {
+			fmt.Fprintf(stderr, "evaluate: warning: %s: %s\n", *ckpt, cli.LegacyValidationSplitWarning)
 		}
 		var ds datasets.Dataset
 		var dsName string
@@ -216,16 +224,20 @@ func dataOf(c *checkpoint.Training, ckpt, dataset string, own *cli.DataFlags, gi
 }
 
 // heldOut is the validation split of a run trained with -validation: the fraction of
-// the training set held out and the seed of the split.
+// the training set held out, the seed of the split and its rule.
 type heldOut struct {
 	fraction float64
 	setting  string // the fraction as the settings record it
 	seed     uint64
+	// legacy: the stratified split of checkpoints without cli.SettingValidationSplit
+	// (datasets.HoldOut); else the content-hash split (datasets.HashHoldOut).
+	legacy bool
 }
 
 // heldOutOf reads the validation split from the checkpoint's settings, as cmd/train
-// records them (validation and split-seed); nil for a run without -validation. A value
-// that does not parse is a damaged checkpoint.
+// records them (validation, split-seed and validation-split); nil for a run without
+// -validation. A value that does not parse, or a rule this version does not know, is a
+// damaged checkpoint.
 func heldOutOf(c *checkpoint.Training, ckpt string) (*heldOut, error) {
 	v, ok := c.Settings["validation"]
 	if !ok {
@@ -240,7 +252,11 @@ func heldOutOf(c *checkpoint.Training, ckpt string) (*heldOut, error) {
 	if !ok || err != nil {
 		return nil, fmt.Errorf("-checkpoint %s: setting validation=%s without a split-seed (%q): the held-out split cannot be rebuilt", ckpt, v, s)
 	}
-	return &heldOut{fraction: f, setting: v, seed: seed}, nil
+	rule, marked := c.Settings[cli.SettingValidationSplit]
+	if marked && rule != cli.SplitContentHash {
+		return nil, fmt.Errorf("-checkpoint %s: setting %s=%q: unknown (this version knows %s)", ckpt, cli.SettingValidationSplit, rule, cli.SplitContentHash)
+	}
+	return &heldOut{fraction: f, setting: v, seed: seed, legacy: !marked}, nil
 }
 
 // trainedOn returns the -dataset the checkpoint was trained on and whether name is that
@@ -258,15 +274,22 @@ func trainedOn(c *checkpoint.Training, name string) (trained string, same bool) 
 // trainingPart returns the part of train, the training set of the data the checkpoint
 // was trained on, that -split train or validation names. Without a held-out split
 // (held nil) -split train is the whole training set. Otherwise the held-out split is
-// made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
-// seed), and the part kept must be the training set the checkpoint records (its size,
+// made again as cmd/train made it (datasets.HashHoldOut in the validation domain with the
+// run's fraction and split seed; datasets.HoldOut for a checkpoint from before), and the
+// part kept must be the training set the checkpoint records (its size,
 // the hash of its labels and, when the checkpoint has it, its content fingerprint):
 // other data would score other examples than the run's.
 func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
 	if held == nil {
 		return train, nil
 	}
-	rest, val, err := datasets.HoldOut(train, held.fraction, held.seed)
+	var rest, val datasets.Dataset
+	var err error
+	if held.legacy {
+		rest, val, err = datasets.HoldOut(train, held.fraction, held.seed)
+	} else {
+		rest, val, err = datasets.HashHoldOut(train, held.fraction, held.seed, datasets.DomainValidation)
+	}
 	if err != nil {
 		return nil, exit.Usagef("-split %s: the validation split of %s (-validation %s -split-seed %d) cannot be made again on -dataset %s: %s",
 			split, ckpt, held.setting, held.seed, name, strings.TrimPrefix(err.Error(), "datasets: "))

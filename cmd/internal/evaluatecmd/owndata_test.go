@@ -10,8 +10,10 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 func flat() nn.Spec {
@@ -34,37 +36,79 @@ func evaluateJSON(t *testing.T, args ...string) report {
 // TestEvaluateOwnData: a checkpoint of a run on csv:PATH or images:DIR alone gives the
 // accuracy and loss that the trainer measured on its held-out test split (training.Trainer's
 // Evaluate on the split cli.LoadData made when training): the same examples, scaled and
-// resized the same way. The settings matter: another -split-seed gives other numbers.
+// resized the same way, as many as the content-hash split holds out (datasets.HashSplit
+// on the data read here), or, for a checkpoint written before the split's rule was
+// recorded (LegacySplit: no test-split setting), the stratified split's round(f·n), with
+// a one-line warning that its ε is per training part. The settings matter: another
+// -split-seed gives other numbers.
 func TestEvaluateOwnData(t *testing.T) {
 	dir := t.TempDir()
 	csvPath := clitest.TableCSV(t, dir, 150)
 	csvFlags := cli.DataFlags{Label: "kind", Header: "auto", Scale: "0:10,0:10,-2:12", TestFraction: 0.3, SplitSeed: 7, Labels: "fine"}
 	imgDir := clitest.ImageFolder(t, dir, 20)
 	imgFlags := cli.DataFlags{ImageSize: "6x5", Channels: 3, TestFraction: 0.25, SplitSeed: 3, Labels: "fine"}
+	ranges, err := datasets.ParseRanges(csvFlags.Scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := datasets.LoadCSV(csvPath, datasets.CSVOptions{Label: "kind", Ranges: ranges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder, err := datasets.LoadImageFolder(imgDir, datasets.ImageFolderOptions{Channels: 3, Width: 6, Height: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func(ds datasets.Dataset, own cli.DataFlags) int {
+		_, picked, err := datasets.HashSplit(ds, own.TestFraction, own.SplitSeed, datasets.DomainTest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(picked)
+	}
+	legacy := func(own cli.DataFlags) cli.DataFlags { own.LegacySplit = true; return own }
 	for _, tc := range []struct {
-		dataset  string
-		own      cli.DataFlags
-		examples int
+		name, dataset string
+		own           cli.DataFlags
+		examples      int
 	}{
-		{"csv:" + csvPath, csvFlags, 45},
-		{"images:" + imgDir, imgFlags, 10},
+		{"csv", "csv:" + csvPath, csvFlags, held(table, csvFlags)},
+		{"images", "images:" + imgDir, imgFlags, held(folder, imgFlags)},
+		{"csv-legacy", "csv:" + csvPath, legacy(csvFlags), 45},      // round(0.3·150)
+		{"images-legacy", "images:" + imgDir, legacy(imgFlags), 10}, // round(0.25·40)
 	} {
-		sub := filepath.Join(dir, strings.Split(tc.dataset, ":")[0])
+		sub := filepath.Join(dir, tc.name)
 		os.Mkdir(sub, 0o755)
 		ckpt, loss, acc := clitest.OwnData(t, sub, flat(), tc.dataset, "", tc.own)
 		if acc == 1 || acc < 0.4 {
-			t.Fatalf("%s: the trainer's test accuracy %v: want a model that is neither perfect nor useless (a test that can fail)", tc.dataset, acc)
+			t.Fatalf("%s: the trainer's test accuracy %v: want a model that is neither perfect nor useless (a test that can fail)", tc.name, acc)
 		}
-		r := evaluateJSON(t, "-checkpoint", ckpt, "-json")
+		c, err := checkpoint.Load(ckpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rule, ok := c.Settings["test-split"]; tc.own.LegacySplit == ok || ok && rule != "content-hash" {
+			t.Errorf("%s: checkpoint settings %v: want test-split content-hash only for a new run", tc.name, c.Settings)
+		}
+		code, stdout, stderr := runEvaluate("-checkpoint", ckpt, "-json")
+		var r report
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("%s: exit %d, %s", tc.name, code, stderr)
+		}
 		if r.Examples != tc.examples || r.Dataset != tc.dataset || r.Split != "test" {
-			t.Errorf("%s: report %+v", tc.dataset, r)
+			t.Errorf("%s: report %+v, want %d examples", tc.name, r, tc.examples)
 		}
 		if math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
-			t.Errorf("%s: evaluate: accuracy %v loss %v; the trainer's test evaluation: %v %v", tc.dataset, r.Accuracy, r.Loss, acc, loss)
+			t.Errorf("%s: evaluate: accuracy %v loss %v; the trainer's test evaluation: %v %v", tc.name, r.Accuracy, r.Loss, acc, loss)
+		}
+		warned := strings.Contains(stderr, "evaluate: warning: "+ckpt+": its train/test split (-test-fraction) is the stratified one of earlier versions") &&
+			strings.Contains(stderr, "not per the data set that was split")
+		if warned != tc.own.LegacySplit || strings.Count(stderr, "warning") > 1 {
+			t.Errorf("%s: stderr %q: want one warning on the stratified split for an old checkpoint, none for a new one", tc.name, stderr)
 		}
 		other := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split-seed", "99")
 		if other.Loss == r.Loss {
-			t.Errorf("%s: -split-seed 99 gives the same loss %v: the split seed is not used", tc.dataset, r.Loss)
+			t.Errorf("%s: -split-seed 99 gives the same loss %v: the split seed is not used", tc.name, r.Loss)
 		}
 	}
 

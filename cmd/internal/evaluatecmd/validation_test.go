@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,11 +105,29 @@ func trainJSON(t *testing.T, bin string, args ...string) map[string]any {
 	return s
 }
 
+// classCounts counts the examples of each of k classes among idx of ds (all of ds when
+// idx is nil).
+func classCounts(ds datasets.Dataset, idx []int, k int) []int {
+	counts := make([]int, k)
+	labels := datasets.Labels(ds)
+	if idx == nil {
+		for _, l := range labels {
+			counts[l]++
+		}
+		return counts
+	}
+	for _, i := range idx {
+		counts[labels[i]]++
+	}
+	return counts
+}
+
 // TestEvaluateValidationSplit: a checkpoint of cmd/train -validation F gives back its
 // split: evaluate -split validation scores the examples held out, class by class as
-// many as the stratified rule gives (computed here by brute force from the class
-// counts and the fractions), and -split train the rest of the training set, the two
-// summing to the training set class by class; -split test is the test set. The
+// many as the content-hash rule holds out (datasets.HashSplit, tested against its
+// definition in datasets, run here on the data read directly), and -split train the
+// rest of the training set, the two summing to the training set class by class; -split
+// test is the test set. The
 // validation metrics are those the run reported for its validation split. On csv:
 // data the validation split comes out of the training part of the -test-fraction
 // split; on MNIST out of the training set.
@@ -135,11 +154,20 @@ func TestEvaluateValidationSplit(t *testing.T) {
 	if err := os.WriteFile(csvPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testPart := apportion(t, counts, 0.2)
-	trainCounts := make([]int, len(counts))
-	for c := range counts {
-		trainCounts[c] = counts[c] - testPart[c]
+	ranges, _ := datasets.ParseRanges("0:12")
+	table, err := datasets.LoadCSV(csvPath, datasets.CSVOptions{Label: "kind", Ranges: ranges})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if got := classCounts(table, nil, 3); !slices.Equal(got, counts) {
+		t.Fatalf("csv: class counts %v, want %v", got, counts)
+	}
+	csvTrainIdx, csvTestIdx, err := datasets.HashSplit(table, 0.2, 6, datasets.DomainTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testPart := classCounts(table, csvTestIdx, 3)
+	csvTrain, _ := datasets.Subset(table, csvTrainIdx)
 
 	// MNIST: 1,000 digits in a -data directory without the test files, which
 	// -validation and -split train or validation do not read.
@@ -156,30 +184,33 @@ func TestEvaluateValidationSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeIDX(t, idxDir, mnist.TrainImages, mnist.TrainLabels, digits)
-	mnistCounts := make([]int, 10)
-	for _, l := range datasets.Labels(digits) {
-		mnistCounts[l]++
-	}
 
+	var mnistKept int
 	for _, tc := range []struct {
 		name      string
 		train     []string
 		eval      []string
-		counts    []int // the training set's examples per class
+		trainSet  datasets.Dataset // the training set that -validation splits
 		fraction  float64
+		seed      uint64
 		testTotal int
 	}{
 		{"csv", []string{"-dataset", "csv:" + csvPath, "-label", "kind", "-scale", "0:12", "-test-fraction", "0.2", "-split-seed", "6", "-validation", "0.3", "-batch", "16"},
-			nil, trainCounts, 0.3, 20},
-		{"mnist", []string{"-data", idxDir, "-validation", "0.15", "-split-seed", "11", "-batch", "100"}, []string{"-data", idxDir}, mnistCounts, 0.15, 0},
+			nil, csvTrain, 0.3, 6, len(csvTestIdx)},
+		{"mnist", []string{"-data", idxDir, "-validation", "0.15", "-split-seed", "11", "-batch", "100"}, []string{"-data", idxDir}, digits, 0.15, 11, 0},
 	} {
 		ckpt := filepath.Join(dir, tc.name+".ckpt")
 		s := trainJSON(t, bin, append(tc.train, "-model", "logreg", "-optimizer", "sgd", "-lr", "0.5", "-epochs", "1", "-seed", "4", "-checkpoint", ckpt)...)
-		val := apportion(t, tc.counts, tc.fraction)
-		N, V := 0, 0
-		for c := range val {
-			N += tc.counts[c]
-			V += val[c]
+		k := tc.trainSet.NumClasses()
+		counts := classCounts(tc.trainSet, nil, k)
+		_, valIdx, err := datasets.HashSplit(tc.trainSet, tc.fraction, tc.seed, datasets.DomainValidation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := classCounts(tc.trainSet, valIdx, k)
+		N, V := tc.trainSet.Len(), len(valIdx)
+		if tc.name == "mnist" {
+			mnistKept = N - V
 		}
 		if s["eval_split"] != "validation" || s["train_examples"] != float64(N-V) || s["test_examples"] != float64(V) {
 			t.Fatalf("%s: train's summary %v: want %d trained on, %d validation examples", tc.name, s, N-V, V)
@@ -191,9 +222,9 @@ func TestEvaluateValidationSplit(t *testing.T) {
 				tc.name, tr.Examples, va.Examples, N-V, V, N)
 		}
 		for c := range val {
-			if va.ClassExamples[c] != val[c] || tr.ClassExamples[c] != tc.counts[c]-val[c] || tr.ClassExamples[c]+va.ClassExamples[c] != tc.counts[c] {
+			if va.ClassExamples[c] != val[c] || tr.ClassExamples[c] != counts[c]-val[c] || tr.ClassExamples[c]+va.ClassExamples[c] != counts[c] {
 				t.Errorf("%s, class %d (%d training examples): -split validation %d, train %d; want %d and %d",
-					tc.name, c, tc.counts[c], va.ClassExamples[c], tr.ClassExamples[c], val[c], tc.counts[c]-val[c])
+					tc.name, c, counts[c], va.ClassExamples[c], tr.ClassExamples[c], val[c], counts[c]-val[c])
 			}
 		}
 		if tc.name == "csv" {
@@ -217,6 +248,17 @@ func TestEvaluateValidationSplit(t *testing.T) {
 	}
 
 	ckpt := filepath.Join(dir, "mnist.ckpt")
+	// Resumed for a second epoch, the run trains on the same part and evaluates on the
+	// same validation split: evaluate's split of the new checkpoint scores what the
+	// resumed run reported.
+	s := trainJSON(t, bin, "-resume", ckpt, "-checkpoint", ckpt, "-epochs", "2", "-data", idxDir)
+	if s["steps"] == nil || s["train_examples"] != float64(mnistKept) {
+		t.Errorf("resumed run: %v; want %d examples trained on", s, mnistKept)
+	}
+	va := evaluateJSON(t, "-checkpoint", ckpt, "-json", "-split", "validation", "-data", idxDir)
+	if acc, loss := s["test_accuracy"].(float64), s["test_loss"].(float64); va.Accuracy != acc || math.Abs(va.Loss-loss) > 1e-5*loss || va.Examples != 1000-mnistKept {
+		t.Errorf("after the resume: -split validation %d examples, accuracy %v, loss %v; the resumed run reported %v, %v", va.Examples, va.Accuracy, va.Loss, acc, loss)
+	}
 	// -split test needs the test files, which the directory lacks.
 	code, _, stderr := runEvaluate("-checkpoint", ckpt, "-data", idxDir)
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no "+mnist.TestImages) {
@@ -228,9 +270,9 @@ func TestEvaluateValidationSplit(t *testing.T) {
 		t.Errorf("-split-seed 12 on a run with -split-seed 11: exit %d, %q", code, stderr)
 	}
 	// Data other than the run's (the embedded 8,000 digits): the rebuilt training part
-	// is not the checkpoint's 850 examples.
+	// is not the checkpoint's (about 850 examples).
 	code, _, stderr = runEvaluate("-checkpoint", ckpt, "-split", "train")
-	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "is not the one") || !strings.Contains(stderr, "(850 examples") {
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "is not the one") || !strings.Contains(stderr, fmt.Sprintf("(%d examples", mnistKept)) {
 		t.Errorf("-split train on other data: exit %d, %q", code, stderr)
 	}
 }
@@ -256,11 +298,14 @@ func TestEvaluateValidationRefused(t *testing.T) {
 }
 
 // TestEvaluateValidationSettings: the split comes from the checkpoint's settings as
-// cmd/train records them (validation, split-seed), here on a checkpoint made with
-// training.Trainer on the part of the embedded MNIST training set that datasets.HoldOut keeps
-// (no cmd/train build: this runs under -short too). The counts per class are the
-// brute-force apportionment; settings that do not parse are a damaged checkpoint
-// (exit 1) naming the setting.
+// cmd/train records them (validation, split-seed, validation-split), here on checkpoints
+// made with training.Trainer (no cmd/train build: this runs under -short too). An
+// old-style checkpoint (no validation-split: trained on the part of the embedded MNIST
+// training set that the stratified datasets.HoldOut keeps) is split by that rule, the
+// counts per class the brute-force apportionment, with one warning that its ε is per
+// part trained on; a new one (validation-split content-hash, trained on what
+// datasets.HashHoldOut keeps) by the content hash, without the warning. Settings that
+// do not parse, or an unknown rule, are a damaged checkpoint (exit 1) naming the setting.
 func TestEvaluateValidationSettings(t *testing.T) {
 	all, _, err := mnist.Embedded()
 	if err != nil {
@@ -270,6 +315,7 @@ func TestEvaluateValidationSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const warning = "its -validation split is the stratified one of earlier versions, made again as it was: its ε is per the part it trained on, not per the training set that was split"
 	save := func(settings map[string]string) string {
 		m, err := nn.New(models.LogisticRegression(), 256, nn.WithSeed(1))
 		if err != nil {
@@ -307,8 +353,44 @@ func TestEvaluateValidationSettings(t *testing.T) {
 		}
 	}
 	code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "train")
-	if code != 0 || !strings.Contains(stderr, "the training split is the 6,400 examples the run trained on; the 1,600 that -validation 0.2 held out are left out") {
-		t.Errorf("-split train: exit %d, notes %q", code, stderr)
+	if code != 0 || !strings.Contains(stderr, "the training split is the 6,400 examples the run trained on; the 1,600 that -validation 0.2 held out are left out") ||
+		strings.Count(stderr, "evaluate: warning: "+ckpt+": "+warning) != 1 {
+		t.Errorf("-split train of an old-style checkpoint: exit %d, notes %q; want the note and one warning", code, stderr)
+	}
+	code, _, stderr = runEvaluate("-checkpoint", ckpt, "-split", "validation")
+	if code != 0 || strings.Count(stderr, warning) != 1 {
+		t.Errorf("-split validation of an old-style checkpoint: exit %d, %q; want one warning", code, stderr)
+	}
+	// -split test does not use the validation split: no warning.
+	if code, _, stderr = runEvaluate("-checkpoint", ckpt); code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("-split test of an old-style checkpoint: exit %d, %q", code, stderr)
+	}
+
+	// A new checkpoint: the content-hash split, no warning.
+	hashRest, _, err := datasets.HashHoldOut(all, 0.2, 3, datasets.DomainValidation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest = hashRest // what save trains on
+	fresh := save(map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3", "validation-split": "content-hash"})
+	_, heldIdx, _ := datasets.HashSplit(all, 0.2, 3, datasets.DomainValidation)
+	heldCounts := make([]int, 10)
+	for _, i := range heldIdx {
+		heldCounts[all.Label(i)]++
+	}
+	code, stdout, stderr := runEvaluate("-checkpoint", fresh, "-split", "validation", "-json")
+	var va2 report
+	if code != 0 || json.Unmarshal([]byte(stdout), &va2) != nil || strings.Contains(stderr, "warning") {
+		t.Fatalf("-split validation of a new checkpoint: exit %d, %q", code, stderr)
+	}
+	if va2.Examples != len(heldIdx) || !slices.Equal(va2.ClassExamples, heldCounts) {
+		t.Errorf("-split validation of a new checkpoint: %d examples %v; want %d %v", va2.Examples, va2.ClassExamples, len(heldIdx), heldCounts)
+	}
+	// The old rule's training part is not the new checkpoint's: without the setting, the
+	// content fingerprint refuses it.
+	code, _, stderr = runEvaluate("-checkpoint", save(map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3"}), "-split", "train")
+	if code != 2 || !strings.Contains(stderr, "is not the one") {
+		t.Errorf("a checkpoint trained on the content-hash part without its setting: exit %d, %q; want exit 2, not the training part", code, stderr)
 	}
 	// Another data set than the run's has no validation split; its -split train is
 	// its whole training set.
@@ -320,10 +402,11 @@ func TestEvaluateValidationSettings(t *testing.T) {
 		{"dataset": "mnist", "validation": "abc", "split-seed": "3"},
 		{"dataset": "mnist", "validation": "1.5", "split-seed": "3"},
 		{"dataset": "mnist", "validation": "0.2"},
+		{"dataset": "mnist", "validation": "0.2", "split-seed": "3", "validation-split": "stratified"},
 	} {
 		ckpt := save(bad)
 		code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "validation")
-		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "setting validation=") {
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "setting validation") {
 			t.Errorf("settings %v: exit %d, %q; want exit 1 naming the setting", bad, code, stderr)
 		}
 	}

@@ -269,6 +269,10 @@ func TestResumeRefusesOtherContent(t *testing.T) {
 		t.Errorf("resume on the same labels with every value 255: exit %d, %q", code, stderr)
 	}
 
+	// A checkpoint without content_sha256 resumes, with a warning, on its data. (Not on
+	// the saturated file: the content-hash train/test split of the checkpoint's
+	// test-split setting holds out other rows of it, which the labels' fingerprint refuses.)
+	writeSaturatableCSV(t, data, 200, false)
 	old := filepath.Join(dir, "old.ckpt")
 	c.Dataset.Content = ""
 	if err := checkpoint.Save(old, c); err != nil {

@@ -88,6 +88,7 @@ type options struct {
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
 	aug                    augmentFlags // -augmult, -augment
 	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
+	legacyValidationSplit  bool         // resumed from a checkpoint split by the stratified rule of earlier versions (validation.go)
 	tune                   string       // -tune SPEC: a private random search (tune.go)
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does

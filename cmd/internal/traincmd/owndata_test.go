@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 )
 
@@ -40,10 +41,12 @@ func writeBlobsCSV(t *testing.T, n int) string {
 }
 
 // TestCSVDataset trains logistic regression and an MLP privately on a CSV file of two
-// separable classes: the split is 80/20, the model has 4·2+2 (logreg) or
-// 4·16+16+16·2+2 (mlp 16) parameters, and the accuracy is far above chance.
+// separable classes: the split is about 80/20 (as the content-hash split computed here
+// makes it), the model has 4·2+2 (logreg) or 4·16+16+16·2+2 (mlp 16) parameters, and
+// the accuracy is far above chance.
 func TestCSVDataset(t *testing.T) {
 	p := writeBlobsCSV(t, 500)
+	kept, held := blobsSplitSizes(t, p, 0.2, 1)
 	for _, tc := range []struct {
 		args   []string
 		model  string
@@ -58,8 +61,8 @@ func TestCSVDataset(t *testing.T) {
 			t.Fatalf("train %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 		}
 		s := decodeSummary(t, stdout)
-		if s["model"] != tc.model || s["parameters"].(float64) != tc.params || s["train_examples"].(float64) != 400 || s["test_examples"].(float64) != 100 {
-			t.Errorf("%s: %v", tc.model, s)
+		if s["model"] != tc.model || s["parameters"].(float64) != tc.params || s["train_examples"].(float64) != float64(kept) || s["test_examples"].(float64) != float64(held) {
+			t.Errorf("%s: %v; want %d training and %d test examples", tc.model, s, kept, held)
 		}
 		if s["epsilon"].(float64) > 3 || s["test_accuracy"].(float64) < 0.9 {
 			t.Errorf("%s: ε %v, accuracy %v: want ≤ 3 and ≥ 0.9 on separable blobs", tc.model, s["epsilon"], s["test_accuracy"])
@@ -76,7 +79,7 @@ func TestCSVDataset(t *testing.T) {
 		t.Errorf("resume of a csv run: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runCmd(t, context.Background(), "-resume", ck, "-scale", "0:20")
-	if code != exit.Usage || !strings.Contains(stderr, "scale") {
+	if code != exit.Usage || !strings.Contains(stderr, "the run was trained with -scale 0:10, this command asks for -scale 0:20") {
 		t.Errorf("resume with another -scale: exit %d: %s", code, stderr)
 	}
 }
@@ -128,8 +131,13 @@ func writeDigitFolder(t *testing.T, perClass, size int) string {
 func TestImageFolderDataset(t *testing.T) {
 	dir := writeDigitFolder(t, 40, 28)
 	s := decodeSummary(t, mustRun(t, "-dataset", "images:"+dir, "-batch", "24", "-epochs", "1", "-test-fraction", "0.25", "-json"))
-	if s["model"] != "mnist-cnn-tanh" || s["parameters"].(float64) != 26010-330+99 || s["train_examples"].(float64) != 90 || s["test_examples"].(float64) != 30 {
-		t.Errorf("images run: %v", s)
+	folder, err := datasets.LoadImageFolder(dir, datasets.ImageFolderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, held := hashSplitSizes(t, folder, 0.25, 1, datasets.DomainTest)
+	if s["model"] != "mnist-cnn-tanh" || s["parameters"].(float64) != 26010-330+99 || s["train_examples"].(float64) != float64(kept) || s["test_examples"].(float64) != float64(held) || kept+held != 120 {
+		t.Errorf("images run: %v; want %d training and %d test examples of 120", s, kept, held)
 	}
 	small := writeDigitFolder(t, 10, 20)
 	code, _, stderr := runCmd(t, context.Background(), "-dataset", "images:"+small, "-batch", "6", "-epochs", "1")

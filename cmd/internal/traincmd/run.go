@@ -148,6 +148,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
 		}
+		if err := o.applyCheckpointSplits(ck, stderr); err != nil { // validation.go
+			return 0, err
+		}
 	}
 	if err := checkTarget(o, ck, stderr); err != nil {
 		return 0, err
@@ -163,6 +166,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	o.dist.dropOutputs(o) // only rank 0 writes
 	if ck != nil {
 		if err := o.checkResumedValidation(ck); err != nil {
+			return 0, err
+		}
+		if err := o.checkResumedData(ck); err != nil { // validation.go
 			return 0, err
 		}
 	}
@@ -182,10 +188,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if o.validation > 0 {
 		// The held-out part of the training set replaces the test set, which is
 		// never evaluated; the trainer and the accountant see the rest only.
-		notes = append(notes, validationNote(o, trainSet.Len()))
-		if trainSet, testSet, err = splitValidation(o, trainSet); err != nil {
+		all := trainSet.Len()
+		var more []string
+		if trainSet, testSet, more, err = splitValidation(o, trainSet); err != nil {
 			return 0, err
 		}
+		notes = append(append(notes, validationNote(o, testSet.Len(), all)), more...)
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {

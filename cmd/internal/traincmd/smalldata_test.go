@@ -13,13 +13,16 @@ import (
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// A CSV file of 400 examples (320 for training after the 20 % test split) trains with
-// the defaults: the default batch of 2048 exceeds the training set, so it becomes a
-// quarter of it, ⌊320/4⌋ = 80, with a note; q = 80/320. A -batch given that exceeds the
-// training set is refused, naming the flag and a value that fits. The checkpoint records
-// the label column's values as the class names.
+// A CSV file of 400 examples (n ≈ 320 for training after the 20 % test split; n is
+// what the content-hash split keeps, computed here) trains with the defaults: the
+// default batch of 2048 exceeds the training set, so it becomes a quarter of it, ⌊n/4⌋,
+// with a note; q = ⌊n/4⌋/n. A -batch given that exceeds the training set is refused,
+// naming the flag and a value that fits. The checkpoint records the label column's
+// values as the class names.
 func TestSmallCSVDefaults(t *testing.T) {
 	p := writeBlobsCSV(t, 400)
+	n, _ := blobsSplitSizes(t, p, 0.2, 1)
+	quarter := n / 4
 	ck := filepath.Join(t.TempDir(), "small.ckpt")
 	args := []string{"-dataset", "csv:" + p, "-label", "species", "-scale", "0:10", "-epochs", "2", "-json", "-checkpoint", ck}
 	code, stdout, stderr := runCmd(t, context.Background(), args...)
@@ -27,10 +30,10 @@ func TestSmallCSVDefaults(t *testing.T) {
 		t.Fatalf("train %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 	}
 	s := decodeSummary(t, stdout)
-	if s["batch"].(float64) != 80 || s["train_examples"].(float64) != 320 || s["sample_rate"].(float64) != 0.25 {
-		t.Errorf("batch %v of %v examples, q = %v; want 80 of 320, q = 0.25", s["batch"], s["train_examples"], s["sample_rate"])
+	if s["batch"].(float64) != float64(quarter) || s["train_examples"].(float64) != float64(n) || s["sample_rate"].(float64) != float64(quarter)/float64(n) {
+		t.Errorf("batch %v of %v examples, q = %v; want %d of %d, q = %d/%d", s["batch"], s["train_examples"], s["sample_rate"], quarter, n, quarter, n)
 	}
-	if !strings.Contains(stderr, "-batch 80 instead of the default 2048: a quarter of the 320 training examples") {
+	if !strings.Contains(stderr, fmt.Sprintf("-batch %d instead of the default 2048: a quarter of the %d training examples", quarter, n)) {
 		t.Errorf("no note on the lowered batch:\n%s", stderr)
 	}
 	c, err := checkpoint.Load(ck)
@@ -42,18 +45,18 @@ func TestSmallCSVDefaults(t *testing.T) {
 	}
 	// sgd's default batch (128) is lowered too.
 	code, stdout, stderr = runCmd(t, context.Background(), "-dataset", "csv:"+p, "-label", "species", "-scale", "0:10", "-epochs", "1", "-optimizer", "sgd", "-json")
-	if code != exit.OK || decodeSummary(t, stdout)["batch"].(float64) != 80 {
+	if code != exit.OK || decodeSummary(t, stdout)["batch"].(float64) != float64(quarter) {
 		t.Errorf("sgd: exit %d, %s %s", code, stdout, stderr)
 	}
 	// Given: refused with the flag to change.
 	code, _, stderr = runCmd(t, context.Background(), "-dataset", "csv:"+p, "-label", "species", "-scale", "0:10", "-batch", "2048")
-	if code != exit.Usage || !strings.Contains(stderr, "-batch 2048 is larger than the training set (320 examples): give -batch 320 or less, e.g. -batch 80") {
-		t.Errorf("-batch 2048 on 320 examples: exit %d, %q", code, stderr)
+	if code != exit.Usage || !strings.Contains(stderr, fmt.Sprintf("-batch 2048 is larger than the training set (%d examples): give -batch %d or less, e.g. -batch %d", n, n, quarter)) {
+		t.Errorf("-batch 2048 on %d examples: exit %d, %q", n, code, stderr)
 	}
 	// A batch that fits is kept as given.
 	code, stdout, stderr = runCmd(t, context.Background(), "-dataset", "csv:"+p, "-label", "species", "-scale", "0:10", "-batch", "200", "-epochs", "1", "-json")
 	if code != exit.OK || decodeSummary(t, stdout)["batch"].(float64) != 200 || strings.Contains(stderr, "instead of the default") {
-		t.Errorf("-batch 200 on 320 examples: exit %d, %s", code, stderr)
+		t.Errorf("-batch 200 on %d examples: exit %d, %s", n, code, stderr)
 	}
 }
 

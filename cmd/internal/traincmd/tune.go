@@ -2,8 +2,6 @@ package traincmd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -399,44 +397,22 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	return s, nil
 }
 
-// tuneSplitLabel starts the hash that assigns an example to the validation split.
-const tuneSplitLabel = "privtrain/tune-split v1\x00"
-
-// settingTuneSplit marks the settings of a search's trials: their validation split is
-// tuneSplit's, not -validation's, and a resumed run (which would split by -validation's
-// rule) is refused as a mismatch of settings.
-const settingTuneSplit = "validation-split"
+// settingTuneTrial marks the settings of a search's trials (its value: the trial's
+// values, e.g. "lr=2 clip=1"). A plain run's settings lack it, so resuming a trial with
+// train -resume is refused as a mismatch of settings: the trial's ledger counts its own
+// steps, not the search's, and a resumed run would report less than was spent.
+const settingTuneTrial = "tune-trial"
 
 // tuneSplit holds out about fraction of ds for validation, each example by its own
-// content: example i is held out when the first 8 bytes of
-//
-//	SHA-256("privtrain/tune-split v1" ‖ 0x00 ‖ le64(seed) ‖ float32 bits of its values ‖ le32(label)),
-//
-// read little-endian as u/2^64, fall below fraction. Adding or removing one example
-// moves no other: neighbouring data sets give trained-on parts and validation parts that
-// differ in that one example at most, which the search's privacy needs. (-validation's
-// stratified split, datasets.HoldOut, draws one permutation of the whole set: removing
-// one of the 8,000 embedded MNIST examples changes about 700 of its 800 held-out
-// examples.) The number held out is binomial rather than exact, and identical examples
-// go to the same part.
+// content: datasets.HashSplit with the validation domain, the split -validation makes
+// too (validation.go). Adding or removing one example moves no other: neighbouring data
+// sets give trained-on parts and validation parts that differ in that one example at
+// most, which the search's privacy needs. The number held out is binomial rather than
+// exact, and identical examples go to the same part.
 func tuneSplit(ds datasets.Dataset, fraction float64, seed uint64) (train, val datasets.Dataset, err error) {
-	x := make([]float32, datasets.Size(ds))
-	buf := make([]byte, 0, len(tuneSplitLabel)+8+4*len(x)+4)
-	var trainIdx, valIdx []int
-	for i := range ds.Len() {
-		label := ds.Example(i, x)
-		buf = append(buf[:0], tuneSplitLabel...)
-		buf = binary.LittleEndian.AppendUint64(buf, seed)
-		for _, v := range x {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-		}
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(label))
-		sum := sha256.Sum256(buf)
-		if float64(binary.LittleEndian.Uint64(sum[:8]))/(1<<64) < fraction {
-			valIdx = append(valIdx, i)
-		} else {
-			trainIdx = append(trainIdx, i)
-		}
+	trainIdx, valIdx, err := datasets.HashSplit(ds, fraction, seed, datasets.DomainValidation)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(valIdx) == 0 || len(trainIdx) == 0 {
 		return nil, nil, exit.Usagef("-validation %g with -tune: of the %s training examples, %s fall in the validation part and %s in the trained-on part; both must be ≥ 1 (choose another fraction or -split-seed)",
@@ -758,7 +734,8 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, pr
 		FeatureCache: o.featureCache,
 		OnEpoch:      func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil },
 	}
-	cfg.Settings[settingTuneSplit] = "content-hash"
+	cfg.Settings[settingValidationSplit] = splitContentHash // as o.settings() has it; kept explicit, the search's split
+	cfg.Settings[settingTuneTrial] = s.spec.describe(c)
 	if o.featureCache != "" {
 		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
 			return nil, nil, err

@@ -108,10 +108,11 @@ func TestTuneSearch(t *testing.T) {
 	if len(h) != 1 || h[0].Steps != (n+511)/512 || h[0].Z != 2 || math.Abs(h[0].Q-512/float64(n)) > 1e-15 {
 		t.Errorf("checkpoint ledger %+v: want one trial, %d steps at q = 512/%d, z = 2", h, (n+511)/512, n)
 	}
-	if c.Settings[settingTuneSplit] != "content-hash" {
-		t.Errorf("checkpoint settings %v: no mark of the search's split", c.Settings)
+	if c.Settings[settingValidationSplit] != "content-hash" || c.Settings[settingTuneTrial] == "" {
+		t.Errorf("checkpoint settings %v: no mark of the search's split or of its trial", c.Settings)
 	}
-	// A plain run would split by -validation's rule: resuming the best trial is refused.
+	// The trial's ledger counts its own steps, not the search's: resuming the best trial
+	// as a plain run is refused.
 	if code, _, stderr := runCmd(t, context.Background(), "-resume", ckpt, "-epochs", "2"); code != exit.Usage {
 		t.Errorf("resuming the best trial: exit %d, want 2\n%s", code, stderr)
 	}
