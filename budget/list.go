@@ -78,15 +78,19 @@ func (s *Store) Datasets(delta float64) ([]Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Dataset
+	var ledgers []*ledger
 	for _, fp := range fps {
 		l, err := s.read(fp)
 		if err != nil {
 			return nil, err
 		}
-		if len(l.runs) == 0 {
-			continue
+		if len(l.runs) > 0 {
+			ledgers = append(ledgers, l)
 		}
+	}
+	lk.Unlock() // composing (the PLD bound) may take seconds: not under the lock
+	var out []Dataset
+	for _, l := range ledgers {
 		d, err := l.summary(delta)
 		if err != nil {
 			return nil, err
@@ -142,6 +146,7 @@ func (s *Store) Runs(fp string, delta float64) (Dataset, []RunRecord, error) {
 		return Dataset{}, nil, fmt.Errorf("budget: fingerprint %q matches %d data sets: give more digits", fp, len(match))
 	}
 	l, err := s.read(match[0])
+	lk.Unlock()
 	if err != nil {
 		return Dataset{}, nil, err
 	}

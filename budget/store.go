@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
@@ -172,7 +173,6 @@ type ledger struct {
 	fp      string
 	entries []entry
 	hashes  []string
-	keyed   bool  // some entry is keyed
 	torn    int64 // offset of a torn last line, −1 if none
 	exists  bool  // the ledger file exists
 	runs    []*runState
@@ -227,15 +227,14 @@ func (s *Store) read(fp string) (*ledger, error) {
 			return nil, bad(i, "it does not follow the entry before it (hash chain broken): an entry was edited, removed or reordered")
 		case p.alg == algKeyed && s.key == nil:
 			return nil, fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
-		case p.alg == algPlain && l.keyed:
-			return nil, bad(i, "an unkeyed entry after keyed ones: forged without the key")
+		case p.alg == algPlain && s.key != nil:
+			return nil, bad(i, "the entry is not keyed, and the store is read with a key: an unkeyed entry can be forged by anyone who can write the store (a store written without the key cannot be read with one: give a new store directory)")
 		case !hmac.Equal([]byte(digest(p.alg, s.key, p.body)), []byte(p.hash)):
 			if p.alg == algKeyed {
 				return nil, bad(i, "its HMAC does not verify: edited, or written with another key")
 			}
 			return nil, bad(i, "its hash does not verify: edited")
 		}
-		l.keyed = l.keyed || p.alg == algKeyed
 		switch e.Kind {
 		case kindReserve, kindImport:
 			if l.byRun[e.Run] != nil {
@@ -310,8 +309,8 @@ func (s *Store) checkHead(l *ledger) error {
 		return fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
 	case h.Alg != algKeyed && h.Alg != algPlain:
 		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: fmt.Sprintf("the head file names the algorithm %q", h.Alg)}
-	case h.Alg == algPlain && l.keyed:
-		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is not keyed but the entries are: forged without the key"}
+	case h.Alg == algPlain && s.key != nil:
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is not keyed, and the store is read with a key: forged without the key, or written without it"}
 	case !hmac.Equal([]byte(digest(h.Alg, s.key, headBody(fp, h.Seq, h.Hash))), []byte(h.Mac)):
 		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file's hash does not verify: edited, or written with another key"}
 	case h.Seq > k-1:
@@ -454,6 +453,11 @@ func defaultDelta(items []item) float64 {
 }
 
 func compose(items []item, delta float64) (Composition, error) {
+	return composeItems(items, delta, true)
+}
+
+// composeItems composes items at delta (0: their default δ), with or without the PLD bound.
+func composeItems(items []item, delta float64, withPLD bool) (Composition, error) {
 	if delta == 0 {
 		delta = defaultDelta(items)
 	}
@@ -461,7 +465,7 @@ func compose(items []item, delta float64) (Composition, error) {
 	for i, it := range items {
 		spends[i] = it.spend
 	}
-	return Compose(spends, delta)
+	return composeSpends(spends, delta, withPLD)
 }
 
 // Reservation is a run's reservation in the store, settled by Commit.
@@ -504,6 +508,28 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if run.Time.IsZero() {
 		run.Time = time.Now()
 	}
+	items, err := s.reserve(fp, run, planned, budgetEps)
+	if err != nil {
+		return nil, err
+	}
+	// The spend before and after, for the run's report, is composed outside the lock: the
+	// PLD bound may take seconds.
+	all := append(items, item{planned, run.Delta})
+	d := defaultDelta(all)
+	before, err := compose(items, d)
+	if err != nil {
+		return nil, err
+	}
+	after, err := compose(all, d)
+	if err != nil {
+		return nil, err
+	}
+	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
+}
+
+// reserve appends the import (if due) and the reservation under the lock, and returns
+// the data set's runs before this one.
+func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, error) {
 	lk, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -525,24 +551,27 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 		}
 	}
 	items := l.items()
-	d := defaultDelta(append(items, item{planned, run.Delta}))
-	before, err := compose(items, d)
-	if err != nil {
-		return nil, err
+	// The RDP bound first (fast; it also checks that the plan composes with the data
+	// set's runs); the PLD bound, smaller, only when RDP alone would refuse.
+	all := append(slices.Clone(items), item{planned, run.Delta})
+	d := defaultDelta(all)
+	after, err := composeItems(all, d, false)
+	if err == nil && budgetEps > 0 && !(after.Epsilon <= budgetEps) {
+		after, err = composeItems(all, d, true)
 	}
-	after, err := compose(append(items, item{planned, run.Delta}), d)
 	if err != nil {
 		return nil, err
 	}
 	if budgetEps > 0 && !(after.Epsilon <= budgetEps) {
+		before, err := compose(items, d)
+		if err != nil {
+			return nil, err
+		}
 		return nil, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
 	}
 	e := entry{Kind: kindReserve, Run: run.ID, Lineage: run.Lineage, Parent: run.Parent, Tool: run.Tool, Name: run.Name,
 		Command: run.Command, Time: stamp, Delta: run.Delta, Spend: planned}
-	if err := s.append(l, e); err != nil {
-		return nil, err
-	}
-	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
+	return items, s.append(l, e)
 }
 
 // Commit settles the reservation with what the run actually spent (the steps it took,
@@ -557,24 +586,33 @@ func (r *Reservation) Commit(actual Spend) (Composition, error) {
 	if err := actual.Validate(); err != nil {
 		return Composition{}, err
 	}
+	items, err := r.commit(actual)
+	if err != nil {
+		return Composition{}, err
+	}
+	r.committed = true
+	return compose(items, 0)
+}
+
+// commit appends the commit under the lock and returns the data set's runs.
+func (r *Reservation) commit(actual Spend) ([]item, error) {
 	s := r.store
 	lk, err := s.lock()
 	if err != nil {
-		return Composition{}, err
+		return nil, err
 	}
 	defer lk.Unlock()
 	l, err := s.read(r.fp)
 	if err != nil {
-		return Composition{}, err
+		return nil, err
 	}
 	st := l.byRun[r.run]
 	if st == nil || st.commit != nil {
-		return Composition{}, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
+		return nil, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
 	}
 	e := entry{Kind: kindCommit, Run: r.run, Time: time.Now().UTC().Format(time.RFC3339Nano), Delta: r.delta, Spend: actual}
 	if err := s.append(l, e); err != nil {
-		return Composition{}, err
+		return nil, err
 	}
-	r.committed = true
-	return compose(l.items(), 0)
+	return l.items(), nil
 }
