@@ -100,6 +100,22 @@ func Open(dir string, key []byte) (*Store, error) {
 	return &Store{dir: dir, key: bytes.Clone(key)}, nil
 }
 
+// StoreEnv names the environment variable that gives the store's directory when a
+// command's -budget-store flag is not given.
+const StoreEnv = "PRIVTRAIN_BUDGET_STORE"
+
+// ResolveDir is the store directory of a command: dir (its -budget-store flag), else
+// $PRIVTRAIN_BUDGET_STORE, else DefaultDir.
+func ResolveDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	if d := os.Getenv(StoreEnv); d != "" {
+		return d, nil
+	}
+	return DefaultDir()
+}
+
 // DefaultDir is the per-user store: $XDG_DATA_HOME/privtrain/budget, or
 // ~/.local/share/privtrain/budget when XDG_DATA_HOME is not set.
 func DefaultDir() (string, error) {

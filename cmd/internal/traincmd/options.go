@@ -85,6 +85,7 @@ type options struct {
 	own                    ownDataFlags // -dataset csv:, images:, cifar100
 	aug                    augmentFlags // -augmult, -augment
 	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
+	budget                 budgetFlags  // -budget, -budget-store (budget.go)
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -136,6 +137,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	addAugmentFlags(fs, &o.aug)
 	addValidationFlag(fs, o)
+	addBudgetFlags(fs, &o.budget)
 	for _, f := range optimizerFlags {
 		if f.text != nil {
 			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))

@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
+	o.budget.command = commandLine("train", args)
 	code, err := train(ctx, o, flags, start, stdout, stderr)
 	if err != nil {
 		var ue *exit.UsageError
@@ -149,6 +150,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
+	fingerprint := dataFingerprint(trainSet) // before -validation's split: the whole set is charged
 	if o.validation > 0 {
 		// The held-out part of the training set replaces the test set, which is
 		// never evaluated; the trainer and the accountant see the rest only.
@@ -248,9 +250,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			s.recorded.eps = spent.Epsilon
 		}
 	}
+	spend, err := reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr)
+	if err != nil {
+		return 0, err
+	}
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
+	spend.settle(s.trainer)
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
