@@ -25,7 +25,9 @@ func openStore(t *testing.T, key []byte) *Store {
 	return s
 }
 
-func testRun(name string) Run { return Run{Tool: "test", Name: name, Command: "test " + name, Delta: 1e-5} }
+func testRun(name string) Run {
+	return Run{Tool: "test", Name: name, Command: "test " + name, Delta: 1e-5}
+}
 
 // fillZ is the noise of fill's runs: large, so that their PLD is quick to compose.
 const fillZ = 40
