@@ -30,9 +30,9 @@ func addBudgetFlags(fs *flag.FlagSet, b *budgetFlags) {
 	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where every run records its spend on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
 }
 
-// commandLine is the command line recorded in the store: the tool and its arguments,
+// CommandLine is the command line recorded in the store: the tool and its arguments,
 // each quoted when it holds a space or a quote.
-func commandLine(tool string, args []string) string {
+func CommandLine(tool string, args []string) string {
 	parts := []string{tool}
 	for _, a := range args {
 		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
@@ -179,6 +179,9 @@ func dropSteps(history []accountant.Segment, n int) []accountant.Segment {
 func FormatSpend(c budget.Composition) string {
 	if math.IsInf(c.Epsilon, 1) {
 		return "ε = ∞ (a run without a finite guarantee, such as non-private training)"
+	}
+	if c.Method == "none" {
+		return "nothing yet"
 	}
 	return fmt.Sprintf("ε = %.4g at δ = %g (%s)", c.Epsilon, c.Delta, c.Method)
 }

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
-	o.budget.command = commandLine("train", args)
+	o.budget.command = CommandLine("train", args)
 	code, err := train(ctx, o, flags, start, stdout, stderr)
 	if err != nil {
 		var ue *exit.UsageError
