@@ -21,6 +21,7 @@ type ermBudget struct {
 	store       string // -budget-store
 	command     string
 	fingerprint string // of the data as loaded, before normalisation
+	desc        string // the data set, for the settled line
 	stderr      io.Writer
 }
 
@@ -65,8 +66,9 @@ func approxSpend(eps, delta float64) budget.Spend {
 	return budget.Spend{Approx: &budget.Approx{Epsilon: eps, Delta: delta}}
 }
 
-// reserveBudget records the run's (ε, δ) on its data set before the solver runs, and
-// prints the data set's spend so far and with this run.
+// reserveBudget records the run's (ε, δ) on its data set before the solver runs. Unlike
+// train, erm prints the data set's spend once, when the run has settled: a solver that
+// refuses its configuration stops with one line.
 func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
 	store, err := traincmd.OpenStore(o.budget.store)
 	if err != nil {
@@ -85,10 +87,7 @@ func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
 		}
 		return nil, err
 	}
-	if o.budget.stderr != nil {
-		fmt.Fprintf(o.budget.stderr, "budget: data set %s (%s) in %s: spent %s; with this run %s\n",
-			o.budget.fingerprint[:12], name, store.Dir(), traincmd.FormatSpend(res.Before), traincmd.FormatSpend(res.After))
-	}
+	o.budget.desc = fmt.Sprintf("data set %s (%s) in %s", o.budget.fingerprint[:12], name, store.Dir())
 	return res, nil
 }
 
@@ -104,12 +103,12 @@ func (o *trainOptions) settleBudget(res *budget.Reservation, r *erm.Result, solv
 		spend = approxSpend(r.Epsilon, r.Delta)
 	}
 	total, err := res.Commit(spend)
-	if o.budget.stderr == nil {
+	if o.budget.stderr == nil || (refused && err == nil) {
 		return
 	}
 	if err != nil {
 		fmt.Fprintf(o.budget.stderr, "erm: warning: settling the run in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(o.budget.stderr, "budget: data set %s: settled at %s\n", o.budget.fingerprint[:12], traincmd.FormatSpend(total))
+	fmt.Fprintf(o.budget.stderr, "budget: %s: spent %s, this run included\n", o.budget.desc, traincmd.FormatSpend(total))
 }
