@@ -128,3 +128,20 @@ func TestSpendValidate(t *testing.T) {
 		t.Errorf("a run of no steps: %v", err)
 	}
 }
+
+// The PLD bound is skipped where it is costly: more than 8 distinct (q, z), or ε above 20
+// by RDP; the RDP bound is then reported alone, as the closed form gives it.
+func TestComposePLDGuard(t *testing.T) {
+	var many []Spend
+	for i := range 9 {
+		many = append(many, gauss(6+float64(i)/100, 2))
+	}
+	c, err := Compose(many, 1e-5)
+	if err != nil || c.Method != "rdp" {
+		t.Errorf("9 mechanisms: %+v, %v; want the RDP bound", c, err)
+	}
+	c, err = Compose([]Spend{gauss(0.5, 10)}, 1e-5)
+	if want := gaussianRDPEpsilon(10, 0.5, 1e-5, nil); err != nil || c.Method != "rdp" || math.Abs(c.Epsilon-want) > 1e-9*want {
+		t.Errorf("ε ≈ %v: %+v, %v; want the RDP bound %v", want, c, err, want)
+	}
+}

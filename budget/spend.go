@@ -139,7 +139,9 @@ var compositionOrders = accountant.OrdersUpTo(256)
 // Rényi order and convert at δ' = delta − Σ δ_i of the approx spends; when no spend is a
 // curve the PLD accountant composes the segments as well and the smaller ε is taken
 // (both are upper bounds); approx spends add their ε (basic composition). delta must
-// exceed the approx spends' Σ δ_i when any other spend is present.
+// exceed the approx spends' Σ δ_i when any other spend is present. The PLD bound is
+// computed when the segments hold at most 8 distinct (q, z) and the RDP ε is at most 20
+// (its cost grows with both).
 func Compose(spends []Spend, delta float64) (Composition, error) {
 	return composeSpends(spends, delta, true)
 }
@@ -209,7 +211,7 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 		return Composition{}, err
 	}
 	eps, method := spent.Epsilon, "rdp"
-	if len(curves) == 0 && withPLD {
+	if len(curves) == 0 && withPLD && pldAffordable(segs, eps) {
 		pld, err := accountant.PLD{}.Epsilon(segs, rest)
 		if err != nil {
 			return Composition{}, err
@@ -219,6 +221,26 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 		}
 	}
 	return Composition{Epsilon: eps + approxEps, Delta: delta, Method: method + basic}, nil
+}
+
+// The PLD bound costs an FFT composition per distinct (q, z), the longer the larger ε:
+// from tenths of a second to seconds each on one core. It is computed where it is
+// affordable and matters; elsewhere the RDP bound, an upper bound too, is reported alone
+// (and the method says "rdp").
+const (
+	pldMaxMechanisms = 8  // distinct (q, z) of the data set's steps
+	pldMaxEpsilon    = 20 // ε by RDP: beyond it a tighter bound changes no decision
+)
+
+func pldAffordable(segs []accountant.Segment, rdpEps float64) bool {
+	if !(rdpEps <= pldMaxEpsilon) {
+		return false
+	}
+	seen := map[[2]float64]bool{}
+	for _, g := range segs {
+		seen[[2]float64{g.Q, g.Z}] = true
+	}
+	return len(seen) <= pldMaxMechanisms
 }
 
 // commonOrders returns the orders at which every curve is given (compositionOrders when

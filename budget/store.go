@@ -81,7 +81,9 @@ type Store struct {
 
 // Open opens the store in dir, creating the directory (mode 0700) if needed. A non-nil
 // key (at least one byte) keys the hash chain with HMAC-SHA256: entries are then written
-// keyed, and a keyed entry can be read only with the key.
+// keyed, and a keyed entry can be read only with the key. A data set's unkeyed entries
+// are accepted before its first keyed one (a store that was started without the key),
+// never after it: from the first keyed entry on, its ledger and head stay keyed.
 func Open(dir string, key []byte) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("budget: no store directory")
@@ -191,6 +193,7 @@ type ledger struct {
 	hashes  []string
 	torn    int64 // offset of a torn last line, −1 if none
 	exists  bool  // the ledger file exists
+	keyed   bool  // an entry is keyed: every later entry and the head must be
 	runs    []*runState
 	byRun   map[string]*runState
 }
@@ -243,8 +246,8 @@ func (s *Store) read(fp string) (*ledger, error) {
 			return nil, bad(i, "it does not follow the entry before it (hash chain broken): an entry was edited, removed or reordered")
 		case p.alg == algKeyed && s.key == nil:
 			return nil, fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
-		case p.alg == algPlain && s.key != nil:
-			return nil, bad(i, "the entry is not keyed, and the store is read with a key: an unkeyed entry can be forged by anyone who can write the store (a store written without the key cannot be read with one: give a new store directory)")
+		case p.alg == algPlain && l.keyed:
+			return nil, bad(i, "an unkeyed entry after keyed ones: forged without the key, or written by a run without it (keep PRIVTRAIN_CHECKPOINT_KEY set once a store is keyed)")
 		case !hmac.Equal([]byte(digest(p.alg, s.key, p.body)), []byte(p.hash)):
 			if p.alg == algKeyed {
 				return nil, bad(i, "its HMAC does not verify: edited, or written with another key")
@@ -266,6 +269,7 @@ func (s *Store) read(fp string) (*ledger, error) {
 			}
 			r.commit = &l.entriesAppend(e, p.hash)[i]
 		}
+		l.keyed = l.keyed || p.alg == algKeyed
 		prev = p.hash
 	}
 	// Entries are appended to a slice that may move: re-point the runs at their entries.
@@ -325,8 +329,8 @@ func (s *Store) checkHead(l *ledger) error {
 		return fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
 	case h.Alg != algKeyed && h.Alg != algPlain:
 		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: fmt.Sprintf("the head file names the algorithm %q", h.Alg)}
-	case h.Alg == algPlain && s.key != nil:
-		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is not keyed, and the store is read with a key: forged without the key, or written without it"}
+	case h.Alg == algPlain && l.keyed:
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is not keyed but entries are: forged without the key, or written by a run without it"}
 	case !hmac.Equal([]byte(digest(h.Alg, s.key, headBody(fp, h.Seq, h.Hash))), []byte(h.Mac)):
 		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file's hash does not verify: edited, or written with another key"}
 	case h.Seq > k-1:

@@ -238,7 +238,7 @@ func TestKeyedForgery(t *testing.T) {
 		name string
 		key  []byte
 		from int
-	}{{"unkeyed tail", nil, 2}, {"unkeyed whole", nil, 0}, {"another key", []byte("another key, 16+ bytes long"), 1}} {
+	}{{"unkeyed tail", nil, 2}, {"unkeyed last", nil, 3}, {"another key", []byte("another key, 16+ bytes long"), 1}} {
 		t.Run(c.name, func(t *testing.T) {
 			s := openStore(t, testKey)
 			fill(t, s)
@@ -248,8 +248,20 @@ func TestKeyedForgery(t *testing.T) {
 			}
 		})
 	}
-	// The same forgery without a key is undetectable: the documented limit.
-	s := openStore(t, nil)
+	// A whole ledger rewritten without the key reads as a store started before the key
+	// was set: no stronger than deleting the data set's files, the documented limit.
+	s := openStore(t, testKey)
+	fill(t, s)
+	forge(t, s, nil, 0)
+	if _, err := s.Datasets(0); err != nil {
+		t.Errorf("an unkeyed ledger read with the key: %v", err)
+	}
+	// Keyed entries may follow unkeyed ones (a store keyed later), not the reverse.
+	if _, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 1), 0); err != nil {
+		t.Errorf("a keyed entry after unkeyed ones: %v", err)
+	}
+	// The same forgery of an unkeyed store is undetectable: the documented limit.
+	s = openStore(t, nil)
 	fill(t, s)
 	forge(t, s, nil, 1)
 	if _, err := s.Datasets(0); err != nil {
