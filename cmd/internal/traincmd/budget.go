@@ -91,10 +91,11 @@ type runBudget struct {
 	private    bool
 	stderr     io.Writer
 	name, desc string
+	start      string // the line report prints
 }
 
 // reserveBudget records the run's planned spend in the budget store before its first
-// step and prints the data set's spend so far and with this run's plan. A resumed run
+// step (report prints the data set's spend so far and with this run's plan). A resumed run
 // reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
 // the run that took them, or imported now when the store has not seen its lineage).
 func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
@@ -137,8 +138,16 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 	}
 	rb.res = res
 	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
-	fmt.Fprintf(stderr, "budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
 	return rb, nil
+}
+
+// report prints the data set's spend before the run and with its plan (after the run's
+// header).
+func (rb *runBudget) report() {
+	if rb != nil {
+		fmt.Fprint(rb.stderr, rb.start)
+	}
 }
 
 // settle commits what the run spent (the steps its ledger recorded after the

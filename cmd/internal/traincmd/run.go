@@ -233,7 +233,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, fileError("resume", o.resume, err)
 		}
 	}
+	spend, err := reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr) // before any output file is touched
+	if err != nil {
+		return 0, err
+	}
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
 		return 0, err
 	}
 	defer s.metrics.close()
@@ -250,10 +255,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			s.recorded.eps = spent.Epsilon
 		}
 	}
-	spend, err := reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr)
-	if err != nil {
-		return 0, err
-	}
+	spend.report()
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
