@@ -495,7 +495,8 @@ type Reservation struct {
 	delta       float64
 	Fingerprint string
 	// Before and After are the data set's spend before the run and with its planned
-	// spend, at the data set's default δ.
+	// spend, at the data set's default δ, by the RDP bound alone (quick; the PLD bound,
+	// often smaller, comes with Commit and the listings).
 	Before, After Composition
 	committed     bool
 }
@@ -532,15 +533,15 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if err != nil {
 		return nil, err
 	}
-	// The spend before and after, for the run's report, is composed outside the lock: the
-	// PLD bound may take seconds.
+	// The spend before and after, for the run's report: the RDP bound (milliseconds; the
+	// PLD bound may take a second or more, and Commit computes it once the run is done).
 	all := append(items, item{planned, run.Delta})
 	d := defaultDelta(all)
-	before, err := compose(items, d)
+	before, err := composeItems(items, d, false)
 	if err != nil {
 		return nil, err
 	}
-	after, err := compose(all, d)
+	after, err := composeItems(all, d, false)
 	if err != nil {
 		return nil, err
 	}

@@ -70,8 +70,8 @@ func TestReserveCommitCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Before.Epsilon != 0 || math.Abs(r.After.Epsilon-gaussianEpsilon(6/math.Sqrt(40), 1e-5)) > 2e-3*r.After.Epsilon {
-		t.Errorf("before %v, after %v; want 0 and the exact ε of 40 steps", r.Before, r.After)
+	if want := gaussianRDPEpsilon(40, 6, 1e-5, nil); r.Before.Epsilon != 0 || math.Abs(r.After.Epsilon-want) > 1e-9*want {
+		t.Errorf("before %v, after %v; want 0 and the RDP bound %v of 40 steps", r.Before, r.After, want)
 	}
 	ds, err := s.Datasets(0)
 	if err != nil || len(ds) != 1 || ds[0].Steps != 40 || ds[0].Unsettled != 1 || ds[0].Name != "mnist" {
