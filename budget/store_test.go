@@ -389,3 +389,24 @@ func TestOtherForms(t *testing.T) {
 		t.Fatalf("%+v %v", d, err)
 	}
 }
+
+// The store's directory: the flag, else $PRIVTRAIN_BUDGET_STORE, else
+// $XDG_DATA_HOME/privtrain/budget (absolute only), else ~/.local/share/privtrain/budget.
+func TestResolveDir(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("XDG_DATA_HOME", "/data")
+	t.Setenv(StoreEnv, "/env")
+	for _, c := range []struct{ flag, env, xdg, want string }{
+		{"/flag", "/env", "/data", "/flag"},
+		{"", "/env", "/data", "/env"},
+		{"", "", "/data", "/data/privtrain/budget"},
+		{"", "", "relative", "/home/u/.local/share/privtrain/budget"},
+		{"", "", "", "/home/u/.local/share/privtrain/budget"},
+	} {
+		os.Setenv(StoreEnv, c.env)
+		os.Setenv("XDG_DATA_HOME", c.xdg)
+		if got, err := ResolveDir(c.flag); err != nil || got != c.want {
+			t.Errorf("flag %q, env %q, XDG %q: %q, %v; want %q", c.flag, c.env, c.xdg, got, err, c.want)
+		}
+	}
+}
