@@ -191,7 +191,7 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 		return Composition{}, err
 	}
 	total := make([]float64, len(orders))
-	for _, g := range segs {
+	for _, g := range mergeSegments(segs) {
 		r, err := accountant.SampledGaussianRDP(g.Q, g.Z, orders)
 		if err != nil {
 			return Composition{}, err
@@ -212,7 +212,7 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 	}
 	eps, method := spent.Epsilon, "rdp"
 	if len(curves) == 0 && withPLD && pldAffordable(segs, eps) {
-		pld, err := accountant.PLD{}.Epsilon(segs, rest)
+		pld, err := accountant.PLD{}.Epsilon(mergeSegments(segs), rest)
 		if err != nil {
 			return Composition{}, err
 		}
@@ -241,6 +241,24 @@ func pldAffordable(segs []accountant.Segment, rdpEps float64) bool {
 		seen[[2]float64{g.Q, g.Z}] = true
 	}
 	return len(seen) <= pldMaxMechanisms
+}
+
+// mergeSegments counts the steps of each distinct (q, z), in order of first appearance:
+// composition commutes, so this is exact, and the RDP of a mechanism is evaluated once
+// however many runs repeat it.
+func mergeSegments(segs []accountant.Segment) []accountant.Segment {
+	idx := map[[2]float64]int{}
+	var out []accountant.Segment
+	for _, g := range segs {
+		k := [2]float64{g.Q, g.Z}
+		if i, ok := idx[k]; ok {
+			out[i].Steps += g.Steps
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, g)
+	}
+	return out
 }
 
 // commonOrders returns the orders at which every curve is given (compositionOrders when
