@@ -194,6 +194,7 @@ type ledger struct {
 	torn    int64 // offset of a torn last line, −1 if none
 	exists  bool  // the ledger file exists
 	keyed   bool  // an entry is keyed: every later entry and the head must be
+	headSeq int   // the entry the head names (−1: none, or no head)
 	runs    []*runState
 	byRun   map[string]*runState
 }
@@ -213,7 +214,7 @@ func (r *runState) spend() Spend {
 
 // read reads and verifies the data set's ledger and head; callers hold the lock.
 func (s *Store) read(fp string) (*ledger, error) {
-	l := &ledger{fp: fp, torn: -1, byRun: map[string]*runState{}}
+	l := &ledger{fp: fp, torn: -1, headSeq: -1, byRun: map[string]*runState{}}
 	bad := func(i int, format string, args ...any) error {
 		return &VerifyError{Fingerprint: fp, Entry: i, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -336,6 +337,7 @@ func (s *Store) checkHead(l *ledger) error {
 	case h.Seq > k-1:
 		return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: fmt.Sprintf("the head records entry %d but the ledger holds %d entries: the last entries were removed", h.Seq, k)}
 	case h.Seq == k-1 && h.Hash == l.hashAt(k-1), h.Seq == k-2 && h.Hash == l.hashAt(k-2):
+		l.headSeq = h.Seq
 		return nil
 	case h.Seq < k-2:
 		return &VerifyError{Fingerprint: fp, Entry: h.Seq + 1, Reason: fmt.Sprintf("the head records entry %d but the ledger holds %d entries: entries were added without updating the head", h.Seq, k)}
@@ -375,6 +377,13 @@ func (s *Store) append(l *ledger, e entry) error {
 		if err := s.writeHead(l.fp, -1, genesis(l.fp)); err != nil {
 			return err
 		}
+	} else if last := len(l.entries) - 1; l.headSeq != last {
+		// A crash between an append and the head's update left the head one entry
+		// behind: bring it up to date first, or a second such crash would leave it two
+		// behind, which reads as removed entries.
+		if err := s.writeHead(l.fp, last, l.hashAt(last)); err != nil {
+			return err
+		}
 	}
 	e.Version, e.Seq, e.Prev = entryVersion, len(l.entries), l.hashAt(len(l.entries)-1)
 	line, hash, err := encodeEntry(&e, s.key)
@@ -404,7 +413,11 @@ func (s *Store) append(l *ledger, e entry) error {
 	}
 	l.entriesAppend(e, hash)
 	l.relink()
-	return s.writeHead(l.fp, e.Seq, hash)
+	if err := s.writeHead(l.fp, e.Seq, hash); err != nil {
+		return err
+	}
+	l.headSeq = e.Seq
+	return nil
 }
 
 func (s *Store) writeHead(fp string, seq int, hash string) error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 const testFP = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -307,6 +308,35 @@ func TestCrashStates(t *testing.T) {
 	os.WriteFile(s.headPath(testFP), head, 0o600)
 	if _, err := s.Datasets(0); err != nil {
 		t.Errorf("head one entry behind: %v", err)
+	}
+	// The next append brings a stale head up to date first, so that a second crash
+	// between an append and the head's update leaves it one entry behind, not two.
+	r2, err := s.Reserve(testFP, testRun("a"), gauss(6, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, _ := os.ReadFile(s.headPath(testFP))
+	if _, err := r2.Commit(gauss(6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	post, _ := os.ReadFile(s.headPath(testFP))
+	os.WriteFile(s.headPath(testFP), pre, 0o600) // a crash after the commit's append
+	writes := 0
+	atomicfile.BeforeRename = func(string) { writes++ }
+	_, err = s.Reserve(testFP, testRun("a"), gauss(6, 1), 0)
+	atomicfile.BeforeRename = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writes != 2 {
+		t.Errorf("the head was written %d times by an append after a crash, want 2 (brought up to date, then after the append)", writes)
+	}
+	os.WriteFile(s.headPath(testFP), post, 0o600) // a crash after this append, before its head
+	if _, err := s.Datasets(0); err != nil {
+		t.Errorf("two crashes between an append and the head, one append apart: %v", err)
+	}
+	if _, err := s.Reserve(testFP, testRun("a"), gauss(6, 3), 0); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.Reserve(testFP, testRun("a"), gauss(6, 3), 0); err != nil {
 		t.Fatal(err)
