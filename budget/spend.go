@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/strictjson"
 )
 
 // Spend is what one run spends on a data set, in exactly one of four forms:
@@ -25,10 +27,41 @@ import (
 //     known before it runs): the data set's ε becomes +Inf.
 type Spend struct {
 	Accountant string               `json:"accountant,omitempty"`
-	Segments   []accountant.Segment `json:"segments,omitempty"`
+	Segments   Segments             `json:"segments,omitempty"`
 	RDP        *Curve               `json:"rdp,omitempty"`
 	Approx     *Approx              `json:"approx,omitempty"`
 	Unbounded  bool                 `json:"unbounded,omitempty"`
+}
+
+// Segments are subsampled Gaussian steps, stored in JSON as [{"q", "z", "steps"}, …].
+type Segments []accountant.Segment
+
+type segmentJSON struct {
+	Q     float64 `json:"q"`
+	Z     float64 `json:"z"`
+	Steps int     `json:"steps"`
+}
+
+// MarshalJSON writes the segments with lowercase field names.
+func (s Segments) MarshalJSON() ([]byte, error) {
+	out := make([]segmentJSON, len(s))
+	for i, g := range s {
+		out[i] = segmentJSON{g.Q, g.Z, g.Steps}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, refusing unknown fields.
+func (s *Segments) UnmarshalJSON(b []byte) error {
+	var in []segmentJSON
+	if err := strictjson.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*s = make(Segments, len(in))
+	for i, g := range in {
+		(*s)[i] = accountant.Segment{Q: g.Q, Z: g.Z, Steps: g.Steps}
+	}
+	return nil
 }
 
 // Curve is a Rényi DP curve: Values[i] is the RDP at Orders[i] (ascending, > 1).

@@ -127,7 +127,10 @@ func TestTamperDetected(t *testing.T) {
 	}{
 		{"edit a number", func(t *testing.T, s *Store) {
 			ls := lines(t, s)
-			ls[1] = bytes.Replace(ls[1], []byte(`"Steps":5`), []byte(`"Steps":4`), 1)
+			if !bytes.Contains(ls[1], []byte(`"steps":5`)) {
+				t.Fatalf("entry 1 has no 5 steps: %s", ls[1])
+			}
+			ls[1] = bytes.Replace(ls[1], []byte(`"steps":5`), []byte(`"steps":4`), 1)
 			writeLines(t, s, ls)
 		}, "entry 1"},
 		{"remove a middle entry", func(t *testing.T, s *Store) {

@@ -325,7 +325,10 @@ func TestBudgetFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(ledger, []byte(strings.Replace(string(b), `"Steps":5`, `"Steps":1`, 1)), 0o600)
+	if !strings.Contains(string(b), `"steps":5`) {
+		t.Fatalf("no run of 5 steps in the ledger:\n%s", b)
+	}
+	os.WriteFile(ledger, []byte(strings.Replace(string(b), `"steps":5`, `"steps":1`, 1)), 0o600)
 	code, _, stderr = runCmd(t, context.Background(), qOneArgs(csv, store, 1, z)...)
 	if code != exit.Usage || !strings.Contains(stderr, "fails verification") || !strings.Contains(stderr, d.Fingerprint) {
 		t.Errorf("tampered store: exit %d\n%s", code, stderr)
