@@ -26,11 +26,11 @@ import (
 //   - Unbounded: no finite guarantee (non-private training; a run whose plan is not
 //     known before it runs): the data set's ε becomes +Inf.
 type Spend struct {
-	Accountant string               `json:"accountant,omitempty"`
-	Segments   Segments             `json:"segments,omitempty"`
-	RDP        *Curve               `json:"rdp,omitempty"`
-	Approx     *Approx              `json:"approx,omitempty"`
-	Unbounded  bool                 `json:"unbounded,omitempty"`
+	Accountant string   `json:"accountant,omitempty"`
+	Segments   Segments `json:"segments,omitempty"`
+	RDP        *Curve   `json:"rdp,omitempty"`
+	Approx     *Approx  `json:"approx,omitempty"`
+	Unbounded  bool     `json:"unbounded,omitempty"`
 }
 
 // Segments are subsampled Gaussian steps, stored in JSON as [{"q", "z", "steps"}, …].
