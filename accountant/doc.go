@@ -32,6 +32,11 @@
 // meets a target ε for a fixed plan, and Calibrate does the same for any
 // schedule whose ε decreases in a scale parameter.
 //
+// TuningRDP and TuningEpsilon bound a private hyperparameter search (Papernot
+// and Steinke 2022): a random number of trials, K from a truncated negative
+// binomial or Poisson distribution (Trials), of which only the best is
+// released, from one trial's RDP curve.
+//
 // The package also holds the closed-form calibrations used by the seed
 // papers (the DP-LSSGD Theorem 1 noise, the Gaussian mechanism, the extended
 // advanced composition of ADP-SGD, and a zCDP calibration for full-batch

@@ -130,6 +130,12 @@ type Table struct {
 	// Clipped counts the feature values that were outside their declared range and were
 	// clipped to it. It is for the data owner's eyes: it depends on the data.
 	Clipped int
+	// LabelWarning, when not empty, says in one line why the labels may not be the
+	// classes the user meant: numeric labels that are not the class numbers 0 to K−1
+	// (negative, fractional or written otherwise, such as 1.0, and so read as class
+	// names in text order; or integers leaving classes without examples). It names the
+	// values and the line of the first; the labels are read as described above anyway.
+	LabelWarning string
 }
 
 var _ Dataset = (*Table)(nil)
@@ -186,7 +192,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	var (
 		t     *Table
 		row   func(rec []string, line int) error
-		names []string // label cells, as written
+		cells labelCells // label cells, as written, and their lines
 	)
 	err := csvrows.Each(r, csvrows.Options{Comma: opts.Comma}, func(line int, rec []string) error {
 		if row != nil {
@@ -195,7 +201,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 		first := slices.Clone(rec)
 		var header bool
 		var err error
-		if t, row, header, err = startTable(first, opts, &names); err != nil {
+		if t, row, header, err = startTable(first, opts, &cells); err != nil {
 			return err
 		}
 		if !header {
@@ -212,7 +218,7 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: no rows", ErrCSV)
 	}
-	rows := len(names)
+	rows := len(cells.names)
 	if opts.Unlabelled {
 		rows = len(t.values) / max(t.features, 1)
 	}
@@ -223,16 +229,17 @@ func readCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 		t.labels = make([]int32, rows)
 		return t, nil
 	}
-	if err := t.setLabels(names); err != nil {
+	if err := t.setLabels(cells.names); err != nil {
 		return nil, err
 	}
+	t.LabelWarning = cells.warning(t.ClassNames)
 	return t, nil
 }
 
 // startTable reads the first row of a CSV file: it finds the label column and whether the
 // row is a header, checks the declared ranges, and returns the empty table with the
-// function that adds a row to it (appending the row's label cell to *names).
-func startTable(first []string, opts CSVOptions, names *[]string) (t *Table, row func(rec []string, line int) error, header bool, err error) {
+// function that adds a row to it (appending the row's label cell and line to *cells).
+func startTable(first []string, opts CSVOptions, cells *labelCells) (t *Table, row func(rec []string, line int) error, header bool, err error) {
 	bad := func(line int, format string, a ...any) error {
 		return &CSVError{Line: line, Column: -1, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -304,7 +311,8 @@ func startTable(first []string, opts CSVOptions, names *[]string) (t *Table, row
 		k := 0
 		for j, s := range rec {
 			if j == label {
-				*names = append(*names, strings.TrimSpace(s))
+				cells.names = append(cells.names, strings.TrimSpace(s))
+				cells.lines = append(cells.lines, line)
 				continue
 			}
 			x, err := parseFeature(s)

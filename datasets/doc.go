@@ -21,6 +21,14 @@
 //   - HoldOut splits a dataset into training and test sets, stratified by label, the
 //     test examples chosen at random by a seed.
 //
+// Class names: a dataset that knows what its classes are called implements ClassNamer
+// (the MNIST digits, Fashion-MNIST's garments and the CIFAR classes from the format
+// readers, an image folder's class folders, a CSV file's label values); ClassNames
+// collects them, and subsets and held-out splits pass them on, so that a checkpoint can
+// record them and predictions can print them. A CSV file whose numeric labels are not
+// the class numbers 0 to K−1 (negative, fractional, 1.0, or with classes missing) loads
+// as documented at Table, with a Table.LabelWarning that names the values.
+//
 // Augment (augment.go) draws the random views of augmentation multiplicity: a random crop
 // of the image padded by 4 mirrored (or zero) pixels and a horizontal flip, each view a
 // pure function of a key, the training step, the example and the view number, so that a

@@ -63,6 +63,9 @@ var _ Dataset = (*ImageFolder)(nil)
 // are scaled as b/255, which depends on nothing but the format (alpha is dropped: pixels
 // are taken as premultiplied, i.e. composed over black).
 func LoadImageFolder(dir string, opts ImageFolderOptions) (*ImageFolder, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("datasets: %w: %s is a file, not a folder; want a folder holding one subfolder of PNG or JPEG images per class (DIR/cat/001.png, DIR/dog/002.jpg, …)", ErrImage, dir)
+	}
 	return loadImageFolder(os.DirFS(dir), dir, opts)
 }
 

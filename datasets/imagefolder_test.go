@@ -222,3 +222,15 @@ func FuzzImageFolder(f *testing.F) {
 		}
 	})
 }
+
+// A file given as the folder is named as a file, with what the folder must hold.
+func TestImageFolderIsFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cat.png")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadImageFolder(p, ImageFolderOptions{})
+	if !errors.Is(err, ErrImage) || !strings.Contains(err.Error(), p+" is a file, not a folder") {
+		t.Errorf("%v", err)
+	}
+}

@@ -26,6 +26,7 @@ type Images struct {
 	numClasses int
 	pixels     []byte // Len()×size bytes, example after example
 	labels     []byte
+	classNames []string // nil: unnamed (WithClassNames)
 }
 
 // NewImages returns a dataset of len(labels) examples of the given shape, whose pixels

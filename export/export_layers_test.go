@@ -2,10 +2,12 @@ package export_test
 
 import (
 	"bytes"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // exportNormSpec has the normalisation and pooling layers; in PyTorch it is
@@ -203,14 +206,60 @@ func TestExportTorchNormPool(t *testing.T) {
 	}
 }
 
-// TestExportRefusesScattering: Scattering2D has no torch.nn module; the error says so.
-func TestExportRefusesScattering(t *testing.T) {
-	m := newModel(t, nn.Spec{Name: "s", InputShape: []int{1, 8, 8}, NumClasses: 2, Layers: []layers.Layer{
-		layers.Scattering2D{J: 1, L: 2}, layers.Flatten{}, layers.Dense{Units: 2}}}, 1)
+// TestExportScattering: Scattering2D exports as the module Scattering2D(J, L, C, H, W)
+// with its filters, float64 whatever the model's dtype, laid out as its class reads
+// them: psi_r holds the wavelets of scales j ≥ r at resolution r, phi_r the low-pass. The
+// values are checked against properties of the filters themselves: a Morlet wavelet has
+// zero mean (its spectrum vanishes at frequency 0), the low-pass Gaussian's DC gain is
+// π/3.1415 (Kymatio's normalisation), and periodising to resolution r keeps the DC term.
+func TestExportScattering(t *testing.T) {
+	const J, L, H, W = 3, 2, 16, 12 // padded grid 32×24
+	m := newModel(t, nn.Spec{Name: "s", InputShape: []int{2, H, W}, NumClasses: 2, Layers: []layers.Layer{
+		layers.Scattering2D{J: J, L: L}, layers.Flatten{}, layers.Dense{Units: 2}}}, 1)
 	var buf bytes.Buffer
-	err := export.Torch(&buf, m)
-	if err == nil || !strings.Contains(err.Error(), "layer 0 (scattering2d) has no PyTorch equivalent") || !strings.Contains(err.Error(), "Kymatio") || buf.Len() != 0 {
-		t.Errorf("export of Scattering2D: %v (%d bytes written)", err, buf.Len())
+	if err := export.Torch(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	f, err := checkpoint.DecodeSafetensors(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := f.Metadata["privtrain.torch"]; !strings.Contains(src, "Scattering2D(3, 2, 2, 16, 12),") {
+		t.Errorf("Sequential source:\n%s", src)
+	}
+	want := map[string][]int{"0.psi_0": {J * L, 32, 24}, "0.psi_1": {(J - 1) * L, 16, 12},
+		"0.phi_0": {32, 24}, "0.phi_1": {16, 12}, "0.phi_2": {8, 6}, "2.weight": {2, 2 * 19 * 2 * 1}, "2.bias": {2}}
+	if len(f.Tensors) != len(want) {
+		t.Errorf("tensors %v, want %v", slices.Sorted(maps.Keys(f.Tensors)), want)
+	}
+	for name, shape := range want {
+		tt, ok := f.Tensors[name]
+		dt := checkpoint.Float64
+		if strings.HasPrefix(name, "2.") {
+			dt = checkpoint.Float32 // the model's own parameters keep its dtype
+		}
+		if !ok || !slices.Equal(tt.Shape, shape) || tt.DType != dt {
+			t.Errorf("%s: %v %v, want %v %v", name, tt.DType, tt.Shape, dt, shape)
+		}
+	}
+	for r := range J - 1 {
+		psi, _ := f.Tensors["0.psi_"+strconv.Itoa(r)].Float64s()
+		size := (32 >> r) * (24 >> r)
+		for k := range len(psi) / size {
+			dc, peak := psi[k*size], 0.0
+			for _, v := range psi[k*size : (k+1)*size] {
+				peak = max(peak, math.Abs(v))
+			}
+			if math.Abs(dc) > 1e-9*peak || peak < 0.5 {
+				t.Errorf("psi_%d[%d] (scale %d): DC %g, peak %g; want 0 and a band-pass peak near 1 or more", r, k, r+k/L, dc, peak)
+			}
+		}
+	}
+	for r := range J {
+		phi, _ := f.Tensors["0.phi_"+strconv.Itoa(r)].Float64s()
+		if math.Abs(phi[0]-math.Pi/3.1415) > 1e-9 {
+			t.Errorf("phi_%d DC = %.12g, want π/3.1415 = %.12g", r, phi[0], math.Pi/3.1415)
+		}
 	}
 }
 

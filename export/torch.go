@@ -1,7 +1,10 @@
 // Package export writes a trained model for other frameworks: Torch and TorchFile lay its
 // parameters out as PyTorch's state_dict of the equivalent torch.nn.Sequential, in a
-// plain safetensors file with the Sequential's source in its metadata. (Inference on a
-// model, Predictor, is package nn's: it needs no other framework.)
+// plain safetensors file with the Sequential's source in its metadata; PyTorch and
+// PyTorchFile write the self-contained Python module (torch and numpy only) that builds
+// that Sequential, defines the layers torch.nn lacks (the scattering transform among
+// them) and loads the file. (Inference on a model, Predictor, is package nn's: it needs
+// no other framework.)
 package export
 
 import (
@@ -19,12 +22,9 @@ import (
 )
 
 // Torch writes m's parameters to w as a plain safetensors file laid out for a
-// PyTorch torch.nn.Sequential of the same layers, so that
-//
-//	model.load_state_dict(safetensors.torch.load_file("model.safetensors"))
-//
-// works. Layer i of the spec is module i of the Sequential, parameter-free layers
-// included. Each layer says which module it is (layers.TorchExporter, in the layer's own
+// PyTorch torch.nn.Sequential of the same layers: the state_dict that the Python module
+// written by PyTorch loads (load_model). Layer i of the spec is module i of the
+// Sequential, parameter-free layers included. Each layer says which module it is (layers.TorchExporter, in the layer's own
 // file) and how its parameters map to the module's (layers.TorchParamsExporter, e.g.
 // Dense's weight transposed to Linear's [out, in]; by default "i.<param>" with our shape).
 // The layers of package layers map to:
@@ -41,13 +41,13 @@ import (
 //	layers.ReLU        nn.ReLU()
 //	layers.Tanh        nn.Tanh()
 //	layers.Flatten     nn.Flatten()
-//	layers.CenterCrop  torchvision.transforms.CenterCrop((h, w)), which crops at the same
-//	                   offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even; for odd
-//	                   margins the source names a CenterCrop(h, w) module to define (as
-//	                   scripts/check_export.py does)
+//	layers.CenterCrop  CenterCrop(h, w), rows ⌊(H−h)/2⌋… and columns ⌊(W−w)/2⌋…
+//	layers.Scattering2D  Scattering2D(J, L, C, H, W), the transform in torch.fft;
+//	                   "i.psi_r", "i.phi_r": its filters (real spectra), float64
 //
-// layers.Scattering2D has no torch.nn module and is refused, as is any layer that does
-// not implement layers.TorchExporter.
+// The last two are no torch.nn modules: they implement layers.TorchDefiner, and the
+// Python module of PyTorch defines them. A layer that does not implement
+// layers.TorchExporter is refused.
 //
 // Inputs are NCHW with the values scaled as the training data were. Our Flatten is
 // row-major CHW, PyTorch's order, and the parameters are exchanged in those layouts
@@ -57,7 +57,7 @@ import (
 // "privtrain.model" (the model's name), "privtrain.architecture" (the Architecture as
 // JSON, input shape included) and "privtrain.torch" (the Sequential as PyTorch source).
 func Torch(w io.Writer, m *nn.Model) error {
-	tensors, modules, err := torchTensors(m)
+	tensors, modules, _, err := torchTensors(m)
 	if err != nil {
 		return err
 	}
@@ -91,15 +91,16 @@ func TorchFile(path string, m *nn.Model) error {
 }
 
 // torchTensors lays m's parameters out as PyTorch's state_dict of the Sequential and
-// returns each module's PyTorch source.
-func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, error) {
+// returns each module's PyTorch source and the definitions of the classes they use
+// outside torch.nn.
+func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, []string, error) {
 	plan, err := m.LayerStates()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	tensors := map[string]checkpoint.Tensor{}
-	put := func(name string, shape []int, v []float64) {
-		if m.DType() == nn.Float64 {
+	put := func(name string, shape []int, v []float64, f64 bool) {
+		if f64 || m.DType() == nn.Float64 {
 			tensors[name] = checkpoint.F64(shape, v)
 			return
 		}
@@ -110,17 +111,17 @@ func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, error) {
 		idx := strconv.Itoa(i)
 		ex, ok := pl.Layer.(layers.TorchExporter)
 		if !ok {
-			return nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.Layer, pl.Layer.Kind())
+			return nil, nil, nil, fmt.Errorf("nn: export: layer %d (%T, kind %q) has no PyTorch equivalent: it does not implement layers.TorchExporter", i, pl.Layer, pl.Layer.Kind())
 		}
 		mod, err := ex.TorchModule(pl.InputShape)
 		if err != nil {
-			return nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.Layer.Kind(), err)
+			return nil, nil, nil, fmt.Errorf("nn: export: layer %d (%s) has no PyTorch equivalent: %w", i, pl.Layer.Kind(), err)
 		}
 		params := pl.Values
 		var ts []layers.TorchTensor
 		if pe, ok := ex.(layers.TorchParamsExporter); ok {
 			if ts, err = pe.TorchParams(pl.InputShape, params); err != nil {
-				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.Layer.Kind(), err)
+				return nil, nil, nil, fmt.Errorf("nn: export: layer %d (%s): %w", i, pl.Layer.Kind(), err)
 			}
 		} else {
 			for j, p := range pl.Params {
@@ -129,11 +130,11 @@ func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, error) {
 		}
 		for _, t := range ts {
 			if _, dup := tensors[idx+"."+t.Name]; dup || t.Name == "" || num.Prod(t.Shape) != len(t.Values) {
-				return nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.Layer.Kind(), t.Name, t.Shape, len(t.Values))
+				return nil, nil, nil, fmt.Errorf("nn: export: layer %d (%s): tensor %q of shape %v with %d values (empty or repeated name, or wrong size)", i, pl.Layer.Kind(), t.Name, t.Shape, len(t.Values))
 			}
-			put(idx+"."+t.Name, t.Shape, t.Values)
+			put(idx+"."+t.Name, t.Shape, t.Values, t.Float64)
 		}
 		modules = append(modules, mod)
 	}
-	return tensors, modules, nil
+	return tensors, modules, definitions(plan), nil
 }

@@ -105,15 +105,29 @@ func init() {
 	})
 }
 
-var _ TorchExporter = CenterCrop{}
+var _ TorchDefiner = CenterCrop{}
 
-// TorchModule is torchvision.transforms.CenterCrop((h, w)), which crops at the same
-// offsets ⌊(H−h)/2⌋, ⌊(W−w)/2⌋ when H−h and W−w are even. torchvision rounds an odd
-// margin's half to even where ours is floored: the source then names a CenterCrop(h, w)
-// module for the reader to define (as scripts/check_export.py does).
-func (l CenterCrop) TorchModule(in []int) (string, error) {
-	if (in[1]-l.Height)%2 != 0 || (in[2]-l.Width)%2 != 0 {
-		return fmt.Sprintf("CenterCrop(%d, %d)", l.Height, l.Width), nil
-	}
-	return fmt.Sprintf("torchvision.transforms.CenterCrop((%d, %d))", l.Height, l.Width), nil
+// TorchModule is CenterCrop(h, w), the class of TorchDefinition: torch.nn has no crop, and
+// torchvision's CenterCrop rounds an odd margin's half to even where ours is floored.
+func (l CenterCrop) TorchModule([]int) (string, error) {
+	return fmt.Sprintf("CenterCrop(%d, %d)", l.Height, l.Width), nil
 }
+
+// TorchDefinition is the crop as a torch.nn.Module: rows ⌊(H−h)/2⌋ … and columns
+// ⌊(W−w)/2⌋ … of the input.
+func (CenterCrop) TorchDefinition() string { return torchCenterCrop }
+
+const torchCenterCrop = `class CenterCrop(nn.Module):
+    """privtrain's layers.CenterCrop: the h×w window at rows (H-h)//2 and columns (W-w)//2."""
+
+    def __init__(self, h, w):
+        super().__init__()
+        self.h, self.w = h, w
+
+    def extra_repr(self):
+        return "h=%d, w=%d" % (self.h, self.w)
+
+    def forward(self, x):
+        top, left = (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
+        return x[..., top:top + self.h, left:left + self.w]
+`

@@ -40,7 +40,9 @@
 // registers its checkpoint settings (registerSettings with a snake_case settings struct,
 // or registerPlain for a layer without settings; nn's Architecture reads them through
 // Codecs), and TorchModule (TorchExporter) names its PyTorch module, with TorchParams
-// (TorchParamsExporter) where PyTorch lays the parameters out otherwise (Dense). Neither
+// (TorchParamsExporter) where PyTorch lays the parameters out otherwise (Dense) or the
+// module has fixed tensors (Scattering2D's filters), and TorchDefinition (TorchDefiner)
+// the module's Python class where torch.nn has none (CenterCrop, Scattering2D). Neither
 // nn nor any other package lists the kinds.
 //
 // Adding a parametrised layer is two new files and no edit elsewhere: the layer (fragment,

@@ -359,13 +359,3 @@ func init() {
 		return Scattering2D{J: s.J, L: s.L}, nil
 	})
 }
-
-var _ TorchExporter = Scattering2D{}
-
-// TorchModule refuses: torch.nn has no scattering transform. Kymatio's
-// kymatio.torch.Scattering2D(J, (H, W), L) computes it outside torch.nn, with output
-// [B, C, K, H/2^J, W/2^J] to be reshaped to ours; export the model that trains on the
-// precomputed features (scatter.Cache) instead and apply Kymatio before it.
-func (l Scattering2D) TorchModule([]int) (string, error) {
-	return "", fmt.Errorf("scattering2d (J=%d, L=%d): torch.nn has no scattering transform; export the model that takes its precomputed features and run Kymatio's Scattering2D before it", l.J, l.L)
-}

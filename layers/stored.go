@@ -181,6 +181,9 @@ type TorchTensor struct {
 	Name   string
 	Shape  []int
 	Values []float64
+	// Float64 stores the tensor as float64 whatever the model's dtype: for fixed values
+	// computed in float64 (Scattering2D's filters) whose rounding would change the result.
+	Float64 bool
 }
 
 // TorchParamsExporter is a TorchExporter whose module lays its parameters out otherwise
@@ -191,6 +194,16 @@ type TorchParamsExporter interface {
 	// TorchParams returns the module's state_dict entries for input shape in, given the
 	// layer's parameters, one slice per ParamSpec in flat order.
 	TorchParams(in []int, params [][]float64) ([]TorchTensor, error)
+}
+
+// TorchDefiner is a TorchExporter whose module is not part of torch.nn (CenterCrop,
+// Scattering2D): TorchDefinition is the Python source of the class its TorchModule names,
+// which export's Python module defines before the Sequential. The source may use torch,
+// nn (torch.nn) and np (numpy) and must define nothing else at module level but names
+// starting with its class's name or an underscore.
+type TorchDefiner interface {
+	TorchExporter
+	TorchDefinition() string
 }
 
 // torchPair is a PyTorch 2-tuple: "(3, 3)".

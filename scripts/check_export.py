@@ -7,7 +7,8 @@
     python3 scripts/check_export.py m.safetensors pred.jsonl
 
 The script builds the torch.nn.Sequential that the file's metadata names ("privtrain.torch",
-PyTorch source; CenterCrop and torchvision's CenterCrop are defined here), loads the tensors with load_state_dict (strict), reads
+PyTorch source; CenterCrop, torchvision's CenterCrop of older files and, from
+layers/scattering2d_torch.py, Scattering2D are defined here), loads the tensors with load_state_dict (strict), reads
 every input that predict named (PNG/JPEG files, "file.csv:N" rows, "idx-file:N" images),
 scales it as predict does (pixel v -> v/255; CSV values / --scale), runs the model on NCHW
 input and prints the largest absolute difference of the logits and of the probabilities,
@@ -191,12 +192,26 @@ def torch_model(meta, tensors):
         pass
 
     torchvision.transforms = transforms
+    # The scattering transform: the class export's Python module defines, from its source.
+    import os
+    import numpy as np
+
+    scope = {"nn": nn, "torch": torch, "np": np}
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers", "scattering2d_torch.py")
+    with open(src) as f:
+        exec(f.read(), scope)
     arch = json.loads(meta["privtrain.architecture"])
-    model = eval(meta["privtrain.torch"], {"nn": nn, "torch": torch, "CenterCrop": CenterCrop, "torchvision": torchvision})
-    dtype = {"F32": torch.float32, "F64": torch.float64}[next(iter(tensors.values()))[0]]
-    state = {k: torch.tensor(v, dtype=dtype).reshape(shp) for k, (_, shp, v) in tensors.items()}
+    model = eval(meta["privtrain.torch"], {"nn": nn, "torch": torch, "CenterCrop": CenterCrop, "torchvision": torchvision,
+                                           "Scattering2D": scope["Scattering2D"]})
+    dtypes = {"F32": torch.float32, "F64": torch.float64}
+    # The model's dtype is its trained tensors'; the scattering's filters are float64 in any model.
+    dtype = torch.float64 if all(t[0] == "F64" for t in tensors.values()) else torch.float32
+    state = {k: torch.tensor(v, dtype=dtypes[t]).reshape(shp) for k, (t, shp, v) in tensors.items()}
     # The dtype first: load_state_dict copies into the parameters' dtype (float32 by default).
     model.to(dtype).eval()
+    for m in model:
+        if isinstance(m, scope["Scattering2D"]):
+            m.double()  # its filters stay float64; it returns the input's dtype
     model.load_state_dict(state)  # strict: names and shapes must match the Sequential
 
     def run(xs):

@@ -60,7 +60,7 @@ func (t *Trainer) adaptive() bool { return t.private != nil && t.private.Adaptiv
 // the current C_t.
 func (t *Trainer) clipRule() clipping.Rule {
 	if t.adaptive() {
-		return clipping.Flat{C: t.private.ClipNorm()}
+		return clipping.Flat{C: t.adaptiveClip()}
 	}
 	return t.cfg.Privacy.Clip
 }

@@ -28,13 +28,17 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 	if t.failed != nil {
 		return nil, fmt.Errorf("nn: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
 	}
+	if !t.leader() {
+		return nil, errNotLeader
+	}
 	c := &checkpoint.Training{
 		Optimizer:      t.opt.Name(),
 		OptimizerState: t.opt.State(),
 		Step:           t.step,
 		Epoch:          t.step / t.plan.StepsPerEpoch,
 		Noise:          t.Noise(),
-		Dataset:        t.dataset,
+		Dataset:        t.fingerprint(),
+		ClassNames:     slices.Clone(t.classes),
 		Settings:       maps.Clone(t.cfg.Settings),
 		Plan:           t.plan,
 		RunID:          t.runID,
@@ -190,9 +194,13 @@ func (t *Trainer) compatible(c *checkpoint.Training) error {
 	if what, ckpt, this, ok := t.model.MatchesCheckpoint(c); !ok {
 		return mismatch(what, ckpt, this)
 	}
+	// The data's size, shape, classes and labels first, its content last: a run that
+	// differs in a setting (another -scale) is told so rather than that its data differ.
+	labels := t.dataset
+	labels.Content = ""
 	switch {
-	case !c.Dataset.Equal(t.dataset):
-		return mismatch("training set", c.Dataset, t.dataset)
+	case !c.Dataset.Equal(labels):
+		return mismatch("training set", c.Dataset, labels)
 	case c.Optimizer != t.opt.Name():
 		return mismatch("optimizer", c.Optimizer, t.opt.Name())
 	case c.EMA != t.cfg.EMA:
@@ -223,6 +231,12 @@ func (t *Trainer) compatible(c *checkpoint.Training) error {
 	}
 	if seeded := t.cfg.Seed != nil; c.Seeded != seeded || seeded && c.Seed != *t.cfg.Seed {
 		return mismatch("randomness", describeSeed(c.Seed, c.Seeded), describeSeed(derefOr(t.cfg.Seed), seeded))
+	}
+	// A checkpoint older than the content fingerprint has none: its content cannot be
+	// checked (the command warns), the labels were.
+	if this := t.fingerprint(); c.Dataset.Content != "" && c.Dataset.Content != this.Content {
+		return fmt.Errorf("%w: training set content: checkpoint has content sha256 %.12s…, this data %.12s…: the same size, shape and labels but other examples",
+			ErrMismatch, c.Dataset.Content, this.Content)
 	}
 	return nil
 }

@@ -72,6 +72,14 @@ type TrainerConfig struct {
 	// size, shape, classes and a hash of its labels it forms the fingerprint that a
 	// resumed run must match.
 	DatasetName string
+	// ContentFingerprint, if not empty, is datasets.ContentFingerprint(Train), computed
+	// by the caller so that it is computed once per load (cmd/train also keys the
+	// privacy budget store with it). It must be that of Train exactly, the set the
+	// trainer samples from (after a validation split, the part kept), not of the data
+	// Train was cut from; it is not checked. Empty: the trainer computes it when it
+	// first writes or restores a checkpoint. Checkpoints record it and Restore refuses a
+	// checkpoint whose content fingerprint differs (the same labels with other examples).
+	ContentFingerprint string
 	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
 	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
 	Rule dpoptim.Rule
@@ -131,6 +139,11 @@ type TrainerConfig struct {
 	// the key is refused (and recomputed) even if its checksum was recomputed
 	// (CachedFrontEndFeaturesWithKey). cmd/train sets it to PRIVTRAIN_CHECKPOINT_KEY.
 	FeatureCacheKey []byte
+	// Reducer, if not nil, makes the trainer one rank of a data-parallel job
+	// (distributed.go): every rank trains on the sampled examples of its shard, the ranks'
+	// clipped sums are added, and rank 0 alone takes the private step, evaluates and may
+	// be checkpointed. nil: one process.
+	Reducer Reducer
 }
 
 // FrontEndProgress describes the one-time computation of a model's front-end features
@@ -217,9 +230,14 @@ type Trainer struct {
 	scaler  dpoptim.NoiseScaler
 	ledger  *accountant.Ledger // nil for non-private training
 	sampler *sampler
-	dataset checkpoint.Fingerprint
-	average *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
-	aug     *augmenter   // nil without augmentation multiplicity
+	// dataset is the training set's fingerprint, its Content filled by fingerprint()
+	// from rawTrain, the training set as given, when first needed.
+	dataset  checkpoint.Fingerprint
+	rawTrain datasets.Dataset
+	classes  []string     // the training set's class names (datasets.ClassNames; nil: unnamed)
+	average  *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
+	aug      *augmenter   // nil without augmentation multiplicity
+	dist     *distributed // nil in one process (TrainerConfig.Reducer)
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -313,10 +331,20 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	} else if err := t.setupPrivacy(); err != nil {
 		return nil, err
 	}
-	t.dataset = DatasetFingerprint(cfg.DatasetName, cfg.Train)
+	if err := checkContentFingerprint(cfg.ContentFingerprint); err != nil {
+		return nil, err
+	}
+	t.dataset = labelFingerprint(cfg.DatasetName, cfg.Train)
+	t.dataset.Content, t.rawTrain = cfg.ContentFingerprint, cfg.Train
+	t.classes = datasets.ClassNames(cfg.Train)
 	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
+	if cfg.Reducer != nil {
+		if t.dist, err = newDistributed(cfg.Reducer, n, d); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.setupAugment(); err != nil {
 		return nil, err
 	}
@@ -481,7 +509,7 @@ func (t *Trainer) Steps() int { return t.step }
 // Spent returns the privacy spent so far at the plan's δ; Epsilon is +Inf for non-private
 // training.
 func (t *Trainer) Spent() (accountant.Spent, error) {
-	if t.ledger == nil {
+	if t.ledger == nil || !t.leader() { // other ranks record nothing (distributed.go)
 		return accountant.Spent{Epsilon: math.Inf(1)}, nil
 	}
 	return t.ledger.Epsilon(t.plan.Delta)
@@ -519,6 +547,11 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	}
 	if err := t.startAverage(); err != nil {
 		return res, err
+	}
+	if t.dist != nil {
+		if err := t.syncRanks(); err != nil {
+			return res, err
+		}
 	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
@@ -596,7 +629,7 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 		Epsilon:       eps,
 		ClipNorm:      t.ClipNorm(),
 	}
-	if t.cfg.Test != nil {
+	if t.cfg.Test != nil && t.leader() {
 		loss, acc, err := t.Evaluate(t.cfg.Test)
 		if err != nil {
 			return nil, err
@@ -613,12 +646,13 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 // trainStep runs step k of the current epoch and returns its logical batch size.
 func (t *Trainer) trainStep(k int) (int, error) {
 	idx := t.sampler.next(k)
+	mine := t.shard(idx) // idx in one process
 	clear(t.grad)
 	b := t.model.BatchSize() / t.views()
 	var loss float64
 	correct, unclipped := 0, 0
-	for lo := 0; lo < len(idx); lo += b {
-		chunk := idx[lo:min(lo+b, len(idx))]
+	for lo := 0; lo < len(mine); lo += b {
+		chunk := mine[lo:min(lo+b, len(mine))]
 		batch := t.loadTrain(chunk)
 		var st nn.StepStats
 		var err error
@@ -636,10 +670,16 @@ func (t *Trainer) trainStep(k int) (int, error) {
 		loss += st.Loss
 		correct += st.Correct
 	}
+	if t.dist != nil {
+		var err error
+		if loss, correct, unclipped, err = t.reduce(idx, loss, correct, unclipped); err != nil {
+			return 0, err
+		}
+	}
 	// An empty Poisson batch still takes a private step: noise alone, recorded like any
 	// other, as the accountant's analysis of Poisson sampling assumes.
 	t.model.Params(t.params)
-	if err := t.optimizerStep(len(idx), unclipped); err != nil {
+	if err := t.update(len(idx), unclipped); err != nil {
 		return 0, err
 	}
 	if err := t.model.SetParams(t.params); err != nil {

@@ -24,9 +24,16 @@
 //   - IDX image files (the MNIST format, magic 0x00000803, raw or .gz), e.g.
 //     t10k-images-idx3-ubyte.gz: every image, scaled by 1/255.
 //
-// Output on stdout: CSV with a header (input,class,p0,p1,…), or with -json one JSON
-// object per line: {"input": …, "class": …, "probabilities": […], "logits": […]}. An
-// input is named by its path, or path:N for example N (from 0) of a CSV or IDX file.
+// A file named otherwise is read by its content: PNG, JPEG or IDX; anything else is
+// refused with a line that says what it looks like (text, another image format, …).
+//
+// Output on stdout: CSV with a header (input,class,label,p0,p1,…), or with -json one
+// JSON object per line: {"input": …, "class": …, "label": …, "probabilities": […],
+// "logits": […]}. class is the predicted class's number, label its name: the training
+// data's class names, which the checkpoint records (MNIST's digits, Fashion-MNIST's
+// garments, the CIFAR classes, an image folder's class folders, a CSV file's label
+// values), or the class number for a checkpoint that records none. An input is named by
+// its path, or path:N for example N (from 0) of a CSV or IDX file.
 //
 // Exit status: 0 success; 1 a damaged checkpoint or a failed computation; 2 bad command
 // line or an input that does not fit the model (one line on stderr names it).

@@ -24,11 +24,39 @@ var (
 	ErrTruncated     = datasets.ErrTruncated // the same error in both readers
 	ErrLabelRange    = datasets.ErrLabelRange
 	ErrLabelConflict = errors.New("fine class in more than one coarse class")
+	// ErrNotArchive: a file given as the archive is not gzip-compressed (a file of
+	// another kind, or the wrong file).
+	ErrNotArchive = errors.New("not a .tar.gz archive")
 )
 
 // Classes10 names the labels 0 to 9 of CIFAR-10 (batches.meta.txt of the archive).
 var Classes10 = [10]string{
 	"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+}
+
+// Classes100 names CIFAR-100's fine labels 0 to 99 (fine_label_names.txt of the binary
+// archive, which lists them in alphabetical order).
+var Classes100 = [100]string{
+	"apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle", "bottle",
+	"bowl", "boy", "bridge", "bus", "butterfly", "camel", "can", "castle", "caterpillar", "cattle",
+	"chair", "chimpanzee", "clock", "cloud", "cockroach", "couch", "crab", "crocodile", "cup", "dinosaur",
+	"dolphin", "elephant", "flatfish", "forest", "fox", "girl", "hamster", "house", "kangaroo", "keyboard",
+	"lamp", "lawn_mower", "leopard", "lion", "lizard", "lobster", "man", "maple_tree", "motorcycle", "mountain",
+	"mouse", "mushroom", "oak_tree", "orange", "orchid", "otter", "palm_tree", "pear", "pickup_truck", "pine_tree",
+	"plain", "plate", "poppy", "porcupine", "possum", "rabbit", "raccoon", "ray", "road", "rocket",
+	"rose", "sea", "seal", "shark", "shrew", "skunk", "skyscraper", "snail", "snake", "spider",
+	"squirrel", "streetcar", "sunflower", "sweet_pepper", "table", "tank", "telephone", "television", "tiger", "tractor",
+	"train", "trout", "tulip", "turtle", "wardrobe", "whale", "willow_tree", "wolf", "woman", "worm",
+}
+
+// CoarseClasses100 names CIFAR-100's coarse labels (superclasses) 0 to 19
+// (coarse_label_names.txt of the binary archive).
+var CoarseClasses100 = [20]string{
+	"aquatic_mammals", "fish", "flowers", "food_containers", "fruit_and_vegetables",
+	"household_electrical_devices", "household_furniture", "insects", "large_carnivores",
+	"large_man-made_outdoor_things", "large_natural_outdoor_scenes", "large_omnivores_and_herbivores",
+	"medium_mammals", "non-insect_invertebrates", "people", "reptiles", "small_mammals", "trees",
+	"vehicles_1", "vehicles_2",
 }
 
 const (
@@ -51,8 +79,9 @@ type format struct {
 	archive    string
 	train      []string
 	test       []string
-	labelNames []string // one per label byte, in record order
-	classes    []int    // number of classes per label byte
+	labelNames []string   // one per label byte, in record order
+	classes    []int      // number of classes per label byte
+	classNames [][]string // the classes' names, per label byte
 }
 
 var (
@@ -64,6 +93,7 @@ var (
 		test:       []string{"test_batch.bin"},
 		labelNames: []string{"label"},
 		classes:    []int{10},
+		classNames: [][]string{Classes10[:]},
 	}
 	cifar100 = &format{
 		name:       "CIFAR-100",
@@ -73,6 +103,7 @@ var (
 		test:       []string{"test.bin"},
 		labelNames: []string{"coarse label", "fine label"},
 		classes:    []int{20, 100},
+		classNames: [][]string{CoarseClasses100[:], Classes100[:]},
 	}
 )
 
@@ -160,13 +191,20 @@ type sets struct {
 
 func (s *sets) datasets(labelByte int) (train, test *datasets.Images, err error) {
 	shape, classes := []int{3, 32, 32}, s.f.classes[labelByte]
+	names := s.f.classNames[labelByte]
 	if train, err = datasets.NewImages(shape, classes, s.train.pixels, s.train.labels[labelByte]); err != nil {
+		return nil, nil, err
+	}
+	if train, err = train.WithClassNames(names); err != nil {
 		return nil, nil, err
 	}
 	if len(s.f.test) == 0 { // TrainOnly
 		return train, nil, nil
 	}
 	if test, err = datasets.NewImages(shape, classes, s.test.pixels, s.test.labels[labelByte]); err != nil {
+		return nil, nil, err
+	}
+	if test, err = test.WithClassNames(names); err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
@@ -294,7 +332,7 @@ func loadArchive(name string, f *format) (*sets, error) {
 func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("cifar: %s: gzip: %w", name, err)
+		return nil, fmt.Errorf("cifar: %s: %w (%w); %s", name, ErrNotArchive, err, f.hint())
 	}
 	defer zr.Close()
 	members := make(map[string]*split) // base name → its records

@@ -38,5 +38,5 @@ func decodeEmbedded() (train, test *datasets.Images, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return loadFS(dir, "embedded sample", "the package was built without its sample; run go generate in datasets/mnist")
+	return named(Classes[:])(loadFS(dir, "embedded sample", "the package was built without its sample; run go generate in datasets/mnist"))
 }

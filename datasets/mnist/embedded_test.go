@@ -118,3 +118,17 @@ func BenchmarkDecodeEmbedded(b *testing.B) {
 		}
 	}
 }
+
+// The embedded sample names its classes by their digits.
+func TestEmbeddedClassNames(t *testing.T) {
+	train, test, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	for _, ds := range []*datasets.Images{train, test} {
+		if got := datasets.ClassNames(ds); !slices.Equal(got, want) {
+			t.Errorf("ClassNames = %q, want %q", got, want)
+		}
+	}
+}

@@ -82,3 +82,16 @@ func BenchmarkLoadFashion(b *testing.B) {
 		}
 	}
 }
+
+// Fashion-MNIST's datasets name their classes (the garments of the data set's README).
+func TestFashionClassNames(t *testing.T) {
+	fashionOrSkip(t)
+	train, err := LoadFashionTrain(DebianFashionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+	if got := datasets.ClassNames(train); !slices.Equal(got, want) {
+		t.Errorf("ClassNames = %q, want %q", got, want)
+	}
+}

@@ -40,19 +40,59 @@ const (
 // gzipped with a .gz suffix. It returns the 60,000 training and 10,000 test images, each
 // of shape [1 rows cols] (1×28×28 for MNIST), with labels 0 to 9.
 func Load(dir string) (train, test *datasets.Images, err error) {
-	return loadFS(os.DirFS(dir), dir, mnistHint)
+	if err := checkDir(dir); err != nil {
+		return nil, nil, err
+	}
+	return named(Classes[:])(loadFS(os.DirFS(dir), dir, mnistHint))
 }
 
 // LoadFashion reads Fashion-MNIST from dir, e.g. DebianFashionDir. The files have the
 // same names and format as MNIST's; only the advice in the error for missing files
 // differs from Load. The classes are listed in FashionClasses.
 func LoadFashion(dir string) (train, test *datasets.Images, err error) {
-	return loadFS(os.DirFS(dir), dir, fashionHint)
+	if err := checkDir(dir); err != nil {
+		return nil, nil, err
+	}
+	return named(FashionClasses[:])(loadFS(os.DirFS(dir), dir, fashionHint))
 }
 
-// FashionClasses names the labels 0 to 9 of Fashion-MNIST.
+// FashionClasses names the labels 0 to 9 of Fashion-MNIST (the data set's README,
+// github.com/zalandoresearch/fashion-mnist). The datasets of LoadFashion and
+// LoadFashionTrain carry them (datasets.ClassNames).
 var FashionClasses = [10]string{
 	"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+}
+
+// Classes names the labels 0 to 9 of MNIST: the digits. The datasets of Load, LoadTrain
+// and Embedded carry them (datasets.ClassNames); LoadFiles, which cannot tell MNIST
+// from Fashion-MNIST, names none.
+var Classes = [10]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
+// named returns a function that names the classes of the datasets loadFS returns.
+func named(names []string) func(train, test *datasets.Images, err error) (*datasets.Images, *datasets.Images, error) {
+	return func(train, test *datasets.Images, err error) (*datasets.Images, *datasets.Images, error) {
+		if err != nil {
+			return nil, nil, err
+		}
+		if train, err = train.WithClassNames(names); err != nil {
+			return nil, nil, fmt.Errorf("mnist: %w", err)
+		}
+		if test, err = test.WithClassNames(names); err != nil {
+			return nil, nil, fmt.Errorf("mnist: %w", err)
+		}
+		return train, test, nil
+	}
+}
+
+// namedTrain names the classes of the dataset loadTrainFS returns.
+func namedTrain(names []string, train *datasets.Images, err error) (*datasets.Images, error) {
+	if err != nil {
+		return nil, err
+	}
+	if train, err = train.WithClassNames(names); err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
+	return train, nil
 }
 
 // LoadFiles reads one pair of IDX files, images (idx3) and labels (idx1), raw or gzipped
@@ -74,12 +114,20 @@ func LoadFiles(images, labels string) (*datasets.Images, error) {
 // opened, so they may be missing or damaged. For a caller that never uses the test set,
 // such as training on a validation split of the training set.
 func LoadTrain(dir string) (*datasets.Images, error) {
-	return loadTrainFS(os.DirFS(dir), dir, mnistHint)
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	train, err := loadTrainFS(os.DirFS(dir), dir, mnistHint)
+	return namedTrain(Classes[:], train, err)
 }
 
 // LoadFashionTrain is LoadTrain for Fashion-MNIST (LoadFashion's advice for missing files).
 func LoadFashionTrain(dir string) (*datasets.Images, error) {
-	return loadTrainFS(os.DirFS(dir), dir, fashionHint)
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	train, err := loadTrainFS(os.DirFS(dir), dir, fashionHint)
+	return namedTrain(FashionClasses[:], train, err)
 }
 
 // findAll locates each of bases (raw or .gz) in the directory fsys; where names it in
@@ -280,4 +328,13 @@ func decodePair(images, labels idxFile) (*datasets.Images, error) {
 		return nil, fmt.Errorf("mnist: %w: %d images in %s, %d labels in %s", ErrCountMismatch, n, images.path, len(lab), labels.path)
 	}
 	return datasets.NewImages([]int{1, rows, cols}, numClasses, pixels, lab)
+}
+
+// checkDir refuses a dir that is a file, which os.DirFS would report as missing.
+func checkDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("mnist: %s is a file, not a directory: give the directory that holds the four IDX files (%s, %s, %s, %s, each raw or .gz)",
+			dir, TrainImages, TrainLabels, TestImages, TestLabels)
+	}
+	return nil
 }

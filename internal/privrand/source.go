@@ -39,6 +39,9 @@ const (
 	// little-endian seed in bytes 0–7, the little-endian 0x9e3779b97f4a7c15 in bytes 8–15,
 	// the rest zero.
 	SyntheticData
+	// Tuning is a private hyperparameter search's own draws (cmd/train -tune): the number
+	// of trials, each trial's values and seed, and the noise on each trial's score.
+	Tuning
 )
 
 // String returns the stream's name, which enters its key derivation (but for the legacy
@@ -59,11 +62,13 @@ func (s Stream) String() string {
 		return "validation-split"
 	case SyntheticData:
 		return "synthetic-data"
+	case Tuning:
+		return "tuning"
 	}
 	return "stream(" + strconv.Itoa(int(s)) + ")"
 }
 
-func (s Stream) valid() bool { return s >= Noise && s <= SyntheticData }
+func (s Stream) valid() bool { return s >= Noise && s <= Tuning }
 
 // SecureOrigin names the operating system's secure generator that keys a secure
 // [Source], as reports and flag help print it ("(default: crypto/rand)").

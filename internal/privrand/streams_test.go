@@ -46,7 +46,7 @@ func TestLegacyStreamKeys(t *testing.T) {
 // Every stream has its own name, a seeded Source of it survives a round trip, and no two
 // streams of one seed share a key.
 func TestStreamsDistinct(t *testing.T) {
-	all := []Stream{Noise, Sampler, ERM, AuditCoins, Augmentation, ValidationSplit, SyntheticData}
+	all := []Stream{Noise, Sampler, ERM, AuditCoins, Augmentation, ValidationSplit, SyntheticData, Tuning}
 	names := map[string]bool{}
 	keys := map[[32]byte]Stream{}
 	for _, s := range all {
@@ -73,8 +73,8 @@ func TestStreamsDistinct(t *testing.T) {
 			t.Errorf("%v: the restored Source is not the saved one", s)
 		}
 	}
-	if (SyntheticData + 1).valid() {
-		t.Errorf("stream %d is valid", SyntheticData+1)
+	if (Tuning + 1).valid() {
+		t.Errorf("stream %d is valid", Tuning+1)
 	}
 }
 

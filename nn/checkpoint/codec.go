@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
@@ -29,6 +30,7 @@ import (
 //	         nn.settings      JSON {string: string}
 //	         nn.ledger        JSON accountant.Ledger (private runs)
 //	         nn.architecture  JSON Architecture (if the model has one)
+//	         nn.class_names   JSON [string…], the classes' names (if the data named them)
 //	tensors  params/<name>    F32 or F64 (the model's dtype), the parameter's shape
 //	         optimizer/…      the optimizer's dpoptim.State (see optimizerTensors)
 //	         sampler/state    U8, a seeded sampler's generator
@@ -56,6 +58,7 @@ const (
 	keyPlan      = "nn.plan"
 	keySampler   = "nn.sampler"
 	keyArch      = "nn.architecture"
+	keyClasses   = "nn.class_names"
 
 	paramPrefix     = "params/"
 	optimizerPrefix = "optimizer/"
@@ -132,6 +135,16 @@ func (c *Training) file() (*File, error) {
 		}
 		f.Metadata[keyLedger] = string(b)
 	}
+	if c.ClassNames != nil {
+		if err := c.checkClassNames(); err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(c.ClassNames)
+		if err != nil {
+			return nil, fmt.Errorf("%w: class names: %v", ErrInvalid, err)
+		}
+		f.Metadata[keyClasses] = string(b)
+	}
 	if c.Architecture != nil {
 		b, err := json.Marshal(c.Architecture)
 		if err != nil {
@@ -174,7 +187,7 @@ func fromFile(f *File) (*Training, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -230,10 +243,35 @@ func fromFile(f *File) (*Training, error) {
 	if c.Dataset.Size != c.Plan.DatasetSize {
 		return nil, bad("data set of %d examples, plan for %d", c.Dataset.Size, c.Plan.DatasetSize)
 	}
+	if cs := c.Dataset.Content; cs != "" && !isSHA256Hex(cs) {
+		return nil, bad("data set content_sha256 %q is not a hex SHA-256", cs)
+	}
+	if names, ok := md[keyClasses]; ok {
+		if err := strictJSON(names, &c.ClassNames); err != nil {
+			return nil, bad("%s: %v", keyClasses, err)
+		}
+		if err := c.checkClassNames(); err != nil {
+			return nil, err
+		}
+	}
 	if len(c.Settings) == 0 {
 		c.Settings = nil
 	}
 	return c, nil
+}
+
+// isSHA256Hex reports whether s is a SHA-256 in lower-case hex, as
+// datasets.ContentFingerprint writes it.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // paramDType names the parameters' element type as the "nn.dtype" metadata stores it
@@ -626,3 +664,17 @@ func noiseBytes(t Tensor) ([]byte, error) {
 }
 
 // number is what convertSlice converts between.
+
+// checkClassNames checks ClassNames against the data set the checkpoint was trained on:
+// one name per class, each as datasets.CheckClassNames accepts (a name is printed by
+// evaluate and predict, so a hostile file must not get a line break or an escape
+// sequence into their output).
+func (c *Training) checkClassNames() error {
+	if len(c.ClassNames) != c.Dataset.Classes {
+		return fmt.Errorf("%w: %s: %d class names for %d classes", ErrInvalid, keyClasses, len(c.ClassNames), c.Dataset.Classes)
+	}
+	if err := datasets.CheckClassNames(c.ClassNames); err != nil {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, keyClasses, strings.TrimPrefix(err.Error(), "datasets: "))
+	}
+	return nil
+}

@@ -205,7 +205,7 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 	}
 	if c.requireMAC {
 		if _, ok := l.metadata[keyMAC]; !ok {
-			return nil, fmt.Errorf("%w: no MAC (the checkpoint was saved without a key)", ErrAuthentication)
+			return nil, fmt.Errorf("%w: %w", ErrAuthentication, ErrNoMAC)
 		}
 	}
 

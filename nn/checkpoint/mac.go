@@ -17,6 +17,11 @@ import (
 // since.
 var ErrAuthentication = errors.New("nn: checkpoint authentication failed")
 
+// ErrNoMAC is the ErrAuthentication of a checkpoint that carries no MAC at all (saved
+// without a key), as opposed to one whose MAC does not verify; errors matching it match
+// ErrAuthentication too.
+var ErrNoMAC = errors.New("no MAC (the checkpoint was saved without a key)")
+
 // keyMAC is the metadata key of the keyed MAC (SaveWithKey).
 const keyMAC = "nn.mac"
 
@@ -56,7 +61,7 @@ func checkKey(key []byte) error {
 func verifyMAC(path string, f *File, key []byte) error {
 	stored, ok := f.Metadata[keyMAC]
 	if !ok {
-		return fmt.Errorf("%s: %w: no MAC (the checkpoint was saved without a key)", path, ErrAuthentication)
+		return fmt.Errorf("%s: %w: %w", path, ErrAuthentication, ErrNoMAC)
 	}
 	mac, err := hex.DecodeString(stored)
 	if err != nil || !hmac.Equal(mac, fileMAC(f, key)) {

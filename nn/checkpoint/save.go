@@ -54,6 +54,23 @@ func load(path string, key []byte) (*Training, error) {
 	return c, nil
 }
 
+// LoadUnverified is Load that also reports whether the file carries the MAC of
+// SaveWithKey, which it does not check: signed is true for a checkpoint written with a
+// key. A caller without the key uses it to refuse a signed checkpoint (whose MAC it
+// cannot check) or to load one knowingly unchecked; a caller with the key uses
+// LoadWithKey.
+func LoadUnverified(path string) (c *Training, signed bool, err error) {
+	f, err := ReadFile(path)
+	if err != nil {
+		return nil, false, err // "checkpoint: PATH: …" already says what and where
+	}
+	_, signed = f.Metadata[keyMAC]
+	if c, err = fromFile(f); err != nil {
+		return nil, signed, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, signed, nil
+}
+
 // DecodeTraining reads a training checkpoint from r, with the checks of Load (the file
 // name aside); opts are the container's (WithMaxSize).
 func DecodeTraining(r io.Reader, opts ...ReadOption) (*Training, error) {

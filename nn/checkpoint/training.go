@@ -64,6 +64,10 @@ type Training struct {
 	Seeded bool
 	// Dataset is the fingerprint of the training set.
 	Dataset Fingerprint
+	// ClassNames names the training set's classes, class 0 first (datasets.ClassNames;
+	// nil when the data did not name them, and in checkpoints written before they were
+	// recorded): one per class of Dataset, each as datasets.CheckClassNames accepts.
+	ClassNames []string
 	// Settings are the caller's TrainerConfig.Settings.
 	Settings map[string]string
 	// Plan is the plan the run was saved under.

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -37,25 +36,9 @@ func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr
 	return exit.Status(err)
 }
 
-// LoadCheckpoint reads the checkpoint named by -checkpoint: a missing flag or file is a
-// usage error, a damaged file a failure.
-func LoadCheckpoint(path string) (*checkpoint.Training, error) {
-	if path == "" {
-		return nil, exit.Usagef("-checkpoint FILE is required (a checkpoint written by train -checkpoint)")
-	}
-	c, err := checkpoint.Load(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, exit.Usagef("-checkpoint %s: no such file", path)
-		}
-		return nil, fmt.Errorf("-checkpoint %s: %w", path, err)
-	}
-	return c, nil
-}
-
-// Predictor loads the checkpoint named by -checkpoint and its model.
-func Predictor(path string) (*checkpoint.Training, *nn.Predictor, error) {
-	c, err := LoadCheckpoint(path)
+// Predictor loads the checkpoint named by -checkpoint (LoadCheckpoint) and its model.
+func Predictor(path string, s *Signing) (*checkpoint.Training, *nn.Predictor, error) {
+	c, err := LoadCheckpoint(path, s)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/cifar"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Data loading shared by cmd/train and cmd/evaluate: the built-in data sets (-dataset
@@ -209,8 +210,12 @@ func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name s
 // Fashion-MNIST in a directory and CIFAR-10's test batch are not read (test is nil).
 func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
 	missing := func(dir, how string) error {
-		if _, err := os.Stat(dir); err != nil {
+		st, err := os.Stat(dir)
+		if err != nil {
 			return exit.Usagef("-data %s: %s; %s", dir, StatReason(err), how)
+		}
+		if !st.IsDir() && dataset != "cifar10" { // CIFAR-10's may be the archive
+			return exit.Usagef("-data %s is a file, not a directory; %s", dir, how)
 		}
 		return nil
 	}
@@ -264,7 +269,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		return nil, nil, "", exit.Usagef("-dataset %q: unknown", dataset)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, cifar.ErrNotArchive) {
 			return nil, nil, "", exit.Usagef("-data %s: %v", data, err)
 		}
 		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
@@ -297,6 +302,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 			opts = append(opts, cifar.TrainOnly())
 		}
 		tr, te, err := cifar.Load100(data, opts...)
+		if errors.Is(err, cifar.ErrNotArchive) {
+			return nil, nil, "", nil, exit.Usagef("-data %s: %v", data, err)
+		}
 		if err != nil {
 			return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
 		}
@@ -320,6 +328,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		t, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: o.Label, Header: header, Ranges: ranges})
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
+		}
+		if t.LabelWarning != "" {
+			notes = append(notes, "warning: "+t.LabelWarning)
 		}
 		if t.Clipped > 0 {
 			notes = append(notes, fmt.Sprintf("%s feature values were outside the -scale range and were clipped to it (a count for you: it depends on the data)", Thousands(t.Clipped)))
@@ -352,6 +363,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 func dataError(flagValue string, err error) error {
 	_, path := OwnDataKind(flagValue)
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), path+": ")
+	if kind, _ := OwnDataKind(flagValue); kind == "csv" && errors.Is(err, safeio.ErrNotRegular) {
+		return exit.Usagef("-dataset %s: %s; csv:PATH names a CSV file (one example per row; a folder with a subfolder of images per class is images:DIR)", flagValue, strings.TrimSuffix(msg, "; give a plain file"))
+	}
 	if errors.Is(err, datasets.ErrCSV) || errors.Is(err, datasets.ErrImage) || errors.Is(err, fs.ErrNotExist) {
 		return exit.Usagef("-dataset %s: %s", flagValue, msg)
 	}

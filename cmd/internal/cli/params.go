@@ -53,11 +53,11 @@ func ParamsDescription(c *checkpoint.Training) string {
 }
 
 // PredictorParams is Predictor with the parameters -params names.
-func PredictorParams(path, which string) (*checkpoint.Training, *nn.Predictor, error) {
+func PredictorParams(path, which string, s *Signing) (*checkpoint.Training, *nn.Predictor, error) {
 	if err := CheckParams(which); err != nil {
 		return nil, nil, err
 	}
-	c, err := LoadCheckpoint(path)
+	c, err := LoadCheckpoint(path, s)
 	if err != nil {
 		return nil, nil, err
 	}

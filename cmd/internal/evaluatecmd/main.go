@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -25,7 +26,8 @@ import (
 const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train|validation] [-json]
 
 Runs the model of a checkpoint on a data set and reports accuracy, mean cross-entropy
-loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted).
+loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted),
+the classes named as the training data named them (the checkpoint records the names).
 Without -dataset: the data set the checkpoint was trained on, else mnist. For a run on
 csv:PATH, images:DIR or cifar100, the checkpoint's settings (-scale, -label, -header,
 -image-size, -channels, -labels, and the held-out split of -test-fraction and
@@ -61,6 +63,10 @@ type report struct {
 	PerClassAccuracy []*float64 `json:"per_class_accuracy"`
 	// ConfusionMatrix[true][predicted] counts examples.
 	ConfusionMatrix [][]int `json:"confusion_matrix"`
+	// ClassNames[k] names class k of the data evaluated: the data's own names (the
+	// digits, the garments, the CIFAR classes, the folders of images:DIR, the labels of
+	// csv:PATH), else those the checkpoint records, else the class numbers "0", "1", ….
+	ClassNames []string `json:"class_names"`
 	// Parameters are the parameters evaluated: "averaged" (train -ema's average, of
 	// decay EMA) or "raw" (EMA 0).
 	Parameters string  `json:"parameters"`
@@ -75,6 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	split := fs.String("split", "test", "which part: test | train | validation (for csv: and images: data, test is the held-out split of -test-fraction and -split-seed; for a run trained with -validation, train is the part it trained on and validation the part it held out, by the checkpoint's settings)")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of text")
 	params := cli.AddParamsFlag(fs)
+	signing := cli.SigningFlag(fs, "evaluate", stderr)
 	var own cli.DataFlags
 	cli.AddDataFlags(fs, &own)
 	return cli.Run("evaluate", usageHeader, fs, args, stdout, stderr, func() error {
@@ -89,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		c, p, err := cli.PredictorParams(*ckpt, *params)
+		c, p, err := cli.PredictorParams(*ckpt, *params, signing)
 		if err != nil {
 			return err
 		}
@@ -154,6 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		r.Checkpoint, r.Model, r.Dataset, r.Split = *ckpt, c.Model, dsName, *split
+		r.ClassNames = classNames(c, ds, p.NumClasses(), stderr)
 		r.Parameters = cli.ParamsRaw
 		if c.EMAParams != nil {
 			r.Parameters, r.EMA = cli.ParamsAveraged, c.EMA
@@ -251,8 +259,9 @@ func trainedOn(c *checkpoint.Training, name string) (trained string, same bool) 
 // was trained on, that -split train or validation names. Without a held-out split
 // (held nil) -split train is the whole training set. Otherwise the held-out split is
 // made again as cmd/train made it (datasets.HoldOut with the run's fraction and split
-// seed), and the part kept must be the training set the checkpoint records (its size
-// and the hash of its labels): other data would score other examples than the run's.
+// seed), and the part kept must be the training set the checkpoint records (its size,
+// the hash of its labels and, when the checkpoint has it, its content fingerprint):
+// other data would score other examples than the run's.
 func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOut, train datasets.Dataset) (datasets.Dataset, error) {
 	if held == nil {
 		return train, nil
@@ -267,6 +276,10 @@ func trainingPart(c *checkpoint.Training, ckpt, name, split string, held *heldOu
 		if got.Size != want.Size || got.Labels != want.Labels {
 			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (%s examples, -validation %s -split-seed %d) is not the one %s was trained on (%s examples, labels sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
 				split, name, cli.Thousands(got.Size), held.setting, held.seed, ckpt, cli.Thousands(want.Size), want.Labels, got.Labels)
+		}
+		if want.Content != "" && got.Content != want.Content { // checkpoints before content_sha256 have none
+			return nil, exit.Usagef("-split %s: the training part rebuilt from -dataset %s (-validation %s -split-seed %d) has the labels of the one %s was trained on but other examples (content sha256 %.12s…, here %.12s…): give the run's data (-dataset, -data) and its data flags",
+				split, name, held.setting, held.seed, ckpt, want.Content, got.Content)
 		}
 	}
 	if split == "validation" {
@@ -355,8 +368,19 @@ func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 			width = max(width, len(fmt.Sprint(v))+1)
 		}
 	}
-	fmt.Fprintf(&b, "class  examples  accuracy   predicted as (rows: true class)\n")
-	fmt.Fprintf(&b, "%27s", "")
+	// Each row names its true class, "3 cat" (the number alone where the name is the
+	// number); the columns are the same classes by number.
+	labels := make([]string, K)
+	lw := len("class")
+	for k := range K {
+		labels[k] = strconv.Itoa(k)
+		if k < len(r.ClassNames) && r.ClassNames[k] != labels[k] {
+			labels[k] += " " + shorten(r.ClassNames[k], maxNameWidth)
+		}
+		lw = max(lw, utf8.RuneCountInString(labels[k]))
+	}
+	fmt.Fprintf(&b, "%-*s  examples  accuracy   predicted as (rows: true class; columns: predicted class by number)\n", lw, "class")
+	fmt.Fprintf(&b, "%*s", lw+22, "")
 	for k := range K {
 		fmt.Fprintf(&b, "%*d", width, k)
 	}
@@ -366,7 +390,7 @@ func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 		if a := r.PerClassAccuracy[k]; a != nil {
 			acc = fmt.Sprintf("%6.2f%%", 100**a)
 		}
-		fmt.Fprintf(&b, "%5d  %8d  %8s  ", k, r.ClassExamples[k], acc)
+		fmt.Fprintf(&b, "%-*s  %8d  %8s  ", lw, labels[k], r.ClassExamples[k], acc)
 		for _, v := range r.ConfusionMatrix[k] {
 			fmt.Fprintf(&b, "%*d", width, v)
 		}
@@ -374,4 +398,44 @@ func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxNameWidth bounds the characters of a class name in the text report's rows.
+const maxNameWidth = 24
+
+// shorten cuts s to at most n characters, the last one an ellipsis when it was cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// classNames names the classes of the report's rows, the true classes of the data
+// evaluated: the data's own names where it has them (datasets.ClassNames), else the
+// names the checkpoint records for its training data (cli.ClassNames: else those of the
+// built-in data set it was trained on, else the class numbers). When the data's names
+// and the model's differ, a note says so: the model's class k is scored against the
+// data's class k.
+func classNames(c *checkpoint.Training, ds datasets.Dataset, classes int, stderr io.Writer) []string {
+	names, named := cli.ClassNames(c, classes)
+	data := datasets.ClassNames(ds)
+	if len(data) != classes {
+		return names
+	}
+	if named && !slices.Equal(names, data) {
+		fmt.Fprintf(stderr, "evaluate: note: the data evaluated names its classes %s, the model's training data %s; the report names the data's, and the model's class k is scored as the data's class k\n",
+			someNames(data), someNames(names))
+	}
+	return data
+}
+
+// someNames lists the first names: "cat, dog, emu" or "cat, dog, emu, … (12 in all)".
+func someNames(names []string) string {
+	const show = 4
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d in all)", strings.Join(names[:show], ", "), len(names))
 }

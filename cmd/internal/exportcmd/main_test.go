@@ -158,3 +158,68 @@ func TestExportParams(t *testing.T) {
 		t.Errorf("-params mean: exit %d, %q", code, stderr)
 	}
 }
+
+// -pytorch FILE.py writes the module and, without -o, the parameters beside it as
+// FILE.safetensors, which the module names as its default relative to its own folder;
+// the printed lines say how to import it. Its usage errors name the flag.
+func TestExportPyTorchFlags(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := clitest.MNIST(t, 64)
+	ckpt := clitest.Checkpoint(t, dir, models.LogisticRegression(), train)
+	module := filepath.Join(dir, "digits.py")
+	code, stdout, stderr := runExport("-checkpoint", ckpt, "-pytorch", module)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	params := filepath.Join(dir, "digits.safetensors")
+	if _, err := os.Stat(params); err != nil {
+		t.Errorf("no parameter file beside the module: %v", err)
+	}
+	for _, want := range []string{"wrote " + params, "wrote " + module, "import digits\n", "model = digits.load_model()", "x: [N, 1, 28, 28]"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	src, err := os.ReadFile(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`PARAMETERS = "digits.safetensors"`, `MODEL = "logreg"`, "INPUT_SHAPE = (1, 28, 28)", "NUM_CLASSES = 10",
+		"DTYPE = torch.float32", "nn.Linear(784, 10, bias=True)", "def load_model(path=None):", "def predict_proba(model, x):"} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("module lacks %q", want)
+		}
+	}
+	if strings.Contains(string(src), "import safetensors") || strings.Contains(string(src), "torchvision") {
+		t.Error("the module imports safetensors or torchvision")
+	}
+	// -o elsewhere: the module finds it by a relative path; a name Python cannot import
+	// is loaded with runpy.
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runExport("-checkpoint", ckpt, "-pytorch", filepath.Join(sub, "my-model.py"), "-o", params)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if src, _ := os.ReadFile(filepath.Join(sub, "my-model.py")); !strings.Contains(string(src), `PARAMETERS = "../digits.safetensors"`) {
+		t.Errorf("module with -o in the parent folder: no relative PARAMETERS")
+	}
+	if !strings.Contains(stdout, `runpy.run_path("my-model.py")`) {
+		t.Errorf("stdout for my-model.py:\n%s", stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-checkpoint", ckpt, "-pytorch", filepath.Join(dir, "m.txt")}, "-pytorch " + filepath.Join(dir, "m.txt") + ": want a file name ending in .py"},
+		{[]string{"-checkpoint", ckpt, "-pytorch", module, "-o", module}, "name the same file"},
+		{[]string{"-checkpoint", ckpt, "-pytorch", filepath.Join(dir, "no", "m.py")}, "-pytorch " + filepath.Join(dir, "no", "m.py") + ": directory"},
+	} {
+		code, _, stderr := runExport(tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -41,7 +43,11 @@ header) or IDX image files (MNIST format, raw or .gz; pixel v becomes v/255).
 A model trained on -dataset csv:PATH reads CSV files with the run's -scale ranges,
 -header and -label column (with or without that column; -scale is refused); one trained
 on images:DIR -image-size WxH resizes images as training did.
-Output: CSV (input,class,p0,p1,...) or, with -json, one JSON object per line.
+Output: CSV (input,class,label,p0,p1,...) or, with -json, one JSON object per line.
+class is the predicted class's number, label its name: the training data's class names
+that the checkpoint records (the digits of MNIST, the garments of Fashion-MNIST, the
+CIFAR classes, the folder names of images:DIR, the label values of csv:PATH), or the
+class number for a checkpoint that records none.
 
 Flags:
 `
@@ -58,8 +64,9 @@ type example struct {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint `FILE` written by train -checkpoint (required)")
-	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, probabilities, logits")
+	jsonOut := fs.Bool("json", false, "one JSON object per input and line: input, class, label, probabilities, logits")
 	params := cli.AddParamsFlag(fs)
+	signing := cli.SigningFlag(fs, "predict", stderr)
 	scale := fs.Float64("scale", 1, "divide CSV values by `S` (255 for raw 0-255 pixels); images and IDX files are always scaled by 1/255; not for a model trained on csv:PATH, whose declared ranges apply")
 	return cli.Run("predict", usageHeader, fs, args, stdout, stderr, func() error {
 		if !(*scale > 0) || math.IsInf(*scale, 0) {
@@ -68,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if fs.NArg() == 0 {
 			return exit.Usagef("no input: name PNG/JPEG files, directories, CSV or IDX files (see predict -help)")
 		}
-		c, p, err := cli.PredictorParams(*ckpt, *params)
+		c, p, err := cli.PredictorParams(*ckpt, *params, signing)
 		if err != nil {
 			return err
 		}
@@ -86,12 +93,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			examples = append(examples, ex...)
 		}
-		return predict(p, examples, *jsonOut, stdout)
+		names, _ := cli.ClassNames(c, p.NumClasses())
+		return predict(p, names, examples, *jsonOut, stdout)
 	})
 }
 
-// predict runs the model on the examples and writes one line per example.
-func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer) error {
+// predict runs the model on the examples and writes one line per example; names are the
+// classes' names.
+func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, stdout io.Writer) error {
 	L, K := p.ExampleLen(), p.NumClasses()
 	x := make([]float32, 0, len(examples)*L)
 	for _, e := range examples {
@@ -105,7 +114,7 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 	var cw *csv.Writer
 	if !jsonOut {
 		cw = csv.NewWriter(w)
-		head := []string{"input", "class"}
+		head := []string{"input", "class", "label"}
 		for k := range K {
 			head = append(head, fmt.Sprintf("p%d", k))
 		}
@@ -120,9 +129,10 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 			b, err := json.Marshal(struct {
 				Input         string    `json:"input"`
 				Class         int       `json:"class"`
+				Label         string    `json:"label"`
 				Probabilities []float64 `json:"probabilities"`
 				Logits        []float64 `json:"logits"`
-			}{e.name, class, probs, z})
+			}{e.name, class, names[class], probs, z})
 			if err != nil {
 				return err
 			}
@@ -130,7 +140,7 @@ func predict(p *nn.Predictor, examples []example, jsonOut bool, stdout io.Writer
 			w.WriteByte('\n')
 			continue
 		}
-		rec := []string{e.name, strconv.Itoa(class)}
+		rec := []string{e.name, strconv.Itoa(class), names[class]}
 		for _, v := range probs {
 			rec = append(rec, strconv.FormatFloat(v, 'g', 6, 64))
 		}
@@ -227,7 +237,63 @@ func (r *reader) read(path string) ([]example, error) {
 		return nil, usageIfNotRegular(err)
 	}
 	defer f.Close()
-	return r.decodeIDX(path, f)
+	// Any other name: by content. PNG and JPEG are read as images; IDX (raw or gzipped)
+	// as MNIST images; anything else is refused, saying what it looks like.
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(sniffLen)
+	switch {
+	case bytes.HasPrefix(head, pngMagic) || bytes.HasPrefix(head, jpegMagic):
+		x, err := r.readImage(path)
+		if err != nil {
+			return nil, err
+		}
+		return []example{{path, x}}, nil
+	case bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, idxMagic):
+		return r.decodeIDX(path, br)
+	}
+	return nil, exit.Usagef("%s: not an input predict reads: %s. predict reads PNG and JPEG images (any name), CSV files named .csv (one example per row), IDX image files (MNIST format, raw or .gz) and directories of images", path, describe(head))
+}
+
+// Magic numbers of the formats predict recognises by content.
+var (
+	pngMagic  = []byte("\x89PNG\r\n\x1a\n")
+	jpegMagic = []byte{0xff, 0xd8, 0xff}
+	gzipMagic = []byte{0x1f, 0x8b}
+	idxMagic  = []byte{0, 0, 8, 3} // unsigned bytes, 3 dimensions
+)
+
+// sniffLen is how much of a file describe looks at.
+const sniffLen = 64
+
+// describe says in a few words what a file that starts with head looks like.
+func describe(head []byte) string {
+	switch {
+	case len(head) == 0:
+		return "the file is empty"
+	case bytes.HasPrefix(head, []byte("GIF8")):
+		return "it is a GIF image (convert it to PNG)"
+	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
+		return "it is a WebP image (convert it to PNG)"
+	case bytes.HasPrefix(head, []byte("BM")) && len(head) >= 14 && !utf8.Valid(head):
+		return "it is a BMP image (convert it to PNG)"
+	case bytes.HasPrefix(head, []byte{0, 0, 8}) && len(head) >= 4:
+		plural := "s"
+		if head[3] == 1 {
+			plural = " (labels?)"
+		}
+		return fmt.Sprintf("it is an IDX file of bytes in %d dimension%s, not images (3 dimensions, magic 0x00000803)", head[3], plural)
+	}
+	text := head
+	if len(head) == sniffLen { // may end inside a character
+		for i := 0; i < utf8.UTFMax && len(text) > 0 && !utf8.Valid(text); i++ {
+			text = text[:len(text)-1]
+		}
+	}
+	if utf8.Valid(text) && !bytes.ContainsFunc(text, func(r rune) bool { return r != '\n' && r != '\r' && r != '\t' && unicode.IsControl(r) }) {
+		line, _, _ := bytes.Cut(text, []byte("\n"))
+		return fmt.Sprintf("it is text, starting %q (a table of numbers must be named .csv)", strings.TrimSpace(string(line)))
+	}
+	return fmt.Sprintf("binary data starting % x", head[:min(len(head), 8)])
 }
 
 func (r *reader) readDir(dir string) ([]example, error) {
@@ -434,7 +500,7 @@ const maxIDX = 128 << 20
 func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
 	n, h, w, px, err := mnist.DecodeImages(in, maxIDX)
 	if errors.Is(err, mnist.ErrMagic) {
-		return nil, exit.Usagef("%s: not a PNG, JPEG, CSV or IDX image file (name it .png, .jpg, .jpeg or .csv, or give an IDX file with magic 0x00000803)", path)
+		return nil, exit.Usagef("%s: not an IDX image file (magic 0x00000803: unsigned-byte images; a labels file, idx1, is not an input); predict reads PNG and JPEG images, CSV files named .csv and IDX image files (raw or .gz)", path)
 	}
 	if err != nil {
 		return nil, exit.Usagef("%s: %v", path, err)

@@ -34,6 +34,7 @@ func runPredict(args ...string) (int, string, string) {
 type line struct {
 	Input         string    `json:"input"`
 	Class         int       `json:"class"`
+	Label         string    `json:"label"`
 	Probabilities []float64 `json:"probabilities"`
 	Logits        []float64 `json:"logits"`
 }
@@ -141,21 +142,24 @@ func TestPredictInputs(t *testing.T) {
 				t.Errorf("%s %d: %s logits %v, want %s %v", tc.name, i, l.Input, l.Logits, tc.names(i), want[i])
 			}
 			checkProbabilities(t, l.Probabilities, want[i], l.Class)
+			if l.Label != strconv.Itoa(l.Class) { // MNIST's classes are named by their digits
+				t.Errorf("%s %d: class %d label %q", tc.name, i, l.Class, l.Label)
+			}
 		}
 	}
 
-	// CSV output: a header, then input, class and K probabilities per row.
+	// CSV output: a header, then input, class, label and K probabilities per row.
 	code, stdout, stderr := runPredict("-checkpoint", ckpt, imgDir)
 	if code != 0 {
 		t.Fatalf("csv output: exit %d: %s", code, stderr)
 	}
 	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
-	if err != nil || len(recs) != n+1 || recs[0][0] != "input" || recs[0][2] != "p0" || len(recs[0]) != 12 {
+	if err != nil || len(recs) != n+1 || !slices.Equal(recs[0][:4], []string{"input", "class", "label", "p0"}) || len(recs[0]) != 13 {
 		t.Fatalf("csv output %q (%v)", stdout, err)
 	}
 	for i, r := range recs[1:] {
-		if c, _ := strconv.Atoi(r[1]); c != nn.Argmax(want[i]) {
-			t.Errorf("row %d: class %s, want %d", i, r[1], nn.Argmax(want[i]))
+		if c, _ := strconv.Atoi(r[1]); c != nn.Argmax(want[i]) || r[2] != r[1] {
+			t.Errorf("row %d: class %s label %s, want %d", i, r[1], r[2], nn.Argmax(want[i]))
 		}
 	}
 }
@@ -231,7 +235,7 @@ func TestPredictRefuses(t *testing.T) {
 		{[]string{"-checkpoint", ckpt, jpegLike}, "not a readable PNG or JPEG"},
 		{[]string{"-checkpoint", ckpt, wide}, "has 785 values; the model expects 784 (1×28×28); remove the label column"},
 		{[]string{"-checkpoint", ckpt, nan}, `column 784: "NaN" is not a finite number`},
-		{[]string{"-checkpoint", ckpt, other}, "not a PNG, JPEG, CSV or IDX"},
+		{[]string{"-checkpoint", ckpt, other}, `not an input predict reads: it is text, starting "hello" (a table of numbers must be named .csv). predict reads PNG and JPEG images`},
 		{[]string{"-checkpoint", ckpt, empty}, "no .png"},
 		{[]string{"-checkpoint", ckpt, idx32}, "32×32 grayscale images; the model expects 1×28×28"},
 		{[]string{"-checkpoint", ckpt, filepath.Join(dir, "missing.png")}, "no such file"},
@@ -264,6 +268,9 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		check(r.decodeCSV("f.csv", bytes.NewReader(b)))
+		if d := describe(b[:min(len(b), sniffLen)]); d == "" || strings.ContainsAny(d, "\n\r") {
+			t.Fatalf("describe: %q", d)
+		}
 		check(r.decodeIDX("f", bytes.NewReader(b)))
 		ex, err := table.decodeCSV("f.csv", bytes.NewReader(b))
 		for _, e := range ex {

@@ -82,6 +82,11 @@ func TestPredictCSVModel(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	sameLogits(t, "with labels", parseLines(t, stdout), want)
+	for _, l := range parseLines(t, stdout) {
+		if want := []string{"a", "b", "c"}; l.Label != want[l.Class] { // the "kind" column's values, in text order
+			t.Errorf("%s: class %d label %q, want %q", l.Input, l.Class, l.Label, want[l.Class])
+		}
+	}
 
 	// The same rows without the label column (new data has no labels).
 	b, _ := os.ReadFile(path)
@@ -141,6 +146,11 @@ func TestPredictImageFolderModel(t *testing.T) {
 		}
 	}
 	sameLogits(t, "resized", got, want)
+	for _, l := range got {
+		if want := []string{"dark", "light"}; l.Label != want[l.Class] { // the class folders
+			t.Errorf("%s: class %d label %q, want %q", l.Input, l.Class, l.Label, want[l.Class])
+		}
+	}
 
 	// Without -image-size: training needs one size, and so does predict.
 	same := filepath.Join(dir, "same")

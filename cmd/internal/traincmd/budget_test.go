@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 	os.Setenv(budget.StoreEnv, dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	cleanupMPIBuild()
 	os.Exit(code)
 }
 

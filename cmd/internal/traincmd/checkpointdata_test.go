@@ -24,7 +24,7 @@ func TestCheckpointRebuildsData(t *testing.T) {
 		{"-dataset", "csv:" + table, "-label", "kind", "-scale", "0:10,0:10,-2:12", "-test-fraction", "0.3", "-split-seed", "5", "-batch", "16"},
 		{"-dataset", "images:" + images, "-image-size", "6x5", "-channels", "3", "-model", "logreg", "-test-fraction", "0.25", "-split-seed", "9", "-batch", "6"},
 	} {
-		ckpt := filepath.Join(dir, "m.ckpt")
+		ckpt := filepath.Join(t.TempDir(), "m.ckpt")
 		s := decodeSummary(t, mustRun(t, append(args, "-optimizer", "sgd", "-lr", "1", "-epochs", "10", "-seed", "1", "-checkpoint", ckpt, "-json")...))
 		c, err := checkpoint.Load(ckpt)
 		if err != nil {

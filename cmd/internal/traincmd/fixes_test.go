@@ -112,7 +112,7 @@ func TestInterruptSaysEpoch(t *testing.T) {
 				cancel()
 			}
 		}
-		code, _, stderr := runCmd(t, ctx, "-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", ckpt)
+		code, _, stderr := runCmd(t, ctx, "-model", "logreg", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", ckpt, "-overwrite")
 		stepHook = nil
 		cancel()
 		if code != exit.Interrupted || !strings.Contains(stderr, tc.want) {

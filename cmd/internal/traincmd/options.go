@@ -47,7 +47,9 @@ var (
 // options are the parsed flags.
 type options struct {
 	model, activation      string
-	recipe                 string // -recipe NAME (recipe.go)
+	recipe                 string          // -recipe NAME (recipe.go)
+	distributed            string          // -distributed mpi (distributed.go)
+	dist                   *distributedRun // this process's place in the job; nil: one process
 	dataset, data          string
 	optimizer              string
 	lr                     float64
@@ -75,6 +77,7 @@ type options struct {
 	checkpoint, resume     string
 	checkpointEvery        int
 	allowRewind            bool
+	protect                protectFlags // -allow-unsigned, -overwrite (lock.go)
 	metrics, plot          string
 	json                   bool
 	set                    map[string]bool // flags given on the command line
@@ -86,6 +89,7 @@ type options struct {
 	aug                    augmentFlags // -augmult, -augment
 	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
 	budget                 budgetFlags  // -budget, -budget-store (budget.go)
+	tune                   string       // -tune SPEC: a private random search (tune.go)
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -103,8 +107,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
 	fs.StringVar(&o.recipe, "recipe", "", "a named set of flag values (see Recipes below): "+strings.Join(recipeNames, " | ")+"; flags given override the recipe's values")
-	fs.StringVar(&o.model, "model", "cnn", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end: the scattering and the parameter-free GroupNorm after it, and for scatter-linear the Flatten, are computed once before training; C×28×28 or C×32×32); see Models below. Default by the data: cnn for 28×28 images, cifar-cnn for 32×32 (cifar10, cifar100), logreg for csv")
-	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of the CNNs (and scatter-cnn): relu | tanh")
+	fs.StringVar(&o.model, "model", "", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end: the scattering and the parameter-free GroupNorm after it, and for scatter-linear the Flatten, are computed once before training; C×28×28 or C×32×32); see Models below. Default: by the data, cnn for 28×28 images (mnist, fashion-mnist, images:DIR), cifar-cnn for 32×32 (cifar10, cifar100, images:DIR), logreg for csv:PATH")
+	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of mlp, cnn, cifar-cnn, cifar-tb-cnn and scatter-cnn: relu | tanh (logreg and scatter-linear have no hidden layer)")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
 	fs.StringVar(&o.optimizer, "optimizer", "dp-sgd", optimizerUsage())
@@ -112,7 +116,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.lrSchedule, "lr-schedule", "constant", "learning-rate schedule: constant | step:AT:FACTOR (×FACTOR from step AT) | inverse-time (lr/(t+1)) | inverse-sqrt[:A:C] (lr/√(A+C·t), default A=C=1) | cosine[:ALPHA] (half a cosine from lr down to ALPHA·lr over the plan's steps after any warm-up, then ALPHA·lr; default ALPHA=0). With -warmup-steps its step numbers count from the end of the warm-up")
 	fs.IntVar(&o.warmupSteps, "warmup-steps", 0, "linear learning-rate warm-up: the rate rises from 0 to the -lr-schedule's first rate over the first `N` steps (step t < N has rate lr·t/N), then the -lr-schedule runs (0: no warm-up)")
 	fs.Float64Var(&o.ema, "ema", 0, "keep an exponential moving average of the parameters with decay `β` in (0, 1) (β_t = min(β, (1+t)/(10+t)) as in JAX Privacy; e.g. 0.999): the periodic evaluations (on the test set, or on the -validation split), the final accuracy and models loaded from the checkpoint use the average; post-processing, no privacy cost (0: off)")
-	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n", defaultNonPrivateBatch))
+	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n. Not given: at most a quarter of the n training examples, min(default, ⌊n/4⌋) (e.g. 80 for 320), with a note; given, it must not exceed n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given; a larger value than a step can fill is lowered to it, with a note); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
 	fs.Float64Var(&o.clip, "clip", defaultClip, "clipping norm C: each example's gradient is clipped to L2 norm C (per-layer: the total bound; adaptive: the initial C)")
@@ -130,6 +134,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.featureCache, "feature-cache", "", "keep the front-end features of scatter models (the scattering of the training and test sets and the parameter-free GroupNorm and Flatten after it, computed before the first step) in directory `DIR` and re-use them in later runs on identical data and front end (file named by a SHA-256 of the front end's settings, the dtype and every raw example; checksummed, keyed by PRIVTRAIN_CHECKPOINT_KEY when it is set so that an edited file is refused, and recomputed with a warning when damaged). Stored raw, 4 bytes per value: 1.1 GB for the 70,000 images of MNIST or Fashion-MNIST, 3.7 GB for CIFAR-10. The files hold features of the private training data: protect DIR as the data. No effect for other models")
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
+	registerDistributed(fs, o)
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in checkpoint `FILE`; flags not given are taken from it. The checkpoint's noise multiplier is kept: -epsilon then only sets the budget the rest of the run must stay within")
 	fs.BoolVar(&o.allowRewind, "allow-rewind", false, "with -resume: continue from a copy older than the newest checkpoint of the same run at -checkpoint; the steps it discards stay counted in ε")
 	fs.StringVar(&o.metrics, "metrics", "", "write one JSON line per epoch to `FILE` (epoch, step, loss, train and test accuracy, ε, seconds, eval_split: test, or validation with -validation; training loss and accuracy are not private)")
@@ -138,6 +143,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	addAugmentFlags(fs, &o.aug)
 	addValidationFlag(fs, o)
 	addBudgetFlags(fs, &o.budget)
+	addProtectFlags(fs, &o.protect)
+	fs.StringVar(&o.tune, "tune", "", "private hyperparameter search (Papernot & Steinke 2022): `SPEC` = 'lr=0.5,1,2;clip=0.5,1;trials=geometric:mean=8' runs a random number of trials (trials=geometric:mean=M | logarithmic:gamma=G | negbin:eta=E,gamma=G | poisson:mean=M), each with values drawn from the lists, trained on the training set minus -validation (default 0.1) and scored by its validation accuracy with N(0, σ²) noise on the correct count (score-noise=σ, default 10); releases the best trial (-checkpoint) and reports the ε of the whole search. -epsilon is then the budget of the whole search (z calibrated for it); -noise fixes z. See docs/tuning.md")
 	for _, f := range optimizerFlags {
 		if f.text != nil {
 			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))
@@ -318,4 +325,33 @@ func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
 		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
 	}
 	return nil, bad("unknown schedule")
+}
+
+// fitBatch fits -batch to a training set of n examples. The default batch (2048 for the
+// private optimizers, 128 for sgd and adam) is for the built-in data sets; on a small
+// data set of your own it would exceed n, so a batch not given (on the command line, by
+// -recipe or by the resumed checkpoint) becomes min(default, ⌊n/4⌋), at least 1: four
+// or more steps per epoch, and q = b/n ≤ 1/4 where the Poisson subsampling amplifies
+// privacy. The note says so. A batch given that exceeds n is a usage error naming the
+// flag and a value that fits.
+func (o *options) fitBatch(n int) (note string, err error) {
+	quarter := max(1, n/4)
+	if !o.given("batch") {
+		if o.batch > quarter {
+			note = fmt.Sprintf("-batch %d instead of the default %d: a quarter of the %s training examples (a batch not given is at most n/4); give -batch to choose another", quarter, o.batch, cli.Thousands(n))
+			o.batch = quarter
+		}
+		return note, nil
+	}
+	if o.batch <= n {
+		return "", nil
+	}
+	from := ""
+	if r := lookupRecipe(o.recipe); r != nil && !contains(o.fromCheckpoint, "batch") {
+		if v, ok := r.value("batch"); ok && v == strconv.Itoa(o.batch) {
+			from = fmt.Sprintf(" (-recipe %s's value)", r.name)
+		}
+	}
+	return "", exit.Usagef("-batch %d%s is larger than the training set (%s examples): give -batch %d or less, e.g. -batch %d (a quarter of it)",
+		o.batch, from, cli.Thousands(n), n, quarter)
 }

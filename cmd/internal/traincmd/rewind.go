@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -51,23 +52,12 @@ func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*ch
 	return other, nil
 }
 
-// keyEnv names the environment variable that holds the checkpoint key: when it is set,
-// checkpoints are written with an HMAC-SHA256 under it and only checkpoints whose MAC
-// verifies are resumed (checkpoint.SaveWithKey, checkpoint.LoadWithKey).
-const keyEnv = "PRIVTRAIN_CHECKPOINT_KEY"
+// keyEnv names the environment variable that holds the checkpoint key (cli.KeyEnv).
+const keyEnv = cli.KeyEnv
 
 // checkpointKey returns the key of keyEnv, nil when the variable is not set; a key too
 // short to be a key is a usage error.
-func checkpointKey() ([]byte, error) {
-	k, ok := os.LookupEnv(keyEnv)
-	if !ok {
-		return nil, nil
-	}
-	if len(k) < checkpoint.MinKeyLen {
-		return nil, exit.Usagef("%s: a key of %d bytes; use at least %d (random) bytes", keyEnv, len(k), checkpoint.MinKeyLen)
-	}
-	return []byte(k), nil
-}
+func checkpointKey() ([]byte, error) { return cli.CheckpointKey() }
 
 // checkKey refuses a key too short to be a key.
 func checkKey() error {

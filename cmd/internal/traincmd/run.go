@@ -1,12 +1,12 @@
 package traincmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -64,10 +64,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	o.budget.command = CommandLine("train", args)
-	code, err := train(ctx, o, flags, start, stdout, stderr)
+	var err error
+	if o.dist, err = startDistributed(o.distributed); err != nil {
+		return status(0, err, stderr)
+	}
+	if o.tune != "" {
+		if o.distributed != "" {
+			return status(0, exit.Usagef("-tune runs its trials in one process: drop -distributed %s", o.distributed), stderr)
+		}
+		code, err := tune(ctx, o, args, start, stdout, stderr) // tune.go
+		return status(code, err, stderr)
+	}
+	// In a -distributed job, ranks other than 0 print their errors only (distributed.go).
+	var rankErr bytes.Buffer
+	code, err := train(o.dist.context(ctx), o, flags, start, o.dist.output(stdout), o.dist.output(stderr))
+	return o.dist.exit(status(code, err, o.dist.errors(stderr, &rankErr)), &rankErr, stderr)
+}
+
+// status prints err, if not nil, and returns the exit status of a train that returned
+// code and err.
+func status(code int, err error, stderr io.Writer) int {
 	if err != nil {
 		var ue *exit.UsageError
+		var other *otherRankError
 		switch {
+		case errors.As(err, &other):
+			return other.code
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(ue.Msg))
 			return exit.Usage
@@ -111,18 +133,25 @@ type session struct {
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
+	if o.dist.leader() { // in a -distributed job rank 0 alone writes -checkpoint
+		lock, err := lockCheckpoint(o) // before any work: one writer of -checkpoint at a time
+		if err != nil {
+			return 0, err
+		}
+		defer lock.Unlock()
+	}
 	var ck *checkpoint.Training
+	var err error
 	if o.resume != "" {
-		var err error
-		if ck, err = loadCheckpoint(o.resume); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return 0, exit.Usagef("-resume %s: no such file", o.resume)
-			}
-			return 0, fileError("resume", o.resume, err)
+		if ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
+			return 0, err
 		}
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
 		}
+	}
+	if err := checkTarget(o, ck, stderr); err != nil {
+		return 0, err
 	}
 	newest, err := newerCheckpoint(o, ck, stderr)
 	if err != nil {
@@ -132,6 +161,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.validate(); err != nil {
 		return 0, err
 	}
+	o.dist.dropOutputs(o) // only rank 0 writes
 	if ck != nil {
 		if err := o.checkResumedValidation(ck); err != nil {
 			return 0, err
@@ -167,8 +197,10 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
-	if o.batch > trainSet.Len() {
-		return 0, exit.Usagef("-batch %d is larger than the training set (%s examples)", o.batch, cli.Thousands(trainSet.Len()))
+	if note, err := o.fitBatch(trainSet.Len()); err != nil {
+		return 0, err
+	} else if note != "" {
+		notes = append(notes, note)
 	}
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
@@ -209,6 +241,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, err
 		}
 	}
+	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
@@ -233,9 +266,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, fileError("resume", o.resume, err)
 		}
 	}
-	spend, err := reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr) // before any output file is touched
-	if err != nil {
-		return 0, err
+	warnUncheckedContent(o, ck, stderr)
+	var spend *runBudget
+	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
+		if spend, err = reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr); err != nil { // before any output file is touched
+			return 0, err
+		}
 	}
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
 		spend.settle(s.trainer) // no step ran: settles at none
@@ -245,6 +281,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.metrics.split = o.evalSplit()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
+	o.dist.describe(stderr, trainSet.Len())
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
@@ -255,12 +292,19 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			s.recorded.eps = spent.Epsilon
 		}
 	}
+	if err := o.dist.ready(); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
+		return 0, err
+	}
 	spend.report()
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
 	spend.settle(s.trainer)
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	if runErr == nil || interrupted {
+		o.dist.ran() // every rank stopped after the same step
+	}
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
 		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
@@ -442,6 +486,8 @@ func (o *options) resolve() {
 			o.model = "logreg"
 		} else if shape := builtinShape[o.dataset]; shape != nil {
 			o.model, _ = defaultModel(shape)
+		} else { // images:DIR: by the images' size once they are read (train)
+			o.model = "cnn"
 		}
 	}
 	o.resolveOptimizer()

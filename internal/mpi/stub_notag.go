@@ -1,0 +1,5 @@
+//go:build !mpi
+
+package mpi
+
+const mpiTagWithoutCgo = false

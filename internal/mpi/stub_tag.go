@@ -1,0 +1,5 @@
+//go:build mpi && !cgo
+
+package mpi
+
+const mpiTagWithoutCgo = true
