@@ -1,11 +1,13 @@
 package traincmd
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,7 +93,8 @@ type runBudget struct {
 	private    bool
 	stderr     io.Writer
 	name, desc string
-	start      string // the line report prints
+	start      string        // the line report prints
+	search     *budget.Spend // a -tune search's spend (settleSearch)
 }
 
 // reserveBudget records the run's planned spend in the budget store before its first
@@ -193,4 +196,67 @@ func FormatSpend(c budget.Composition) string {
 		return "nothing yet"
 	}
 	return fmt.Sprintf("ε = %.4g at δ = %g (%s)", c.Epsilon, c.Delta, c.Method)
+}
+
+// reserveSearch records a -tune search in the budget store before its first trial: its
+// RDP curve (Papernot & Steinke 2022), which covers every trial, the scores and the
+// choice of the best, on the whole training set the search splits. -budget refuses a
+// search that would take the data set past it.
+func reserveSearch(o *options, fp string, sp TuneSpend, stderr io.Writer) (*runBudget, error) {
+	store, err := OpenStore(o.budget.store)
+	if err != nil {
+		return nil, err
+	}
+	name := o.dataset
+	if o.data != "" {
+		name += " " + o.data
+	}
+	spend := searchSpend(sp)
+	run := budget.Run{Tool: "train -tune", Name: name, Command: o.budget.command, Delta: sp.Delta}
+	res, err := store.Reserve(fp, run, spend, o.budget.eps)
+	if err != nil {
+		return nil, StoreError("-budget", store, err)
+	}
+	rb := &runBudget{res: res, stderr: stderr, name: name, desc: fmt.Sprintf("data set %s (%s)", fp[:12], name), search: &spend}
+	fmt.Fprintf(stderr, "budget: %s in %s: spent %s; with this search %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	return rb, nil
+}
+
+// settleSearch settles a search at its reserved spend: the bound holds for the whole
+// search however many trials ran, and a search that stopped early keeps it.
+func (rb *runBudget) settleSearch() {
+	if rb == nil || rb.search == nil {
+		return
+	}
+	total, err := rb.res.Commit(*rb.search)
+	if err != nil {
+		fmt.Fprintf(rb.stderr, "train: warning: settling the search in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, FormatSpend(total))
+}
+
+// searchSpend is a search's RDP curve in the store's form: its orders ascending, those
+// where the bound is infinite left out (a curve at fewer orders is still a bound);
+// unbounded when none is finite.
+func searchSpend(sp TuneSpend) budget.Spend {
+	type point struct{ a, r float64 }
+	var pts []point
+	for i, a := range sp.Orders {
+		if i < len(sp.RDP) && sp.RDP[i] >= 0 && !math.IsInf(sp.RDP[i], 1) {
+			pts = append(pts, point{a, sp.RDP[i]})
+		}
+	}
+	if len(pts) == 0 {
+		return budget.Spend{Unbounded: true}
+	}
+	slices.SortFunc(pts, func(x, y point) int { return cmp.Compare(x.a, y.a) })
+	c := &budget.Curve{}
+	for i, p := range pts {
+		if i > 0 && p.a == pts[i-1].a {
+			continue
+		}
+		c.Orders, c.Values = append(c.Orders, p.a), append(c.Values, p.r)
+	}
+	return budget.Spend{RDP: c}
 }

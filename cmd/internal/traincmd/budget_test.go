@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -333,5 +335,32 @@ func TestBudgetFlag(t *testing.T) {
 	code, _, stderr = runCmd(t, context.Background(), qOneArgs(csv, store, 1, z)...)
 	if code != exit.Usage || !strings.Contains(stderr, "fails verification") || !strings.Contains(stderr, d.Fingerprint) {
 		t.Errorf("tampered store: exit %d\n%s", code, stderr)
+	}
+}
+
+// A -tune search records its whole spend (the Papernot–Steinke curve, every trial and the
+// choice of the best) on the whole training set, once; its trials record nothing of their
+// own. The data set's ε is the search's, recomputed independently (searchEpsilon), and
+// -budget refuses a search past it before the first trial.
+func TestBudgetTuneSearch(t *testing.T) {
+	store := t.TempDir()
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-budget-store", store, "-tune", "lr=1,2;trials=poisson:mean=2")
+	code, out, stderr := runCmd(t, context.Background(), args...)
+	if code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := decodeTune(t, out)
+	d, _ := accountant.PoissonTrials(2)
+	want, _ := searchEpsilon(t, 8000-s.ValidationN, d, [][2]int{{512, 1}}, 3, defaultScoreNoise, 1e-5)
+	ds := onlyDataset(t, store)
+	if ds.Runs != 1 || ds.Unsettled != 0 || ds.Method != "rdp" || math.Abs(ds.Epsilon-want) > 1e-9*want || ds.Name != "mnist" {
+		t.Errorf("store after a search: %+v; want one settled run of ε = %v (rdp) on mnist", ds, want)
+	}
+	code, _, stderr = runCmd(t, context.Background(), append(args, "-budget", fmt.Sprint(1.5*want))...)
+	if code != exit.Usage || !strings.Contains(stderr, "refused before the first step") {
+		t.Errorf("a second search past -budget: exit %d\n%s", code, stderr)
+	}
+	if ds := onlyDataset(t, store); ds.Runs != 1 {
+		t.Errorf("the refused search was recorded: %+v", ds)
 	}
 }
