@@ -228,6 +228,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 		cfg.FeatureCacheKey = key // with a key, an edited cache file is refused, as a checkpoint is
 	}
+	if o.validation == 0 {
+		cfg.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
+	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
