@@ -149,5 +149,6 @@ func run(trials, kills int, seed uint64, maxDelay time.Duration) error {
 func command(bin, dir string, args []string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PRIVTRAIN_BUDGET_STORE="+filepath.Join(dir, "budget")) // not the user's store
 	return cmd
 }

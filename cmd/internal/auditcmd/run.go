@@ -14,6 +14,7 @@ import (
 
 	"github.com/privtrain/privtrain/audit"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
@@ -50,6 +51,8 @@ type options struct {
 	guesses string
 	score   string
 	json    bool
+	// budgetStore is -budget-store (budget.go).
+	budgetStore string
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -75,6 +78,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.multi.Runs, "runs", 200, "multi-run: training runs R, one canary each")
 	fs.IntVar(&o.multi.Filler, "filler", 3, "multi-run: blank examples in every run besides the canary")
 	fs.IntVar(&o.multi.Dim, "dim", 1024, "multi-run: input dimension (the model has 2·dim parameters)")
+	addBudgetFlag(fs, &o.budgetStore)
 	return fs
 }
 
@@ -108,7 +112,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.mode == "multi-run" {
 		res, err = audit.RunMulti(ctx, o.multi)
 	} else {
+		spend, berr := o.reserveBudget(traincmd.CommandLine("audit", args), stderr)
+		if berr != nil {
+			fmt.Fprintf(stderr, "audit: %s\n", exit.OneLine(berr.Error()))
+			return exit.Status(berr)
+		}
 		res, err = audit.Run(ctx, o.cfg)
+		spend.settle(res, err)
 	}
 	if err != nil {
 		// The library's errors start with its package name, which is also this command's.

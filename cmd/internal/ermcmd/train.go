@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 	"github.com/privtrain/privtrain/internal/privrand"
@@ -63,6 +64,7 @@ type trainOptions struct {
 	spectralL                      bool
 	sampling                       string
 	seed                           int64
+	budget                         ermBudget // -budget-store (budget.go)
 }
 
 // solverInfo describes a solver for -help and the report.
@@ -134,6 +136,7 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	o.seed = -1
 	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
+	addBudgetFlag(fs, &o.budget)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -269,6 +272,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 		if err != nil {
 			return nil, "", exit.Usagef("erm: -synthetic: %v", err)
 		}
+		o.budget.fingerprint = dataFingerprint(ds)
 		if !loss.Classification() {
 			return nil, "", exit.Usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
 		}
@@ -283,6 +287,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 	if err != nil {
 		return nil, "", exit.Usagef("erm: -data: %v", err)
 	}
+	o.budget.fingerprint = dataFingerprint(ds)
 	if loss.Classification() {
 		if err := ds.BinaryLabels(); err != nil {
 			return nil, "", exit.Usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
@@ -329,6 +334,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exit.Usage
 	}
+	o.budget.command, o.budget.stderr = traincmd.CommandLine("erm", args), stderr
 	rep, err := o.train()
 	if err != nil {
 		var ue *exit.UsageError
@@ -369,9 +375,19 @@ func (o *trainOptions) train() (*report, error) {
 	} else if noise, err = erm.NewSecureNoise(); err != nil {
 		return nil, err
 	}
-	res, err := o.buildSolver(p).Solve(p, noise)
+	name := o.dataPath
+	if o.synthetic {
+		name = fmt.Sprintf("-synthetic -n %d -d %d -data-seed %d", o.n, o.d, o.dataSeed)
+	}
+	spend, err := o.reserveBudget(name)
 	if err != nil {
-		if errors.Is(err, erm.ErrInvalid) || errors.Is(err, erm.ErrUnsupported) || errors.Is(err, erm.ErrNoBound) {
+		return nil, err
+	}
+	res, err := o.buildSolver(p).Solve(p, noise)
+	refused := errors.Is(err, erm.ErrInvalid) || errors.Is(err, erm.ErrUnsupported) || errors.Is(err, erm.ErrNoBound)
+	o.settleBudget(spend, res, err, refused)
+	if err != nil {
+		if refused {
 			hint := ""
 			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "norm") {
 				hint = " (add -normalize)"

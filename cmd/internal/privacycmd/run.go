@@ -19,8 +19,9 @@ const topUsage = `usage: privacy <command> [flags]
 Commands:
   epsilon   the (ε, δ) spent by a training plan with a given noise multiplier
   noise     the smallest noise multiplier that meets a target ε
+  budget    what each data set has spent over all recorded runs (the budget store)
 
-Both commands answer by the RDP and the PLD accountant side by side unless
+epsilon and noise answer by the RDP and the PLD accountant side by side unless
 -accountant rdp or -accountant pld picks one.
 
 The training plan is Poisson-sampled DP-SGD: each step includes every example
@@ -41,11 +42,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "epsilon", "noise":
 		return runCommand(args[0], args[1:], stdout, stderr)
+	case "budget":
+		return runBudget(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
 		return exit.OK
 	}
-	fmt.Fprintf(stderr, "privacy: unknown command %q (want epsilon or noise; see privacy -help)\n", args[0])
+	fmt.Fprintf(stderr, "privacy: unknown command %q (want epsilon, noise or budget; see privacy -help)\n", args[0])
 	return exit.Usage
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -90,6 +91,7 @@ func TestFeatureCacheFlag(t *testing.T) {
 // edited features were loaded and trained on. A FIFO in a cache file's place is refused
 // rather than waited on forever.
 func TestFeatureCacheKeyed(t *testing.T) {
+	t.Setenv(budget.StoreEnv, t.TempDir()) // keyed entries: a store of its own, so the unkeyed tests can read theirs
 	t.Setenv(keyEnv, "0123456789abcdef-feature-cache")
 	data := smallFashion(t, 40, 10)
 	cache := filepath.Join(t.TempDir(), "features")

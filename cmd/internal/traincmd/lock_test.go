@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
@@ -180,9 +181,12 @@ func TestSignedCheckpointWithoutKey(t *testing.T) {
 	dir := t.TempDir()
 	s, u := filepath.Join(dir, "s.ckpt"), filepath.Join(dir, "u.ckpt")
 	const key = "a key of at least sixteen bytes"
+	keyedStore := t.TempDir() // budget stores: a keyed one cannot be read without the key
+	t.Setenv(budget.StoreEnv, keyedStore)
 	t.Setenv(keyEnv, key)
 	mustRun(t, append(lockArgs, "-epochs", "1", "-checkpoint", s)...)
 	os.Unsetenv(keyEnv) // t.Setenv restores it after the test
+	t.Setenv(budget.StoreEnv, t.TempDir())
 
 	stillSigned := func(what string) {
 		t.Helper()
@@ -220,6 +224,7 @@ func TestSignedCheckpointWithoutKey(t *testing.T) {
 		t.Errorf("signed checkpoint under another key: exit %d, %q", code, stderr)
 	}
 	t.Setenv(keyEnv, key)
+	t.Setenv(budget.StoreEnv, keyedStore)
 	mustRun(t, "-resume", s, "-checkpoint", s, "-epochs", "2")
 	if _, err := checkpoint.LoadWithKey(s, []byte(key)); err != nil {
 		t.Errorf("resumed under the key: %v", err)

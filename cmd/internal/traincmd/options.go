@@ -89,6 +89,7 @@ type options struct {
 	aug                    augmentFlags // -augmult, -augment
 	validation             float64      // -validation FRACTION of the training set (0: off; validation.go)
 	legacyValidationSplit  bool         // resumed from a checkpoint split by the stratified rule of earlier versions (validation.go)
+	budget                 budgetFlags  // -budget, -budget-store (budget.go)
 	tune                   string       // -tune SPEC: a private random search (tune.go)
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
@@ -142,6 +143,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the final summary as one JSON object on stdout")
 	addAugmentFlags(fs, &o.aug)
 	addValidationFlag(fs, o)
+	addBudgetFlags(fs, &o.budget)
 	addProtectFlags(fs, &o.protect)
 	fs.StringVar(&o.tune, "tune", "", "private hyperparameter search (Papernot & Steinke 2022): `SPEC` = 'lr=0.5,1,2;clip=0.5,1;trials=geometric:mean=8' runs a random number of trials (trials=geometric:mean=M | logarithmic:gamma=G | negbin:eta=E,gamma=G | poisson:mean=M), each with values drawn from the lists, trained on the training set minus -validation (default 0.1) and scored by its validation accuracy with N(0, σ²) noise on the correct count (score-noise=σ, default 10); releases the best trial (-checkpoint) and reports the ε of the whole search. -epsilon is then the budget of the whole search (z calibrated for it); -noise fixes z. See docs/tuning.md")
 	for _, f := range optimizerFlags {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -79,6 +80,7 @@ func TestResumeOlderCopy(t *testing.T) {
 // TestCheckpointKey: with PRIVTRAIN_CHECKPOINT_KEY set, checkpoints carry a MAC and a
 // resume refuses one that was written without the key (or with another).
 func TestCheckpointKey(t *testing.T) {
+	t.Setenv(budget.StoreEnv, t.TempDir()) // keyed entries: a store of its own, so the unkeyed tests can read theirs
 	dir := t.TempDir()
 	c, plain := filepath.Join(dir, "c.ckpt"), filepath.Join(dir, "plain.ckpt")
 	args := []string{"-model", "logreg", "-seed", "7", "-noise", "1.1", "-batch", "1000", "-epochs", "1"}

@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
+	o.budget.command = CommandLine("train", args)
 	var err error
 	if o.dist, err = startDistributed(o.distributed); err != nil {
 		return status(0, err, stderr)
@@ -185,6 +186,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
+	fingerprint := dataFingerprint(trainSet) // before -validation's split: the whole set is charged
 	if o.validation > 0 {
 		// The held-out part of the training set replaces the test set, which is
 		// never evaluated; the trainer and the accountant see the rest only.
@@ -194,6 +196,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, err
 		}
 		notes = append(append(notes, validationNote(o, testSet.Len(), all)), more...)
+		if o.legacyValidationSplit {
+			// A checkpoint split by the old stratified rule: one example more or less
+			// moves hundreds of others between the parts, so ε holds for the part trained
+			// on only, and that part is the data set this run is charged to.
+			fingerprint = dataFingerprint(trainSet)
+		}
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
@@ -234,6 +242,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 		cfg.FeatureCacheKey = key // with a key, an edited cache file is refused, as a checkpoint is
 	}
+	if o.validation == 0 {
+		cfg.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
+	}
 	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return 0, err
@@ -273,7 +284,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	warnUncheckedContent(o, ck, stderr)
+	var spend *runBudget
+	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
+		if spend, err = reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr); err != nil { // before any output file is touched
+			return 0, err
+		}
+	}
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
 		return 0, err
 	}
 	defer s.metrics.close()
@@ -292,11 +310,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if err := o.dist.ready(); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
 		return 0, err
 	}
+	spend.report()
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
+	spend.settle(s.trainer)
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr == nil || interrupted {
 		o.dist.ran() // every rank stopped after the same step

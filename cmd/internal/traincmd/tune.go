@@ -274,6 +274,7 @@ type tuneSearch struct {
 	trainSet  datasets.Dataset
 	valSet    datasets.Dataset
 	dataName  string
+	dataFP    string // the content fingerprint of the whole training set (budget.go)
 	notes     []string
 	seeded    bool
 	z         float64 // the noise multiplier of every trial (noiseGiven: per config)
@@ -328,8 +329,11 @@ func tune(ctx context.Context, o *options, args []string, start time.Time, stdou
 		return 0, err
 	}
 	s.header(stderr)
-	// TODO(budget): record s.Spend() in the data set's store here, before the first
-	// trial (reserve), and settle it when the search stops.
+	spend, err := reserveSearch(o, s.dataFP, s.Spend(), stderr) // budget.go: before the first trial
+	if err != nil {
+		return 0, err
+	}
+	defer spend.settleSearch()
 	return s.run(ctx, start, stdout, stderr)
 }
 
@@ -385,7 +389,7 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.dataName = name
+	s.dataName, s.dataFP = name, dataFingerprint(train) // before the split: the whole set is charged
 	if s.trainSet, s.valSet, err = tuneSplit(train, base.validation, base.own.SplitSeed); err != nil {
 		return nil, err
 	}

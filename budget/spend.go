@@ -1,0 +1,321 @@
+package budget
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/strictjson"
+)
+
+// Spend is what one run spends on a data set, in exactly one of four forms:
+//
+//   - Segments (with Accountant "rdp" or "pld", the run's own choice): Poisson-subsampled
+//     Gaussian steps, (q, z, steps) as an accountant.Ledger records them. The form of
+//     DP-SGD runs; the only form the PLD composition accepts. An empty list (with
+//     Accountant set) is a run that took no step.
+//   - RDP: a Rényi DP curve, for mechanisms known only by their RDP (a private
+//     hyperparameter search, Papernot & Steinke 2022).
+//   - Approx: an (ε, δ)-DP guarantee known only as such (erm's solvers; a calibrated
+//     audit before it has run); it composes with the rest by basic composition (ε and δ
+//     add), δ = 0 being pure ε-DP.
+//   - Unbounded: no finite guarantee (non-private training; a run whose plan is not
+//     known before it runs): the data set's ε becomes +Inf.
+type Spend struct {
+	Accountant string   `json:"accountant,omitempty"`
+	Segments   Segments `json:"segments,omitempty"`
+	RDP        *Curve   `json:"rdp,omitempty"`
+	Approx     *Approx  `json:"approx,omitempty"`
+	Unbounded  bool     `json:"unbounded,omitempty"`
+}
+
+// Segments are subsampled Gaussian steps, stored in JSON as [{"q", "z", "steps"}, …].
+type Segments []accountant.Segment
+
+type segmentJSON struct {
+	Q     float64 `json:"q"`
+	Z     float64 `json:"z"`
+	Steps int     `json:"steps"`
+}
+
+// MarshalJSON writes the segments with lowercase field names.
+func (s Segments) MarshalJSON() ([]byte, error) {
+	out := make([]segmentJSON, len(s))
+	for i, g := range s {
+		out[i] = segmentJSON{g.Q, g.Z, g.Steps}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, refusing unknown fields.
+func (s *Segments) UnmarshalJSON(b []byte) error {
+	var in []segmentJSON
+	if err := strictjson.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*s = make(Segments, len(in))
+	for i, g := range in {
+		(*s)[i] = accountant.Segment{Q: g.Q, Z: g.Z, Steps: g.Steps}
+	}
+	return nil
+}
+
+// Curve is a Rényi DP curve: Values[i] is the RDP at Orders[i] (ascending, > 1).
+type Curve struct {
+	Orders []float64 `json:"orders"`
+	Values []float64 `json:"values"`
+}
+
+// Approx is an (ε, δ)-DP guarantee.
+type Approx struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// SegmentSpend returns the Spend of a ledger's history read by accountant acct ("rdp" or
+// "pld").
+func SegmentSpend(acct string, history []accountant.Segment) Spend {
+	if history == nil {
+		history = []accountant.Segment{}
+	}
+	return Spend{Accountant: acct, Segments: history}
+}
+
+// Steps returns the number of steps of a segment spend (0 for the other forms).
+func (s Spend) Steps() int {
+	n := 0
+	for _, g := range s.Segments {
+		n += g.Steps
+	}
+	return n
+}
+
+// isSegments reports whether s is a segment spend.
+func (s Spend) isSegments() bool { return s.Accountant != "" }
+
+// Validate reports a spend that is not exactly one of the four forms or whose values are
+// out of range.
+func (s Spend) Validate() error {
+	forms := 0
+	for _, set := range []bool{s.isSegments(), s.RDP != nil, s.Approx != nil, s.Unbounded} {
+		if set {
+			forms++
+		}
+	}
+	if forms != 1 {
+		return fmt.Errorf("budget: a spend holds %d of the forms segments, rdp, approx, unbounded: want exactly one", forms)
+	}
+	if len(s.Segments) > 0 && !s.isSegments() {
+		return errors.New("budget: segments without an accountant")
+	}
+	switch {
+	case s.isSegments():
+		if s.Accountant != "rdp" && s.Accountant != "pld" {
+			return fmt.Errorf("budget: accountant %q: want rdp or pld", s.Accountant)
+		}
+		total := 0
+		for i, g := range s.Segments {
+			if !(g.Q > 0 && g.Q <= 1) || !(g.Z > 0) || math.IsInf(g.Z, 1) {
+				return fmt.Errorf("budget: segment %d: q = %v, z = %v: want q in (0, 1] and a finite z > 0", i, g.Q, g.Z)
+			}
+			if g.Steps < 1 || total > math.MaxInt32-g.Steps {
+				return fmt.Errorf("budget: segment %d: %d steps: want ≥ 1 (and at most 2³¹−1 in all)", i, g.Steps)
+			}
+			total += g.Steps
+		}
+	case s.RDP != nil:
+		c := s.RDP
+		if len(c.Orders) == 0 || len(c.Orders) != len(c.Values) {
+			return fmt.Errorf("budget: RDP curve of %d orders and %d values: want as many, at least one", len(c.Orders), len(c.Values))
+		}
+		for i, a := range c.Orders {
+			if !(a > 1 && a <= accountant.MaxOrder) || (i > 0 && !(a > c.Orders[i-1])) {
+				return fmt.Errorf("budget: RDP order %v: want ascending orders in (1, %d]", a, accountant.MaxOrder)
+			}
+			if v := c.Values[i]; !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("budget: RDP %v at order %v: want a finite value ≥ 0", v, a)
+			}
+		}
+	case s.Approx != nil:
+		if e := s.Approx.Epsilon; !(e >= 0) || math.IsInf(e, 1) {
+			return fmt.Errorf("budget: ε = %v: want a finite ε ≥ 0", e)
+		}
+		if d := s.Approx.Delta; !(d >= 0 && d < 1) {
+			return fmt.Errorf("budget: δ = %v: want δ in [0, 1)", d)
+		}
+	}
+	return nil
+}
+
+// Composition is the spend of a data set (or of one run): an upper bound Epsilon on ε at
+// Delta, and the method that gave it.
+type Composition struct {
+	// Epsilon is +Inf when a spend is unbounded.
+	Epsilon float64
+	Delta   float64
+	// Method says how ε was bounded: "rdp" (RDP curves added per order, Balle et al.
+	// 2020 conversion), "pld" (privacy loss distribution of every segment), followed by
+	// "+ basic composition of N (ε, δ) runs" when approx spends were added; "none"
+	// when nothing was spent; "unbounded".
+	Method string
+}
+
+// compositionOrders are the Rényi orders at which segment spends are evaluated when no
+// RDP curve fixes them: DefaultOrders and the integers to 256, for small ε.
+var compositionOrders = accountant.OrdersUpTo(256)
+
+// Compose bounds the composition of spends at δ = delta: RDP curves and segments add per
+// Rényi order and convert at δ' = delta − Σ δ_i of the approx spends; when no spend is a
+// curve the PLD accountant composes the segments as well and the smaller ε is taken
+// (both are upper bounds); approx spends add their ε (basic composition). delta must
+// exceed the approx spends' Σ δ_i when any other spend is present. The PLD bound is
+// computed when the segments hold at most 8 distinct (q, z) and the RDP ε is at most 20
+// (its cost grows with both).
+func Compose(spends []Spend, delta float64) (Composition, error) {
+	return composeSpends(spends, delta, true)
+}
+
+// composeSpends is Compose, with the PLD bound only when withPLD: the RDP bound alone is
+// an upper bound too, and costs milliseconds where the PLD costs up to seconds.
+func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, error) {
+	var segs []accountant.Segment
+	var curves []*Curve
+	approxEps, approxDelta, nApprox := 0.0, 0.0, 0
+	for i, s := range spends {
+		if err := s.Validate(); err != nil {
+			return Composition{}, fmt.Errorf("spend %d: %w", i, err)
+		}
+		switch {
+		case s.Unbounded:
+			return Composition{Epsilon: math.Inf(1), Delta: delta, Method: "unbounded"}, nil
+		case s.isSegments():
+			segs = append(segs, s.Segments...)
+		case s.RDP != nil:
+			curves = append(curves, s.RDP)
+		case s.Approx != nil:
+			approxEps += s.Approx.Epsilon
+			approxDelta += s.Approx.Delta
+			nApprox++
+		}
+	}
+	basic := ""
+	if nApprox > 0 {
+		basic = fmt.Sprintf(" + basic composition of %d (ε, δ) run%s", nApprox, plural(nApprox))
+	}
+	if len(segs) == 0 && len(curves) == 0 {
+		if nApprox == 0 {
+			return Composition{Delta: delta, Method: "none"}, nil
+		}
+		if delta < approxDelta {
+			return Composition{}, fmt.Errorf("budget: δ = %v is below the Σ δ = %v of the (ε, δ) runs", delta, approxDelta)
+		}
+		return Composition{Epsilon: approxEps, Delta: delta, Method: "basic composition" + strings.TrimPrefix(basic, " + basic composition")}, nil
+	}
+	rest := delta - approxDelta
+	if !(rest > 0 && rest < 1) {
+		return Composition{}, fmt.Errorf("budget: δ = %v leaves no δ for the RDP and PLD composition after the Σ δ = %v of the (ε, δ) runs: ask at a larger δ", delta, approxDelta)
+	}
+	orders, err := commonOrders(curves)
+	if err != nil {
+		return Composition{}, err
+	}
+	total := make([]float64, len(orders))
+	for _, g := range mergeSegments(segs) {
+		r, err := accountant.SampledGaussianRDP(g.Q, g.Z, orders)
+		if err != nil {
+			return Composition{}, err
+		}
+		for i := range total {
+			total[i] += float64(g.Steps) * r[i]
+		}
+	}
+	for _, c := range curves {
+		for i, a := range orders {
+			j, _ := slices.BinarySearch(c.Orders, a)
+			total[i] += c.Values[j]
+		}
+	}
+	spent, err := accountant.EpsilonFromRDP(orders, total, rest, accountant.Balle)
+	if err != nil {
+		return Composition{}, err
+	}
+	eps, method := spent.Epsilon, "rdp"
+	if len(curves) == 0 && withPLD && pldAffordable(segs, eps) {
+		pld, err := accountant.PLD{}.Epsilon(mergeSegments(segs), rest)
+		if err != nil {
+			return Composition{}, err
+		}
+		if pld.Epsilon < eps {
+			eps, method = pld.Epsilon, "pld"
+		}
+	}
+	return Composition{Epsilon: eps + approxEps, Delta: delta, Method: method + basic}, nil
+}
+
+// The PLD bound costs an FFT composition per distinct (q, z), the longer the larger ε:
+// from tenths of a second to seconds each on one core. It is computed where it is
+// affordable and matters; elsewhere the RDP bound, an upper bound too, is reported alone
+// (and the method says "rdp").
+const (
+	pldMaxMechanisms = 8  // distinct (q, z) of the data set's steps
+	pldMaxEpsilon    = 20 // ε by RDP: beyond it a tighter bound changes no decision
+)
+
+func pldAffordable(segs []accountant.Segment, rdpEps float64) bool {
+	if !(rdpEps <= pldMaxEpsilon) {
+		return false
+	}
+	seen := map[[2]float64]bool{}
+	for _, g := range segs {
+		seen[[2]float64{g.Q, g.Z}] = true
+	}
+	return len(seen) <= pldMaxMechanisms
+}
+
+// mergeSegments counts the steps of each distinct (q, z), in order of first appearance:
+// composition commutes, so this is exact, and the RDP of a mechanism is evaluated once
+// however many runs repeat it.
+func mergeSegments(segs []accountant.Segment) []accountant.Segment {
+	idx := map[[2]float64]int{}
+	var out []accountant.Segment
+	for _, g := range segs {
+		k := [2]float64{g.Q, g.Z}
+		if i, ok := idx[k]; ok {
+			out[i].Steps += g.Steps
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, g)
+	}
+	return out
+}
+
+// commonOrders returns the orders at which every curve is given (compositionOrders when
+// there is none).
+func commonOrders(curves []*Curve) ([]float64, error) {
+	if len(curves) == 0 {
+		return compositionOrders, nil
+	}
+	orders := slices.Clone(curves[0].Orders)
+	for _, c := range curves[1:] {
+		orders = slices.DeleteFunc(orders, func(a float64) bool {
+			_, ok := slices.BinarySearch(c.Orders, a)
+			return !ok
+		})
+	}
+	if len(orders) == 0 {
+		return nil, errors.New("budget: the RDP curves of the data set's runs share no Rényi order: they cannot be added")
+	}
+	return orders, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,652 @@
+package budget
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/filelock"
+	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/internal/strictjson"
+)
+
+var (
+	// ErrOverBudget reports a reservation refused because the data set's spend with the
+	// planned run would pass the budget (an *OverBudgetError).
+	ErrOverBudget = errors.New("budget: over budget")
+	// ErrTampered reports a store that fails verification (a *VerifyError): an entry
+	// edited, removed, reordered or forged, or a head that does not match the ledger.
+	ErrTampered = errors.New("budget: the store fails verification")
+	// ErrKeyRequired reports a store whose entries are keyed, read without the key.
+	ErrKeyRequired = errors.New("budget: the store is keyed (HMAC-SHA256): open it with its key")
+)
+
+// VerifyError says which data set and entry of a store fail verification, and why.
+type VerifyError struct {
+	Fingerprint string
+	// Entry is the position (0-based) of the entry at fault, −1 for the head or the files.
+	Entry  int
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	if e.Entry < 0 {
+		return fmt.Sprintf("budget store: data set %s: %s", e.Fingerprint, e.Reason)
+	}
+	return fmt.Sprintf("budget store: data set %s, entry %d (line %d): %s", e.Fingerprint, e.Entry, e.Entry+1, e.Reason)
+}
+
+func (e *VerifyError) Unwrap() error { return ErrTampered }
+
+// OverBudgetError is a refused reservation: the data set's spend before the run and with
+// its plan, against the budget.
+type OverBudgetError struct {
+	Fingerprint, Name string
+	Budget            float64
+	Before, After     Composition
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("budget: data set %s (%s) has spent ε = %.4g at δ = %g; with this run's plan it would spend ε = %.4g (%s), above the budget ε = %g",
+		short(e.Fingerprint), e.Name, e.Before.Epsilon, e.Before.Delta, e.After.Epsilon, e.After.Method, e.Budget)
+}
+
+func (e *OverBudgetError) Unwrap() error { return ErrOverBudget }
+
+// short abbreviates a fingerprint for messages (the first 12 hex digits).
+func short(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
+}
+
+// Store is a budget store: a directory holding, for each data set, its ledger
+// (FINGERPRINT.ledger, one entry per line) and head (FINGERPRINT.head), and the lock
+// file that serialises every read and append across processes.
+type Store struct {
+	dir string
+	key []byte
+}
+
+// Open opens the store in dir, creating the directory (mode 0700) if needed. A non-nil
+// key (at least one byte) keys the hash chain with HMAC-SHA256: entries are then written
+// keyed, and a keyed entry can be read only with the key. A data set's unkeyed entries
+// are accepted before its first keyed one (a store that was started without the key),
+// never after it: from the first keyed entry on, its ledger and head stay keyed.
+func Open(dir string, key []byte) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("budget: no store directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("budget: store %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("budget: store %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("budget: store %s: not a directory", dir)
+	}
+	if len(key) == 0 {
+		key = nil
+	}
+	return &Store{dir: dir, key: bytes.Clone(key)}, nil
+}
+
+// StoreEnv names the environment variable that gives the store's directory when a
+// command's -budget-store flag is not given.
+const StoreEnv = "PRIVTRAIN_BUDGET_STORE"
+
+// ResolveDir is the store directory of a command: dir (its -budget-store flag), else
+// $PRIVTRAIN_BUDGET_STORE, else DefaultDir.
+func ResolveDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	if d := os.Getenv(StoreEnv); d != "" {
+		return d, nil
+	}
+	return DefaultDir()
+}
+
+// DefaultDir is the per-user store: $XDG_DATA_HOME/privtrain/budget, or
+// ~/.local/share/privtrain/budget when XDG_DATA_HOME is not set.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "privtrain", "budget"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("budget: no default store directory (%v): give one", err)
+	}
+	return filepath.Join(home, ".local", "share", "privtrain", "budget"), nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Keyed reports whether the store was opened with a key.
+func (s *Store) Keyed() bool { return s.key != nil }
+
+func (s *Store) ledgerPath(fp string) string { return filepath.Join(s.dir, fp+".ledger") }
+func (s *Store) headPath(fp string) string   { return filepath.Join(s.dir, fp+".head") }
+
+func (s *Store) lock() (*filelock.Lock, error) {
+	l, err := filelock.Wait(filepath.Join(s.dir, "lock"))
+	if err != nil {
+		return nil, fmt.Errorf("budget: locking the store %s: %w", s.dir, err)
+	}
+	return l, nil
+}
+
+func checkFingerprint(fp string) error {
+	if !isHex64(fp) {
+		return fmt.Errorf("budget: fingerprint %q: want 64 lowercase hex digits (a SHA-256)", fp)
+	}
+	return nil
+}
+
+// Parent is where a run started from: the training run (lineage) of the checkpoint it
+// resumed or forked from, that checkpoint's step on its branch and the steps its lineage
+// had taken (rewinds included).
+type Parent struct {
+	Run   string `json:"run"`
+	Step  int    `json:"step"`
+	Steps int    `json:"steps"`
+}
+
+// Run describes a run for its reservation.
+type Run struct {
+	// ID identifies this entry of the store ("": a new random id). Every process gets its
+	// own, also a resume, which keeps its checkpoint's Lineage.
+	ID string
+	// Lineage is the training run's id (training.Trainer.RunID), which its resumes keep.
+	Lineage string
+	Parent  *Parent
+	// Tool is the command ("train", "audit", "erm"), Name the data flag as given, Command
+	// the command line.
+	Tool, Name, Command string
+	// Time is when the run started (zero: now).
+	Time time.Time
+	// Delta is the run's δ: the data set's default δ is the smallest of its runs'.
+	Delta float64
+	// Inherited is what the lineage spent before this run (a resumed checkpoint's own
+	// ledger). When the store holds no entry of lineage Parent.Run, it is recorded first,
+	// once, as an import entry of that lineage, so that a checkpoint from before the store
+	// (or from another store) is counted.
+	Inherited *Spend
+}
+
+// ledger is one data set's verified entries.
+type ledger struct {
+	fp      string
+	entries []entry
+	hashes  []string
+	torn    int64 // offset of a torn last line, −1 if none
+	exists  bool  // the ledger file exists
+	keyed   bool  // an entry is keyed: every later entry and the head must be
+	headSeq int   // the entry the head names (−1: none, or no head)
+	runs    []*runState
+	byRun   map[string]*runState
+}
+
+// runState is one run's reservation (or import) and commit.
+type runState struct {
+	first  *entry
+	commit *entry
+}
+
+func (r *runState) spend() Spend {
+	if r.commit != nil {
+		return r.commit.Spend
+	}
+	return r.first.Spend
+}
+
+// read reads and verifies the data set's ledger and head; callers hold the lock.
+func (s *Store) read(fp string) (*ledger, error) {
+	l := &ledger{fp: fp, torn: -1, headSeq: -1, byRun: map[string]*runState{}}
+	bad := func(i int, format string, args ...any) error {
+		return &VerifyError{Fingerprint: fp, Entry: i, Reason: fmt.Sprintf(format, args...)}
+	}
+	data, err := readFile(s.ledgerPath(fp))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("budget: %w", err)
+	default:
+		l.exists = true
+	}
+	prev := genesis(fp)
+	for off := 0; off < len(data); {
+		nl := bytes.IndexByte(data[off:], '\n')
+		if nl < 0 { // a line without its newline: an append cut short by a crash
+			l.torn = int64(off)
+			break
+		}
+		i := len(l.entries)
+		p, err := parseLine(data[off : off+nl])
+		off += nl + 1
+		if err != nil {
+			return nil, bad(i, "not an entry: %v", err)
+		}
+		e := p.e
+		switch {
+		case e.Seq != i:
+			return nil, bad(i, "it says it is entry %d: entries were removed or reordered", e.Seq)
+		case e.Prev != prev:
+			return nil, bad(i, "it does not follow the entry before it (hash chain broken): an entry was edited, removed or reordered")
+		case p.alg == algKeyed && s.key == nil:
+			return nil, fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
+		case p.alg == algPlain && l.keyed:
+			return nil, bad(i, "an unkeyed entry after keyed ones: forged without the key, or written by a run without it (keep PRIVTRAIN_CHECKPOINT_KEY set once a store is keyed)")
+		case !hmac.Equal([]byte(digest(p.alg, s.key, p.body)), []byte(p.hash)):
+			if p.alg == algKeyed {
+				return nil, bad(i, "its HMAC does not verify: edited, or written with another key")
+			}
+			return nil, bad(i, "its hash does not verify: edited")
+		}
+		switch e.Kind {
+		case kindReserve, kindImport:
+			if l.byRun[e.Run] != nil {
+				return nil, bad(i, "run %s is recorded twice", e.Run)
+			}
+			r := &runState{first: &l.entriesAppend(e, p.hash)[i]}
+			l.byRun[e.Run] = r
+			l.runs = append(l.runs, r)
+		case kindCommit:
+			r := l.byRun[e.Run]
+			if r == nil || r.first.Kind != kindReserve || r.commit != nil {
+				return nil, bad(i, "a commit of run %s, which has no open reservation", e.Run)
+			}
+			r.commit = &l.entriesAppend(e, p.hash)[i]
+		}
+		l.keyed = l.keyed || p.alg == algKeyed
+		prev = p.hash
+	}
+	// Entries are appended to a slice that may move: re-point the runs at their entries.
+	l.relink()
+	return l, s.checkHead(l)
+}
+
+// entriesAppend appends e and its hash and returns the entries.
+func (l *ledger) entriesAppend(e entry, hash string) []entry {
+	l.entries = append(l.entries, e)
+	l.hashes = append(l.hashes, hash)
+	return l.entries
+}
+
+// relink points every run state at the entries of l.entries.
+func (l *ledger) relink() {
+	l.runs, l.byRun = l.runs[:0], map[string]*runState{}
+	for i := range l.entries {
+		e := &l.entries[i]
+		if e.Kind == kindCommit {
+			l.byRun[e.Run].commit = e
+			continue
+		}
+		r := &runState{first: e}
+		l.byRun[e.Run] = r
+		l.runs = append(l.runs, r)
+	}
+}
+
+// hashAt is the hash of entry i (the genesis hash for i = −1).
+func (l *ledger) hashAt(i int) string {
+	if i < 0 {
+		return genesis(l.fp)
+	}
+	return l.hashes[i]
+}
+
+// checkHead checks the head file against the verified entries: it must name the last
+// entry, or the one before it (a crash between the append and the head's update).
+func (s *Store) checkHead(l *ledger) error {
+	fp, k := l.fp, len(l.entries)
+	data, err := readFile(s.headPath(fp))
+	if errors.Is(err, fs.ErrNotExist) {
+		if !l.exists {
+			return nil
+		}
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is missing (it is written before the ledger): removed"}
+	} else if err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	var h headRecord
+	if err := strictjson.Unmarshal(data, &h); err != nil {
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: fmt.Sprintf("the head file is not valid: %v", err)}
+	}
+	switch {
+	case h.Alg == algKeyed && s.key == nil:
+		return fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
+	case h.Alg != algKeyed && h.Alg != algPlain:
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: fmt.Sprintf("the head file names the algorithm %q", h.Alg)}
+	case h.Alg == algPlain && l.keyed:
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is not keyed but entries are: forged without the key, or written by a run without it"}
+	case !hmac.Equal([]byte(digest(h.Alg, s.key, headBody(fp, h.Seq, h.Hash))), []byte(h.Mac)):
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file's hash does not verify: edited, or written with another key"}
+	case h.Seq > k-1:
+		return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: fmt.Sprintf("the head records entry %d but the ledger holds %d entries: the last entries were removed", h.Seq, k)}
+	case h.Seq == k-1 && h.Hash == l.hashAt(k-1), h.Seq == k-2 && h.Hash == l.hashAt(k-2):
+		l.headSeq = h.Seq
+		return nil
+	case h.Seq < k-2:
+		return &VerifyError{Fingerprint: fp, Entry: h.Seq + 1, Reason: fmt.Sprintf("the head records entry %d but the ledger holds %d entries: entries were added without updating the head", h.Seq, k)}
+	}
+	return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: "the head records another hash for this entry: entries were edited or replaced"}
+}
+
+// readFile reads a store file whole, refusing one that is not a regular file.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return io.ReadAll(f)
+}
+
+// append writes e as the next entry of l: it first cuts a torn last line, creates the
+// head before a new ledger, appends the whole line with one write and fsync, then updates
+// the head. Callers hold the lock and have verified l.
+func (s *Store) append(l *ledger, e entry) error {
+	path := s.ledgerPath(l.fp)
+	if l.torn >= 0 {
+		if err := os.Truncate(path, l.torn); err != nil {
+			return fmt.Errorf("budget: repairing the torn last line of %s: %w", path, err)
+		}
+		l.torn = -1
+	}
+	if !l.exists {
+		if err := s.writeHead(l.fp, -1, genesis(l.fp)); err != nil {
+			return err
+		}
+	} else if last := len(l.entries) - 1; l.headSeq != last {
+		// A crash between an append and the head's update left the head one entry
+		// behind: bring it up to date first, or a second such crash would leave it two
+		// behind, which reads as removed entries.
+		if err := s.writeHead(l.fp, last, l.hashAt(last)); err != nil {
+			return err
+		}
+	}
+	e.Version, e.Seq, e.Prev = entryVersion, len(l.entries), l.hashAt(len(l.entries)-1)
+	line, hash, err := encodeEntry(&e, s.key)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return fmt.Errorf("budget: appending to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("budget: syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	if !l.exists {
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+		l.exists = true
+	}
+	l.entriesAppend(e, hash)
+	l.relink()
+	if err := s.writeHead(l.fp, e.Seq, hash); err != nil {
+		return err
+	}
+	l.headSeq = e.Seq
+	return nil
+}
+
+func (s *Store) writeHead(fp string, seq int, hash string) error {
+	h := newHead(fp, seq, hash, s.key)
+	err := atomicfile.Write(s.headPath(fp), 0o600, func(w io.Writer) error {
+		return json.NewEncoder(w).Encode(h)
+	})
+	if err != nil {
+		return fmt.Errorf("budget: writing the head of %s: %w", short(fp), err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("budget: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// item is a run's effective spend and δ.
+type item struct {
+	spend Spend
+	delta float64
+}
+
+func (l *ledger) items() []item {
+	out := make([]item, 0, len(l.runs))
+	for _, r := range l.runs {
+		out = append(out, item{r.spend(), r.first.Delta})
+	}
+	return out
+}
+
+func (l *ledger) hasLineage(run string) bool {
+	for _, r := range l.runs {
+		if r.first.Lineage == run {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultDelta is the δ at which a data set's spend is reported: the smallest δ of its
+// runs whose spend is a curve or segments, plus the δ of its (ε, δ) runs.
+func defaultDelta(items []item) float64 {
+	d, approx := math.Inf(1), 0.0
+	for _, it := range items {
+		switch {
+		case it.spend.Approx != nil:
+			approx += it.spend.Approx.Delta
+		case it.spend.Unbounded:
+		case it.delta > 0:
+			d = min(d, it.delta)
+		}
+	}
+	if math.IsInf(d, 1) {
+		d = 0
+	}
+	return d + approx
+}
+
+func compose(items []item, delta float64) (Composition, error) {
+	return composeItems(items, delta, true)
+}
+
+// composeItems composes items at delta (0: their default δ), with or without the PLD bound.
+func composeItems(items []item, delta float64, withPLD bool) (Composition, error) {
+	if delta == 0 {
+		delta = defaultDelta(items)
+	}
+	spends := make([]Spend, len(items))
+	for i, it := range items {
+		spends[i] = it.spend
+	}
+	return composeSpends(spends, delta, withPLD)
+}
+
+// Reservation is a run's reservation in the store, settled by Commit.
+type Reservation struct {
+	store       *Store
+	fp, run     string
+	delta       float64
+	Fingerprint string
+	// Before and After are the data set's spend before the run and with its planned
+	// spend, at the data set's default δ, by the RDP bound alone (quick; the PLD bound,
+	// often smaller, comes with Commit and the listings).
+	Before, After Composition
+	committed     bool
+}
+
+// ID returns the run's id in the store.
+func (r *Reservation) ID() string { return r.run }
+
+// Reserve records run's planned spend on data set fp before the run takes its first
+// step, under the store's lock and fsynced. With budgetEps > 0 it refuses (an
+// *OverBudgetError) a plan that would take the data set's ε, composed at its default δ,
+// past budgetEps. A store that fails verification refuses every reservation.
+func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*Reservation, error) {
+	if err := checkFingerprint(fp); err != nil {
+		return nil, err
+	}
+	if err := planned.Validate(); err != nil {
+		return nil, err
+	}
+	if !(run.Delta >= 0 && run.Delta < 1) || (run.Delta == 0 && (planned.isSegments() || planned.RDP != nil)) {
+		return nil, fmt.Errorf("budget: run δ = %v: want δ in (0, 1)", run.Delta)
+	}
+	if run.Inherited != nil {
+		if err := run.Inherited.Validate(); err != nil {
+			return nil, fmt.Errorf("budget: inherited spend: %w", err)
+		}
+	}
+	if run.ID == "" {
+		run.ID = privrand.ID(16)
+	}
+	if run.Time.IsZero() {
+		run.Time = time.Now()
+	}
+	items, err := s.reserve(fp, run, planned, budgetEps)
+	if err != nil {
+		return nil, err
+	}
+	// The spend before and after, for the run's report: the RDP bound (milliseconds; the
+	// PLD bound may take a second or more, and Commit computes it once the run is done).
+	all := append(items, item{planned, run.Delta})
+	d := defaultDelta(all)
+	before, err := composeItems(items, d, false)
+	if err != nil {
+		return nil, err
+	}
+	after, err := composeItems(all, d, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
+}
+
+// reserve appends the import (if due) and the reservation under the lock, and returns
+// the data set's runs before this one.
+func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, error) {
+	lk, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Unlock()
+	l, err := s.read(fp)
+	if err != nil {
+		return nil, err
+	}
+	if l.byRun[run.ID] != nil {
+		return nil, fmt.Errorf("budget: run %s is already recorded", run.ID)
+	}
+	stamp := run.Time.UTC().Format(time.RFC3339Nano)
+	if p := run.Parent; p != nil && run.Inherited != nil && !l.hasLineage(p.Run) && (run.Inherited.Steps() > 0 || !run.Inherited.isSegments()) {
+		imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
+			Command: "(the ledger of the resumed checkpoint, step " + fmt.Sprint(p.Step) + ")", Time: stamp, Delta: run.Delta, Spend: *run.Inherited}
+		if err := s.append(l, imp); err != nil {
+			return nil, err
+		}
+	}
+	items := l.items()
+	// The RDP bound first (fast; it also checks that the plan composes with the data
+	// set's runs); the PLD bound, smaller, only when RDP alone would refuse.
+	all := append(slices.Clone(items), item{planned, run.Delta})
+	d := defaultDelta(all)
+	after, err := composeItems(all, d, false)
+	if err == nil && budgetEps > 0 && !(after.Epsilon <= budgetEps) {
+		after, err = composeItems(all, d, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if budgetEps > 0 && !(after.Epsilon <= budgetEps) {
+		before, err := compose(items, d)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
+	}
+	e := entry{Kind: kindReserve, Run: run.ID, Lineage: run.Lineage, Parent: run.Parent, Tool: run.Tool, Name: run.Name,
+		Command: run.Command, Time: stamp, Delta: run.Delta, Spend: planned}
+	return items, s.append(l, e)
+}
+
+// Commit settles the reservation with what the run actually spent (the steps it took,
+// however it stopped), which replaces the planned spend in the data set's composition,
+// and returns the data set's settled spend. A run killed before Commit stays counted at
+// its reservation. Commit a spend that covers every step taken: the store cannot see
+// steps that no one reports.
+func (r *Reservation) Commit(actual Spend) (Composition, error) {
+	if r.committed {
+		return Composition{}, errors.New("budget: the reservation is already settled")
+	}
+	if err := actual.Validate(); err != nil {
+		return Composition{}, err
+	}
+	items, err := r.commit(actual)
+	if err != nil {
+		return Composition{}, err
+	}
+	r.committed = true
+	return compose(items, 0)
+}
+
+// commit appends the commit under the lock and returns the data set's runs.
+func (r *Reservation) commit(actual Spend) ([]item, error) {
+	s := r.store
+	lk, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Unlock()
+	l, err := s.read(r.fp)
+	if err != nil {
+		return nil, err
+	}
+	st := l.byRun[r.run]
+	if st == nil || st.commit != nil {
+		return nil, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
+	}
+	e := entry{Kind: kindCommit, Run: r.run, Time: time.Now().UTC().Format(time.RFC3339Nano), Delta: r.delta, Spend: actual}
+	if err := s.append(l, e); err != nil {
+		return nil, err
+	}
+	return l.items(), nil
+}

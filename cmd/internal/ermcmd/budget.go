@@ -1,0 +1,114 @@
+package ermcmd
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/cmd/internal/traincmd"
+	"github.com/privtrain/privtrain/erm"
+	"github.com/privtrain/privtrain/erm/data"
+)
+
+// ermBudget is what erm needs to record its runs in the budget store.
+type ermBudget struct {
+	store       string // -budget-store
+	command     string
+	fingerprint string // of the data as loaded, before normalisation
+	desc        string // the data set, for the settled line
+	stderr      io.Writer
+}
+
+func addBudgetFlag(fs *flag.FlagSet, b *ermBudget) {
+	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where the run records its (ε, δ) on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
+}
+
+// dataFingerprint is erm's content fingerprint of a data set as loaded (before
+// normalisation, so that -raw and normalised runs on one file are one data set): the hex
+// SHA-256 of
+//
+//	"privtrain-erm-data-v1\x00" | uint64 n | uint64 d | for each row: d float64 features | float64 label
+//
+// all little-endian IEEE 754 bits, in row order. It is not datasets.ContentFingerprint
+// (float32 values and integer labels): erm's data are float64 with real labels.
+func dataFingerprint(ds *data.Dataset) string {
+	h := sha256.New()
+	h.Write([]byte("privtrain-erm-data-v1\x00"))
+	n, d := ds.X.Dims()
+	var b [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	put(uint64(n))
+	put(uint64(d))
+	for i := range n {
+		for j := range d {
+			put(math.Float64bits(ds.X.At(i, j)))
+		}
+		put(math.Float64bits(ds.Y[i]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// approxSpend is the store's form of an erm guarantee: (ε, δ), δ = 0 for the pure-ε
+// solvers, unbounded with the noise off.
+func approxSpend(eps, delta float64) budget.Spend {
+	if math.IsInf(eps, 1) {
+		return budget.Spend{Unbounded: true}
+	}
+	return budget.Spend{Approx: &budget.Approx{Epsilon: eps, Delta: delta}}
+}
+
+// reserveBudget records the run's (ε, δ) on its data set before the solver runs. Unlike
+// train, erm prints the data set's spend once, when the run has settled: a solver that
+// refuses its configuration stops with one line.
+func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
+	store, err := traincmd.OpenStore(o.budget.store)
+	if err != nil {
+		return nil, err
+	}
+	delta := o.delta
+	if solvers[o.solver].pure {
+		delta = 0
+	}
+	run := budget.Run{Tool: "erm", Name: name, Command: o.budget.command, Delta: delta}
+	res, err := store.Reserve(o.budget.fingerprint, run, approxSpend(o.epsilon, delta), 0)
+	if err != nil {
+		err = traincmd.StoreError("-budget", store, err)
+		if ue, ok := err.(*exit.UsageError); ok {
+			ue.Msg = "erm: " + ue.Msg
+		}
+		return nil, err
+	}
+	o.budget.desc = fmt.Sprintf("data set %s (%s) in %s", o.budget.fingerprint[:12], name, store.Dir())
+	return res, nil
+}
+
+// settleBudget commits what the solver released: its (ε, δ), or nothing when it refused
+// to run (a configuration error before any noise). A solver that failed otherwise stays
+// counted at its reservation.
+func (o *trainOptions) settleBudget(res *budget.Reservation, r *erm.Result, solveErr error, refused bool) {
+	if res == nil || (solveErr != nil && !refused) || (solveErr == nil && r == nil) {
+		return
+	}
+	spend := approxSpend(0, 0)
+	if !refused {
+		spend = approxSpend(r.Epsilon, r.Delta)
+	}
+	total, err := res.Commit(spend)
+	if o.budget.stderr == nil || (refused && err == nil) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(o.budget.stderr, "erm: warning: settling the run in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(o.budget.stderr, "budget: %s: spent %s, this run included\n", o.budget.desc, traincmd.FormatSpend(total))
+}

@@ -1,0 +1,277 @@
+package privacycmd
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/cmd/internal/traincmd"
+	"github.com/privtrain/privtrain/internal/jsonnum"
+)
+
+const budgetUsage = `usage: privacy budget [-json] [-store DIR] [-fingerprint F] [-delta D]
+
+Lists the data sets of the budget store and what each has spent: the
+composition of every run recorded on it (train, including -validation runs,
+audit, erm; resumes count their new steps, forks both branches), as ε at δ.
+A data set is its content (a SHA-256 of every example and label), whatever
+file or flag it was loaded from; "name" is the data flag of its latest run.
+ε is the smaller of two upper bounds when both apply: RDP curves added per
+order (Balle et al. conversion) and the PLD of every step; (ε, δ) runs (erm)
+add by basic composition; the method column says which. Runs still running,
+or killed, count at their planned steps (unsettled).
+
+-fingerprint F (a unique prefix is enough) lists that data set's runs.
+
+The store is verified first: an edited, removed or reordered entry makes the
+command fail (exit 1) naming the data set and the entry. With
+PRIVTRAIN_CHECKPOINT_KEY set the entries are HMAC-SHA256-keyed and must verify
+under it. See docs/budget.md for what the store proves and what it cannot.
+
+Flags:
+`
+
+type budgetOptions struct {
+	json        bool
+	store       string
+	fingerprint string
+	delta       float64
+}
+
+func runBudget(args []string, stdout, stderr io.Writer) int {
+	var o budgetOptions
+	fset := flag.NewFlagSet("privacy budget", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.BoolVar(&o.json, "json", false, `print {"store", "datasets":[{"fingerprint","name","runs","epsilon","delta",…}]} (with -fingerprint: {"store","dataset","runs"}); ε is null when unbounded`)
+	fset.StringVar(&o.store, "store", "", "the budget store `DIR` (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget)")
+	fset.StringVar(&o.fingerprint, "fingerprint", "", "list the runs of the data set whose fingerprint (or its unique prefix) is `F`")
+	fset.Float64Var(&o.delta, "delta", 0, "report ε at this δ (default: each data set's smallest δ of its runs, plus the δ of its (ε, δ) runs)")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, budgetUsage)
+			fset.SetOutput(stdout)
+			fset.PrintDefaults()
+			return exit.OK
+		}
+		fmt.Fprintf(stderr, "privacy budget: %v (see privacy budget -help)\n", err)
+		return exit.Usage
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "privacy budget: unexpected argument %q (see privacy budget -help)\n", fset.Arg(0))
+		return exit.Usage
+	}
+	if o.delta != 0 && !(o.delta > 0 && o.delta < 1) {
+		fmt.Fprintf(stderr, "privacy budget: -delta %v: want δ in (0, 1)\n", o.delta)
+		return exit.Usage
+	}
+	if err := o.list(stdout); err != nil {
+		fmt.Fprintf(stderr, "privacy budget: %s\n", exit.OneLine(err.Error()))
+		var ue *exit.UsageError
+		if errors.As(err, &ue) {
+			return exit.Usage
+		}
+		return exit.Failure
+	}
+	return exit.OK
+}
+
+func (o *budgetOptions) list(w io.Writer) error {
+	dir, err := budget.ResolveDir(o.store)
+	if err != nil {
+		return exit.Usagef("%v: give -store DIR", err)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// Nothing recorded yet: do not create the store just to list it.
+		if o.fingerprint != "" {
+			return exit.Usagef("-fingerprint %s: the budget store %s does not exist (no run has recorded its spend there)", o.fingerprint, dir)
+		}
+		if o.json {
+			return writeJSON(w, budgetJSON{Store: dir, Datasets: []datasetJSON{}})
+		}
+		fmt.Fprintf(w, "budget store %s: no data sets (no run has recorded its spend there)\n", dir)
+		return nil
+	}
+	store, err := traincmd.OpenStore(dir)
+	if err != nil {
+		return err
+	}
+	if o.fingerprint != "" {
+		return o.listRuns(w, store)
+	}
+	ds, err := store.Datasets(o.delta)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := budgetJSON{Store: store.Dir(), Keyed: store.Keyed(), Datasets: []datasetJSON{}}
+		for _, d := range ds {
+			out.Datasets = append(out.Datasets, datasetOf(d))
+		}
+		return writeJSON(w, out)
+	}
+	fmt.Fprintf(w, "budget store %s (%s); ε at δ = %s\n", store.Dir(), keyedText(store), deltaText(o.delta))
+	if len(ds) == 0 {
+		fmt.Fprintln(w, "no data sets")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FINGERPRINT\tNAME\tRUNS\tSTEPS\tε\tδ\tMETHOD\tLAST RUN")
+	for _, d := range ds {
+		runs := fmt.Sprint(d.Runs)
+		if d.Unsettled > 0 {
+			runs += fmt.Sprintf(" (%d unsettled)", d.Unsettled)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%g\t%s\t%s\n", d.Fingerprint[:16], d.Name, runs, d.Steps, epsText(d.Epsilon), d.Delta, d.Method, d.Last.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func (o *budgetOptions) listRuns(w io.Writer, store *budget.Store) error {
+	d, runs, err := store.Runs(o.fingerprint, o.delta)
+	if err != nil {
+		if errors.Is(err, budget.ErrTampered) || errors.Is(err, budget.ErrKeyRequired) {
+			return err
+		}
+		return exit.Usagef("-fingerprint %s: %v", o.fingerprint, err)
+	}
+	if o.json {
+		out := budgetRunsJSON{Store: store.Dir(), Keyed: store.Keyed(), Dataset: datasetOf(d), Runs: []budgetRunJSON{}}
+		for _, r := range runs {
+			out.Runs = append(out.Runs, runOf(r))
+		}
+		return writeJSON(w, out)
+	}
+	fmt.Fprintf(w, "data set %s (%s) in %s (%s)\n", d.Fingerprint, d.Name, store.Dir(), keyedText(store))
+	fmt.Fprintf(w, "spent ε = %s at δ = %g (%s) by %d runs, %d steps; δ: %s\n", epsText(d.Epsilon), d.Delta, d.Method, d.Runs, d.Steps, deltaText(o.delta))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTARTED\tTOOL\tLINEAGE\tPARENT\tSTEPS\tε (OWN)\tδ\tSTATUS\tCOMMAND")
+	for _, r := range runs {
+		status := "settled"
+		switch {
+		case r.Import:
+			status = "imported"
+		case !r.Settled:
+			status = fmt.Sprintf("unsettled (counted at the %d planned steps)", r.Reserved.Steps())
+		}
+		parent := "-"
+		if r.Parent != nil {
+			parent = fmt.Sprintf("%s@%d", abbrev(r.Parent.Run), r.Parent.Step)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%g\t%s\t%s\n", abbrev(r.ID), r.Time.Local().Format(time.DateTime), r.Tool, abbrev(r.Lineage), parent,
+			stepsText(r.Spend), epsText(r.Own.Epsilon), r.Own.Delta, status, r.Command)
+	}
+	return tw.Flush()
+}
+
+func abbrev(id string) string {
+	if id == "" {
+		return "-"
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func stepsText(s budget.Spend) string {
+	switch {
+	case s.Accountant != "":
+		return fmt.Sprint(s.Steps())
+	case s.RDP != nil:
+		return "RDP curve"
+	case s.Approx != nil:
+		return fmt.Sprintf("(ε = %g, δ = %g)", s.Approx.Epsilon, s.Approx.Delta)
+	}
+	return "non-private"
+}
+
+func epsText(e float64) string {
+	if math.IsInf(e, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.4g", e)
+}
+
+func keyedText(s *budget.Store) string {
+	if s.Keyed() {
+		return "keyed: HMAC-SHA256 under PRIVTRAIN_CHECKPOINT_KEY"
+	}
+	return "unkeyed: set PRIVTRAIN_CHECKPOINT_KEY for forgery-proof entries"
+}
+
+func deltaText(d float64) string {
+	if d == 0 {
+		return "each data set's smallest δ of its runs (-delta to choose)"
+	}
+	return fmt.Sprint(d)
+}
+
+// budgetJSON is the -json output of privacy budget.
+type budgetJSON struct {
+	Store    string        `json:"store"`
+	Keyed    bool          `json:"keyed"`
+	Datasets []datasetJSON `json:"datasets"`
+}
+
+type datasetJSON struct {
+	Fingerprint string   `json:"fingerprint"`
+	Name        string   `json:"name"`
+	Runs        int      `json:"runs"`
+	Epsilon     *float64 `json:"epsilon"` // null: unbounded (a non-private run)
+	Delta       float64  `json:"delta"`
+	Method      string   `json:"method"`
+	Unbounded   bool     `json:"unbounded,omitempty"`
+	Steps       int      `json:"steps"`
+	Unsettled   int      `json:"unsettled_runs"`
+	LastRun     string   `json:"last_run"`
+}
+
+func datasetOf(d budget.Dataset) datasetJSON {
+	return datasetJSON{Fingerprint: d.Fingerprint, Name: d.Name, Runs: d.Runs, Epsilon: jsonnum.FiniteOrNil(d.Epsilon), Delta: d.Delta,
+		Method: d.Method, Unbounded: math.IsInf(d.Epsilon, 1), Steps: d.Steps, Unsettled: d.Unsettled, LastRun: d.Last.UTC().Format(time.RFC3339)}
+}
+
+type budgetRunsJSON struct {
+	Store   string          `json:"store"`
+	Keyed   bool            `json:"keyed"`
+	Dataset datasetJSON     `json:"dataset"`
+	Runs    []budgetRunJSON `json:"runs"`
+}
+
+type budgetRunJSON struct {
+	ID            string         `json:"id"`
+	Import        bool           `json:"import"`
+	Lineage       string         `json:"lineage,omitempty"`
+	Parent        *budget.Parent `json:"parent,omitempty"`
+	Tool          string         `json:"tool"`
+	Name          string         `json:"name"`
+	Command       string         `json:"command"`
+	Time          string         `json:"time"`
+	Settled       bool           `json:"settled"`
+	ReservedSteps int            `json:"reserved_steps"`
+	Steps         int            `json:"steps"`
+	Epsilon       *float64       `json:"epsilon"` // the run's own, at its δ
+	Delta         float64        `json:"delta"`
+	Spend         budget.Spend   `json:"spend"`
+}
+
+func runOf(r budget.RunRecord) budgetRunJSON {
+	return budgetRunJSON{ID: r.ID, Import: r.Import, Lineage: r.Lineage, Parent: r.Parent, Tool: r.Tool, Name: r.Name, Command: r.Command,
+		Time: r.Time.UTC().Format(time.RFC3339), Settled: r.Settled, ReservedSteps: r.Reserved.Steps(), Steps: r.Spend.Steps(),
+		Epsilon: jsonnum.FiniteOrNil(r.Own.Epsilon), Delta: r.Own.Delta, Spend: r.Spend}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,262 @@
+package traincmd
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
+)
+
+// budgetFlags are -budget and -budget-store, and the command line the store records.
+type budgetFlags struct {
+	eps     float64
+	store   string
+	command string
+}
+
+func addBudgetFlags(fs *flag.FlagSet, b *budgetFlags) {
+	fs.Float64Var(&b.eps, "budget", 0, "refuse, before the first step and with exit status 2, a run whose planned spend would take its data set's ε past `EPS`: the composition of every run recorded in the budget store on the same data (same content fingerprint), at the smallest δ of its runs (0: no limit; every run is recorded all the same). -epsilon still sets this run's own ε")
+	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where every run records its spend on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
+}
+
+// CommandLine is the command line recorded in the store: the tool and its arguments,
+// each quoted when it holds a space or a quote.
+func CommandLine(tool string, args []string) string {
+	parts := []string{tool}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// dataFingerprint is the content fingerprint of a loaded training set, computed once per
+// load: it keys the budget store (and, with -validation, is taken before the split, so
+// that the whole training set the run draws from is charged).
+func dataFingerprint(ds datasets.Dataset) string { return datasets.ContentFingerprint(ds) }
+
+// OpenStore opens the budget store of a command that trains (train, audit, erm): flagDir
+// (its -budget-store flag), else $PRIVTRAIN_BUDGET_STORE, else the per-user default;
+// keyed with PRIVTRAIN_CHECKPOINT_KEY when it is set.
+func OpenStore(flagDir string) (*budget.Store, error) {
+	key, err := checkpointKey()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := budget.ResolveDir(flagDir)
+	if err != nil {
+		return nil, exit.Usagef("%v: give -budget-store DIR or set %s", err, budget.StoreEnv)
+	}
+	s, err := budget.Open(dir, key)
+	if err != nil {
+		return nil, exit.Usagef("-budget-store %s: %v (give another -budget-store DIR or %s)", dir, err, budget.StoreEnv)
+	}
+	return s, nil
+}
+
+// StoreError turns the store's refusals into what a command says: an over-budget plan
+// and a store that fails verification are refused with the usage status (2) before the
+// first step; the rest are failures.
+func StoreError(flagBudget string, store *budget.Store, err error) error {
+	var ob *budget.OverBudgetError
+	switch {
+	case errors.As(err, &ob):
+		return exit.Usagef("%s %g: refused before the first step: %v", flagBudget, ob.Budget, err)
+	case errors.Is(err, budget.ErrTampered):
+		return exit.Usagef("the budget store %s fails verification, so the data set's spend is unknown: %v (nothing was trained; give another -budget-store DIR to start a new store)", store.Dir(), err)
+	case errors.Is(err, budget.ErrKeyRequired):
+		return exit.Usagef("the budget store %s: %v: set %s to its key, or give another -budget-store DIR", store.Dir(), err, keyEnv)
+	}
+	return fmt.Errorf("the budget store %s: %w", store.Dir(), err)
+}
+
+// runBudget is a run's reservation in the budget store.
+type runBudget struct {
+	res        *budget.Reservation
+	acct       string
+	base       int // the ledger's steps when the run reserved (the lineage before it)
+	private    bool
+	stderr     io.Writer
+	name, desc string
+	start      string        // the line report prints
+	search     *budget.Spend // a -tune search's spend (settleSearch)
+}
+
+// reserveBudget records the run's planned spend in the budget store before its first
+// step (report prints the data set's spend so far and with this run's plan). A resumed run
+// reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
+// the run that took them, or imported now when the store has not seen its lineage).
+func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
+	store, err := OpenStore(o.budget.store)
+	if err != nil {
+		return nil, err
+	}
+	p := t.Plan()
+	name := o.dataset
+	if o.data != "" {
+		name += " " + o.data
+	}
+	rb := &runBudget{acct: o.accountant, private: p.Private, stderr: stderr, name: name}
+	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta}
+	var planned budget.Spend
+	if p.Private {
+		rb.base = t.Ledger().Steps()
+		scaler, _ := rule.(dpoptim.NoiseScaler)
+		l := accountant.NewLedger()
+		for step := t.Steps(); step < p.Steps; step++ {
+			if err := l.Record(p.SampleRate, checkpoint.StepMultiplier(p.NoiseMultiplier, scaler, step), 1); err != nil {
+				return nil, err
+			}
+		}
+		planned = budget.SegmentSpend(o.accountant, l.History())
+	} else {
+		planned = budget.Spend{Unbounded: true}
+	}
+	if ck != nil {
+		run.Parent = &budget.Parent{Run: ck.RunID, Step: ck.Step, Steps: ck.LineageSteps()}
+		inherited := budget.Spend{Unbounded: true}
+		if p.Private {
+			inherited = budget.SegmentSpend(o.accountant, t.Ledger().History())
+		}
+		run.Inherited = &inherited
+	}
+	res, err := store.Reserve(fp, run, planned, o.budget.eps)
+	if err != nil {
+		return nil, StoreError("-budget", store, err)
+	}
+	rb.res = res
+	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
+	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	return rb, nil
+}
+
+// report prints the data set's spend before the run and with its plan (after the run's
+// header).
+func (rb *runBudget) report() {
+	if rb != nil {
+		fmt.Fprint(rb.stderr, rb.start)
+	}
+}
+
+// settle commits what the run spent (the steps its ledger recorded after the
+// reservation, however it stopped) and prints the data set's settled total. A failure
+// leaves the reservation, which over-counts: a warning, not an error.
+func (rb *runBudget) settle(t *training.Trainer) {
+	if rb == nil || rb.res == nil {
+		return
+	}
+	actual := budget.Spend{Unbounded: true}
+	if rb.private && t.Ledger() != nil {
+		actual = budget.SegmentSpend(rb.acct, dropSteps(t.Ledger().History(), rb.base))
+	}
+	total, err := rb.res.Commit(actual)
+	if err != nil {
+		fmt.Fprintf(rb.stderr, "train: warning: settling the run in the budget store: %s (the store keeps this run's planned spend)\n", exit.OneLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, FormatSpend(total))
+}
+
+// dropSteps returns history without its first n steps.
+func dropSteps(history []accountant.Segment, n int) []accountant.Segment {
+	var out []accountant.Segment
+	for _, s := range history {
+		if n >= s.Steps {
+			n -= s.Steps
+			continue
+		}
+		s.Steps -= n
+		n = 0
+		out = append(out, s)
+	}
+	return out
+}
+
+// FormatSpend says a data set's spend: "ε = 1.234 at δ = 1e-05 (pld)".
+func FormatSpend(c budget.Composition) string {
+	if math.IsInf(c.Epsilon, 1) {
+		return "ε = ∞ (a run without a finite guarantee, such as non-private training)"
+	}
+	if c.Method == "none" {
+		return "nothing yet"
+	}
+	return fmt.Sprintf("ε = %.4g at δ = %g (%s)", c.Epsilon, c.Delta, c.Method)
+}
+
+// reserveSearch records a -tune search in the budget store before its first trial: its
+// RDP curve (Papernot & Steinke 2022), which covers every trial, the scores and the
+// choice of the best, on the whole training set the search splits. -budget refuses a
+// search that would take the data set past it.
+func reserveSearch(o *options, fp string, sp TuneSpend, stderr io.Writer) (*runBudget, error) {
+	store, err := OpenStore(o.budget.store)
+	if err != nil {
+		return nil, err
+	}
+	name := o.dataset
+	if o.data != "" {
+		name += " " + o.data
+	}
+	spend := searchSpend(sp)
+	run := budget.Run{Tool: "train -tune", Name: name, Command: o.budget.command, Delta: sp.Delta}
+	res, err := store.Reserve(fp, run, spend, o.budget.eps)
+	if err != nil {
+		return nil, StoreError("-budget", store, err)
+	}
+	rb := &runBudget{res: res, stderr: stderr, name: name, desc: fmt.Sprintf("data set %s (%s)", fp[:12], name), search: &spend}
+	fmt.Fprintf(stderr, "budget: %s in %s: spent %s; with this search %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	return rb, nil
+}
+
+// settleSearch settles a search at its reserved spend: the bound holds for the whole
+// search however many trials ran, and a search that stopped early keeps it.
+func (rb *runBudget) settleSearch() {
+	if rb == nil || rb.search == nil {
+		return
+	}
+	total, err := rb.res.Commit(*rb.search)
+	if err != nil {
+		fmt.Fprintf(rb.stderr, "train: warning: settling the search in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, FormatSpend(total))
+}
+
+// searchSpend is a search's RDP curve in the store's form: its orders ascending, those
+// where the bound is infinite left out (a curve at fewer orders is still a bound);
+// unbounded when none is finite.
+func searchSpend(sp TuneSpend) budget.Spend {
+	type point struct{ a, r float64 }
+	var pts []point
+	for i, a := range sp.Orders {
+		if i < len(sp.RDP) && sp.RDP[i] >= 0 && !math.IsInf(sp.RDP[i], 1) {
+			pts = append(pts, point{a, sp.RDP[i]})
+		}
+	}
+	if len(pts) == 0 {
+		return budget.Spend{Unbounded: true}
+	}
+	slices.SortFunc(pts, func(x, y point) int { return cmp.Compare(x.a, y.a) })
+	c := &budget.Curve{}
+	for i, p := range pts {
+		if i > 0 && p.a == pts[i-1].a {
+			continue
+		}
+		c.Orders, c.Values = append(c.Orders, p.a), append(c.Values, p.r)
+	}
+	return budget.Spend{RDP: c}
+}
