@@ -1,7 +1,7 @@
 package auditcmd
 
 import (
-	"fmt"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"math"
 	"os"
 	"strings"
@@ -13,17 +13,7 @@ import (
 )
 
 // TestMain keeps every test off the user's budget store.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "auditcmd-budget-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv(budget.StoreEnv, dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }
 
 // A one-run audit records the subsampled Gaussian steps it ran on its real digits; the
 // multi-run audit (blank filler and canaries only) records nothing.

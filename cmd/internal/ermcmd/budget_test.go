@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,17 +17,7 @@ import (
 )
 
 // TestMain keeps every test off the user's budget store.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ermcmd-budget-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv(budget.StoreEnv, dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }
 
 // The fingerprint is the documented layout, built here byte by byte for a 2×1 data set.
 func TestDataFingerprint(t *testing.T) {

@@ -1,22 +1,10 @@
 package evaluatecmd
 
 import (
-	"fmt"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"os"
 	"testing"
-
-	"github.com/privtrain/privtrain/budget"
 )
 
 // TestMain keeps the tests that run the train command off the user's budget store.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "evaluatecmd-budget-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv(budget.StoreEnv, dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }

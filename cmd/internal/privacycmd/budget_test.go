@@ -3,7 +3,7 @@ package privacycmd
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,17 +16,7 @@ import (
 )
 
 // TestMain keeps every test off the user's budget store.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "privacycmd-budget-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv(budget.StoreEnv, filepath.Join(dir, "store"))
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }
 
 const fpA = "aaaa0000000000000000000000000000000000000000000000000000000000aa"
 const fpB = "bbbb0000000000000000000000000000000000000000000000000000000000bb"

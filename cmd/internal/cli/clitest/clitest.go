@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/datatest"
@@ -170,4 +171,19 @@ func ImageFolder(t testing.TB, dir string, n int) string {
 		}
 	}
 	return root
+}
+
+// RunWithTempBudgetStore runs a package's tests (m.Run) with PRIVTRAIN_BUDGET_STORE set to
+// a fresh temporary directory's "store" (not yet created), so that no test that trains
+// writes the user's real budget store, and returns the exit code for TestMain to pass to
+// os.Exit.
+func RunWithTempBudgetStore(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "privtrain-test-budget-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv(budget.StoreEnv, filepath.Join(dir, "store"))
+	return m.Run()
 }
