@@ -82,11 +82,25 @@ func child(t *testing.T, stepsFile string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// qOneArgs trains logistic regression on the 40 training rows of a 50-row CSV with
-// batch 40: q = 1, one step per epoch, each the Gaussian mechanism with multiplier z.
-func qOneArgs(csv, store string, epochs int, z float64) []string {
-	return []string{"-dataset", "csv:" + csv, "-label", "species", "-scale", "0:10", "-batch", "40", "-epochs", strconv.Itoa(epochs),
-		"-noise", strconv.FormatFloat(z, 'g', -1, 64), "-lr", "0.5", "-budget-store", store}
+// qOneArgs trains logistic regression on the training rows of a CSV (writeBlobsCSV) with
+// a batch of all of them: q = 1, one step per epoch, each the Gaussian mechanism with
+// multiplier z. The number of training rows is what the command's own split leaves
+// (-test-fraction holds rows out by a hash of their content: about, not exactly, 20 %).
+func qOneArgs(t *testing.T, csv, store string, epochs int, z float64, extra ...string) []string {
+	t.Helper()
+	data := append([]string{"-dataset", "csv:" + csv, "-label", "species", "-scale", "0:10"}, extra...)
+	o := parseOptions(t, data...)
+	train, _, _, _, err := loadData(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.validation > 0 {
+		if train, _, _, err = splitValidation(o, train); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(data, "-batch", strconv.Itoa(train.Len()), "-epochs", strconv.Itoa(epochs),
+		"-noise", strconv.FormatFloat(z, 'g', -1, 64), "-lr", "0.5", "-budget-store", store)
 }
 
 // Closed forms, independent of the accountant: T steps of the Gaussian mechanism (q = 1)
@@ -166,7 +180,7 @@ func TestBudgetConcurrentProcesses(t *testing.T) {
 	var cmds []*exec.Cmd
 	outs := make([]strings.Builder, 4)
 	for i := range 4 {
-		c := child(t, "", qOneArgs(csv, store, 5, z)...)
+		c := child(t, "", qOneArgs(t, csv, store, 5, z)...)
 		c.Stderr = &outs[i]
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
@@ -206,7 +220,7 @@ func TestBudgetKill(t *testing.T) {
 	}
 	csv, store := writeBlobsCSV(t, 50), t.TempDir()
 	const steps = 30
-	args := qOneArgs(csv, store, steps, 50) // much noise: small ε, whose PLD composes fast
+	args := qOneArgs(t, csv, store, steps, 50) // much noise: small ε, whose PLD composes fast
 	// One run to completion times a run and creates the data set's entry.
 	start := time.Now()
 	if out, err := child(t, "", args...).CombinedOutput(); err != nil {
@@ -260,7 +274,7 @@ func TestBudgetFork(t *testing.T) {
 	csv, store, dir := writeBlobsCSV(t, 50), t.TempDir(), t.TempDir()
 	const z = 5.0
 	a, b := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt")
-	mustRun(t, append(qOneArgs(csv, store, 2, z), "-checkpoint", a)...)
+	mustRun(t, append(qOneArgs(t, csv, store, 2, z), "-checkpoint", a)...)
 	data, err := os.ReadFile(a)
 	if err != nil {
 		t.Fatal(err)
@@ -308,10 +322,10 @@ func TestBudgetFork(t *testing.T) {
 func TestBudgetFlag(t *testing.T) {
 	csv, store := writeBlobsCSV(t, 50), t.TempDir()
 	const z = 5.0
-	mustRun(t, qOneArgs(csv, store, 5, z)...)
+	mustRun(t, qOneArgs(t, csv, store, 5, z)...)
 	limit := 1.01 * exactGaussianEpsilon(8, z, 1e-5) // 5 spent; 3 more fit, 5 more would pass it
 	metrics := filepath.Join(t.TempDir(), "m.jsonl")
-	code, _, stderr := runCmd(t, context.Background(), append(qOneArgs(csv, store, 5, z), "-budget", fmt.Sprint(limit), "-metrics", metrics)...)
+	code, _, stderr := runCmd(t, context.Background(), append(qOneArgs(t, csv, store, 5, z), "-budget", fmt.Sprint(limit), "-metrics", metrics)...)
 	if code != exit.Usage || !strings.Contains(stderr, "refused before the first step") || !strings.Contains(stderr, "-budget") {
 		t.Fatalf("over the budget: exit %d\n%s", code, stderr)
 	}
@@ -321,9 +335,9 @@ func TestBudgetFlag(t *testing.T) {
 	if d := onlyDataset(t, store); d.Steps != 5 || d.Runs != 1 {
 		t.Errorf("the refused run was recorded: %+v", d)
 	}
-	mustRun(t, append(qOneArgs(csv, store, 3, z), "-budget", fmt.Sprint(limit))...)
+	mustRun(t, append(qOneArgs(t, csv, store, 3, z), "-budget", fmt.Sprint(limit))...)
 	// A -validation run splits the same training set: same data set.
-	mustRun(t, append(qOneArgs(csv, store, 1, z), "-validation", "0.25", "-batch", "30")...)
+	mustRun(t, qOneArgs(t, csv, store, 1, z, "-validation", "0.25")...)
 	d := onlyDataset(t, store)
 	if d.Runs != 3 || d.Steps != 9 {
 		t.Errorf("after a -validation run: %d runs, %d steps; want 3 runs, 9 steps on one data set", d.Runs, d.Steps)
@@ -338,7 +352,7 @@ func TestBudgetFlag(t *testing.T) {
 		t.Fatalf("no run of 5 steps in the ledger:\n%s", b)
 	}
 	os.WriteFile(ledger, []byte(strings.Replace(string(b), `"steps":5`, `"steps":1`, 1)), 0o600)
-	code, _, stderr = runCmd(t, context.Background(), qOneArgs(csv, store, 1, z)...)
+	code, _, stderr = runCmd(t, context.Background(), qOneArgs(t, csv, store, 1, z)...)
 	if code != exit.Usage || !strings.Contains(stderr, "fails verification") || !strings.Contains(stderr, d.Fingerprint) {
 		t.Errorf("tampered store: exit %d\n%s", code, stderr)
 	}
