@@ -509,7 +509,8 @@ type Reservation struct {
 	Fingerprint string
 	// Before and After are the data set's spend before the run and with its planned
 	// spend, at the data set's default δ, by the RDP bound alone (quick; the PLD bound,
-	// often smaller, comes with Commit and the listings).
+	// often smaller, comes with Commit and the listings), except that After is the PLD
+	// bound when only that bound kept the plan within Reserve's budgetEps.
 	Before, After Composition
 	committed     bool
 }
@@ -542,7 +543,7 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if run.Time.IsZero() {
 		run.Time = time.Now()
 	}
-	items, err := s.reserve(fp, run, planned, budgetEps)
+	items, checked, err := s.reserve(fp, run, planned, budgetEps)
 	if err != nil {
 		return nil, err
 	}
@@ -558,30 +559,33 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if err != nil {
 		return nil, err
 	}
+	if budgetEps > 0 && checked.Epsilon < after.Epsilon {
+		after = checked // the (PLD) bound that let the run within budgetEps: report that one
+	}
 	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
 }
 
 // reserve appends the import (if due) and the reservation under the lock, and returns
 // the data set's runs before this one.
-func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, error) {
+func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, Composition, error) {
 	lk, err := s.lock()
 	if err != nil {
-		return nil, err
+		return nil, Composition{}, err
 	}
 	defer lk.Unlock()
 	l, err := s.read(fp)
 	if err != nil {
-		return nil, err
+		return nil, Composition{}, err
 	}
 	if l.byRun[run.ID] != nil {
-		return nil, fmt.Errorf("budget: run %s is already recorded", run.ID)
+		return nil, Composition{}, fmt.Errorf("budget: run %s is already recorded", run.ID)
 	}
 	stamp := run.Time.UTC().Format(time.RFC3339Nano)
 	if p := run.Parent; p != nil && run.Inherited != nil && !l.hasLineage(p.Run) && (run.Inherited.Steps() > 0 || !run.Inherited.isSegments()) {
 		imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
 			Command: "(the ledger of the resumed checkpoint, step " + fmt.Sprint(p.Step) + ")", Time: stamp, Delta: run.Delta, Spend: *run.Inherited}
 		if err := s.append(l, imp); err != nil {
-			return nil, err
+			return nil, Composition{}, err
 		}
 	}
 	items := l.items()
@@ -594,18 +598,18 @@ func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([
 		after, err = composeItems(all, d, true)
 	}
 	if err != nil {
-		return nil, err
+		return nil, Composition{}, err
 	}
 	if budgetEps > 0 && !(after.Epsilon <= budgetEps) {
 		before, err := compose(items, d)
 		if err != nil {
-			return nil, err
+			return nil, Composition{}, err
 		}
-		return nil, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
+		return nil, Composition{}, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
 	}
 	e := entry{Kind: kindReserve, Run: run.ID, Lineage: run.Lineage, Parent: run.Parent, Tool: run.Tool, Name: run.Name,
 		Command: run.Command, Time: stamp, Delta: run.Delta, Spend: planned}
-	return items, s.append(l, e)
+	return items, after, s.append(l, e)
 }
 
 // Commit settles the reservation with what the run actually spent (the steps it took,

@@ -112,8 +112,15 @@ func TestReserveOverBudget(t *testing.T) {
 	if n := len(lines(t, s)); n != 4 {
 		t.Errorf("the refusal left %d lines, want 4", n)
 	}
-	if _, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 18), limit); err != nil {
-		t.Errorf("within the budget: %v", err)
+	// 33 steps are within the exact Gaussian ε of 35, which only the PLD bound sees (the
+	// RDP bound of a Gaussian is above the exact ε): the reservation reports the bound
+	// that admitted it, not the RDP one above the budget.
+	r, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 18), limit)
+	if err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+	if !(r.After.Epsilon <= limit) || !strings.Contains(r.After.Method, "pld") {
+		t.Errorf("admitted within %v, but reports %+v", limit, r.After)
 	}
 }
 
