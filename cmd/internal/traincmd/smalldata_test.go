@@ -33,7 +33,7 @@ func TestSmallCSVDefaults(t *testing.T) {
 	if s["batch"].(float64) != float64(quarter) || s["train_examples"].(float64) != float64(n) || s["sample_rate"].(float64) != float64(quarter)/float64(n) {
 		t.Errorf("batch %v of %v examples, q = %v; want %d of %d, q = %d/%d", s["batch"], s["train_examples"], s["sample_rate"], quarter, n, quarter, n)
 	}
-	if !strings.Contains(stderr, fmt.Sprintf("-batch %d instead of the default 2048: a quarter of the %d training examples", quarter, n)) {
+	if !strings.Contains(stderr, fmt.Sprintf("-batch %d instead of the default 2048: a quarter of the %d training examples (a default batch above n/2 becomes n/4)", quarter, n)) {
 		t.Errorf("no note on the lowered batch:\n%s", stderr)
 	}
 	c, err := checkpoint.Load(ck)
@@ -43,9 +43,9 @@ func TestSmallCSVDefaults(t *testing.T) {
 	if !slices.Equal(c.ClassNames, []string{"left", "right"}) {
 		t.Errorf("checkpoint class names %q, want the species column's [left right]", c.ClassNames)
 	}
-	// sgd's default batch (128) is lowered too.
+	// sgd's default batch (128) is at most n/2: kept.
 	code, stdout, stderr = runCmd(t, context.Background(), "-dataset", "csv:"+p, "-label", "species", "-scale", "0:10", "-epochs", "1", "-optimizer", "sgd", "-json")
-	if code != exit.OK || decodeSummary(t, stdout)["batch"].(float64) != float64(quarter) {
+	if code != exit.OK || decodeSummary(t, stdout)["batch"].(float64) != 128 || 128 > n/2 {
 		t.Errorf("sgd: exit %d, %s %s", code, stdout, stderr)
 	}
 	// Given: refused with the flag to change.
