@@ -10,8 +10,8 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/audit"
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
 )
@@ -46,7 +46,7 @@ func (o *options) reserveBudget(command string, stderr io.Writer) (*auditBudget,
 			return nil, exit.Usagef("-real %d: %v", c.RealExamples, err)
 		}
 	}
-	store, err := traincmd.OpenStore(o.budgetStore)
+	store, err := cli.OpenStore(o.budgetStore)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (o *options) reserveBudget(command string, stderr io.Writer) (*auditBudget,
 	name := fmt.Sprintf("mnist-embedded -real %d", c.RealExamples)
 	res, err := store.Reserve(fp, budget.Run{Tool: "audit", Name: name, Command: command, Delta: c.Delta}, planned, 0)
 	if err != nil {
-		return nil, traincmd.StoreError("-budget", store, err)
+		return nil, cli.StoreError("-budget", store, err)
 	}
 	desc := fmt.Sprintf("data set %s (%s) in %s", fp[:12], name, store.Dir())
 	return &auditBudget{res: res, desc: desc, stderr: stderr}, nil
@@ -99,5 +99,5 @@ func (b *auditBudget) settle(r audit.Result, runErr error) {
 		fmt.Fprintf(b.stderr, "audit: warning: settling the run in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(b.stderr, "budget: %s: spent %s, this audit included\n", b.desc, traincmd.FormatSpend(total))
+	fmt.Fprintf(b.stderr, "budget: %s: spent %s, this audit included\n", b.desc, cli.FormatSpend(total))
 }

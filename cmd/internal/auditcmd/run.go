@@ -13,8 +13,8 @@ import (
 	"syscall"
 
 	"github.com/privtrain/privtrain/audit"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
@@ -112,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.mode == "multi-run" {
 		res, err = audit.RunMulti(ctx, o.multi)
 	} else {
-		spend, berr := o.reserveBudget(traincmd.CommandLine("audit", args), stderr)
+		spend, berr := o.reserveBudget(cli.CommandLine("audit", args), stderr)
 		if berr != nil {
 			fmt.Fprintf(stderr, "audit: %s\n", exit.OneLine(berr.Error()))
 			return exit.Status(berr)

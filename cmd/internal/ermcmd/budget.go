@@ -10,8 +10,8 @@ import (
 	"math"
 
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 )
@@ -70,7 +70,7 @@ func approxSpend(eps, delta float64) budget.Spend {
 // train, erm prints the data set's spend once, when the run has settled: a solver that
 // refuses its configuration stops with one line.
 func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
-	store, err := traincmd.OpenStore(o.budget.store)
+	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
 	run := budget.Run{Tool: "erm", Name: name, Command: o.budget.command, Delta: delta}
 	res, err := store.Reserve(o.budget.fingerprint, run, approxSpend(o.epsilon, delta), 0)
 	if err != nil {
-		err = traincmd.StoreError("-budget", store, err)
+		err = cli.StoreError("-budget", store, err)
 		if ue, ok := err.(*exit.UsageError); ok {
 			ue.Msg = "erm: " + ue.Msg
 		}
@@ -110,5 +110,5 @@ func (o *trainOptions) settleBudget(res *budget.Reservation, r *erm.Result, solv
 		fmt.Fprintf(o.budget.stderr, "erm: warning: settling the run in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(o.budget.stderr, "budget: %s: spent %s, this run included\n", o.budget.desc, traincmd.FormatSpend(total))
+	fmt.Fprintf(o.budget.stderr, "budget: %s: spent %s, this run included\n", o.budget.desc, cli.FormatSpend(total))
 }

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
 	"github.com/privtrain/privtrain/internal/privrand"
@@ -334,7 +334,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exit.Usage
 	}
-	o.budget.command, o.budget.stderr = traincmd.CommandLine("erm", args), stderr
+	o.budget.command, o.budget.stderr = cli.CommandLine("erm", args), stderr
 	rep, err := o.train()
 	if err != nil {
 		var ue *exit.UsageError

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/cmd/internal/traincmd"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 )
 
@@ -100,7 +100,7 @@ func (o *budgetOptions) list(w io.Writer) error {
 		fmt.Fprintf(w, "budget store %s: no data sets (no run has recorded its spend there)\n", dir)
 		return nil
 	}
-	store, err := traincmd.OpenStore(dir)
+	store, err := cli.OpenStore(dir)
 	if err != nil {
 		return err
 	}

@@ -2,19 +2,16 @@ package traincmd
 
 import (
 	"cmp"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
@@ -30,59 +27,6 @@ type budgetFlags struct {
 func addBudgetFlags(fs *flag.FlagSet, b *budgetFlags) {
 	fs.Float64Var(&b.eps, "budget", 0, "refuse, before the first step and with exit status 2, a run whose planned spend would take its data set's ε past `EPS`: the composition of every run recorded in the budget store on the same data (same content fingerprint), at the smallest δ of its runs (0: no limit; every run is recorded all the same). -epsilon still sets this run's own ε")
 	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where every run records its spend on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
-}
-
-// CommandLine is the command line recorded in the store: the tool and its arguments,
-// each quoted when it holds a space or a quote.
-func CommandLine(tool string, args []string) string {
-	parts := []string{tool}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
-			a = strconv.Quote(a)
-		}
-		parts = append(parts, a)
-	}
-	return strings.Join(parts, " ")
-}
-
-// dataFingerprint is the content fingerprint of a loaded training set, computed once per
-// load: it keys the budget store (and, with -validation, is taken before the split, so
-// that the whole training set the run draws from is charged).
-func dataFingerprint(ds datasets.Dataset) string { return datasets.ContentFingerprint(ds) }
-
-// OpenStore opens the budget store of a command that trains (train, audit, erm): flagDir
-// (its -budget-store flag), else $PRIVTRAIN_BUDGET_STORE, else the per-user default;
-// keyed with PRIVTRAIN_CHECKPOINT_KEY when it is set.
-func OpenStore(flagDir string) (*budget.Store, error) {
-	key, err := checkpointKey()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := budget.ResolveDir(flagDir)
-	if err != nil {
-		return nil, exit.Usagef("%v: give -budget-store DIR or set %s", err, budget.StoreEnv)
-	}
-	s, err := budget.Open(dir, key)
-	if err != nil {
-		return nil, exit.Usagef("-budget-store %s: %v (give another -budget-store DIR or %s)", dir, err, budget.StoreEnv)
-	}
-	return s, nil
-}
-
-// StoreError turns the store's refusals into what a command says: an over-budget plan
-// and a store that fails verification are refused with the usage status (2) before the
-// first step; the rest are failures.
-func StoreError(flagBudget string, store *budget.Store, err error) error {
-	var ob *budget.OverBudgetError
-	switch {
-	case errors.As(err, &ob):
-		return exit.Usagef("%s %g: refused before the first step: %v", flagBudget, ob.Budget, err)
-	case errors.Is(err, budget.ErrTampered):
-		return exit.Usagef("the budget store %s fails verification, so the data set's spend is unknown: %v (nothing was trained; give another -budget-store DIR to start a new store)", store.Dir(), err)
-	case errors.Is(err, budget.ErrKeyRequired):
-		return exit.Usagef("the budget store %s: %v: set %s to its key, or give another -budget-store DIR", store.Dir(), err, keyEnv)
-	}
-	return fmt.Errorf("the budget store %s: %w", store.Dir(), err)
 }
 
 // runBudget is a run's reservation in the budget store.
@@ -102,7 +46,7 @@ type runBudget struct {
 // reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
 // the run that took them, or imported now when the store has not seen its lineage).
 func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
-	store, err := OpenStore(o.budget.store)
+	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +81,11 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 	}
 	res, err := store.Reserve(fp, run, planned, o.budget.eps)
 	if err != nil {
-		return nil, StoreError("-budget", store, err)
+		return nil, cli.StoreError("-budget", store, err)
 	}
 	rb.res = res
 	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
-	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), cli.FormatSpend(res.Before), cli.FormatSpend(res.After))
 	return rb, nil
 }
 
@@ -169,7 +113,7 @@ func (rb *runBudget) settle(t *training.Trainer) {
 		fmt.Fprintf(rb.stderr, "train: warning: settling the run in the budget store: %s (the store keeps this run's planned spend)\n", exit.OneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, FormatSpend(total))
+	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, cli.FormatSpend(total))
 }
 
 // dropSteps returns history without its first n steps.
@@ -187,23 +131,12 @@ func dropSteps(history []accountant.Segment, n int) []accountant.Segment {
 	return out
 }
 
-// FormatSpend says a data set's spend: "ε = 1.234 at δ = 1e-05 (pld)".
-func FormatSpend(c budget.Composition) string {
-	if math.IsInf(c.Epsilon, 1) {
-		return "ε = ∞ (a run without a finite guarantee, such as non-private training)"
-	}
-	if c.Method == "none" {
-		return "nothing yet"
-	}
-	return fmt.Sprintf("ε = %.4g at δ = %g (%s)", c.Epsilon, c.Delta, c.Method)
-}
-
 // reserveSearch records a -tune search in the budget store before its first trial: its
 // RDP curve (Papernot & Steinke 2022), which covers every trial, the scores and the
 // choice of the best, on the whole training set the search splits. -budget refuses a
 // search that would take the data set past it.
 func reserveSearch(o *options, fp string, sp TuneSpend, stderr io.Writer) (*runBudget, error) {
-	store, err := OpenStore(o.budget.store)
+	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
 	}
@@ -215,10 +148,10 @@ func reserveSearch(o *options, fp string, sp TuneSpend, stderr io.Writer) (*runB
 	run := budget.Run{Tool: "train -tune", Name: name, Command: o.budget.command, Delta: sp.Delta}
 	res, err := store.Reserve(fp, run, spend, o.budget.eps)
 	if err != nil {
-		return nil, StoreError("-budget", store, err)
+		return nil, cli.StoreError("-budget", store, err)
 	}
 	rb := &runBudget{res: res, stderr: stderr, name: name, desc: fmt.Sprintf("data set %s (%s)", fp[:12], name), search: &spend}
-	fmt.Fprintf(stderr, "budget: %s in %s: spent %s; with this search %s\n", rb.desc, store.Dir(), FormatSpend(res.Before), FormatSpend(res.After))
+	fmt.Fprintf(stderr, "budget: %s in %s: spent %s; with this search %s\n", rb.desc, store.Dir(), cli.FormatSpend(res.Before), cli.FormatSpend(res.After))
 	return rb, nil
 }
 
@@ -233,7 +166,7 @@ func (rb *runBudget) settleSearch() {
 		fmt.Fprintf(rb.stderr, "train: warning: settling the search in the budget store: %s (the store keeps its reservation)\n", exit.OneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, FormatSpend(total))
+	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, cli.FormatSpend(total))
 }
 
 // searchSpend is a search's RDP curve in the store's form: its orders ascending, those

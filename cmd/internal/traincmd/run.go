@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exit.Usage
 	}
 
-	o.budget.command = CommandLine("train", args)
+	o.budget.command = cli.CommandLine("train", args)
 	var err error
 	if o.dist, err = startDistributed(o.distributed); err != nil {
 		return status(0, err, stderr)
@@ -186,7 +186,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
-	fingerprint := dataFingerprint(trainSet) // before -validation's split: the whole set is charged
+	fingerprint := datasets.ContentFingerprint(trainSet) // before -validation's split: the whole set is charged
 	if o.validation > 0 {
 		// The held-out part of the training set replaces the test set, which is
 		// never evaluated; the trainer and the accountant see the rest only.
@@ -200,7 +200,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			// A checkpoint split by the old stratified rule: one example more or less
 			// moves hundreds of others between the parts, so ε holds for the part trained
 			// on only, and that part is the data set this run is charged to.
-			fingerprint = dataFingerprint(trainSet)
+			fingerprint = datasets.ContentFingerprint(trainSet)
 		}
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {

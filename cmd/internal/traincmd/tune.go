@@ -389,7 +389,7 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.dataName, s.dataFP = name, dataFingerprint(train) // before the split: the whole set is charged
+	s.dataName, s.dataFP = name, datasets.ContentFingerprint(train) // before the split: the whole set is charged
 	if s.trainSet, s.valSet, err = tuneSplit(train, base.validation, base.own.SplitSeed); err != nil {
 		return nil, err
 	}
