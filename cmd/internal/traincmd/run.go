@@ -216,47 +216,16 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	} else if note != "" {
 		notes = append(notes, note)
 	}
-	if o.physicalBatchDefaulted {
-		o.physicalBatch = min(o.physicalBatch, o.batch)
-	}
-	o.augmentPhysicalBatch()
-	clampPhysicalBatch(o, trainSet.Len(), stderr)
-	m, err := buildModel(o, trainSet.Shape(), trainSet.NumClasses())
+	m, cfg, err := o.trainerConfig(trainSet, testSet, dataName, stderr)
 	if err != nil {
 		return 0, err
-	}
-	o.planSteps = accountant.StepsPerEpoch(trainSet.Len(), o.batch) * o.epochs
-	rule, err := buildRule(o)
-	if err != nil {
-		return 0, err
-	}
-	cfg := training.TrainerConfig{
-		Train: trainSet, Test: testSet, DatasetName: dataName, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
-		FeatureCache: o.featureCache,
-	}
-	if o.featureCache != "" {
-		key, err := checkpointKey()
-		if err != nil {
-			return 0, err
-		}
-		cfg.FeatureCacheKey = key // with a key, an edited cache file is refused, as a checkpoint is
 	}
 	if o.validation == 0 {
 		cfg.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
 	}
-	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
-	if err := o.augmentConfig(&cfg); err != nil {
-		return 0, err
-	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
 		cfg.Seed = &seed
-	}
-	if private(o.optimizer) {
-		if cfg.Privacy, err = buildPrivacy(o, m); err != nil {
-			return 0, err
-		}
 	}
 	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
@@ -286,7 +255,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	warnUncheckedContent(o, ck, stderr)
 	var spend *runBudget
 	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
-		if spend, err = reserveBudget(o, s.trainer, ck, fingerprint, rule, stderr); err != nil { // before any output file is touched
+		if spend, err = reserveBudget(o, s.trainer, ck, fingerprint, cfg.Rule, stderr); err != nil { // before any output file is touched
 			return 0, err
 		}
 	}
@@ -295,7 +264,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	defer s.metrics.close()
-	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
+	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, cfg.Rule, o.planSteps)
 	s.metrics.split = o.evalSplit()
 	s.out.header(o, s.trainer, trainSet, testSet, dataName)
 	o.dist.describe(stderr, trainSet.Len())
@@ -694,6 +663,49 @@ func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
 }
 
 // buildRule makes the update rule; a cosine schedule decays over o.planSteps (0 before
+
+// trainerConfig builds the model and the trainer's configuration that train and each
+// trial of a -tune search share: the physical batch, the model, the plan's step count,
+// the rule, the feature cache (keyed like a checkpoint), sampling, augmentation and, for
+// a private optimizer, the privacy. Notes on a lowered physical batch go to notes.
+func (o *options) trainerConfig(train, test datasets.Dataset, name string, notes io.Writer) (*nn.Model, training.TrainerConfig, error) {
+	if o.physicalBatchDefaulted {
+		o.physicalBatch = min(o.physicalBatch, o.batch)
+	}
+	o.augmentPhysicalBatch()
+	clampPhysicalBatch(o, train.Len(), notes)
+	m, err := buildModel(o, train.Shape(), train.NumClasses())
+	if err != nil {
+		return nil, training.TrainerConfig{}, err
+	}
+	o.planSteps = accountant.StepsPerEpoch(train.Len(), o.batch) * o.epochs
+	rule, err := buildRule(o)
+	if err != nil {
+		return nil, training.TrainerConfig{}, err
+	}
+	cfg := training.TrainerConfig{
+		Train: train, Test: test, DatasetName: name, Rule: rule,
+		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
+		FeatureCache: o.featureCache,
+	}
+	if o.featureCache != "" {
+		// With a key, an edited cache file is refused, as a checkpoint is.
+		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
+			return nil, training.TrainerConfig{}, err
+		}
+	}
+	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
+	if err := o.augmentConfig(&cfg); err != nil {
+		return nil, training.TrainerConfig{}, err
+	}
+	if private(o.optimizer) {
+		if cfg.Privacy, err = buildPrivacy(o, m); err != nil {
+			return nil, training.TrainerConfig{}, err
+		}
+	}
+	return m, cfg, nil
+}
+
 // the data is loaded: a rule to inspect, not to train).
 func buildRule(o *options) (dpoptim.Rule, error) {
 	sched, err := scheduleFor(o, o.planSteps)

@@ -718,42 +718,15 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, pr
 	if _, err := modelSpec(o, s.trainSet.Shape(), s.trainSet.NumClasses()); err != nil {
 		return nil, nil, err
 	}
-	if o.physicalBatchDefaulted {
-		o.physicalBatch = min(o.physicalBatch, o.batch)
-	}
-	o.augmentPhysicalBatch()
-	clampPhysicalBatch(o, s.trainSet.Len(), io.Discard)
-	m, err := buildModel(o, s.trainSet.Shape(), s.trainSet.NumClasses())
+	m, cfg, err := o.trainerConfig(s.trainSet, s.valSet, s.dataName, io.Discard)
 	if err != nil {
 		return nil, nil, err
 	}
-	o.planSteps = accountant.StepsPerEpoch(s.trainSet.Len(), o.batch) * o.epochs
-	rule, err := buildRule(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := training.TrainerConfig{
-		Train: s.trainSet, Test: s.valSet, DatasetName: s.dataName, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
-		FeatureCache: o.featureCache,
-		OnEpoch:      func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil },
-	}
+	cfg.OnEpoch = func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil }
 	cfg.Settings[settingValidationSplit] = splitContentHash // as o.settings() has it; kept explicit, the search's split
 	cfg.Settings[settingTuneTrial] = s.spec.describe(c)
-	if o.featureCache != "" {
-		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
-			return nil, nil, err
-		}
-	}
-	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
-	if err := o.augmentConfig(&cfg); err != nil {
-		return nil, nil, err
-	}
 	if s.seeded {
 		cfg.Seed = &seed
-	}
-	if cfg.Privacy, err = buildPrivacy(o, m); err != nil {
-		return nil, nil, err
 	}
 	t, err := training.NewTrainer(m, cfg)
 	if err != nil {
