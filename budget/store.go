@@ -543,30 +543,24 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if run.Time.IsZero() {
 		run.Time = time.Now()
 	}
-	items, checked, err := s.reserve(fp, run, planned, budgetEps)
+	items, after, err := s.reserve(fp, run, planned, budgetEps)
 	if err != nil {
 		return nil, err
 	}
-	// The spend before and after, for the run's report: the RDP bound (milliseconds; the
-	// PLD bound may take a second or more, and Commit computes it once the run is done).
-	all := append(items, item{planned, run.Delta})
-	d := defaultDelta(all)
-	before, err := composeItems(items, d, false)
+	// The spend before, for the run's report, by the RDP bound (milliseconds; the PLD bound
+	// may take a second or more, and Commit computes it once the run is done); after is
+	// what reserve composed: the RDP bound, or the PLD bound where only that one kept the
+	// plan within budgetEps.
+	before, err := composeItems(items, defaultDelta(append(items, item{planned, run.Delta})), false)
 	if err != nil {
 		return nil, err
-	}
-	after, err := composeItems(all, d, false)
-	if err != nil {
-		return nil, err
-	}
-	if budgetEps > 0 && checked.Epsilon < after.Epsilon {
-		after = checked // the (PLD) bound that let the run within budgetEps: report that one
 	}
 	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
 }
 
 // reserve appends the import (if due) and the reservation under the lock, and returns
-// the data set's runs before this one.
+// the data set's runs before this one and their composition with the planned spend
+// (the bound that was checked against budgetEps).
 func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, Composition, error) {
 	lk, err := s.lock()
 	if err != nil {
