@@ -111,6 +111,7 @@ func run() error {
 	wd := flag.Float64("weight-decay", 0, "add this times w to the smoothed noisy gradient (the authors' 1e-4)")
 	noiseMode := flag.String("noise", "authors", "authors (z = the authors' std × batch) or calibrate (z such that privtrain's ε ≤ the column's ε at δ = 1e-5)")
 	clipMode := flag.String("clip", "per-example", "per-example (the paper: each example's gradient clipped to 1, privtrain's trainer) or batch-mean (the authors' code: the batch's mean gradient clipped to 1 per tensor; own loop, ε from sensitivity 2√2: see batchmean.go)")
+	avgIter := flag.String("average-iterates", "", "uniform or step: evaluate DP-LSSGD's averaged output θ̃ (dpoptim.IterateAverage; Theorem 3 / Theorem 2 with the a/t step as weights) instead of the last iterate; variants get the suffix +avg-uniform / +avg-step")
 	maxOrder := flag.Int("max-order", 0, "RDP orders up to this (0: the library's default, up to 63, whose ε floor at δ = 1e-5 is about 0.10; the ε = 0.10 column needs more, e.g. 1024)")
 	flag.Parse()
 	var acc []accountant.Option
@@ -119,6 +120,12 @@ func run() error {
 	}
 	if *clipMode != "per-example" && *clipMode != "batch-mean" {
 		return fmt.Errorf("-clip %q: want per-example or batch-mean", *clipMode)
+	}
+	if *avgIter != "" && *avgIter != "uniform" && *avgIter != "step" {
+		return fmt.Errorf("-average-iterates %q: want uniform or step", *avgIter)
+	}
+	if *avgIter != "" && *clipMode == "batch-mean" {
+		return fmt.Errorf("-average-iterates: only with -clip per-example")
 	}
 	if *noiseMode != "authors" && *noiseMode != "calibrate" {
 		return fmt.Errorf("-noise %q: want authors or calibrate", *noiseMode)
@@ -218,8 +225,16 @@ func run() error {
 				if *wd != 0 {
 					rule = &weightDecay{Rule: rule, wd: *wd}
 				}
+				var avg *dpoptim.IterateAverage
+				switch *avgIter {
+				case "uniform":
+					avg = &dpoptim.IterateAverage{}
+				case "step":
+					avg = &dpoptim.IterateAverage{Weights: epochInverseTime{a: *a, stepsPerEpoch: steps}}
+				}
 				tr, err := training.NewTrainer(m, training.TrainerConfig{
-					Train: train, Test: test, DatasetName: name,
+					IterateAverage: avg,
+					Train:          train, Test: test, DatasetName: name,
 					Rule:      rule,
 					Privacy:   p,
 					BatchSize: *batch, Epochs: *epochs, Sampling: samp, Seed: &seedCopy,
@@ -233,6 +248,9 @@ func run() error {
 					return err
 				}
 				zz := tr.Plan().NoiseMultiplier
+				if avg != nil {
+					v += "+avg-" + *avgIter
+				}
 				sg := am.sigma
 				if v == "dp-sgd" {
 					sg = 0
