@@ -43,6 +43,10 @@ func newAverage(decay float64) *dpoptim.EMA {
 // the beginning of a run (a restored average has started, unless it was saved before the
 // first Run).
 func (t *Trainer) startAverage() error {
+	if t.iterate != nil && !t.iterate.Started() {
+		t.model.Params(t.params)
+		return t.iterate.Init(t.params)
+	}
 	if t.average == nil || t.average.Started() {
 		return nil
 	}
@@ -54,6 +58,10 @@ func (t *Trainer) startAverage() error {
 // the model's own values, after any rounding to its dtype, which are what the next step
 // starts from.
 func (t *Trainer) updateAverage() error {
+	if t.iterate != nil {
+		t.model.Params(t.params)
+		return t.iterate.Update(t.params)
+	}
 	if t.average == nil {
 		return nil
 	}
@@ -68,6 +76,12 @@ func (t *Trainer) EMA() float64 { return t.cfg.EMA }
 // true; without averaging (or before Run has started it) it leaves dst unchanged and
 // returns false. The model itself holds the raw parameters the training continues from.
 func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
+	if t.iterate != nil && t.iterate.Started() {
+		if err := t.iterate.Average(dst); err != nil {
+			return false, fmt.Errorf("nn: iterate average: %w", err)
+		}
+		return true, nil
+	}
 	if t.average == nil || !t.average.Started() {
 		return false, nil
 	}
@@ -81,14 +95,14 @@ func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
 // puts the raw ones back (a no-op without an average). Raw parameters read from the model
 // and written back are exactly what they were, in either dtype.
 func (t *Trainer) withAverage() (restore func() error, err error) {
-	if t.average == nil || !t.average.Started() {
+	if (t.average == nil || !t.average.Started()) && (t.iterate == nil || !t.iterate.Started()) {
 		return func() error { return nil }, nil
 	}
 	raw := make([]float64, t.model.NumParams())
 	t.model.Params(raw)
 	avg := make([]float64, len(raw))
-	if err := t.average.Average(avg); err != nil {
-		return nil, fmt.Errorf("nn: averaged parameters: %w", err)
+	if _, err := t.AveragedParams(avg); err != nil {
+		return nil, err
 	}
 	if err := t.model.SetParams(avg); err != nil {
 		return nil, fmt.Errorf("nn: averaged parameters: %w", err)

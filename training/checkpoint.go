@@ -53,6 +53,9 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 	}
 	t.model.WriteCheckpoint(c)
 	t.captureAverage(c)
+	if err := t.captureIterate(c); err != nil {
+		return nil, err
+	}
 	if t.cfg.Seed != nil {
 		c.Seed, c.Seeded = *t.cfg.Seed, true
 	}
@@ -188,6 +191,9 @@ func (t *Trainer) Restore(c *checkpoint.Training, opts ...RestoreOption) error {
 
 // compatible reports why c cannot continue this trainer's run.
 func (t *Trainer) compatible(c *checkpoint.Training) error {
+	if err := t.checkIterateResume(c); err != nil {
+		return err
+	}
 	mismatch := func(what string, ckpt, this any) error {
 		return fmt.Errorf("%w: %s: checkpoint has %v, this run %v", ErrMismatch, what, ckpt, this)
 	}

@@ -114,6 +114,13 @@ type TrainerConfig struct {
 	// training itself goes on from the raw parameters, which the model holds. Restore
 	// refuses a checkpoint whose EMA differs. 0: no averaging.
 	EMA float64
+	// IterateAverage, if not nil, keeps DP-LSSGD's averaged output θ̃ of the iterates
+	// (dpoptim.IterateAverage: uniform for Weights nil, Theorem 3; weighted by the step
+	// sizes of Weights, Theorem 2; only Weights is read, the trainer keeps its own
+	// average). Like EMA it is post-processing: the evaluations, Result and Evaluate use
+	// θ̃, training goes on from the raw iterate. Not with EMA. Its checkpoints hold θ̃ as
+	// their parameters and cannot be resumed (see IterateAverageSetting). nil: none.
+	IterateAverage *dpoptim.IterateAverage
 	// Settings records whatever else defines the run (learning rate, schedule, model
 	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
 	Settings map[string]string
@@ -234,10 +241,11 @@ type Trainer struct {
 	// from rawTrain, the training set as given, when first needed.
 	dataset  checkpoint.Fingerprint
 	rawTrain datasets.Dataset
-	classes  []string     // the training set's class names (datasets.ClassNames; nil: unnamed)
-	average  *dpoptim.EMA // the parameter average (TrainerConfig.EMA); nil: none
-	aug      *augmenter   // nil without augmentation multiplicity
-	dist     *distributed // nil in one process (TrainerConfig.Reducer)
+	classes  []string                // the training set's class names (datasets.ClassNames; nil: unnamed)
+	average  *dpoptim.EMA            // the parameter average (TrainerConfig.EMA); nil: none
+	iterate  *dpoptim.IterateAverage // the iterate average (TrainerConfig.IterateAverage); nil: none
+	aug      *augmenter              // nil without augmentation multiplicity
+	dist     *distributed            // nil in one process (TrainerConfig.Reducer)
 
 	step int // steps completed
 	// runID identifies the run across checkpoints and resumes; rewinds are the rewinds of
@@ -304,7 +312,11 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 		}
 		cfg.Privacy = &p
 	}
-	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA)}
+	iterate, ierr := newIterateAverage(&cfg)
+	if ierr != nil {
+		return nil, ierr
+	}
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA), iterate: iterate}
 	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
 	t.plan = checkpoint.Plan{
 		DatasetSize:   n,

@@ -7,6 +7,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // The -params flag of evaluate, predict and export: which parameters of a checkpoint of a
@@ -38,6 +39,9 @@ func SelectParams(c *checkpoint.Training, which string) error {
 		return err
 	}
 	if which == ParamsRaw {
+		if v, ok := c.Settings[training.IterateAverageSetting]; ok {
+			return exit.Usagef("-params %s: the checkpoint is of a run with train -average-iterates and holds only its %s, not the last iterate; use -params %s", ParamsRaw, v, ParamsAveraged)
+		}
 		c.EMAParams = nil
 	}
 	return nil
@@ -48,6 +52,9 @@ func SelectParams(c *checkpoint.Training, which string) error {
 func ParamsDescription(c *checkpoint.Training) string {
 	if c.EMAParams != nil {
 		return fmt.Sprintf("%s (EMA β = %g)", ParamsAveraged, c.EMA)
+	}
+	if v, ok := c.Settings[training.IterateAverageSetting]; ok {
+		return fmt.Sprintf("%s (%s, train -average-iterates)", ParamsAveraged, v)
 	}
 	return ParamsRaw
 }

@@ -96,6 +96,9 @@ func (r *reporter) header(o *options, t *training.Trainer, train, test datasets.
 	} else {
 		fmt.Fprintf(r.w, "privacy: none: %s adds no noise and does not clip; ε = ∞\n", o.optimizer)
 	}
+	if a := o.iterateAverage(nil); a != nil {
+		fmt.Fprintf(r.w, "averaging: %s of θ_0 … θ_{T−1} (DP-LSSGD's averaged output, -average-iterates %s); evaluations use the average, training goes on from the raw iterate; post-processing, no privacy cost\n", a.Name(), o.averageIterates)
+	}
 	if o.ema > 0 {
 		fmt.Fprintf(r.w, "averaging: EMA of the parameters with β = %g (β_t = min(β, (1+t)/(10+t))); evaluations use the average, training goes on from the raw parameters; post-processing, no privacy cost\n", o.ema)
 	}
@@ -286,6 +289,9 @@ type summary struct {
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
 	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
+	// AverageIterates is -average-iterates (uniform, step; absent: off): the evaluated
+	// split's metrics are the average of the iterates θ_0 … θ_{T−1}.
+	AverageIterates string `json:"average_iterates,omitempty"`
 
 	Recipe string `json:"recipe,omitempty"` // -recipe NAME (absent without)
 
@@ -330,6 +336,7 @@ func newSummary(o *options, t *training.Trainer, res training.Result, dataName s
 		LRSchedule:      o.lrSchedule,
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
+		AverageIterates: averageIteratesJSON(o.averageIterates),
 		Recipe:          o.recipe,
 		EvalSplit:       o.evalSplit(),
 	}

@@ -146,6 +146,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
 			return 0, err
 		}
+		if err := o.checkResumeIterates(ck); err != nil {
+			return 0, err
+		}
 		if err := o.applyCheckpoint(ck, flags); err != nil {
 			return 0, err
 		}
@@ -686,7 +689,7 @@ func (o *options) trainerConfig(train, test datasets.Dataset, name string, notes
 	cfg := training.TrainerConfig{
 		Train: train, Test: test, DatasetName: name, Rule: rule,
 		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
-		FeatureCache: o.featureCache,
+		FeatureCache: o.featureCache, IterateAverage: o.iterateAverage(rule),
 	}
 	if o.featureCache != "" {
 		// With a key, an edited cache file is refused, as a checkpoint is.
