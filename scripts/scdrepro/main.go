@@ -81,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.fetch, "fetch", false, "download the LIBSVM files into -data first (checked against pinned SHA-256s)")
 	fs.Float64Var(&o.msdScale, "msd-scale", 1, "fraction of the MSD sizes (347,786 / 115,929 / 51,630) the stand-in draws")
 	fs.StringVar(&o.out, "out", "", "write the markdown table to `FILE` (atomically) as well as to stdout")
-	fs.StringVar(&o.grid, "grid", "default", "grids: default (subsets of the paper's), reduced (fewer points, for the MSD stand-in's cost) or smoke (one point per method)")
+	fs.StringVar(&o.grid, "grid", "default", "grids: default (subsets of the paper's), wide (default and its edges' neighbours), reduced (fewer points, for the MSD stand-in's cost) or smoke (one point per method)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -107,8 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		o.eps = append(o.eps, e)
 	}
-	if !slices.Contains([]string{"default", "reduced", "smoke"}, o.grid) {
-		fmt.Fprintf(stderr, "scdrepro: -grid %q: want default, reduced or smoke\n", o.grid)
+	if !slices.Contains([]string{"default", "wide", "reduced", "smoke"}, o.grid) {
+		fmt.Fprintf(stderr, "scdrepro: -grid %q: want default, wide, reduced or smoke\n", o.grid)
 		return 2
 	}
 	if o.seeds < 1 || o.tuneSeeds < 1 || o.tuneSeeds > o.seeds || !(o.msdScale > 0 && o.msdScale <= 1) || fs.NArg() > 0 {
@@ -199,7 +199,8 @@ func (c config) String() string {
 // (and 10 for ridge), 20 (25) points of the paper's 156; DP-SGD L ∈ {100, 500, 2000} ×
 // C ∈ {1e-2, 1e-1, 1} (and 10) × η ∈ {1e-2, …, 100}, 45 (60) of 2,028. reduced: L ∈
 // {100, 1000} × C ∈ {1e-2, …, 10}, 8 points, and DP-SGD L ∈ {100, 1000} × C ∈ {0.1,
-// 1, 10} × η ∈ {0.1, 1, 10}, 18 points.
+// 1, 10} × η ∈ {0.1, 1, 10}, 18 points. wide: default plus L = 5, C ∈ {1e-5, 1e-4}
+// and η ∈ {1e3, 1e4}, to check choices at the default grid's edges.
 func grids(regression bool, which string) (scd, sgd []config) {
 	Ls := []int{10, 100, 500, 1000, 2000}
 	Cs := []float64{1e-3, 1e-2, 1e-1, 1}
@@ -213,6 +214,10 @@ func grids(regression bool, which string) (scd, sgd []config) {
 	switch which {
 	case "smoke":
 		return []config{{L: 100, C: 0.1}}, []config{{L: 100, C: 1, Step: 1}}
+	case "wide":
+		Ls = append([]int{5}, Ls...)
+		Cs = append([]float64{1e-5, 1e-4}, Cs...)
+		etas = append(etas, 1e3, 1e4)
 	case "reduced":
 		Ls, Cs = []int{100, 1000}, []float64{1e-2, 1e-1, 1, 10}
 		sgdLs, sgdCs, etas = []int{100, 1000}, []float64{0.1, 1, 10}, []float64{0.1, 1, 10}
