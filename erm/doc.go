@@ -19,7 +19,8 @@
 //   - (ε, δ)-DP coordinate descent (Damaskinos et al., "Differentially
 //     private stochastic coordinate descent"): SCD (dual DP-SCD),
 //     SequentialSCD (seqDP-SCD) and PrimalSCD (primalDP-SCD), calibrated by
-//     the accountant's subsampled-Gaussian RDP.
+//     the accountant's subsampled-Gaussian RDP, and SCDBaselineSGD, the
+//     paper's DP-SGD baseline under the same calibration.
 //
 // The mini-batch (ε, δ) methods draw Poisson batches by default, the
 // sampling the accountant analyses; Sampling: Shuffled gives the papers'
