@@ -57,6 +57,8 @@ func TestStoredSettingsJSON(t *testing.T) {
 		{layers.ReLU{}, `{"type":"relu"}`},
 		{layers.Flatten{}, `{"type":"flatten"}`},
 		{layers.GlobalAvgPool2D{}, `{"type":"globalavgpool"}`},
+		{layers.Residual{Body: []layers.Layer{layers.Conv2D{Filters: 1, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, layers.ReLU{}}, ScaleNorm: 1},
+			`{"type":"residual","settings":{"body":[{"type":"conv","settings":{"filters":1,"kernel":[3,3],"stride":[0,0],"padding":[1,1],"no_bias":false,"init":"glorot-uniform"}},{"type":"relu"}],"shortcut":[],"scale_norm":1}}`},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range cases {
