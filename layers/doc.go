@@ -1,4 +1,5 @@
 // Package layers holds the building blocks of privtrain networks — Dense, Conv2D,
+// WSConv2D (weight-standardised),
 // MaxPool2D, AvgPool2D, GlobalAvgPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop, and
 // Residual, a block of other layers with a skip connection — as
 // Gorgonia graph fragments that expose what per-example gradient clipping needs, each

@@ -24,7 +24,7 @@ import (
 func residualSpec() nn.Spec {
 	return nn.Spec{Name: "residual-test", InputShape: []int{3, 8, 8}, NumClasses: 3, Layers: []layers.Layer{
 		conv3(4, 1), layers.ReLU{},
-		layers.Residual{Body: []layers.Layer{conv3(4, 1), layers.GroupNorm{Groups: 2}, layers.ReLU{}, conv3(4, 1)}, ScaleNorm: 2},
+		layers.Residual{Body: []layers.Layer{layers.WSConv2D(conv3(4, 1)), layers.GroupNorm{Groups: 2}, layers.ReLU{}, conv3(4, 1)}, ScaleNorm: 2},
 		layers.ReLU{},
 		layers.Residual{
 			Body:     []layers.Layer{conv3(6, 2), layers.ReLU{}, conv3(6, 1)},
@@ -35,8 +35,9 @@ func residualSpec() nn.Spec {
 }
 
 // TestResidualModelEngines: the residual network runs on the native engine, its
-// per-layer clipping groups are the nested layers, and in float64 its per-example
-// gradients and clipped sum equal the Gorgonia engine's to 1e-10.
+// per-layer clipping groups are the nested layers, in float64 its per-example gradients
+// and clipped sum equal the Gorgonia engine's to 1e-10, and neither engine changes the
+// parameters while it computes them.
 func TestResidualModelEngines(t *testing.T) {
 	const batch = 6
 	var models []*nn.Model
@@ -60,9 +61,16 @@ func TestResidualModelEngines(t *testing.T) {
 	var grads [2][][]float64
 	var sums [2][]float64
 	for e, m := range models {
+		before := make([]float64, m.NumParams())
+		m.Params(before)
 		sums[e] = make([]float64, m.NumParams())
 		if _, err := m.ClippedGradient(b, clipping.PerLayerEqual(0.5, len(want)), sums[e]); err != nil {
 			t.Fatal(err)
+		}
+		after := make([]float64, m.NumParams())
+		m.Params(after)
+		if i := bitsDiffer(before, after); i >= 0 {
+			t.Errorf("%v: computing a gradient changed parameter %d (the graph worked in place on the weights?)", m.Engine(), i)
 		}
 		for i := range batch {
 			g := make([]float64, m.NumParams())

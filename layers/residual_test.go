@@ -123,3 +123,24 @@ func TestResidualCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestOracleWSConv2D: the weight-standardised conv's per-example gradients, through the
+// standardisation, pass the oracle (Gorgonia's symbolic gradient through the graph's own
+// standardisation, and finite differences), on Gorgonia and native; and inside a block.
+func TestOracleWSConv2D(t *testing.T) {
+	for _, tc := range []struct {
+		l  layers.Layer
+		in []int
+	}{
+		{layers.WSConv2D{Filters: 3, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, []int{2, 5, 5}},
+		{layers.WSConv2D{Filters: 2, Kernel: [2]int{2, 3}, Stride: [2]int{2, 1}, NoBias: true}, []int{3, 6, 5}},
+		{layers.Residual{Body: []layers.Layer{layers.WSConv2D{Filters: 2, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, layers.GroupNorm{Groups: 1}, layers.ReLU{}},
+			Shortcut: []layers.Layer{layers.WSConv2D{Filters: 2, Kernel: [2]int{1, 1}}}}, []int{3, 4, 4}},
+	} {
+		rep := layertest.Check(t, tc.l, tc.in, layertest.Config{Seed: 6})
+		if rep.Native < 0 {
+			t.Errorf("%+v: no native kernel", tc.l)
+		}
+		t.Logf("%+v on %v: %v", tc.l, tc.in, rep)
+	}
+}
