@@ -16,6 +16,12 @@
 // (2.3 for wrn-16-4: forward, input gradients and per-example weight gradients, each
 // about 0.78 GFLOP), its fraction of -peak, and the peak resident set size (ru_maxrss:
 // the most memory the process ever held, model and batch buffers included).
+//
+// The same step is BenchmarkStep/dp/wrn-16-4 in package models (go test -run '^$' -bench
+// 'Step/dp/wrn-16-4/' ./models, examples/s and cpu-ms/op); its peak memory is the
+// "Maximum resident set size" that /usr/bin/time -v prints for the test binary (go test -c
+// -o /tmp/models.test ./models, then /usr/bin/time -v /tmp/models.test -test.run '^$'
+// -test.bench …), which holds every benchmark's models, not the step's alone.
 package main
 
 import (
