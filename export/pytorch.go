@@ -101,15 +101,25 @@ func PyTorchFile(path string, m *nn.Model, name, params string) error {
 }
 
 // definitions returns the Python source of the classes the layers of m that are not in
-// torch.nn define, each once, in the order of first use.
+// torch.nn define, each once, in the order of first use; a composite layer's
+// (layers.Container) sub-layers count as used after it.
 func definitions(plan []nn.LayerState) []string {
 	var defs []string
 	seen := map[string]bool{}
-	for _, pl := range plan {
-		if d, ok := pl.Layer.(layers.TorchDefiner); ok && !seen[d.TorchDefinition()] {
+	var add func(l layers.Layer)
+	add = func(l layers.Layer) {
+		if d, ok := l.(layers.TorchDefiner); ok && !seen[d.TorchDefinition()] {
 			seen[d.TorchDefinition()] = true
 			defs = append(defs, strings.TrimRight(d.TorchDefinition(), "\n"))
 		}
+		if c, ok := l.(layers.Container); ok { // the classes a Residual's sub-layers use
+			for _, sub := range c.Sublayers() {
+				add(sub)
+			}
+		}
+	}
+	for _, pl := range plan {
+		add(pl.Layer)
 	}
 	return defs
 }

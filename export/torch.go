@@ -44,8 +44,13 @@ import (
 //	layers.CenterCrop  CenterCrop(h, w), rows ⌊(H−h)/2⌋… and columns ⌊(W−w)/2⌋…
 //	layers.Scattering2D  Scattering2D(J, L, C, H, W), the transform in torch.fft;
 //	                   "i.psi_r", "i.phi_r": its filters (real spectra), float64
+//	layers.WSConv2D    WSConv2d(C, F, (kh, kw), stride, padding, bias), an nn.Conv2d
+//	                   standardising its weight in forward; tensors as Conv2d's
+//	layers.Residual    Residual([body], [shortcut], [post]): post(body(x) + shortcut(x)),
+//	                   each list an nn.Sequential of the sub-layers' modules;
+//	                   "i.body.j.<param>", "i.shortcut.j.<param>", "i.post.0.<param>"
 //
-// The last two are no torch.nn modules: they implement layers.TorchDefiner, and the
+// The last four are no torch.nn modules: they implement layers.TorchDefiner, and the
 // Python module of PyTorch defines them. A layer that does not implement
 // layers.TorchExporter is refused.
 //

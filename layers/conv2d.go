@@ -139,6 +139,9 @@ type convOp[T num.Float] struct {
 	in                     int // index of the input activation (batch-sized in training)
 	gradZ                  []T // batch-sized tap (train), else nil
 	train, needIn          bool
+	// rstd, when not nil, makes the op a WSConv2D's: prepare standardises the weight
+	// (into std, then packed) and keeps each filter's 1/sqrt(Σ(w − μ)² + ε) here.
+	rstd, std []T
 	// The patch of position p is made of runs[3·runStart[p]…3·runStart[p+1]−1]: triples
 	// (src, dst, n) that copy n input values from offset src to patch offset dst; the rest
 	// of the patch is zero padding, and padded[p] says there is some.
@@ -215,6 +218,9 @@ func (o *convOp[T]) gradient(nv *Native[T], k int) clipping.Gradient[T] {
 	if nv.train {
 		g.Patches = nv.patches(o, k)
 	}
+	if o.rstd != nil { // ŵ packed in the patches' order, as the gradient's columns
+		return clipping.Formed[T](&wsConvGradient[T]{conv: g, what: o.wp, rstd: o.rstd})
+	}
 	return clipping.Formed[T](g)
 }
 
@@ -230,9 +236,17 @@ func (o *convOp[T]) scratchSize() (int, int) {
 }
 
 func (o *convOp[T]) prepare() {
+	w := o.weight
+	if o.rstd != nil {
+		if o.std == nil {
+			o.std = make([]T, len(w))
+		}
+		standardize(w, o.std, o.rstd, o.f, o.k)
+		w = o.std
+	}
 	for f := range o.f {
 		for j, src := range o.order {
-			v := o.weight[f*o.k+src]
+			v := w[f*o.k+src]
 			o.wp[f*o.k+j] = v
 			o.wt[j*o.f+f] = v
 		}

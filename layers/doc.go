@@ -1,5 +1,7 @@
 // Package layers holds the building blocks of privtrain networks — Dense, Conv2D,
-// MaxPool2D, AvgPool2D, GlobalAvgPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop — as
+// WSConv2D (weight-standardised),
+// MaxPool2D, AvgPool2D, GlobalAvgPool2D, GroupNorm, ReLU, Tanh, Flatten, CenterCrop, and
+// Residual, a block of other layers with a skip connection — as
 // Gorgonia graph fragments that expose what per-example gradient clipping needs, each
 // with a native kernel beside it.
 //
@@ -54,6 +56,13 @@
 // NewNative's ErrNotNative (and nn.Model.EngineReason) name it. A layer of another package
 // is stored with Register and exported if it implements TorchExporter, but cannot
 // have a native op.
+//
+// A composite layer (Residual, residual.go) is one layer of the sequence built of others:
+// its parameters are its sub-layers', its Tap nests theirs (Tap.Nested; engines bind
+// Tap.Leaves, one clipping.Gradient per parametrised sub-layer, and nn names the per-layer
+// clipping groups by Grouped.TapGroups), its native compiler compiles the sub-layers in
+// line between copy and add ops, and its settings store the sub-layers as nn's
+// architecture stores layers.
 //
 // A layer that is fixed — no parameters, independent of the data, deterministic — may say
 // so by implementing FrontEnd (frontend.go), as Scattering2D does: nn then runs the leading

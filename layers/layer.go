@@ -66,4 +66,50 @@ type Tap struct {
 	// Shape binds In's value and Z's gradient to the layer's clipping.Gradient; its
 	// NumParams is the number of parameters the layer has.
 	Shape clipping.Shape
+	// Nested, when not nil, makes this the tap of a composite layer (Residual): the taps
+	// of its parametrised sub-layers, in the order of its parameters; In, Z and Shape are
+	// then nil. Engines and tests use Leaves.
+	Nested []*Tap
+}
+
+// Leaves is the taps an engine binds for t: t itself, or its nested taps (recursively),
+// in parameter order. A nil tap has none.
+func (t *Tap) Leaves() []*Tap {
+	if t == nil {
+		return nil
+	}
+	if t.Nested == nil {
+		return []*Tap{t}
+	}
+	var out []*Tap
+	for _, n := range t.Nested {
+		out = append(out, n.Leaves()...)
+	}
+	return out
+}
+
+// NumParams is the number of parameters t's leaves cover.
+func (t *Tap) NumParams() int {
+	n := 0
+	for _, l := range t.Leaves() {
+		if l.Shape != nil {
+			n += l.Shape.NumParams()
+		}
+	}
+	return n
+}
+
+// Grouped is a composite layer whose parameters belong to several parametrised
+// sub-layers: each has its own tap, and per-layer clipping gives each its own threshold.
+// TapGroups names them, in parameter order, for input shape in ("body.0", "shortcut.0").
+type Grouped interface {
+	Layer
+	TapGroups(in []int) []string
+}
+
+// Container is a composite layer: Sublayers lists the layers it is built of (for an
+// export to find the classes they need).
+type Container interface {
+	Layer
+	Sublayers() []Layer
 }

@@ -45,6 +45,7 @@ func FuzzCodecs(f *testing.F) {
 		`{"height":24,"width":24}`,
 		`{"j":2,"l":8}`,
 		`{"bias":true}`,
+		`{"body":[{"type":"conv","settings":{"filters":2,"kernel":[3,3],"stride":[1,1],"padding":[1,1],"no_bias":false,"init":"he-normal"}},{"type":"relu"}],"shortcut":[],"scale_norm":1}`,
 		`{}`, `null`, ``, `[1]`,
 	} {
 		f.Add(s)

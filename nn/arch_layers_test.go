@@ -46,6 +46,8 @@ func TestStoredSettingsJSON(t *testing.T) {
 	}{
 		{layers.Conv2D{Filters: 16, Kernel: [2]int{8, 8}, Stride: [2]int{2, 2}, Padding: [2]int{3, 3}},
 			`{"type":"conv","settings":{"filters":16,"kernel":[8,8],"stride":[2,2],"padding":[3,3],"no_bias":false,"init":"glorot-uniform"}}`},
+		{layers.WSConv2D{Filters: 4, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}, Init: layers.HeNormal{}},
+			`{"type":"wsconv","settings":{"filters":4,"kernel":[3,3],"stride":[0,0],"padding":[1,1],"no_bias":false,"init":"he-normal"}}`},
 		{layers.Dense{Units: 10}, `{"type":"dense","settings":{"units":10,"no_bias":false,"init":"glorot-uniform"}}`},
 		{layers.Dense{Units: 7, NoBias: true, Init: layers.HeNormal{}}, `{"type":"dense","settings":{"units":7,"no_bias":true,"init":"he-normal"}}`},
 		{layers.MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}}, `{"type":"maxpool","settings":{"kernel":[2,2],"stride":[1,1],"padding":[0,0]}}`},
@@ -57,6 +59,8 @@ func TestStoredSettingsJSON(t *testing.T) {
 		{layers.ReLU{}, `{"type":"relu"}`},
 		{layers.Flatten{}, `{"type":"flatten"}`},
 		{layers.GlobalAvgPool2D{}, `{"type":"globalavgpool"}`},
+		{layers.Residual{Body: []layers.Layer{layers.Conv2D{Filters: 1, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, layers.ReLU{}}, ScaleNorm: 1},
+			`{"type":"residual","settings":{"body":[{"type":"conv","settings":{"filters":1,"kernel":[3,3],"stride":[0,0],"padding":[1,1],"no_bias":false,"init":"glorot-uniform"}},{"type":"relu"}],"shortcut":[],"scale_norm":1}}`},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range cases {

@@ -116,9 +116,7 @@ func buildGraph[T num.Float](m *Model, plan []plannedLayer, flat []T, train bool
 		if err := checkTap(pl, tap); err != nil {
 			return nil, nil, err
 		}
-		if tap != nil {
-			ltaps = append(ltaps, tap)
-		}
+		ltaps = append(ltaps, tap.Leaves()...) // a composite layer's taps, one per sub-layer
 		h = out
 	}
 	if s := h.Shape(); len(s) != 2 || s[0] != B || s[1] != K {
@@ -179,14 +177,14 @@ func checkTap(pl plannedLayer, tap *layers.Tap) error {
 		return nil
 	case len(pl.params) == 0:
 		return fmt.Errorf("%w: %s has a tap but no parameters", ErrSpec, pl.layer.Kind())
-	case tap == nil || tap.Shape == nil:
+	case tap == nil || slices.ContainsFunc(tap.Leaves(), func(t *layers.Tap) bool { return t.Shape == nil }):
 		return fmt.Errorf("%w: %s has parameters but no tap: its per-example gradients cannot be clipped", ErrSpec, pl.name)
 	}
 	n := 0
 	for _, p := range pl.params {
 		n += num.Prod(p.Shape)
 	}
-	if got := tap.Shape.NumParams(); got != n {
+	if got := tap.NumParams(); got != n {
 		return fmt.Errorf("%w: %s tap covers %d parameters, the layer has %d", ErrSpec, pl.name, got, n)
 	}
 	return nil

@@ -267,7 +267,13 @@ func planLayers(spec Spec) ([]plannedLayer, *Model, error) {
 		if len(pl.params) > 0 {
 			counts[l.Kind()]++
 			pl.name = fmt.Sprintf("%s%d", l.Kind(), counts[l.Kind()])
-			m.groups = append(m.groups, pl.name)
+			if g, ok := l.(layers.Grouped); ok { // one tap per parametrised sub-layer
+				for _, sub := range g.TapGroups(shape) {
+					m.groups = append(m.groups, pl.name+"."+sub)
+				}
+			} else {
+				m.groups = append(m.groups, pl.name)
+			}
 			for _, p := range pl.params {
 				pl.paramOffs = append(pl.paramOffs, m.numParams)
 				m.layout = append(m.layout, ParamInfo{Name: pl.name + "." + p.Name, Shape: slices.Clone(p.Shape)})

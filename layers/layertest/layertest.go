@@ -7,7 +7,8 @@
 //	ℓ_i(θ) = Σ_j r_ij·y_ij + ½ Σ_j y_ij²,   y_i = layer(x_i; θ),
 //
 // then compares what the layer's per-example gradient kind (its Tap's clipping.Shape,
-// bound to the batch's tap values and run through a clipping.Workspace) gives for every
+// bound to the batch's tap values and run through a clipping.Workspace; for a composite
+// layer such as Residual, every nested tap's, in one Workspace) gives for every
 // example with two references that share nothing with the kind:
 //
 //   - Gorgonia's symbolic gradient ∂ℓ_i/∂θ of that one example's loss, built from the
@@ -150,15 +151,22 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 		}
 	}
 	// The kind under test, bound to the batch's tap.
-	tapIn, gradZ, shape, err := p.tap()
+	tapIn, gradZ, shapes, err := p.tap()
 	if err != nil {
 		return rep, err
 	}
-	if got := shape.NumParams(); got != p.nParam {
-		return rep, fmt.Errorf("the tap covers %d parameters, the layer has %d", got, p.nParam)
+	covered := 0
+	var g64 []clipping.Gradient[float64]
+	var g32 []clipping.Gradient[float32]
+	for l, s := range shapes {
+		covered += s.NumParams()
+		g64 = append(g64, clipping.Bind(s, tapIn[l], gradZ[l]))
+		g32 = append(g32, clipping.Bind(s, toFloat32(tapIn[l]), toFloat32(gradZ[l])))
 	}
-	g64 := clipping.Bind(shape, tapIn, gradZ)
-	ws, err := clipping.NewWorkspace([]clipping.Gradient[float64]{g64}, cfg.Batch)
+	if covered != p.nParam {
+		return rep, fmt.Errorf("the taps cover %d parameters, the layer has %d", covered, p.nParam)
+	}
+	ws, err := clipping.NewWorkspace(g64, cfg.Batch)
 	if err != nil {
 		return rep, err
 	}
@@ -173,8 +181,7 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 	p.checkSums(t, ws, sym, cfg.Symbolic, &rep)
 
 	// The float32 binding of the same tap values.
-	g32 := clipping.Bind(shape, toFloat32(tapIn), toFloat32(gradZ))
-	ws32, err := clipping.NewWorkspace([]clipping.Gradient[float32]{g32}, cfg.Batch)
+	ws32, err := clipping.NewWorkspace(g32, cfg.Batch)
 	if err != nil {
 		return rep, err
 	}
@@ -193,7 +200,7 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 
 	// The native engine's kind (its own layout: NHWC, permuted inputs, patches rebuilt
 	// on demand), where the layer has a native kernel.
-	nws, err := p.native()
+	nws, err := p.native(shapes)
 	if errors.Is(err, layers.ErrNotNative) {
 		rep.Native = -1
 		return rep, nil
@@ -215,7 +222,7 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 
 // native runs the layer, followed by a Flatten, on layers.Native for the whole batch, with
 // the gradient of Σ_i ℓ_i at its output, and returns a Workspace over its tap.
-func (p *problem) native() (*clipping.Workspace[float64], error) {
+func (p *problem) native(shapes []clipping.Shape) (*clipping.Workspace[float64], error) {
 	stack := []layers.Layer{p.l, layers.Flatten{}}
 	params := [][][]float64{make([][]float64, len(p.theta)), nil}
 	for j := range p.theta {
@@ -239,8 +246,8 @@ func (p *problem) native() (*clipping.Workspace[float64], error) {
 		nv.Backward(0, lo, hi, dy)
 	}
 	taps := nv.Taps()
-	if len(taps) != 1 {
-		return nil, fmt.Errorf("native engine has %d taps, want 1", len(taps))
+	if len(taps) != len(shapes) {
+		return nil, fmt.Errorf("native engine has %d taps, the Gorgonia fragment %d", len(taps), len(shapes))
 	}
 	return clipping.NewWorkspace(taps, p.batch)
 }
@@ -441,10 +448,11 @@ func (p *problem) references(i int, h float64) (sym, fd []float64, err error) {
 }
 
 // tap runs the layer on the whole batch with the summed loss Σ_i ℓ_i, as an engine does,
-// and returns the tap's In value (read from a forward-only graph, as nn's Gorgonia
-// engine reads it), the gradient of the summed loss at the tap's Z, and the tap's Shape.
-func (p *problem) tap() (in, gradZ []float64, shape clipping.Shape, err error) {
-	build := func(backward bool) (*G.ExprGraph, *layers.Tap, *G.Node, G.Nodes, error) {
+// and returns for each of the tap's leaves (one, or a composite layer's nested taps) its
+// In value (read from a forward-only graph, as nn's Gorgonia engine reads it), the
+// gradient of the summed loss at its Z, and its Shape.
+func (p *problem) tap() (in, gradZ [][]float64, shapes []clipping.Shape, err error) {
+	build := func(backward bool) (*G.ExprGraph, []*layers.Tap, *G.Node, G.Nodes, error) {
 		g := G.NewGraph()
 		xShape := append([]int{p.batch}, p.in...)
 		x := G.NewTensor(g, G.Float64, len(xShape), G.WithShape(xShape...), G.WithName("layertest.x"),
@@ -459,8 +467,16 @@ func (p *problem) tap() (in, gradZ []float64, shape clipping.Shape, err error) {
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		if tap == nil || tap.Shape == nil || tap.In == nil || tap.Z == nil {
-			return nil, nil, nil, nil, fmt.Errorf("the layer has parameters but its Apply returns no complete tap")
+		leaves := tap.Leaves()
+		if len(leaves) == 0 {
+			return nil, nil, nil, nil, fmt.Errorf("the layer has parameters but its Apply returns no tap")
+		}
+		zs := make(G.Nodes, len(leaves))
+		for l, t := range leaves {
+			if t.Shape == nil || t.In == nil || t.Z == nil {
+				return nil, nil, nil, nil, fmt.Errorf("the layer has parameters but its Apply returns an incomplete tap (leaf %d)", l)
+			}
+			zs[l] = t.Z
 		}
 		rShape := append([]int{p.batch}, p.out...)
 		r := G.NewTensor(g, G.Float64, len(rShape), G.WithShape(rShape...), G.WithName("layertest.r"),
@@ -472,11 +488,11 @@ func (p *problem) tap() (in, gradZ []float64, shape clipping.Shape, err error) {
 		var grads G.Nodes
 		if backward {
 			one := g.AddNode(G.NewConstant(1.0))
-			if grads, err = G.Backpropagate(G.Nodes{loss}, G.Nodes{one}, G.Nodes{tap.Z}); err != nil {
+			if grads, err = G.Backpropagate(G.Nodes{loss}, G.Nodes{one}, zs); err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("backpropagation: %w", err)
 			}
 		}
-		return g, tap, x, grads, nil
+		return g, leaves, x, grads, nil
 	}
 	runGraph := func(g *G.ExprGraph) error {
 		vm := G.NewTapeMachine(g)
@@ -484,29 +500,36 @@ func (p *problem) tap() (in, gradZ []float64, shape clipping.Shape, err error) {
 		return vm.RunAll()
 	}
 
-	g, tp, x, _, err := build(false)
+	g, leaves, x, _, err := build(false)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	in = make([]float64, prod(tp.In.Shape()))
-	if tp.In == x {
-		copy(in, p.x)
-	} else {
-		readInto(tp.In, in)
+	for _, tp := range leaves {
+		buf := make([]float64, prod(tp.In.Shape()))
+		if tp.In == x {
+			copy(buf, p.x)
+		} else {
+			readInto(tp.In, buf)
+		}
+		in = append(in, buf)
+		shapes = append(shapes, tp.Shape)
 	}
 	if err := runGraph(g); err != nil {
 		return nil, nil, nil, fmt.Errorf("running the batch graph: %w", err)
 	}
-	g, tp, _, grads, err := build(true)
+	g, _, _, grads, err := build(true)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	gradZ = make([]float64, prod(grads[0].Shape()))
-	readInto(grads[0], gradZ)
+	for _, gr := range grads {
+		buf := make([]float64, prod(gr.Shape()))
+		readInto(gr, buf)
+		gradZ = append(gradZ, buf)
+	}
 	if err := runGraph(g); err != nil {
 		return nil, nil, nil, fmt.Errorf("running the batch graph backward: %w", err)
 	}
-	return in, gradZ, tp.Shape, nil
+	return in, gradZ, shapes, nil
 }
 
 // lossOf is Σ r ⊙ y + ½ Σ y².

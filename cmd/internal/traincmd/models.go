@@ -38,6 +38,9 @@ var modelTable = []modelInfo{
 	{name: "cifar-tb-cnn", help: "Tramèr & Boneh's end-to-end CIFAR-10 CNN, C×32×32", shapes: [][]int{{3, 32, 32}}, defaults: tbDefaults},
 	{name: "scatter-linear", help: "ScatterNet (J=2, L=8) + GroupNorm + linear (T&B), C×28×28 or C×32×32", shapes: [][]int{{1, 28, 28}, {3, 32, 32}}, defaults: tbDefaults},
 	{name: "scatter-cnn", help: "ScatterNet (J=2, L=8) + GroupNorm + small CNN (T&B), C×28×28 or C×32×32", shapes: [][]int{{1, 28, 28}, {3, 32, 32}}, defaults: tbDefaults},
+	{name: "wrn-16-4", help: "De et al.'s WRN-16-4: residual, GroupNorm, weight standardisation, C×32×32", shapes: [][]int{{3, 32, 32}}},
+	{name: "resnet-klause", help: "Klause et al.'s ResNet-9 with GroupNorm and ScaleNorm, C×32×32", shapes: [][]int{{3, 32, 32}}},
+	{name: "wide-cnn-28", help: "wide residual CNN with GroupNorm, ScaleNorm, weight standardisation, C×28×28", shapes: [][]int{{1, 28, 28}}},
 }
 
 var modelNames = func() []string {

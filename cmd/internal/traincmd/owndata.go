@@ -95,13 +95,20 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		spec = models.CIFAR10CNN(act)
 	case "cifar-tb-cnn":
 		spec = models.CIFAR10TBCNN(act)
+	case "wrn-16-4":
+		spec = models.WRN164()
+	case "resnet-klause":
+		spec = models.ResNetKlause()
+	case "wide-cnn-28":
+		spec = models.WideCNN28()
 	case "scatter-linear", "scatter-cnn":
 		var err error
 		if spec, err = scatterSpec(o.model, shape, act); err != nil {
 			return nn.Spec{}, exit.Usagef("%v, but -dataset %s has examples of %s", err, o.dataset, cli.Shape(shape))
 		}
 	}
-	if o.model == "cnn" || o.model == "cifar-cnn" || o.model == "cifar-tb-cnn" {
+	switch o.model {
+	case "cnn", "cifar-cnn", "cifar-tb-cnn", "wrn-16-4", "resnet-klause", "wide-cnn-28":
 		want := spec.InputShape
 		if len(shape) != 3 || shape[1] != want[1] || shape[2] != want[2] {
 			return nn.Spec{}, exit.Usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",

@@ -51,13 +51,26 @@ func Checkpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, 
 // 0: none), so that the checkpoint holds an average besides the raw parameters.
 func AveragedCheckpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, ema float64, opts ...nn.Option) string {
 	t.Helper()
+	return checkpointLR(t, dir, spec, train, ema, 0.5, opts...)
+}
+
+// CheckpointLR is Checkpoint with learning rate lr instead of 0.5: for a network whose
+// logits two steps at 0.5 drive so far apart that the softmax saturates (resnet-klause's
+// dense layer on 1,024 max-pooled features).
+func CheckpointLR(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, lr float64, opts ...nn.Option) string {
+	t.Helper()
+	return checkpointLR(t, dir, spec, train, 0, lr, opts...)
+}
+
+func checkpointLR(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, ema, lr float64, opts ...nn.Option) string {
+	t.Helper()
 	m, err := nn.New(spec, 64, append([]nn.Option{nn.WithSeed(1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seed := uint64(2)
 	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: ema})
+		Rule: dpoptim.NewSGD(dpoptim.Constant(lr)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: ema})
 	if err != nil {
 		t.Fatal(err)
 	}
