@@ -108,9 +108,10 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{X: a.iterate(p, rng, c, m, T, sigma), Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
+	r := a.run(p, rng, c, m, T, sigma, split)
+	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
 		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), %s, %s",
-			sigma, T, m, c.batch, c.n, split, a.stepNote(c.eta), svrgSamplingNote(a.Sampling, c.batch))}, nil
+			sigma, T, m, c.batch, c.n, split, a.stepNote(c.eta, r.etas), svrgSamplingNote(a.Sampling, c.batch))}, nil
 }
 
 // plan validates the settings and derives η (in c), m and T.
@@ -166,14 +167,16 @@ func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
 
 // iterate runs T epochs of m inner steps with noise std sigma.
 func (a *SVRG) iterate(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma float64) []float64 {
-	return a.run(p, rng, c, m, T, sigma).snapshot
+	return a.run(p, rng, c, m, T, sigma, 0).snapshot
 }
 
 // run is iterate returning the runner, whose etas tests read.
-func (a *SVRG) run(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma float64) *svrgRunner {
+// split is svrgNoise's variance fraction f of the sampled part (BB only).
+func (a *SVRG) run(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma, split float64) *svrgRunner {
 	r := newSVRGRunner(p, c, sigma, a.Sampling)
 	if a.BB {
 		r.bb = newBBState(c.d, 1/(12*c.L))
+		r.split = split
 	}
 	if a.Start != nil {
 		copy(r.snapshot, a.Start)
@@ -190,9 +193,9 @@ func (a *SVRG) run(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma flo
 }
 
 // stepNote describes the step size in the calibration line.
-func (a *SVRG) stepNote(eta float64) string {
+func (a *SVRG) stepNote(eta float64, etas []float64) string {
 	if a.BB {
-		return fmt.Sprintf("η = %.4g in epochs 1–2, then Barzilai–Borwein (SVRG-BB, from the released directions)", eta)
+		return fmt.Sprintf("η = %.4g in epochs 1–2, then Barzilai–Borwein (SVRG-BB, from the released directions; last epoch's η = %.4g)", eta, etas[len(etas)-1])
 	}
 	return fmt.Sprintf("η = %.4g", eta)
 }
@@ -220,6 +223,7 @@ type svrgRunner struct {
 	smp             *sampler
 	buf             []int
 	bb              *bbState    // nil without BB step sizes
+	split           float64     // with bb: the noise variance fraction f of the sampled part
 	etas            []float64   // the step size of every epoch run so far
 	onBatch         func([]int) // test hook: every inner step's batch
 }
@@ -256,8 +260,19 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 	thresh := eta * p.L1
 	inv := 1 / float64(r.c.batch) // the batch size, or its expectation under Poisson sampling
 	q := float64(r.c.batch) / float64(r.c.n)
+	if r.bb != nil {
+		r.bb.begin(r.snapshot)
+	}
+	sampledStd := r.sigma
+	if r.bb != nil { // the noise in two draws, N(0, (1−f)σ²) on ṽ and N(0, fσ²)
+		sampledStd = math.Sqrt(r.split) * r.sigma
+	}
 	for range m {
 		copy(r.v, r.full)
+		if r.bb != nil {
+			privrand.AddGaussian(rng, r.v, math.Sqrt(1-r.split)*r.sigma)
+			r.bb.observe(r.v) // ṽ + u₂, a release svrgNoise charges
+		}
 		var batch []int
 		if r.sampling == Shuffled || r.sampling == One {
 			batch = r.smp.sample(rng, r.c.batch)
@@ -273,10 +288,7 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 		if r.onBatch != nil {
 			r.onBatch(batch)
 		}
-		privrand.AddGaussian(rng, r.v, r.sigma)
-		if r.bb != nil {
-			r.bb.observe(r.x, r.v) // x_{t−1} and the released direction v_t
-		}
+		privrand.AddGaussian(rng, r.v, sampledStd)
 		// prox of η((λ/2)‖·‖² + λ₁‖·‖₁): soft threshold, then shrink.
 		for j, xj := range r.x {
 			y := xj - eta*r.v[j]

@@ -8,51 +8,56 @@ import (
 
 // bbState computes DP-SVRG's Barzilai–Borwein step sizes (SVRG-BB, Tan, Ma,
 // Dai and Qian 2016: η = ‖x̃_s − x̃_{s−1}‖² / (m⟨x̃_s − x̃_{s−1}, ∇F(x̃_s) −
-// ∇F(x̃_{s−1})⟩)) without touching the data outside the accounted releases.
-// SVRG-BB differences the exact full gradients at two snapshots; those are
-// not released here (each inner step releases only v_t, noise included), and
-// a step size computed from them would leak. So each epoch s contributes the
-// mean point ȳ_s = (1/m) Σ_t x_{t−1} of its inner steps and the mean
-// released direction ḡ_s = (1/m) Σ_t v_t + λ ȳ_s (the ridge part of r is
-// smooth and public; the L1 part is left out). For a quadratic loss,
-// E[v_t | x_{t−1}] = ∇F_loss(x_{t−1}) and the gradient is affine, so ḡ_s
-// estimates ∇F(ȳ_s), with the noise averaged down by √m. The step size of
-// epoch s+1 is bbStep(ȳ_s − ȳ_{s−1}, ḡ_s − ḡ_{s−1}, m), a post-processing of
-// released quantities (no privacy cost), capped at max; epochs 1 and 2 use
-// the given η.
+// ∇F(x̃_{s−1})⟩)) from accounted releases only. SVRG-BB differences the
+// exact full gradients at two snapshots, which are not released, and a step
+// size computed from them would leak. svrgNoise charges every inner step as
+// two releases, the sampled part with noise of variance fσ² and the full
+// gradient ṽ = ∇F_loss(x̃) with noise u₂ of variance (1−f)σ²; with BB the
+// inner step draws its noise as these two parts (the same N(0, σ²) in sum),
+// and the mean of ṽ + u₂ over the epoch's m steps, plus λx̃, is a private
+// estimate of ∇F(x̃) (noise std √((1−f)/m)·σ per coordinate: small, since
+// the calibration puts most of the variance on the sampled part). Its
+// snapshot x̃ is released too. The estimate for x̃_{s−1} is complete only
+// after epoch s, so the step size of epoch s+1 is
+// bbStep(x̃_{s−1} − x̃_{s−2}, ĝ_{s−1} − ĝ_{s−2}, m) (lagged by one epoch;
+// the same on a quadratic), capped at max: a post-processing, no privacy
+// cost. Epochs 1 and 2 use the given η. (The mean of the released v_t does
+// not work: the noise in v_t moves x against itself, so ⟨Δx, Δv⟩ is
+// negative.)
 type bbState struct {
 	max                float64
-	sumY, sumV         []float64 // this epoch's sums of x_{t−1} and v_t
+	sumG               []float64 // this epoch's sum of ṽ + u₂
 	y, g, prevY, prevG []float64
-	steps              int
-	epochs             int
+	steps, epochs      int
 }
 
 func newBBState(d int, max float64) *bbState {
-	return &bbState{max: max, sumY: make([]float64, d), sumV: make([]float64, d),
+	return &bbState{max: max, sumG: make([]float64, d),
 		y: make([]float64, d), g: make([]float64, d), prevY: make([]float64, d), prevG: make([]float64, d)}
 }
 
-// observe adds one inner step's point x_{t−1} and released direction v_t.
-func (b *bbState) observe(x, v []float64) {
-	floats.Add(b.sumY, x)
-	floats.Add(b.sumV, v)
+// begin starts an epoch at snapshot x̃.
+func (b *bbState) begin(snapshot []float64) {
+	b.y, b.prevY = b.prevY, b.y
+	b.g, b.prevG = b.prevG, b.g
+	copy(b.y, snapshot)
+	for j := range b.sumG {
+		b.sumG[j] = 0
+	}
+	b.steps = 0
+}
+
+// observe adds one inner step's released full-gradient part ṽ + u₂.
+func (b *bbState) observe(g []float64) {
+	floats.Add(b.sumG, g)
 	b.steps++
 }
 
 // next closes the epoch (of m inner steps) and returns the step size of the
 // next one: the BB step once two epochs have been seen, else eta.
 func (b *bbState) next(eta float64, m int, lambda float64) float64 {
-	b.y, b.prevY = b.prevY, b.y
-	b.g, b.prevG = b.prevG, b.g
-	inv := 1 / float64(b.steps)
-	floats.ScaleTo(b.y, inv, b.sumY)
-	floats.ScaleTo(b.g, inv, b.sumV)
+	floats.ScaleTo(b.g, 1/float64(b.steps), b.sumG)
 	floats.AddScaled(b.g, lambda, b.y)
-	for j := range b.sumY {
-		b.sumY[j], b.sumV[j] = 0, 0
-	}
-	b.steps = 0
 	b.epochs++
 	if b.epochs < 2 {
 		return eta

@@ -303,7 +303,7 @@ func TestSVRGBBQuadratic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := s.run(p, NewNoise(1), c, mm, T, 0)
+	r := s.run(p, NewNoise(1), c, mm, T, 0, 0)
 	want := 1 / (m * (a*a + lambda))
 	if len(r.etas) != 5 || r.etas[0] != 0.01 || r.etas[1] != 0.01 {
 		t.Fatalf("step sizes %v", r.etas)
@@ -319,7 +319,7 @@ func TestSVRGBBQuadratic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = s.run(p, NewNoise(1), c, mm, T, 0)
+	r = s.run(p, NewNoise(1), c, mm, T, 0, 0)
 	if got := r.etas[3]; math.Abs(got-1/(12*a*a)) > 1e-12 {
 		t.Errorf("m = 1: η = %v, want the cap %v (BB would give %v)", got, 1/(12*a*a), 1/(a*a+lambda))
 	}
