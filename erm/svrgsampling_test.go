@@ -327,3 +327,32 @@ func TestSVRGBBQuadratic(t *testing.T) {
 		t.Error("BB without InnerSteps accepted")
 	}
 }
+
+// TestSVRGBBStepNoise checks that with BB, whose inner step draws its noise
+// as two parts (std √(1−f)σ on ṽ and √f σ on the rest), the total noise of
+// one step still has std σ: from x̃ = x_0 = 0 with m = 1,
+// x_1 = −η(∇F_loss(0) + u)/(1 + ηλ) (as in TestSVRGStepNoise).
+func TestSVRGBBStepNoise(t *testing.T) {
+	p := normalizedProblem(t, Logistic{}, 300, 10, 0.05, 4)
+	a := &SVRG{Epsilon: 1, Delta: 1e-3, Epochs: 1, InnerSteps: 1, BB: true, Sampling: One}
+	c, m, T, err := a.plan(p)
+	if err != nil || m != 1 || T != 1 {
+		t.Fatal(m, T, err)
+	}
+	const sigma, split = 0.37, 0.7
+	eta := 1 / (40 * (p.Smoothness() - p.Lambda))
+	g := make([]float64, 10)
+	p.Gradient(g, make([]float64, 10))
+	var ss float64
+	const runs = 3000
+	for seed := range runs {
+		x1 := a.run(p, NewNoise(uint64(seed)), c, m, T, sigma, split).snapshot
+		for j, x := range x1 {
+			u := -x*(1+eta*p.Lambda)/eta - g[j]
+			ss += u * u
+		}
+	}
+	if got := math.Sqrt(ss / (runs * 10)); math.Abs(got-sigma) > 0.02*sigma {
+		t.Errorf("inner-step noise std %v, want σ = %v", got, sigma)
+	}
+}
