@@ -24,7 +24,9 @@
 //
 // The mini-batch (ε, δ) methods draw Poisson batches by default, the
 // sampling the accountant analyses; Sampling: Shuffled gives the papers'
-// fixed-size batches. An ε of +Inf turns a solver's noise off, giving its non-private
+// fixed-size batches, and for SVRG and SVRGPlusPlus Sampling: One draws
+// exactly b uniform examples per inner step (Algorithm 1), with a proven
+// add/remove bound (see svrgNoise; cmd/erm's default there). An ε of +Inf turns a solver's noise off, giving its non-private
 // counterpart. Noise and sampling come from the *rand.Rand passed to Solve:
 // NewSecureNoise for releases, NewNoise(seed) for reproducible experiments.
 //

@@ -52,8 +52,28 @@ var svrgSplits = []float64{0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0
 // costs the RDP of a subsampled Gaussian with noise multiplier √f σ/(4G/b)
 // plus that of a Gaussian with multiplier √(1−f) σ/(2G/n); the ledger
 // composes both over all steps and f is chosen to minimise ε. The sampled
-// part uses the accountant's Poisson-sampling RDP at q = b/n, as TF Privacy
-// and the digest (§4.6) do for uniformly drawn batches.
+// part is charged the accountant's subsampled-Gaussian RDP at q = b/n and
+// sensitivity 4G/b, which bounds both samplings under add/remove adjacency
+// (one example added or removed; n the size of the larger data set of the
+// pair, the full-gradient part then moving by at most 2G/n too):
+//
+//   - Poisson (each example with probability b/n, the sum divided by b):
+//     adding z adds one term of norm ≤ 2G/b, so 4G/b is twice what the
+//     analysis needs (conservative).
+//   - One (exactly b distinct examples drawn uniformly; b = 1 is Algorithm
+//     1): with D' = D ∪ {z}, a uniform b-subset of D' avoids z with
+//     probability 1 − q, q = b/|D'|, and is then a uniform b-subset S of D;
+//     otherwise it is S with a uniform member j replaced by z. So
+//     M(D') = avg_{S,j} [(1−q) N(μ_S, σ²) + q N(μ_{S−j+z}, σ²)] and
+//     M(D) = avg_{S,j} N(μ_S, σ²), with ‖μ_S − μ_{S−j+z}‖ ≤ 4G/b. By the
+//     joint convexity of exp((α−1)D_α) (and of the hockey-stick divergence)
+//     the divergence, either way round, is at most that of one pair
+//     (1−q)N(0, σ²) + qN(4G/b, σ²) against N(0, σ²): the subsampled-Gaussian
+//     pair the accountant evaluates (Mironov, Talwar and Zhang 2019 bound
+//     both directions by it). The RDP grows with q, and q ≤ b/n for either
+//     neighbour (n + 1 or n − 1 examples) of our n. TestSVRGOneSamplingBound
+//     checks this bound against the exact Rényi divergence of the mixtures
+//     by quadrature for tiny n. Replacing one example is two add/removes.
 func svrgNoise(eps, delta float64, steps, n, batch int, G float64, opts []accountant.Option) (sigma, achieved, split float64, err error) {
 	if math.IsInf(eps, 1) {
 		return 0, math.Inf(1), 0, nil

@@ -7,7 +7,7 @@ import (
 )
 
 // Sampling selects how the (ε, δ) mini-batch methods (SCD, SequentialSCD,
-// SVRG, SVRGPlusPlus) draw their batches.
+// SVRG, SVRGPlusPlus) draw their batches. The zero value is Poisson.
 type Sampling int
 
 const (
@@ -17,17 +17,27 @@ const (
 	// estimates divide by its expectation.
 	Poisson Sampling = iota
 	// Shuffled draws fixed-size batches as the papers' code does: DP-SCD
-	// takes consecutive chunks of a per-epoch permutation, DP-SVRG draws b
-	// distinct examples uniformly each inner step. The reported ε is still
-	// the Poisson analysis at the same q (as in TF Privacy), which such
-	// batches do not strictly satisfy.
+	// takes consecutive chunks of a per-epoch permutation, and its reported
+	// ε is still the Poisson analysis at the same q (as in TF Privacy),
+	// which such batches do not strictly satisfy. SVRG and SVRGPlusPlus
+	// treat Shuffled as One, whose ε is a proven bound.
 	Shuffled
+	// One draws, in every inner step of SVRG and SVRGPlusPlus, exactly b
+	// distinct examples uniformly at random from the n (b = 1: exactly one
+	// example, as Algorithm 1 of the DP-ERM-revisited paper) and divides
+	// their sum by b. Its ε is a proven upper bound under add/remove
+	// adjacency (see svrgNoise). The other solvers do not take One: they
+	// sample (and account) as Poisson for any value but Shuffled.
+	One
 )
 
-// String returns "poisson" or "shuffled".
+// String returns "poisson", "shuffled" or "one".
 func (s Sampling) String() string {
-	if s == Shuffled {
+	switch s {
+	case Shuffled:
 		return "shuffled"
+	case One:
+		return "one"
 	}
 	return "poisson"
 }

@@ -35,12 +35,22 @@ type SVRG struct {
 	// BatchSize is b, the examples per inner step; 0 means 1 (the paper).
 	BatchSize int
 	// StepSize is η; 0 means 1/(40L), which meets eq. (4) (η < 1/(24L) is
-	// needed for its second term to stay below 1/2).
+	// needed for its second term to stay below 1/2). With BB it is the
+	// step size of the first two epochs.
 	StepSize float64
-	Start    []float64
-	// Sampling is Poisson (the default: each example in an inner step's
-	// batch with probability b/n, the sum divided by b) or Shuffled (b
-	// distinct examples drawn uniformly, as the paper's Algorithm 1).
+	// BB sets the step size of epoch s ≥ 3 by the Barzilai–Borwein rule of
+	// SVRG-BB (Tan, Ma, Dai and Qian 2016; the paper's experiments):
+	// η_s = ‖Δy‖²/(m⟨Δy, Δg⟩), from released quantities only (see bbStep),
+	// capped at Theorem 4.2's 1/(12L); an estimate with ⟨Δy, Δg⟩ ≤ 0 keeps
+	// the previous η. InnerSteps must then be set (eq. (4) depends on η).
+	BB    bool
+	Start []float64
+	// Sampling is Poisson (the zero value: each example in an inner step's
+	// batch with probability b/n, the sum divided by b), or One (exactly b
+	// distinct examples drawn uniformly, the sum divided by b: Algorithm 1
+	// for b = 1; Shuffled is the same). Both are charged the same ε, a
+	// proven bound under add/remove adjacency (svrgNoise); One has no empty
+	// steps and is what cmd/erm runs by default.
 	Sampling Sampling
 	// AccountantOptions configure the ledger; nil means orders up to 256.
 	AccountantOptions []accountant.Option
@@ -98,9 +108,10 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{X: a.iterate(p, rng, c, m, T, sigma), Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), η = %.4g, %s",
-			sigma, T, m, c.batch, c.n, split, c.eta, samplingNote(a.Sampling))}, nil
+	r := a.run(p, rng, c, m, T, sigma, split)
+	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
+		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), %s, %s",
+			sigma, T, m, c.batch, c.n, split, a.stepNote(c.eta, r.etas), svrgSamplingNote(a.Sampling, c.batch))}, nil
 }
 
 // plan validates the settings and derives η (in c), m and T.
@@ -116,6 +127,9 @@ func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
 		c.eta = 1 / (40 * c.L)
 	}
 	m = a.InnerSteps
+	if m == 0 && a.BB {
+		return c, 0, 0, fmt.Errorf("erm: DP-SVRG with BB step sizes needs InnerSteps (eq. (4) depends on η): %w", ErrInvalid)
+	}
 	if m == 0 {
 		if 8*c.eta*c.L >= 1.0/3 {
 			return c, 0, 0, fmt.Errorf("erm: StepSize = %v is too large for eq. (4) (need η < 1/(24L)); set InnerSteps: %w", c.eta, ErrInvalid)
@@ -153,15 +167,48 @@ func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
 
 // iterate runs T epochs of m inner steps with noise std sigma.
 func (a *SVRG) iterate(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma float64) []float64 {
+	return a.run(p, rng, c, m, T, sigma, 0).snapshot
+}
+
+// run is iterate returning the runner, whose etas tests read.
+// split is svrgNoise's variance fraction f of the sampled part (BB only).
+func (a *SVRG) run(p *Problem, rng *rand.Rand, c svrgConfig, m, T int, sigma, split float64) *svrgRunner {
 	r := newSVRGRunner(p, c, sigma, a.Sampling)
+	if a.BB {
+		r.bb = newBBState(c.d, 1/(12*c.L))
+		r.split = split
+	}
 	if a.Start != nil {
 		copy(r.snapshot, a.Start)
 	}
 	for range T {
 		copy(r.x, r.snapshot) // Algorithm 1 restarts each epoch from x̃
+		r.etas = append(r.etas, r.c.eta)
 		r.epoch(rng, m)
+		if r.bb != nil {
+			r.c.eta = r.bb.next(r.c.eta, m, p.Lambda)
+		}
 	}
-	return r.snapshot
+	return r
+}
+
+// stepNote describes the step size in the calibration line.
+func (a *SVRG) stepNote(eta float64, etas []float64) string {
+	if a.BB {
+		return fmt.Sprintf("η = %.4g in epochs 1–2, then Barzilai–Borwein (SVRG-BB, from the released directions; last epoch's η = %.4g)", eta, etas[len(etas)-1])
+	}
+	return fmt.Sprintf("η = %.4g", eta)
+}
+
+// svrgSamplingNote says in the calibration line how inner batches were drawn.
+func svrgSamplingNote(s Sampling, b int) string {
+	if s == One || s == Shuffled {
+		if b == 1 {
+			return "exactly one example drawn uniformly per inner step"
+		}
+		return fmt.Sprintf("exactly %d distinct examples drawn uniformly per inner step", b)
+	}
+	return "Poisson sampling"
 }
 
 // svrgRunner holds the buffers of the SVRG inner loop.
@@ -175,6 +222,10 @@ type svrgRunner struct {
 	sampling        Sampling
 	smp             *sampler
 	buf             []int
+	bb              *bbState    // nil without BB step sizes
+	split           float64     // with bb: the noise variance fraction f of the sampled part
+	etas            []float64   // the step size of every epoch run so far
+	onBatch         func([]int) // test hook: every inner step's batch
 }
 
 func newSVRGRunner(p *Problem, c svrgConfig, sigma float64, s Sampling) *svrgRunner {
@@ -209,10 +260,21 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 	thresh := eta * p.L1
 	inv := 1 / float64(r.c.batch) // the batch size, or its expectation under Poisson sampling
 	q := float64(r.c.batch) / float64(r.c.n)
+	if r.bb != nil {
+		r.bb.begin(r.snapshot)
+	}
+	sampledStd := r.sigma
+	if r.bb != nil { // the noise in two draws, N(0, (1−f)σ²) on ṽ and N(0, fσ²)
+		sampledStd = math.Sqrt(r.split) * r.sigma
+	}
 	for range m {
 		copy(r.v, r.full)
+		if r.bb != nil {
+			privrand.AddGaussian(rng, r.v, math.Sqrt(1-r.split)*r.sigma)
+			r.bb.observe(r.v) // ṽ + u₂, a release svrgNoise charges
+		}
 		var batch []int
-		if r.sampling == Shuffled {
+		if r.sampling == Shuffled || r.sampling == One {
 			batch = r.smp.sample(rng, r.c.batch)
 		} else {
 			r.buf = poissonSample(rng, r.c.n, q, r.buf)
@@ -223,7 +285,10 @@ func (r *svrgRunner) epoch(rng *rand.Rand, m int) {
 				floats.AddScaled(r.v, g*inv, p.Data.X.RawRowView(i))
 			}
 		}
-		privrand.AddGaussian(rng, r.v, r.sigma)
+		if r.onBatch != nil {
+			r.onBatch(batch)
+		}
+		privrand.AddGaussian(rng, r.v, sampledStd)
 		// prox of η((λ/2)‖·‖² + λ₁‖·‖₁): soft threshold, then shrink.
 		for j, xj := range r.x {
 			y := xj - eta*r.v[j]

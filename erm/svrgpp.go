@@ -24,8 +24,10 @@ type SVRGPlusPlus struct {
 	// BatchSize is b per inner step; 0 means 1.
 	BatchSize int
 	// StepSize is η; 0 means 1/(13L) (Theorem 4.4).
-	StepSize          float64
-	Start             []float64
+	StepSize float64
+	Start    []float64
+	// Sampling is as in SVRG: Poisson (the zero value) or One (exactly b
+	// uniform examples per inner step, Algorithm 2), both charged the same ε.
 	Sampling          Sampling
 	AccountantOptions []accountant.Option
 }
@@ -72,5 +74,5 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	}
 	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: steps,
 		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of %d inner steps (epochs of 2^s·%d, s ≤ %d; RDP sampled q = %d/%d plus full-gradient part, variance split %.3g), η = %.4g, %s",
-			sigma, steps, m, T, c.batch, c.n, split, c.eta, samplingNote(a.Sampling))}, nil
+			sigma, steps, m, T, c.batch, c.n, split, c.eta, svrgSamplingNote(a.Sampling, c.batch))}, nil
 }

@@ -46,6 +46,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-data", multi}, "-data"},
 		{[]string{"-synthetic", "-format", "arff"}, "-format"},
 		{[]string{"-synthetic", "-sampling", "random"}, "-sampling"},
+		{[]string{"-synthetic", "-sampling", "one"}, "-sampling one"}, // dp-scd takes no exactly-one sampling
+		{[]string{"-synthetic", "-solver", "dp-svrg++", "-bb"}, "-bb"},
+		{[]string{"-synthetic", "-solver", "dp-svrg", "-output", "random-iterate"}, "-output"},
+		{[]string{"-synthetic", "-solver", "dp-gd-pl", "-output", "first"}, "-output"},
 		{[]string{"-synthetic", "-solver", "dp-accmd"}, "-radius"},
 		{[]string{"-synthetic", "-iters", "-3"}, "-iters"},
 		{[]string{"-synthetic", "-lambda", "-1"}, "-lambda"},
@@ -192,5 +196,39 @@ func TestReproduceQuick(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(out))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+// TestSeed003Modes runs what issue 25 added for the DP-ERM-revisited paper:
+// dp-svrg draws exactly one example per inner step by default (and says so),
+// -sampling poisson still works, -bb prints the Barzilai–Borwein rule, and
+// dp-gd-pl -output random-iterate says which output it released.
+func TestSeed003Modes(t *testing.T) {
+	base := []string{"-synthetic", "-normalize", "-n", "300", "-d", "4", "-seed", "1", "-json"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-solver", "dp-svrg", "-epochs", "2"}, "exactly one example drawn uniformly per inner step"},
+		{[]string{"-solver", "dp-svrg", "-epochs", "2", "-sampling", "poisson"}, "Poisson sampling"},
+		{[]string{"-solver", "dp-svrg++", "-epochs", "2", "-batch", "2"}, "exactly 2 distinct examples"},
+		{[]string{"-solver", "dp-svrg", "-epochs", "3", "-inner", "50", "-bb"}, "Barzilai–Borwein"},
+		{[]string{"-solver", "dp-gd-pl", "-iters", "20", "-output", "random-iterate"}, "uniform in {0, …, T−1}"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCapture(append(append([]string(nil), base...), c.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Calibration, c.want) {
+			t.Errorf("%v: calibration %q lacks %q", c.args, r.Calibration, c.want)
+		}
+		if r.Epsilon == nil || *r.Epsilon > 1 {
+			t.Errorf("%v: ε %v, want ≤ 1", c.args, r.Epsilon)
+		}
 	}
 }

@@ -63,6 +63,8 @@ type trainOptions struct {
 	newtonSteps                    int
 	spectralL                      bool
 	sampling                       string
+	bb                             bool   // -bb: SVRG-BB step sizes (dp-svrg)
+	output                         string // -output: last or random-iterate (dp-gd-pl)
 	seed                           int64
 	budget                         ermBudget // -budget-store (budget.go)
 }
@@ -130,7 +132,9 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.Float64Var(&o.step, "step", 1, "step multiplier c of the accelerated methods (α = c/L)")
 	fs.Float64Var(&o.eta, "eta", 0, "step size η of dp-gd-pl/dp-svrg/dp-svrg++ (0: the paper's)")
 	fs.Float64Var(&o.x0, "x0", 0, "start every coordinate at this value (the accelerated paper uses 10)")
-	fs.StringVar(&o.sampling, "sampling", "poisson", "batches of the SCD and SVRG methods: poisson (what the accountant analyses) or shuffled (the papers' fixed-size batches)")
+	fs.StringVar(&o.sampling, "sampling", "", "batches of the SCD and SVRG methods: poisson (what the accountant analyses), shuffled (the papers' fixed-size batches) or one (dp-svrg/dp-svrg++: exactly -batch uniform examples per inner step, Algorithm 1; shuffled is the same there) (default: one for dp-svrg and dp-svrg++, poisson otherwise)")
+	fs.BoolVar(&o.bb, "bb", false, "dp-svrg: Barzilai–Borwein step sizes (SVRG-BB) from epoch 3 on, -eta the first two epochs'; needs -inner")
+	fs.StringVar(&o.output, "output", "last", "dp-gd-pl: release the last iterate (last) or x_k for k uniform in {0, …, T−1} (random-iterate: Theorem 6.3, non-convex)")
 	fs.IntVar(&o.newtonSteps, "newton-steps", 0, "Newton steps of DP-SCD's logistic update (0: exact, 1: the authors' code)")
 	fs.BoolVar(&o.spectralL, "spectral-l", false, "use the accelerated paper's data-dependent L = λ_max(XᵀX/n) + λ (not private) for the step size")
 	o.seed = -1
@@ -196,8 +200,25 @@ func (o *trainOptions) validate() error {
 			return exit.Usagef("erm: %s %d: must be ≥ 0", f.name, f.v)
 		}
 	}
-	if o.sampling != "poisson" && o.sampling != "shuffled" {
-		return exit.Usagef("erm: -sampling %q: want poisson or shuffled", o.sampling)
+	svrg := o.solver == "dp-svrg" || o.solver == "dp-svrg++"
+	switch {
+	case o.sampling == "" && svrg:
+		o.sampling = "one"
+	case o.sampling == "":
+		o.sampling = "poisson"
+	case o.sampling == "one" && !svrg:
+		return exit.Usagef("erm: -sampling one: only dp-svrg and dp-svrg++ take it (-solver %s: use poisson or shuffled)", o.solver)
+	case o.sampling != "poisson" && o.sampling != "shuffled" && o.sampling != "one":
+		return exit.Usagef("erm: -sampling %q: want poisson, shuffled or one", o.sampling)
+	}
+	if o.bb && o.solver != "dp-svrg" {
+		return exit.Usagef("erm: -bb: only dp-svrg takes Barzilai–Borwein step sizes (-solver %s)", o.solver)
+	}
+	if o.output != "last" && o.output != "random-iterate" {
+		return exit.Usagef("erm: -output %q: want last or random-iterate", o.output)
+	}
+	if o.output == "random-iterate" && o.solver != "dp-gd-pl" {
+		return exit.Usagef("erm: -output random-iterate: only dp-gd-pl takes it (-solver %s)", o.solver)
 	}
 	if o.solver == "dp-accmd" && o.radius == 0 {
 		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
@@ -231,8 +252,11 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 		ls.Smoothness = p.SpectralSmoothness()
 	}
 	sampling := erm.Poisson
-	if o.sampling == "shuffled" {
+	switch o.sampling {
+	case "shuffled":
 		sampling = erm.Shuffled
+	case "one":
+		sampling = erm.One
 	}
 	switch o.solver {
 	case "dp-gd":
@@ -248,9 +272,9 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 	case "dp-masg-opt":
 		return &erm.MASG{LaplaceSettings: ls, Optimal: true}
 	case "dp-gd-pl":
-		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start}
+		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start, RandomIterate: o.output == "random-iterate"}
 	case "dp-svrg":
-		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
+		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling, BB: o.bb}
 	case "dp-svrg++":
 		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
 	case "dp-accmd":
