@@ -157,7 +157,8 @@ func (o *reproduceOptions) tables(stderr io.Writer) ([]table, error) {
 		title: "Synthetic logistic regression, the DP accelerated methods paper's setting",
 		setup: fmt.Sprintf("Kuru et al. Sec. 5: n = %d, d = 20, covariates uniform on [0,1]^20 (not normalised, S1 = 40), λ‖x‖² with λ = 0.01, "+
 			"x_0 = 10·1, full gradients (m = n), step c/L with c = 1 and the data-independent L = ‖u‖₂²_max/4 + 2λ = %.4f (the paper's λ_max(UᵀU/n) + 2λ reads the data), T = %d "+
-			"(the -opt variants re-select T ≤ %d with E_0 = 10). Pure ε-DP.", n, lSpec, tP1, tP1),
+			"(the -opt variants re-select T ≤ %d with E_0 = 10). Pure ε-DP. "+
+			"The paper's own regime (m = 1000, T ∈ {200, 500, 1000}, c ∈ {0.1, 1}, 20 runs) is in seeds.md (P1 section; `erm reproduce -kuru`).", n, lSpec, tP1, tP1),
 		rows: []row{
 			{name: "DP-GD", p: pRaw, build: func(e float64) erm.Solver { return &erm.GD{LaplaceSettings: ls(e)} }},
 			{name: "DP-SHB", p: pRaw, build: func(e float64) erm.Solver { return &erm.HeavyBall{LaplaceSettings: ls(e)} }},
