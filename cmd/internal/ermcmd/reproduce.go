@@ -33,6 +33,7 @@ type reproduceOptions struct {
 	sklearnDir string
 	epsilons   []float64
 	kuru       bool
+	panels     string // -kuru-panels
 }
 
 // row is one solver on one problem in a results table.
@@ -62,6 +63,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.seeds, "seeds", 5, "noise seeds per cell")
 	fs.BoolVar(&o.quick, "quick", false, "small synthetic data, one ε: a smoke test of the pipeline")
 	fs.BoolVar(&o.kuru, "kuru", false, "instead: seed 001's own regime (Kuru et al. Sec. 5: m ∈ {n, 1000}, T ∈ {100, 200, 500, 1000}, c ∈ {1, 0.1}, ε = 1), medians and spread over -seeds runs; -out defaults to "+kuruOut)
+	fs.StringVar(&o.panels, "kuru-panels", "", "with -kuru: the panels to run instead of the default, `m:c:T,T,…;…` (m a batch size or n), e.g. n:1:100,1000")
 	fs.StringVar(&o.sklearnDir, "sklearn-data", "", "directory holding scikit-learn's breast_cancer.csv (default: Debian's python3-sklearn location)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

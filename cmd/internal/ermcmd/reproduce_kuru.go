@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +75,13 @@ func (o *reproduceOptions) runKuru(args []string, stdout, stderr io.Writer) int 
 	if o.quick {
 		n = 3000
 		settings = []kuruSetting{{m: 0, c: 1, iters: []int{20}}, {m: 300, c: 0.1, iters: []int{50}}}
+	}
+	if o.panels != "" {
+		var err error
+		if settings, err = parsePanels(o.panels, n); err != nil {
+			fmt.Fprintf(stderr, "erm reproduce: -kuru-panels %q: %v\n", o.panels, err)
+			return exit.Usage
+		}
 	}
 	const eps, dim = 1.0, 20
 	ds, err := data.Synthetic(n, dim, 1)
@@ -186,6 +194,42 @@ func (o *reproduceOptions) runKuru(args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.out)
 	return exit.OK
+}
+
+// parsePanels reads -kuru-panels: panels separated by ";", each
+// "m:c:T,T,…" with m a batch size in [1, n] or "n", c > 0 and every T ≥ 1.
+func parsePanels(s string, n int) ([]kuruSetting, error) {
+	var out []kuruSetting
+	for _, panel := range strings.Split(s, ";") {
+		f := strings.Split(strings.TrimSpace(panel), ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("panel %q: want m:c:T,T,…", panel)
+		}
+		var st kuruSetting
+		if f[0] != "n" {
+			m, err := strconv.Atoi(f[0])
+			if err != nil || m < 1 || m > n {
+				return nil, fmt.Errorf("panel %q: m = %q: want n or an integer in [1, %d]", panel, f[0], n)
+			}
+			if m < n {
+				st.m = m
+			}
+		}
+		c, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || !(c > 0) || math.IsInf(c, 1) {
+			return nil, fmt.Errorf("panel %q: c = %q: want a finite number > 0", panel, f[1])
+		}
+		st.c = c
+		for _, t := range strings.Split(f[2], ",") {
+			T, err := strconv.Atoi(t)
+			if err != nil || T < 1 || T > 1000000 {
+				return nil, fmt.Errorf("panel %q: T = %q: want an integer in [1, 1e6]", panel, t)
+			}
+			st.iters = append(st.iters, T)
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // kuruOrder lists the solvers by their median at column ti, "<" between them.

@@ -105,3 +105,27 @@ func TestReproduceKuruQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePanels checks -kuru-panels' grammar and its refusals.
+func TestParsePanels(t *testing.T) {
+	got, err := parsePanels("n:1:100,1000; 1000:0.1:200", 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].m != 0 || got[0].c != 1 || len(got[0].iters) != 2 || got[0].iters[1] != 1000 ||
+		got[1].m != 1000 || got[1].c != 0.1 || got[1].iters[0] != 200 {
+		t.Errorf("parsed %+v", got)
+	}
+	if got, _ := parsePanels("100000:1:5", 100000); got[0].m != 0 {
+		t.Errorf("m = n given as a number: m = %d, want 0 (full gradients)", got[0].m)
+	}
+	for _, bad := range []string{"", "n:1", "x:1:5", "0:1:5", "200001:1:5", "n:0:5", "n:-1:5", "n:inf:5", "n:1:0", "n:1:a", "n:1:5,"} {
+		if _, err := parsePanels(bad, 200000); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	code, _, stderr := runCapture("reproduce", "-kuru", "-quick", "-kuru-panels", "n:0:5", "-out", filepath.Join(t.TempDir(), "x.md"))
+	if code != 2 || !strings.Contains(stderr, "-kuru-panels") {
+		t.Errorf("bad -kuru-panels: exit %d, %q", code, stderr)
+	}
+}
