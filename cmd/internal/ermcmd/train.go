@@ -208,7 +208,10 @@ func (o *trainOptions) validate() error {
 		return exit.Usagef("erm: -ball l1: only -solver dp-accmd runs on the L1 ball")
 	}
 	if o.solver == "dp-accmd" && o.radius == 0 {
-		return exit.Usagef("erm: -radius: dp-accmd needs a ball constraint (-radius > 0)")
+		if o.ball == "l1" {
+			return exit.Usagef("erm: -radius: dp-accmd -ball l1 needs an L1-ball radius (-radius > 0)")
+		}
+		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
 	}
 	return nil
 }
