@@ -29,10 +29,17 @@ type AccMD struct {
 	Epsilon, Delta float64
 	// Iterations is T ≥ 1 (Theorem 5.4's T depends on unknown constants).
 	Iterations int
+	// L1Radius > 0 runs on the L1 ball {‖x‖₁ ≤ L1Radius} instead of
+	// Problem.Radius's L2 ball (the Problem then has Radius 0), with the
+	// p-norm mirror map: see accmd_l1.go. Zero keeps the L2 ball.
+	L1Radius float64
 }
 
 // Solve runs DP-AccMD and releases y_T.
 func (a *AccMD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
+	if a.L1Radius != 0 {
+		return a.solveL1(p, rng)
+	}
 	G, err := gaussianSettings(p, a.Epsilon, a.Delta)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,8 @@
 //     budget by Proposition 4.2 and re-select T by Remark 4.1;
 //   - (ε, δ)-DP with Gaussian noise (Wang, Ye and Xu, "Differentially
 //     private empirical risk minimization revisited"): SVRG (proximal, L1
-//     allowed), SVRGPlusPlus, AccMD (L2-ball constraint) and GDPL, with the
+//     allowed), SVRGPlusPlus, AccMD (L2-ball constraint, or the L1 ball with
+//     AccMD.L1Radius and L1BallOptimum as its reference) and GDPL, with the
 //     zCDP calibration for full gradients and the RDP ledger of package
 //     accountant for the SVRG family;
 //   - (ε, δ)-DP coordinate descent (Damaskinos et al., "Differentially

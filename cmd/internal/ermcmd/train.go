@@ -65,6 +65,7 @@ type trainOptions struct {
 	sampling                       string
 	bb                             bool   // -bb: SVRG-BB step sizes (dp-svrg)
 	output                         string // -output: last or random-iterate (dp-gd-pl)
+	ball                           string // -ball: l2 (default) or l1, dp-accmd's constraint
 	seed                           int64
 	budget                         ermBudget // -budget-store (budget.go)
 }
@@ -123,7 +124,8 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.Float64Var(&o.delta, "delta", 1e-3, "δ in (0,1) of the (ε, δ) solvers (the Laplace solvers are pure ε-DP)")
 	fs.Float64Var(&o.lambda, "lambda", 0.01, "ridge coefficient λ of (λ/2)‖w‖² (the accelerated paper's λ‖x‖² with λ = 0.01 is 0.02 here)")
 	fs.Float64Var(&o.l1, "l1", 0, "L1 coefficient (dp-svrg, dp-svrg++)")
-	fs.Float64Var(&o.radius, "radius", 0, "L2-ball radius of the constraint (dp-accmd; required there)")
+	fs.Float64Var(&o.radius, "radius", 0, "radius of the constraint ball (dp-accmd; required there)")
+	fs.StringVar(&o.ball, "ball", "l2", "dp-accmd's constraint: l2 (‖w‖₂ ≤ -radius) or l1 (‖w‖₁ ≤ -radius, p-norm mirror map)")
 	fs.IntVar(&o.iters, "iters", 100, "iterations T of the gradient methods (0: the theorem's default where there is one)")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs of the SVRG and SCD methods (0: default)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size: m (accelerated), b (SVRG), L (SCD); 0: default")
@@ -220,7 +222,16 @@ func (o *trainOptions) validate() error {
 	if o.output == "random-iterate" && o.solver != "dp-gd-pl" {
 		return exit.Usagef("erm: -output random-iterate: only dp-gd-pl takes it (-solver %s)", o.solver)
 	}
+	if o.ball != "l2" && o.ball != "l1" {
+		return exit.Usagef("erm: -ball %q: want l2 or l1", o.ball)
+	}
+	if o.ball == "l1" && o.solver != "dp-accmd" {
+		return exit.Usagef("erm: -ball l1: only -solver dp-accmd runs on the L1 ball")
+	}
 	if o.solver == "dp-accmd" && o.radius == 0 {
+		if o.ball == "l1" {
+			return exit.Usagef("erm: -radius: dp-accmd -ball l1 needs an L1-ball radius (-radius > 0)")
+		}
 		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
 	}
 	return nil
@@ -278,6 +289,9 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 	case "dp-svrg++":
 		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
 	case "dp-accmd":
+		if o.ball == "l1" {
+			return &erm.AccMD{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, L1Radius: o.radius}
+		}
 		return &erm.AccMD{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters}
 	case "dp-scd":
 		return &erm.SCD{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, BatchSize: o.batch, Clip: o.clip, NewtonSteps: o.newtonSteps, Sampling: sampling}
@@ -336,6 +350,7 @@ type report struct {
 	Lambda      float64  `json:"lambda"`
 	L1          float64  `json:"l1,omitempty"`
 	Radius      float64  `json:"radius,omitempty"`
+	Ball        string   `json:"ball,omitempty"` // "l1" for -ball l1; absent for the L2 ball
 	Objective   float64  `json:"objective"`
 	Optimum     float64  `json:"optimum"`
 	OptimumGap  float64  `json:"optimum_certified_gap"`
@@ -388,6 +403,9 @@ func (o *trainOptions) train() (*report, error) {
 		return nil, err
 	}
 	p := &erm.Problem{Data: ds, Loss: loss, Lambda: o.lambda, L1: o.l1, Radius: o.radius}
+	if o.ball == "l1" {
+		p.Radius = 0 // the L1 ball is the solver's (AccMD.L1Radius)
+	}
 	if err := p.Validate(); err != nil {
 		return nil, exit.Usagef("erm: -data: %v", err)
 	}
@@ -420,7 +438,12 @@ func (o *trainOptions) train() (*report, error) {
 		}
 		return nil, err
 	}
-	opt, err := erm.FindOptimum(p)
+	var opt *erm.Optimum
+	if o.ball == "l1" {
+		opt, err = erm.L1BallOptimum(p, o.radius)
+	} else {
+		opt, err = erm.FindOptimum(p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reference optimum: %w", err)
 	}
@@ -430,6 +453,9 @@ func (o *trainOptions) train() (*report, error) {
 		Objective: p.Value(res.X), Optimum: opt.Value, OptimumGap: opt.Gap,
 		ExcessRisk: opt.ExcessRisk(p, res.X), Delta: res.Delta, Iterations: res.Iterations,
 		Calibration: res.Calibration, NoiseSeed: seedDesc,
+	}
+	if o.ball == "l1" {
+		rep.Ball, rep.Method = "l1", "DP-AccMD on the L1 ball (Wang, Ye, Xu)"
 	}
 	if !math.IsInf(res.Epsilon, 1) {
 		e := res.Epsilon
@@ -452,7 +478,9 @@ func printReport(w io.Writer, r *report) {
 	if r.L1 > 0 {
 		fmt.Fprintf(w, ", L1 = %g", r.L1)
 	}
-	if r.Radius > 0 {
+	if r.Radius > 0 && r.Ball == "l1" {
+		fmt.Fprintf(w, ", ‖w‖₁ ≤ %g", r.Radius)
+	} else if r.Radius > 0 {
 		fmt.Fprintf(w, ", ‖w‖ ≤ %g", r.Radius)
 	}
 	fmt.Fprintln(w)
