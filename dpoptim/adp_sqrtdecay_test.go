@@ -234,3 +234,22 @@ func TestADPSqrtDecayCalibrates(t *testing.T) {
 		t.Errorf("spent ε = %v, calibration %v, target %v", spent.Epsilon, achieved, eps)
 	}
 }
+
+// AdaGrad-norm's Rate is the step size of its last step, η/√(b₀² + max(‖g‖², ν)) by hand,
+// and NaN for any other step.
+func TestADPAdaGradNormLastRate(t *testing.T) {
+	a := &ADPAdaGradNorm{Eta: 2, B0: 3, Nu: 0.5, C: 1}
+	if r := a.Rate(0); !math.IsNaN(r) {
+		t.Errorf("before a step: %v", r)
+	}
+	w := []float64{0, 0}
+	if err := a.Step(w, []float64{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Rate(0); math.Abs(r-2/math.Sqrt(34)) > 1e-15 {
+		t.Errorf("rate of step 0 = %v, want 2/√34", r)
+	}
+	if !math.IsNaN(a.Rate(1)) {
+		t.Error("rate of a step not taken")
+	}
+}
