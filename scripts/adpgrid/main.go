@@ -51,7 +51,9 @@ func run() error {
 	data := flag.String("data", "", "-data of cmd/train (the CIFAR-10 directory)")
 	model := flag.String("model", "scatter-linear", "-model of cmd/train")
 	cellList := flag.String("cells", "0.8:2.5", "ε̄:C_G cells, comma-separated")
-	schedules := flag.String("schedules", "poly,sqrt-decay", "schedules (-adp-schedule)")
+	schedules := flag.String("schedules", "poly,sqrt-decay", "schedules (-adp-schedule): poly, sqrt-decay, adagrad-norm")
+	beta := flag.Float64("adp-beta", 1, "β of adagrad-norm (Table 6)")
+	adpC := flag.Float64("adp-c", 1e-5, "C of adagrad-norm's noise α_t² = √(20 + C·t) (Table 6)")
 	algs := flag.String("algs", "adp,dp", "adp (matched noise), dp (constant noise)")
 	seedList := flag.String("seeds", "1,2,3", "seeds")
 	epochs := flag.Int("epochs", 60, "epochs (the paper: 60, 120, 200)")
@@ -101,7 +103,7 @@ func run() error {
 	for _, c := range cells {
 		for _, sch := range strings.Split(*schedules, ",") {
 			for _, alg := range strings.Split(*algs, ",") {
-				z, err := paperNoise(sch, alg, steps, n, *batch, c, *delta)
+				z, err := paperNoise(sch, alg, steps, n, *batch, c, *delta, *adpC)
 				if err != nil {
 					return err
 				}
@@ -118,6 +120,9 @@ func run() error {
 						"-adp-schedule", sch, "-adp-noise", noise, "-lr", fmt.Sprint(*lr), "-batch", strconv.Itoa(*batch),
 						"-epochs", strconv.Itoa(*epochs), "-clip", fmt.Sprint(c.clip), "-noise", strconv.FormatFloat(z, 'g', -1, 64),
 						"-delta", fmt.Sprint(*delta), "-seed", strconv.Itoa(seed), "-metrics", metrics, "-json"}
+					if sch == "adagrad-norm" {
+						args = append(args, "-adp-beta", fmt.Sprint(*beta), "-adp-c", fmt.Sprint(*adpC))
+					}
 					if *data != "" {
 						args = append(args, "-data", *data)
 					}
@@ -168,7 +173,7 @@ func run() error {
 // paperNoise is the paper's Theorem 4.1 noise for the schedule, as cmd/train's noise
 // multiplier: σ from accountant.ADPNoise with G = C_G and ε = 16·ε̄ over the α_t that
 // cmd/train's rule uses (all ones for DP-SGD), then z = σ·m/C_G.
-func paperNoise(schedule, alg string, steps, n, batch int, c cell, delta float64) (float64, error) {
+func paperNoise(schedule, alg string, steps, n, batch int, c cell, delta, adpC float64) (float64, error) {
 	var rule dpoptim.NoiseScaler
 	constant := alg == "dp"
 	switch schedule {
@@ -176,8 +181,10 @@ func paperNoise(schedule, alg string, steps, n, batch int, c cell, delta float64
 		rule = &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1, ConstantNoise: constant}
 	case "sqrt-decay":
 		rule = &dpoptim.ADPSqrtDecay{Eta: 1, Start: 0.1, End: 1e-10, Steps: steps, ConstantNoise: constant}
+	case "adagrad-norm": // α_t² = √(b_0² + C·t), b_0² = 20, as cmd/train builds it
+		rule = &dpoptim.ADPAdaGradNorm{Eta: 1, B0: math.Sqrt(20), Nu: 1e-5, C: adpC, ConstantNoise: constant}
 	default:
-		return 0, fmt.Errorf("schedule %q: want poly or sqrt-decay (adagrad-norm's α is not fixed by the paper's grid here)", schedule)
+		return 0, fmt.Errorf("schedule %q: want poly, sqrt-decay or adagrad-norm", schedule)
 	}
 	if alg != "adp" && alg != "dp" {
 		return 0, fmt.Errorf("alg %q: want adp or dp", alg)
