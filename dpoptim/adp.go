@@ -161,6 +161,17 @@ func (a *ADPAdaGradNorm) boost(t int) float64 {
 	return a.beta()
 }
 
+// Rate returns the step size η/b_{t+1} the rule used at step t when t is the last step
+// it took, and NaN otherwise: b depends on the noisy gradients, so the rule knows no
+// other step's rate. It lets a caller that reports the learning rate after a step
+// (cmd/train's metrics) report the one used; it is not a schedule fixed in advance.
+func (a *ADPAdaGradNorm) Rate(t int) float64 {
+	if !a.init || a.step == 0 || t != a.step-1 {
+		return math.NaN()
+	}
+	return a.Eta / math.Sqrt(a.b2)
+}
+
 // Step updates b and performs θ ← θ − η/b_{t+1}·g̃.
 func (a *ADPAdaGradNorm) Step(params, grad []float64) error {
 	if err := checkLengths(a.Name(), params, grad, 0); err != nil {

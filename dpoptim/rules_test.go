@@ -32,6 +32,7 @@ func ruleCases() []ruleCase {
 		{"Nesterov", func() Rule { return &Nesterov{LearningRate: Constant(0.5), Momentum: NesterovMomentum(0.5, 0.5)} }, false},
 		{"ADP polynomial", func() Rule { return &ADPPolynomial{Eta: 0.9, A: 1, C: 0.01} }, false},
 		{"ADP AdaGrad-norm", func() Rule { return &ADPAdaGradNorm{Eta: 1, B0: 1, Nu: 1e-12, C: 1} }, false},
+		{"ADP √t decay", func() Rule { return &ADPSqrtDecay{Eta: 9, Start: 0.1, End: 1e-10, Steps: 5000} }, false},
 	}
 }
 
@@ -315,6 +316,9 @@ func TestRuleErrors(t *testing.T) {
 			continue // keeps no vectors, so any length is fine
 		}
 		if _, stateful := r.(*ADPAdaGradNorm); stateful {
+			continue
+		}
+		if _, stateful := r.(*ADPSqrtDecay); stateful {
 			continue
 		}
 		if c.name == "SGD" || c.name == "SGD step decay" || c.name == "SGD a/t" {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -79,18 +80,21 @@ type format struct {
 	archive    string
 	train      []string
 	test       []string
-	labelNames []string   // one per label byte, in record order
-	classes    []int      // number of classes per label byte
-	classNames [][]string // the classes' names, per label byte
+	full       map[string]int // records of each official file (fewer: a partial file)
+	labelNames []string       // one per label byte, in record order
+	classes    []int          // number of classes per label byte
+	classNames [][]string     // the classes' names, per label byte
 }
 
 var (
 	cifar10 = &format{
-		name:       "CIFAR-10",
-		dir:        "cifar-10-batches-bin",
-		archive:    "cifar-10-binary.tar.gz",
-		train:      []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
-		test:       []string{"test_batch.bin"},
+		name:    "CIFAR-10",
+		dir:     "cifar-10-batches-bin",
+		archive: "cifar-10-binary.tar.gz",
+		train:   []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
+		test:    []string{"test_batch.bin"},
+		full: map[string]int{"data_batch_1.bin": batchRecords, "data_batch_2.bin": batchRecords, "data_batch_3.bin": batchRecords,
+			"data_batch_4.bin": batchRecords, "data_batch_5.bin": batchRecords, "test_batch.bin": batchRecords},
 		labelNames: []string{"label"},
 		classes:    []int{10},
 		classNames: [][]string{Classes10[:]},
@@ -101,6 +105,7 @@ var (
 		archive:    "cifar-100-binary.tar.gz",
 		train:      []string{"train.bin"},
 		test:       []string{"test.bin"},
+		full:       map[string]int{"train.bin": 50000, "test.bin": batchRecords},
 		labelNames: []string{"coarse label", "fine label"},
 		classes:    []int{20, 100},
 		classNames: [][]string{CoarseClasses100[:], Classes100[:]},
@@ -117,7 +122,23 @@ func (f *format) hint() string {
 // An Option changes what Load10 or Load100 returns.
 type Option func(*config)
 
-type config struct{ coarse, trainOnly bool }
+type config struct {
+	coarse, trainOnly bool
+	notes             *[]string
+}
+
+// WithNotes appends to *notes what a caller should tell the user about the files read:
+// one note per file with fewer (or more) records than the official file, such as
+// "data_batch_1.bin: 1,017 of 10,000 records (a partial file)". A file that is not a
+// whole number of records is refused whatever the options.
+func WithNotes(notes *[]string) Option { return func(c *config) { c.notes = notes } }
+
+// note hands the loaded files' notes to the caller of WithNotes.
+func (c config) note(s *sets) {
+	if c.notes != nil {
+		*c.notes = append(*c.notes, s.notes()...)
+	}
+}
 
 // TrainOnly makes Load10 and Load100 read the training files only: the test file is
 // not read (it may be missing or damaged) and test is nil. For a caller that never
@@ -140,7 +161,9 @@ func CoarseLabels() Option { return func(c *config) { c.coarse = true } }
 
 // Load10 reads CIFAR-10 from path: the archive cifar-10-binary.tar.gz, the directory
 // cifar-10-batches-bin, or a directory holding either. It returns the five training
-// batches in order as one dataset, and the test batch (nil with TrainOnly).
+// batches in order as one dataset, and the test batch (nil with TrainOnly). Files with
+// fewer records than the official 10,000 (a sample of the data set, such as the first
+// 1,017 records of each batch) are read whole; WithNotes says which.
 func Load10(path string, opts ...Option) (train, test *datasets.Images, err error) {
 	var c config
 	for _, o := range opts {
@@ -150,6 +173,7 @@ func Load10(path string, opts ...Option) (train, test *datasets.Images, err erro
 	if err != nil {
 		return nil, nil, err
 	}
+	c.note(s)
 	return s.datasets(0)
 }
 
@@ -169,6 +193,7 @@ func Load100(path string, opts ...Option) (train, test *datasets.Images, err err
 	if err := s.checkHierarchy(); err != nil {
 		return nil, nil, err
 	}
+	c.note(s)
 	if c.coarse {
 		return s.datasets(0)
 	}
@@ -186,7 +211,7 @@ type sets struct {
 	f           *format
 	where       string
 	train, test split
-	batchSizes  []int // records per training file, in f.train's order
+	counts      []int // records per file, in the order of f.train then f.test
 }
 
 func (s *sets) datasets(labelByte int) (train, test *datasets.Images, err error) {
@@ -283,13 +308,8 @@ func loadDir(dir string, f *format) (*sets, error) {
 			if err := decodeFile(filepath.Join(dir, name), f, part.dst); err != nil {
 				return nil, err
 			}
-			if part.dst == &s.train {
-				s.batchSizes = append(s.batchSizes, len(part.dst.labels[0])-before)
-			}
+			s.counts = append(s.counts, len(part.dst.labels[0])-before)
 		}
-	}
-	if err := s.checkBatches(); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -379,18 +399,13 @@ func readArchive(r io.Reader, name string, f *format) (*sets, error) {
 		}
 		part.dst.init(f, total)
 		for _, n := range part.names {
-			if part.dst == &s.train {
-				s.batchSizes = append(s.batchSizes, len(members[n].labels[0]))
-			}
+			s.counts = append(s.counts, len(members[n].labels[0]))
 			part.dst.pixels = append(part.dst.pixels, members[n].pixels...)
 			for k := range part.dst.labels {
 				part.dst.labels[k] = append(part.dst.labels[k], members[n].labels[k]...)
 			}
 			members[n] = nil // let the copy's source go
 		}
-	}
-	if err := s.checkBatches(); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -403,16 +418,33 @@ func archiveError(err error) error {
 	return err
 }
 
-// checkBatches checks that CIFAR-10's training batches are equally large (10,000
-// records each in the real data), which catches a batch cut short at a record boundary.
-func (s *sets) checkBatches() error {
-	for i, n := range s.batchSizes {
-		if n != s.batchSizes[0] {
-			return fmt.Errorf("cifar: %s: %w: %s has %d records, %s has %d; the training batches must be equally large",
-				s.where, ErrRecordSize, s.f.train[0], s.batchSizes[0], s.f.train[i], n)
+// notes says which files hold other than the official number of records: a file cut
+// short at a record boundary (a sample of the data set, or a damaged copy) is read, and
+// the user is told, "data_batch_1.bin: 1,017 of 10,000 records (a partial file)".
+func (s *sets) notes() []string {
+	var notes []string
+	for i, name := range append(slices.Clone(s.f.train), s.f.test...) {
+		if i >= len(s.counts) {
+			break
+		}
+		n, full := s.counts[i], s.f.full[name]
+		switch {
+		case n < full:
+			notes = append(notes, fmt.Sprintf("%s: %s of %s records (a partial file)", name, thousands(n), thousands(full)))
+		case n > full:
+			notes = append(notes, fmt.Sprintf("%s: %s records, more than the official file's %s", name, thousands(n), thousands(full)))
 		}
 	}
-	return nil
+	return notes
+}
+
+// thousands writes n ≥ 0 with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // records returns the number of records in a file of size bytes.

@@ -25,8 +25,16 @@
 // Load10 and Load100 accept the directory holding the .bin files, its parent (holding
 // cifar-10-batches-bin/ or cifar-10-binary.tar.gz, and likewise for CIFAR-100), or the
 // archive itself. They check that every file is a whole, non-zero number of records,
-// that the five CIFAR-10 batches are equally large, that labels are in range and that
+// that labels are in range and that
 // each CIFAR-100 fine class lies in one coarse class; faults match ErrRecordSize,
 // ErrTruncated, ErrLabelRange and ErrLabelConflict under errors.Is, and missing files
 // match fs.ErrNotExist, with messages naming the file.
+//
+// A file with fewer whole records than the official one (10,000 for a CIFAR-10 batch,
+// 50,000 for CIFAR-100's train.bin), such as a sample of the data set, is read as it is;
+// with WithNotes the loaders say which ("data_batch_1.bin: 1,017 of 10,000 records (a
+// partial file)"), and cmd/train prints these notes:
+//
+//	var notes []string
+//	train, test, err := cifar.Load10("../shared/data/cifar10-sample", cifar.WithNotes(&notes))
 package cifar

@@ -44,6 +44,9 @@ func FuzzReadArchive(f *testing.F) {
 	f.Add(tarGz(f, cifar10.dir, cifar10Files()), false)
 	f.Add(tarGz(f, cifar100.dir, map[string][]byte{"train.bin": batch100(0, 2), "test.bin": batch100(0, 1)}), true)
 	f.Add([]byte{0x1f, 0x8b, 8, 0}, false)
+	partial := cifar10Files()
+	partial["data_batch_3.bin"] = batch10(8, 1) // a partial file, shorter than the others
+	f.Add(tarGz(f, cifar10.dir, partial), false)
 	f.Fuzz(func(t *testing.T, data []byte, hundred bool) {
 		fm := cifar10
 		if hundred {
@@ -53,10 +56,20 @@ func FuzzReadArchive(f *testing.F) {
 		if err != nil {
 			return
 		}
+		total := 0
 		for _, sp := range []split{s.train, s.test} {
 			if len(sp.pixels) != 3072*len(sp.labels[0]) {
 				t.Fatalf("%d pixel bytes for %d labels", len(sp.pixels), len(sp.labels[0]))
 			}
+			total += len(sp.labels[0])
+		}
+		// One count per file, adding up to the records read; a note for each short file.
+		sum := 0
+		for _, n := range s.counts {
+			sum += n
+		}
+		if len(s.counts) != len(fm.train)+len(fm.test) || sum != total || len(s.notes()) > len(s.counts) {
+			t.Fatalf("counts %v for %d records, notes %q", s.counts, total, s.notes())
 		}
 	})
 }

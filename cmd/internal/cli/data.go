@@ -230,8 +230,7 @@ func LoadData(dataset, data string, o *DataFlags) (train, test datasets.Dataset,
 	if kind, _ := OwnDataKind(dataset); kind != "" || dataset == "cifar100" {
 		return loadOwnData(dataset, data, o, false)
 	}
-	train, test, name, err = loadBuiltinData(dataset, data)
-	return train, test, name, nil, err
+	return loadBuiltin(dataset, data, false)
 }
 
 // LoadTrainData reads the training set of -dataset and -data as LoadData does, without
@@ -247,17 +246,14 @@ func LoadTrainData(dataset, data string, o *DataFlags) (train datasets.Dataset, 
 		train, _, name, notes, err = loadOwnData(dataset, data, o, true)
 		return train, name, notes, err
 	}
-	train, _, name, err = loadBuiltin(dataset, data, true)
-	return train, name, nil, err
-}
-
-func loadBuiltinData(dataset, data string) (train, test datasets.Dataset, name string, err error) {
-	return loadBuiltin(dataset, data, false)
+	train, _, name, notes, err = loadBuiltin(dataset, data, true)
+	return train, name, notes, err
 }
 
 // loadBuiltin reads a built-in data set; with trainOnly, the test files of MNIST and
 // Fashion-MNIST in a directory and CIFAR-10's test batch are not read (test is nil).
-func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, err error) {
+// notes name CIFAR-10 files shorter than the official ones (a sample of the data set).
+func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dataset, name string, notes []string, err error) {
 	missing := func(dir, how string) error {
 		st, err := os.Stat(dir)
 		if err != nil {
@@ -273,11 +269,11 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 	case "mnist":
 		if data == "" {
 			tr, te, err = mnist.Embedded()
-			return tr, te, "mnist-embedded", err
+			return tr, te, "mnist-embedded", nil, err
 		}
 		const how = "MNIST needs its four IDX files (train-images-idx3-ubyte … t10k-labels-idx1-ubyte, raw or .gz) from https://storage.googleapis.com/cvdf-datasets/mnist/, or omit -data for the embedded 8,000-digit sample"
 		if err := missing(data, how); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if trainOnly {
 			tr, err = mnist.LoadTrain(data)
@@ -292,7 +288,7 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 		}
 		const how = "install Fashion-MNIST with 'apt install dataset-fashion-mnist' (Debian, Ubuntu) or download its four IDX files from https://github.com/zalandoresearch/fashion-mnist and pass -data DIR"
 		if err := missing(dir, how); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if trainOnly {
 			tr, err = mnist.LoadFashionTrain(dir)
@@ -303,30 +299,30 @@ func loadBuiltin(dataset, data string, trainOnly bool) (train, test datasets.Dat
 	case "cifar10":
 		how := "download cifar-10-binary.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and pass -data with the archive or the directory it unpacks to"
 		if data == "" {
-			return nil, nil, "", exit.Usagef("-dataset cifar10 needs -data PATH: %s", how)
+			return nil, nil, "", nil, exit.Usagef("-dataset cifar10 needs -data PATH: %s", how)
 		}
 		if err := missing(data, how); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if trainOnly {
-			tr, _, err = cifar.Load10(data, cifar.TrainOnly())
+			tr, _, err = cifar.Load10(data, cifar.TrainOnly(), cifar.WithNotes(&notes))
 		} else {
-			tr, te, err = cifar.Load10(data)
+			tr, te, err = cifar.Load10(data, cifar.WithNotes(&notes))
 		}
 		name = "cifar10"
 	default:
-		return nil, nil, "", exit.Usagef("-dataset %q: unknown", dataset)
+		return nil, nil, "", nil, exit.Usagef("-dataset %q: unknown", dataset)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, cifar.ErrNotArchive) {
-			return nil, nil, "", exit.Usagef("-data %s: %v", data, err)
+			return nil, nil, "", nil, exit.Usagef("-data %s: %v", data, err)
 		}
-		return nil, nil, "", fmt.Errorf("-data %s: %w", data, err)
+		return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
 	}
 	if te == nil {
-		return tr, nil, name, nil // not the typed nil of a *datasets.Images
+		return tr, nil, name, notes, nil // not the typed nil of a *datasets.Images
 	}
-	return tr, te, name, nil
+	return tr, te, name, notes, nil
 }
 
 // loadOwnData reads -dataset csv:PATH, images:DIR or cifar100; with trainOnly,
@@ -341,7 +337,7 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, "", nil, exit.Usagef("-data %s: %s; %s", data, StatReason(err), how)
 		}
-		var opts []cifar.Option
+		opts := []cifar.Option{cifar.WithNotes(&notes)}
 		name = "cifar100"
 		if o.Labels == "coarse" {
 			opts = append(opts, cifar.CoarseLabels())
@@ -358,9 +354,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 			return nil, nil, "", nil, fmt.Errorf("-data %s: %w", data, err)
 		}
 		if te == nil {
-			return tr, nil, name, nil, nil // not the typed nil of a *datasets.Images
+			return tr, nil, name, notes, nil // not the typed nil of a *datasets.Images
 		}
-		return tr, te, name, nil, nil
+		return tr, te, name, notes, nil
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, "", nil, exit.Usagef("-dataset %s: %s", dataset, StatReason(err))

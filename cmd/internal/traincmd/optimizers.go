@@ -8,6 +8,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // optimizerSpec is everything cmd/train knows about one -optimizer: the flags, their
@@ -27,7 +28,7 @@ type optimizerSpec struct {
 	takes map[string]float64
 	// stepSize, when set, describes the optimizer's own step-size rule for learning
 	// rate lr ("step size 16/√(20+t)"); -lr-schedule must then stay constant.
-	stepSize func(lr float64) string
+	stepSize func(o *options) string
 	help     string // one line for -help
 	// build makes the update rule from the parsed flags and the -lr-schedule.
 	build func(o *options, lr dpoptim.Schedule) dpoptim.Rule
@@ -54,12 +55,10 @@ var optimizers = []optimizerSpec{
 		help:  "DP-Adam with Laplacian smoothing (DP-LSAdam, -ls-sigma)",
 		build: buildAdam},
 	{name: "adp-sgd", private: true, lr: 16,
-		help:     "ADP-SGD: step size lr/√(20+t) with noise matched to it (its own schedule; -lr-schedule stays constant)",
-		stepSize: func(lr float64) string { return fmt.Sprintf("step size %g/√(20+t)", lr) },
-		// The ADP-SGD paper's experiments: η_t = lr/√(20 + t), noise matched to it.
-		build: func(o *options, _ dpoptim.Schedule) dpoptim.Rule {
-			return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1}
-		}},
+		takes:    map[string]float64{"adp-schedule": 0, "adp-noise": 0, "adp-beta": defaultADPBeta, "adp-c": defaultADPC},
+		help:     "ADP-SGD (Wu et al.): its own step size (-adp-schedule; default lr/√(20+t)) with noise matched to it (-lr-schedule stays constant)",
+		stepSize: adpStepSize,
+		build:    buildADP},
 	{name: "dp-hb", private: true, lr: 0.4, takes: map[string]float64{"momentum": defaultHeavyMomentum},
 		help: "DP heavy ball, -momentum β",
 		build: func(o *options, lr dpoptim.Schedule) dpoptim.Rule {
@@ -115,6 +114,28 @@ var optimizerFlags = []optimizerFlag{
 	{name: "ls-axis", usage: "which neighbours Laplacian smoothing averages: input (dense weights along their inputs, output unit after output unit, as the DP-LSSGD authors' PyTorch code; conv weights, biases in storage order) | flat (every tensor in storage order, a dense weight [in, out] across the outputs of one input; runs before -ls-axis) (default input)",
 		text: func(o *options) *string { return &o.lsAxis }, textDefault: "input",
 		checkText: func(s string) error { return oneOf("ls-axis", s, []string{"input", "flat"}) }},
+	{name: "adp-schedule", usage: "ADP-SGD's step size η_t, the noise matched to it (α_t² = b_t, Wu et al.): poly (lr/√(20+t), the paper's Tables 2 and 5) | sqrt-decay (lr·(0.1 − α_T√t), α_T = (0.1 − 1e-10)/√T over the run's T steps, the paper's Tables 1 and 4; a resumed run keeps T) | adagrad-norm (lr/b_{t+1}, b_{t+1}² = b_t² + max(β_t·‖g̃_t‖², 1e-5) from the noisy gradient g̃_t, b_0² = 20, β_t = max(-adp-beta/((t mod E)+1), 1) with E the steps of an epoch, noise α_t² = √(20 + t·(-adp-c)); Table 3) (default poly)",
+		text: func(o *options) *string { return &o.adp.schedule }, textDefault: "poly",
+		checkText: func(s string) error { return oneOf("adp-schedule", s, adpSchedules) }},
+	{name: "adp-noise", usage: "ADP-SGD's noise: matched (the noise multiplier follows the step size, ADP-SGD) | constant (the same step sizes with constant noise: DP-SGD, the paper's baseline) (default matched)",
+		text: func(o *options) *string { return &o.adp.noise }, textDefault: "matched",
+		checkText: func(s string) error { return oneOf("adp-noise", s, []string{"matched", "constant"}) }},
+	{name: "adp-beta", usage: "β of -adp-schedule adagrad-norm (the boost of ‖g̃_t‖² at the start of each epoch), > 0",
+		value: func(o *options) *float64 { return &o.adp.beta },
+		check: func(v float64) error {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return exit.Usagef("-adp-beta %v: want a finite β > 0", v)
+			}
+			return nil
+		}},
+	{name: "adp-c", usage: "C of -adp-schedule adagrad-norm's noise α_t² = √(20 + t·C) (the paper takes C in [ν, G²] = [1e-5, clip²]), > 0",
+		value: func(o *options) *float64 { return &o.adp.c },
+		check: func(v float64) error {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return exit.Usagef("-adp-c %v: want a finite C > 0", v)
+			}
+			return nil
+		}},
 }
 
 // privacyFlags are the flags of private training: an error with a non-private optimizer.
@@ -242,8 +263,11 @@ func (o *options) validateOptimizer() error {
 			return err
 		}
 	}
+	if err := o.validateADP(spec); err != nil {
+		return err
+	}
 	if spec.stepSize != nil && o.lrSchedule != "constant" {
-		return exit.Usagef("-lr-schedule %s: %s has its own %s; leave -lr-schedule at constant", o.lrSchedule, o.optimizer, spec.stepSize(o.lr))
+		return exit.Usagef("-lr-schedule %s: %s has its own %s; leave -lr-schedule at constant", o.lrSchedule, o.optimizer, spec.stepSize(o))
 	}
 	if !spec.private {
 		for _, f := range privacyFlags {
@@ -260,13 +284,27 @@ func (o *options) optimizerSettings(s map[string]string) {
 	spec := lookupOptimizer(o.optimizer)
 	for _, f := range optimizerFlags {
 		switch {
-		case !spec.takesFlag(f.name) || f.name == "ls-axis" && o.lsAxisUnrecorded:
+		case !spec.takesFlag(f.name) || f.name == "ls-axis" && o.lsAxisUnrecorded || isADPFlag(f.name) && o.adp.unrecorded:
 		case f.text != nil:
 			s[f.name] = *f.text(o)
 		default:
 			s[f.name] = strconv.FormatFloat(*f.value(o), 'g', -1, 64)
 		}
 	}
+	o.adpSettings(s)
+}
+
+// applyCheckpointLegacy adapts the options to a checkpoint written before some of the
+// optimizer flags existed: -ls-axis (applyCheckpointLSAxis) and the -adp-* flags
+// (applyCheckpointADP).
+func (o *options) applyCheckpointLegacy(c *checkpoint.Training) error {
+	if err := o.applyCheckpointLSAxis(c.Settings); err != nil {
+		return err
+	}
+	if _, ok := c.Settings[settingADPSteps]; ok && o.set["epochs"] && o.epochs != c.Plan.Epochs {
+		return exit.Usagef("-epochs %d: the resumed run's -adp-schedule sqrt-decay decays to 1e-10 over its %d epochs (T = %s steps); a resumed run cannot change -epochs (start a new run instead)", o.epochs, c.Plan.Epochs, c.Settings[settingADPSteps])
+	}
+	return o.applyCheckpointADP(c.Settings)
 }
 
 // applyCheckpointLSAxis resumes a smoothed run whose checkpoint predates -ls-axis (its
@@ -293,11 +331,149 @@ func (o *options) applyCheckpointLSAxis(settings map[string]string) error {
 func lrString(o *options) string {
 	spec := lookupOptimizer(o.optimizer)
 	if spec.stepSize != nil {
-		return spec.stepSize(o.lr)
+		return spec.stepSize(o)
 	}
 	s := fmt.Sprintf("lr %g (%s%s)", o.lr, o.lrSchedule, warmupString(o))
 	if spec.takesFlag("momentum") && o.momentum > 0 {
 		s += fmt.Sprintf(", momentum %g", o.momentum)
 	}
 	return s
+}
+
+// The ADP-SGD optimizer's flags (-adp-schedule, -adp-noise, -adp-beta, -adp-c).
+type adpOptions struct {
+	schedule, noise string
+	beta, c         float64
+	// steps is the horizon of the sqrt-decay schedule taken from a resumed checkpoint
+	// (0: the plan's steps).
+	steps int
+	// unrecorded: a resumed checkpoint from before the -adp-* flags (an ADP-SGD run
+	// with the poly schedule and matched noise, the only one there was); its settings
+	// keep leaving the flags out so that they still match the checkpoint's.
+	unrecorded bool
+}
+
+// adpSchedules are the values of -adp-schedule.
+var adpSchedules = []string{"poly", "sqrt-decay", "adagrad-norm"}
+
+// The defaults of -adp-beta and -adp-c: the paper's β = 1 (no boost) and the C it
+// selected most often (its Table 6).
+const (
+	defaultADPBeta = 1
+	defaultADPC    = 1e-4
+)
+
+// The constants of the paper's experiments (Wu et al., §5 and appendix F): the orange
+// schedule falls from 0.1 to 1e-10; AdaGrad-norm starts at b_0² = 20 with ν = 1e-5.
+const (
+	adpSqrtDecayStart = 0.1
+	adpSqrtDecayEnd   = 1e-10
+	adpAdaGradB0Sq    = 20
+	adpAdaGradNu      = 1e-5
+)
+
+// settingADPSteps records the horizon T of -adp-schedule sqrt-decay (the plan's steps
+// when the run started), so that a resumed run keeps the schedule it started with.
+const settingADPSteps = "adp-steps"
+
+func isADPFlag(name string) bool { return strings.HasPrefix(name, "adp-") }
+
+// validateADP refuses -adp-beta and -adp-c with a schedule other than adagrad-norm.
+func (o *options) validateADP(spec *optimizerSpec) error {
+	if !spec.takesFlag("adp-schedule") || o.adp.schedule == "adagrad-norm" {
+		return nil
+	}
+	for _, f := range []string{"adp-beta", "adp-c"} {
+		if o.set[f] {
+			return exit.Usagef("-%s applies to -adp-schedule adagrad-norm, not %s", f, o.adp.schedule)
+		}
+	}
+	return nil
+}
+
+// adpSteps is the horizon T of the sqrt-decay schedule: the plan's steps, or for a
+// resumed run the horizon it started with (its checkpoint's settings).
+func (o *options) adpSteps() int {
+	if o.adp.steps > 0 {
+		return o.adp.steps
+	}
+	return o.planSteps
+}
+
+// buildADP makes the ADP-SGD rule of -adp-schedule and -adp-noise.
+func buildADP(o *options, _ dpoptim.Schedule) dpoptim.Rule {
+	constant := o.adp.noise == "constant"
+	switch o.adp.schedule {
+	case "sqrt-decay":
+		return &dpoptim.ADPSqrtDecay{Eta: o.lr, Start: adpSqrtDecayStart, End: adpSqrtDecayEnd,
+			Steps: max(o.adpSteps(), 1), ConstantNoise: constant}
+	case "adagrad-norm":
+		period := 0
+		if o.planSteps > 0 && o.epochs > 0 {
+			period = o.planSteps / o.epochs // one epoch, as the paper's 195
+		}
+		return &dpoptim.ADPAdaGradNorm{Eta: o.lr, B0: math.Sqrt(adpAdaGradB0Sq), Nu: adpAdaGradNu, C: o.adp.c,
+			Beta: o.adp.beta, BoostPeriod: period, ConstantNoise: constant}
+	default: // poly: the paper's experiments, η_t = lr/√(20 + t), i.e. b_{t+1}² = 19 + (t+1)
+		return &dpoptim.ADPPolynomial{Eta: o.lr, A: 19, C: 1, ConstantNoise: constant}
+	}
+}
+
+// adpStepSize describes ADP-SGD's step size and noise for the report.
+func adpStepSize(o *options) string {
+	var s string
+	switch o.adp.schedule {
+	case "sqrt-decay":
+		s = fmt.Sprintf("step size %g·(0.1 − α_T√t), α_T = (0.1 − 1e-10)/√T, T = %d", o.lr, o.adpSteps())
+	case "adagrad-norm":
+		s = fmt.Sprintf("step size %g/b_{t+1}, AdaGrad-norm on the noisy gradient (b₀² = 20, ν = 1e-5, β = %g)", o.lr, o.adp.beta)
+	default:
+		s = fmt.Sprintf("step size %g/√(20+t)", o.lr)
+	}
+	switch {
+	case o.adp.noise == "constant":
+		s += ", constant noise (DP-SGD)"
+	case o.adp.schedule == "adagrad-norm":
+		s += fmt.Sprintf(", noise matched (α_t² = √(20 + %g·t))", o.adp.c)
+	case o.adp.schedule != "" && o.adp.schedule != "poly":
+		s += ", noise matched (α_t² = b_t)"
+	}
+	return s
+}
+
+// adpSettings records the horizon of the sqrt-decay schedule once the plan is known.
+func (o *options) adpSettings(s map[string]string) {
+	if o.optimizer == "adp-sgd" && o.adp.schedule == "sqrt-decay" && o.adpSteps() > 0 {
+		s[settingADPSteps] = strconv.Itoa(o.adpSteps())
+	}
+}
+
+// applyCheckpointADP resumes an ADP-SGD run: the sqrt-decay schedule keeps the horizon
+// it started with; a checkpoint from before the -adp-* flags ran poly with matched noise,
+// and asking for anything else is refused.
+func (o *options) applyCheckpointADP(settings map[string]string) error {
+	if settings["optimizer"] != "adp-sgd" {
+		return nil
+	}
+	if v, ok := settings[settingADPSteps]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return exit.Usagef("-resume %s: the checkpoint's %s = %q is not a step count", o.resume, settingADPSteps, v)
+		}
+		o.adp.steps = n
+	}
+	if _, named := settings["adp-schedule"]; named {
+		return nil
+	}
+	for _, f := range optimizerFlags {
+		if !isADPFlag(f.name) || !o.set[f.name] {
+			continue
+		}
+		if f.text != nil && *f.text(o) == f.textDefault {
+			continue
+		}
+		return exit.Usagef("-%s: the checkpoint %s was written before the -adp-* flags and ran -adp-schedule poly with matched noise; resume it without -%s", f.name, o.resume, f.name)
+	}
+	o.adp.unrecorded = true
+	return nil
 }

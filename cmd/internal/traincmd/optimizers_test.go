@@ -172,7 +172,11 @@ func TestOptimizerTable(t *testing.T) {
 			if f.text != nil {
 				v = f.textDefault
 			}
-			o := parseOptions(t, "-optimizer", name, "-model", "logreg", "-"+f.name, v)
+			args := []string{"-optimizer", name, "-model", "logreg", "-" + f.name, v}
+			if spec.takesFlag(f.name) && (f.name == "adp-beta" || f.name == "adp-c") {
+				args = append(args, "-adp-schedule", "adagrad-norm") // refused with the others (TestADPScheduleFlag)
+			}
+			o := parseOptions(t, args...)
 			err := o.validate()
 			if spec.takesFlag(f.name) && err != nil {
 				t.Errorf("%s -%s %s: %v", name, f.name, v, err)
@@ -222,7 +226,7 @@ func TestOptimizerTable(t *testing.T) {
 }
 
 // textValues gives each word-valued optimizer flag a valid value other than its default.
-var textValues = map[string]string{"ls-axis": "flat"}
+var textValues = map[string]string{"ls-axis": "flat", "adp-schedule": "adagrad-norm", "adp-noise": "constant"}
 
 // otherValue is a valid value of optimizer flag name that is not its default.
 func otherValue(name string) string {

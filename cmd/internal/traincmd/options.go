@@ -71,6 +71,7 @@ type options struct {
 	lsSigma                float64
 	lsAxis                 string
 	lsAxisUnrecorded       bool
+	adp                    adpOptions // -adp-schedule and its flags (optimizers.go)
 	sampling               string
 	seed                   uint64
 	float64                bool

@@ -555,7 +555,7 @@ func (o *options) applyCheckpoint(c *checkpoint.Training, flags *flag.FlagSet) e
 		}
 		o.fromCheckpoint = append(o.fromCheckpoint, name)
 	}
-	if err := o.applyCheckpointLSAxis(c.Settings); err != nil {
+	if err := o.applyCheckpointLegacy(c); err != nil {
 		return err
 	}
 	if !o.set["epochs"] {

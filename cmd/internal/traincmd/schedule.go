@@ -24,7 +24,7 @@ func (o *options) validateScheduleAndAverage() error {
 		return exit.Usagef("-warmup-steps %d: want ≥ 0", o.warmupSteps)
 	}
 	if spec := lookupOptimizer(o.optimizer); spec != nil && spec.stepSize != nil && o.warmupSteps > 0 {
-		return exit.Usagef("-warmup-steps %d: %s has its own %s; leave -warmup-steps at 0", o.warmupSteps, o.optimizer, spec.stepSize(o.lr))
+		return exit.Usagef("-warmup-steps %d: %s has its own %s; leave -warmup-steps at 0", o.warmupSteps, o.optimizer, spec.stepSize(o))
 	}
 	if o.ema != 0 && !(o.ema > 0 && o.ema < 1) {
 		return exit.Usagef("-ema %v: want a decay β in (0, 1), e.g. 0.999 (0: no averaging)", o.ema)
