@@ -10,8 +10,6 @@ package download
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,19 +19,17 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/internal/atomicfile"
+	core "github.com/privtrain/privtrain/internal/download"
 )
 
-// ErrChecksum reports a file whose size or SHA-256 digest is not the expected one.
-var ErrChecksum = errors.New("checksum mismatch")
+// ErrChecksum reports a file whose size or SHA-256 digest is not the expected one. It is
+// the same value as erm/data/download.ErrChecksum (both are internal/download's).
+var ErrChecksum = core.ErrChecksum
 
 // RemoteFile is a file that MNIST fetches: its name, which is appended to each
-// mirror's URL and used in the target directory, and what it must be.
-type RemoteFile struct {
-	Name   string
-	Size   int64  // bytes; 0 when unknown
-	SHA256 string // lower-case hex digest
-}
+// mirror's URL and used in the target directory, and what it must be (Size in bytes, 0
+// when unknown; SHA256 the lower-case hex digest).
+type RemoteFile = core.RemoteFile
 
 // DefaultMirrors returns the mirrors MNIST tries, in order: PyTorch's and
 // TensorFlow's copies of MNIST (yann.lecun.com no longer serves the files reliably).
@@ -48,10 +44,10 @@ func DefaultMirrors() []string {
 // listed by TensorFlow Datasets (tensorflow_datasets/url_checksums/mnist.txt).
 func Files() []RemoteFile {
 	return []RemoteFile{
-		{mnist.TrainImages + ".gz", 9912422, "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
-		{mnist.TrainLabels + ".gz", 28881, "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
-		{mnist.TestImages + ".gz", 1648877, "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
-		{mnist.TestLabels + ".gz", 4542, "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"},
+		{Name: mnist.TrainImages + ".gz", Size: 9912422, SHA256: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
+		{Name: mnist.TrainLabels + ".gz", Size: 28881, SHA256: "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
+		{Name: mnist.TestImages + ".gz", Size: 1648877, SHA256: "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
+		{Name: mnist.TestLabels + ".gz", Size: 4542, SHA256: "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"},
 	}
 }
 
@@ -117,7 +113,7 @@ func MNIST(ctx context.Context, dir string, opts ...Option) error {
 
 func (c *downloadConfig) fetch(ctx context.Context, dir string, f RemoteFile) error {
 	path := filepath.Join(dir, f.Name)
-	if verifyFile(path, f) == nil {
+	if core.VerifyFile(path, f, false) == nil {
 		if c.progress != nil {
 			c.progress(f.Name, f.Size, f.Size)
 		}
@@ -126,7 +122,11 @@ func (c *downloadConfig) fetch(ctx context.Context, dir string, f RemoteFile) er
 	var errs []error
 	for _, m := range c.mirrors {
 		url := strings.TrimSuffix(m, "/") + "/" + f.Name
-		err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return c.get(ctx, url, f, w) })
+		var progress io.Writer // nil: no progress
+		if c.progress != nil {
+			progress = &progressWriter{name: f.Name, total: f.Size, report: c.progress}
+		}
+		err := core.Fetch(ctx, c.client, url, path, f, progress)
 		if err == nil {
 			return nil
 		}
@@ -138,58 +138,7 @@ func (c *downloadConfig) fetch(ctx context.Context, dir string, f RemoteFile) er
 	return fmt.Errorf("download %s into %s: every mirror failed:\n%w", f.Name, dir, errors.Join(errs...))
 }
 
-// get copies url's body into w, checking size and digest on the way.
-func (c *downloadConfig) get(ctx context.Context, url string, f RemoteFile, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %s", resp.Status)
-	}
-	limit := f.Size + 1 // one byte more than expected reveals a too-long body
-	if f.Size <= 0 {
-		limit = 1 << 32
-	}
-	h := sha256.New()
-	pw := &progressWriter{name: f.Name, total: f.Size, report: c.progress}
-	n, err := io.Copy(io.MultiWriter(w, h, pw), io.LimitReader(resp.Body, limit))
-	if err != nil {
-		return err
-	}
-	return checkDigest(n, h.Sum(nil), f)
-}
-
-func checkDigest(n int64, sum []byte, f RemoteFile) error {
-	if f.Size > 0 && n != f.Size {
-		return fmt.Errorf("%w: %d bytes, want %d", ErrChecksum, n, f.Size)
-	}
-	if got := hex.EncodeToString(sum); got != strings.ToLower(f.SHA256) {
-		return fmt.Errorf("%w: SHA-256 %s, want %s", ErrChecksum, got, f.SHA256)
-	}
-	return nil
-}
-
-// verifyFile reports whether the file at path is f.
-func verifyFile(path string, f RemoteFile) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, file)
-	if err != nil {
-		return err
-	}
-	return checkDigest(n, h.Sum(nil), f)
-}
-
+// progressWriter reports the bytes received so far of one download attempt.
 type progressWriter struct {
 	name        string
 	done, total int64
@@ -198,8 +147,6 @@ type progressWriter struct {
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	p.done += int64(len(b))
-	if p.report != nil {
-		p.report(p.name, p.done, p.total)
-	}
+	p.report(p.name, p.done, p.total)
 	return len(b), nil
 }

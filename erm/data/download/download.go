@@ -14,34 +14,27 @@
 package download
 
 import (
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/privtrain/privtrain/internal/atomicfile"
+	core "github.com/privtrain/privtrain/internal/download"
 )
 
-// ErrChecksum reports a file whose size or SHA-256 digest is not the expected one.
-var ErrChecksum = errors.New("checksum mismatch")
+// ErrChecksum reports a file whose size or SHA-256 digest is not the expected one. It is
+// the same value as datasets/mnist/download.ErrChecksum (both are internal/download's).
+var ErrChecksum = core.ErrChecksum
 
 // LIBSVMBinary is the directory of the LIBSVM collection's binary data sets.
 const LIBSVMBinary = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 
 // RemoteFile is a file that Fetch fetches: its name, which is appended to the base URL
-// and used in the target directory, and what it must be.
-type RemoteFile struct {
-	Name   string
-	Size   int64  // bytes; 0 when unknown
-	SHA256 string // lower-case hex digest of the (uncompressed) file
-}
+// and used in the target directory, and what it must be (Size in bytes, 0 when unknown;
+// SHA256 the lower-case hex digest of the uncompressed file).
+type RemoteFile = core.RemoteFile
 
 // The pinned files. The digests are of public copies checked against the published
 // counts (the tests re-check the counts on the copies kept in erm/data/testdata):
@@ -59,9 +52,9 @@ type RemoteFile struct {
 // server's bytes differ (line endings, trailing blanks), Fetch refuses them with
 // ErrChecksum and the error names both digests.
 var (
-	phishing = RemoteFile{"phishing", 3631221, "48bcea643233b42db820c601781db2a32e720e01f7e23be5e9b7326f32dc6503"}
-	a9a      = RemoteFile{"a9a", 2329875, "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906"}
-	a9aTest  = RemoteFile{"a9a.t", 1164628, "1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9"}
+	phishing = RemoteFile{Name: "phishing", Size: 3631221, SHA256: "48bcea643233b42db820c601781db2a32e720e01f7e23be5e9b7326f32dc6503"}
+	a9a      = RemoteFile{Name: "a9a", Size: 2329875, SHA256: "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906"}
+	a9aTest  = RemoteFile{Name: "a9a.t", Size: 1164628, SHA256: "1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9"}
 )
 
 // Phishing returns LIBSVM's phishing file (the DP-SCD paper's logistic-regression data).
@@ -107,7 +100,7 @@ func Fetch(ctx context.Context, dir string, files []RemoteFile, opts ...Option) 
 			continue
 		}
 		url := strings.TrimSuffix(c.base, "/") + "/" + f.Name
-		err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return c.get(ctx, url, f, w) })
+		err := core.Fetch(ctx, c.client, url, path, f, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("download %s: %w", f.Name, ctx.Err())
@@ -118,64 +111,9 @@ func Fetch(ctx context.Context, dir string, files []RemoteFile, opts ...Option) 
 	return nil
 }
 
-// get copies url's body into w, checking size and digest on the way.
-func (c *config) get(ctx context.Context, url string, f RemoteFile, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %s", resp.Status)
-	}
-	return copyChecked(w, resp.Body, f)
-}
-
-// copyChecked copies r to w (w may be io.Discard), reading at most one byte more than
-// f.Size, and checks size and digest.
-func copyChecked(w io.Writer, r io.Reader, f RemoteFile) error {
-	limit := f.Size + 1 // one byte more than expected reveals a too-long body
-	if f.Size <= 0 {
-		limit = 1 << 32
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, limit))
-	if err != nil {
-		return err
-	}
-	if f.Size > 0 && n != f.Size {
-		return fmt.Errorf("%w: %d bytes, want %d", ErrChecksum, n, f.Size)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(f.SHA256) {
-		return fmt.Errorf("%w: SHA-256 %s, want %s", ErrChecksum, got, f.SHA256)
-	}
-	return nil
-}
-
 // Verify checks that the file at path is f. A path ending in ".gz" is decompressed
 // first, so a gzipped copy (such as those in erm/data/testdata) verifies against the
 // digest of the uncompressed file.
 func Verify(path string, f RemoteFile) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	var r io.Reader = file
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(file)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	if err := copyChecked(io.Discard, r, f); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return core.VerifyFile(path, f, strings.HasSuffix(path, ".gz"))
 }
