@@ -2,6 +2,7 @@ package erm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
@@ -35,16 +36,21 @@ type AccMD struct {
 	L1Radius float64
 }
 
-// Solve runs DP-AccMD and releases y_T.
+// Solve runs DP-AccMD and releases y_T. The two balls share the iteration and
+// the noise; they differ only in the y-step's projection and the z-step
+// (accmdBall).
 func (a *AccMD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
-	if a.L1Radius != 0 {
-		return a.solveL1(p, rng)
-	}
 	G, err := gaussianSettings(p, a.Epsilon, a.Delta)
 	if err != nil {
 		return nil, err
 	}
-	if !(p.Radius > 0) || p.L1 != 0 {
+	l1 := a.L1Radius != 0
+	switch {
+	case l1 && (!(a.L1Radius > 0) || math.IsInf(a.L1Radius, 1)):
+		return nil, fmt.Errorf("erm: DP-AccMD L1Radius = %v: must be a finite number > 0: %w", a.L1Radius, ErrInvalid)
+	case l1 && (p.Radius != 0 || p.L1 != 0):
+		return nil, fmt.Errorf("erm: DP-AccMD on the L1 ball takes no L2-ball Radius and no L1 term: %w", ErrUnsupported)
+	case !l1 && (!(p.Radius > 0) || p.L1 != 0):
 		return nil, fmt.Errorf("erm: DP-AccMD needs an L2-ball constraint (Radius > 0) and no L1 term: %w", ErrUnsupported)
 	}
 	if _, err := smoothLoss(p, "DP-AccMD"); err != nil {
@@ -59,6 +65,10 @@ func (a *AccMD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ball accmdBall = l2Ball{radius: p.Radius, L: L}
+	if l1 {
+		ball = newL1Ball(d, a.L1Radius, L)
+	}
 	x := make([]float64, d)
 	y := make([]float64, d)
 	z := make([]float64, d)
@@ -71,10 +81,30 @@ func (a *AccMD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		p.Gradient(g, x)
 		privrand.AddGaussian(rng, g, sigma)
 		floats.AddScaledTo(y, x, -1/(4*L), g)
-		projectBall(y, p.Radius)
-		floats.AddScaled(z, -float64(k+2)/(16*L), g)
-		projectBall(z, p.Radius)
+		ball.project(y)
+		ball.zStep(z, g, k)
 	}
 	return &Result{X: y, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate (zCDP, sensitivity 2G/n, G = %g), T = %d, one noisy gradient per iteration in both steps", sigma, G, T)}, nil
+		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate (zCDP, sensitivity 2G/n, G = %g), T = %d, one noisy gradient per iteration in both steps", sigma, G, T) + ball.describe()}, nil
 }
+
+// accmdBall is what DP-AccMD's constraint set decides: the Euclidean projection
+// of the y-step, the mirror step of the z-step, and its part of the report.
+type accmdBall interface {
+	project(y []float64)
+	zStep(z, g []float64, k int)
+	describe() string
+}
+
+// l2Ball is the L2 ball ‖x‖₂ ≤ radius with w(z) = ‖z‖²/(2R²): both argmins
+// are projections, z_{k+1} = Proj_C(z_k − (k+2) g/(16L)).
+type l2Ball struct{ radius, L float64 }
+
+func (b l2Ball) project(y []float64) { projectBall(y, b.radius) }
+
+func (b l2Ball) zStep(z, g []float64, k int) {
+	floats.AddScaled(z, -float64(k+2)/(16*b.L), g)
+	projectBall(z, b.radius)
+}
+
+func (l2Ball) describe() string { return "" }

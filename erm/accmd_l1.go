@@ -3,12 +3,9 @@ package erm
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 
 	"gonum.org/v1/gonum/floats"
-
-	"github.com/privtrain/privtrain/internal/privrand"
 )
 
 // DP-AccMD on the L1 ball C = {‖x‖₁ ≤ R} (AccMD.L1Radius = R), the case the
@@ -161,56 +158,31 @@ func ProjectL1Ball(x []float64, r float64) {
 	}
 }
 
-// solveL1 is AccMD.Solve on the L1 ball of radius a.L1Radius.
-func (a *AccMD) solveL1(p *Problem, rng *rand.Rand) (*Result, error) {
-	G, err := gaussianSettings(p, a.Epsilon, a.Delta)
-	if err != nil {
-		return nil, err
-	}
-	R := a.L1Radius
-	if !(R > 0) || math.IsInf(R, 1) {
-		return nil, fmt.Errorf("erm: DP-AccMD L1Radius = %v: must be a finite number > 0: %w", R, ErrInvalid)
-	}
-	if p.Radius != 0 || p.L1 != 0 {
-		return nil, fmt.Errorf("erm: DP-AccMD on the L1 ball takes no L2-ball Radius and no L1 term: %w", ErrUnsupported)
-	}
-	if _, err := smoothLoss(p, "DP-AccMD"); err != nil {
-		return nil, err
-	}
-	if a.Iterations < 1 {
-		return nil, fmt.Errorf("erm: Iterations = %d: must be ≥ 1: %w", a.Iterations, ErrInvalid)
-	}
-	n, d, T := p.Len(), p.Dim(), a.Iterations
-	L := p.Smoothness()
-	sigma, achieved, err := zcdpNoise(a.Epsilon, a.Delta, T, n, G)
-	if err != nil {
-		return nil, err
-	}
-	mir := newL1Mirror(d, R)
-	Lc := 4 * L * R * R // L‖C‖₂², ‖C‖₂ = 2R
-	x := make([]float64, d)
-	y := make([]float64, d)
-	z := make([]float64, d)
-	g := make([]float64, d)
-	theta := make([]float64, d)
-	scratch := make([]float64, d)
-	for k := range T {
-		r := 2 / float64(k+2)
-		for j := range x {
-			x[j] = r*z[j] + (1-r)*y[j]
-		}
-		p.Gradient(g, x)
-		privrand.AddGaussian(rng, g, sigma)
-		floats.AddScaledTo(y, x, -1/(4*L), g)
-		ProjectL1Ball(y, R)
-		alpha := float64(k+2) / (4 * Lc)
-		mir.grad(theta, z)
-		floats.AddScaled(theta, -alpha, g)
-		mir.mirrorStepL1(z, theta, scratch)
-	}
-	return &Result{X: y, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate (zCDP, sensitivity 2G/n, G = %g), T = %d, one noisy gradient per iteration in both steps; "+
-			"L1 ball ‖x‖₁ ≤ %g, p-norm mirror map q = %.4g", sigma, G, T, R, mir.q)}, nil
+// l1Ball is the L1 ball ‖x‖₁ ≤ R with the p-norm mirror map (mir): the y-step
+// projects onto the ball, the z-step is the exact Bregman step with
+// α_{k+1} = (k+2)/(4L‖C‖₂²), ‖C‖₂ = 2R.
+type l1Ball struct {
+	mir            l1Mirror
+	R, Lc          float64
+	theta, scratch []float64
+}
+
+func newL1Ball(d int, R, L float64) *l1Ball {
+	return &l1Ball{mir: newL1Mirror(d, R), R: R, Lc: 4 * L * R * R, // L‖C‖₂², ‖C‖₂ = 2R
+		theta: make([]float64, d), scratch: make([]float64, d)}
+}
+
+func (b *l1Ball) project(y []float64) { ProjectL1Ball(y, b.R) }
+
+func (b *l1Ball) zStep(z, g []float64, k int) {
+	alpha := float64(k+2) / (4 * b.Lc)
+	b.mir.grad(b.theta, z)
+	floats.AddScaled(b.theta, -alpha, g)
+	b.mir.mirrorStepL1(z, b.theta, b.scratch)
+}
+
+func (b *l1Ball) describe() string {
+	return fmt.Sprintf("; L1 ball ‖x‖₁ ≤ %g, p-norm mirror map q = %.4g", b.R, b.mir.q)
 }
 
 // L1BallOptimum minimises p over {‖x‖₁ ≤ r} by projected FISTA with restart
