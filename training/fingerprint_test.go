@@ -6,24 +6,13 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
-
-// saturated is ds with every value set to 255 and the labels kept: issue 22's data that
-// the label-only fingerprint took for the same data.
-type saturated struct{ datasets.Dataset }
-
-func (s saturated) Example(i int, dst []float32) int {
-	l := s.Dataset.Example(i, dst)
-	for j := range dst {
-		dst[j] = 255
-	}
-	return l
-}
 
 // relabeled is ds with example 0's label changed.
 type relabeled struct{ datasets.Dataset }
@@ -56,13 +45,13 @@ func TestRestoreRefusesOtherContent(t *testing.T) {
 	if want := datasets.ContentFingerprint(train); c.Dataset.Content != want {
 		t.Fatalf("checkpoint content_sha256 %q, want the data's %q", c.Dataset.Content, want)
 	}
-	if datasets.ContentFingerprint(saturated{train}) == c.Dataset.Content {
+	if datasets.ContentFingerprint(datatest.Saturated{Dataset: train}) == c.Dataset.Content {
 		t.Fatal("test data: saturating the pixels left the content fingerprint unchanged")
 	}
 	if err := fingerprintTrainer(t, train, "").Restore(c); err != nil {
 		t.Errorf("restoring on the same data: %v", err)
 	}
-	err = fingerprintTrainer(t, saturated{train}, "").Restore(c)
+	err = fingerprintTrainer(t, datatest.Saturated{Dataset: train}, "").Restore(c)
 	if !errors.Is(err, training.ErrMismatch) || !strings.Contains(err.Error(), "content") {
 		t.Errorf("restoring on the same labels with every pixel 255: %v, want ErrMismatch naming the content", err)
 	}
@@ -74,7 +63,7 @@ func TestRestoreRefusesOtherContent(t *testing.T) {
 	if !old.Dataset.ContentUnchecked(c.Dataset) {
 		t.Error("ContentUnchecked = false for a fingerprint without content")
 	}
-	if err := fingerprintTrainer(t, saturated{train}, "").Restore(&old); err != nil {
+	if err := fingerprintTrainer(t, datatest.Saturated{Dataset: train}, "").Restore(&old); err != nil {
 		t.Errorf("restoring a checkpoint without content_sha256 on the same labels: %v, want accepted (content cannot be checked)", err)
 	}
 	if err := fingerprintTrainer(t, relabeled{train}, "").Restore(&old); !errors.Is(err, training.ErrMismatch) {

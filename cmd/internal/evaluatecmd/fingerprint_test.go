@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
@@ -13,17 +14,6 @@ import (
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
-
-// saturated is ds with every value 255 and the labels kept.
-type saturated struct{ datasets.Dataset }
-
-func (s saturated) Example(i int, dst []float32) int {
-	l := s.Dataset.Example(i, dst)
-	for j := range dst {
-		dst[j] = 255
-	}
-	return l
-}
 
 // The training part that evaluate -split train rebuilds for a run trained with
 // -validation must have the checkpoint's content fingerprint, not only its labels: a
@@ -42,7 +32,7 @@ func TestEvaluateValidationContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: saturated{rest}, DatasetName: "mnist-embedded",
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: datatest.Saturated{Dataset: rest}, DatasetName: "mnist-embedded",
 		Settings: map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3"},
 		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 256, Epochs: 1})
 	if err != nil {
