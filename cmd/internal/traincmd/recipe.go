@@ -43,7 +43,7 @@ const recipeTuned = "tuned here on a validation split of the training set (docs/
 var recipes = []recipe{
 	{name: "fashion-mnist-cnn", help: "end-to-end MNIST CNN (tanh) on Fashion-MNIST, with an average of the parameters (EMA)",
 		values: [][2]string{{"dataset", "fashion-mnist"}, {"model", "cnn"}, {"activation", "tanh"}, {"optimizer", "dp-sgd"},
-			{"lr", "3"}, {"momentum", "0"}, {"clip", "1"}, {"batch", "2048"}, {"epochs", "40"}, {"ema", "0.999"}},
+			{"lr", "2"}, {"momentum", "0"}, {"clip", "1"}, {"batch", "4096"}, {"epochs", "160"}, {"ema", "0.999"}},
 		provenance: recipeTuned},
 	{name: "fashion-mnist-scatter", help: "ScatterNet + GroupNorm + linear on Fashion-MNIST (Tramèr & Boneh's ScatterNet model)",
 		values: [][2]string{{"dataset", "fashion-mnist"}, {"model", "scatter-linear"}, {"optimizer", "dp-sgd"},
