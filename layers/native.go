@@ -75,12 +75,17 @@ type actBuf[T num.Float] struct {
 
 // nativeScratch is one worker's memory for one chunk of rows.
 type nativeScratch[T num.Float] struct {
-	lo, hi  int       // rows of the last Forward (their conv patches are in floats)
-	acts    [][]T     // activation slots
-	grads   [2][]T    // gradient ping-pong buffers
-	floats  [][]T     // per op
-	indices [][]int32 // per op
+	lo, hi  int         // rows of the last Forward (their conv patches are in floats)
+	acts    [][]T       // activation slots
+	grads   [2][]T      // gradient ping-pong buffers
+	floats  [][]T       // per op
+	indices [][]int32   // per op
+	wide    [][]float64 // per op (wideScratcher), not per row
 }
+
+// wideScratcher is an op that needs float64 scratch of its own per worker (per-channel
+// statistics), whatever T is and however many rows a chunk has.
+type wideScratcher interface{ wideScratch() int }
 
 // activation is the layout of an activation inside Native.
 type activation struct {
@@ -456,6 +461,12 @@ func (nv *Native[T]) scratchFor(worker int) *nativeScratch[T] {
 		f, x := op.scratchSize()
 		sc.floats[k] = make([]T, nv.chunk*f)
 		sc.indices[k] = make([]int32, nv.chunk*x)
+		if w, ok := op.(wideScratcher); ok {
+			if sc.wide == nil {
+				sc.wide = make([][]float64, len(nv.ops))
+			}
+			sc.wide[k] = make([]float64, w.wideScratch())
+		}
 	}
 	nv.scratch[worker] = sc
 	return sc

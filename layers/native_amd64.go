@@ -32,3 +32,12 @@ func patchAdd32(dx, du *float32, runs *int32, start *int32, npos, k int)
 
 //go:noescape
 func reluGrad32AVX(dz, grad, y *float32, n int)
+
+//go:noescape
+func gnSums32AVX512(a, b *float32, sa, sab *float64, p, c int)
+
+//go:noescape
+func gnNorm32AVX512(x, xh, y *float32, mean, r *float64, gamma, beta *float32, p, c int)
+
+//go:noescape
+func gnGrad32AVX512(dy, xh, dx *float32, gain, mg, mgx, r *float64, p, c int)

@@ -33,6 +33,13 @@ import (
 // is the one kind of test that may pin values the code produced: it says that moving
 // packages, layers' gradients and the noise draw changed no bit of training. Print the
 // digests with PRIVTRAIN_PIN_PRINT=1.
+//
+// Re-recorded since, each for a speed change that reorders floating-point arithmetic
+// (the oracle tests, layers/layertest and the GroupNorm per-example tests, still pass
+// in their tolerances):
+//   - wrn-16-4, resnet-klause, wide-cnn-28 on branch speed's "groupnorm:" commit: GroupNorm
+//     sums per channel (float64), takes float32's variance as E[x²] − μ² and forms the
+//     per-example γ, β gradient in Backward from float64 sums (was float32 sums).
 var pinned = map[string]string{
 	"logreg":                   "22b84c0d574c49fb9d7a6360b3277865",
 	"mnist-cnn-relu":           "47ee231f64677dfd8a0b0813900a5c5b",
@@ -47,9 +54,9 @@ var pinned = map[string]string{
 	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
 	"scatter-cnn-cifar10-relu": "e641b0db8128b6624a53380288b36f13",
 	"scatter-cnn-cifar10-tanh": "420240866c984fbaa83344192fbd9d57",
-	"wrn-16-4":                 "c9670b1cc0b3cb2fd92304814a9f1046",
-	"resnet-klause":            "b8ce5f0d55d3f9aed71bf1dc1cfbc9ea",
-	"wide-cnn-28":              "4636363d979e6e9e7c2f41f0aad66d58",
+	"wrn-16-4":                 "a21888fd373442ea310ef0bc16bd3959",
+	"resnet-klause":            "0cddd211b514ef128807f4d8e471c0d0",
+	"wide-cnn-28":              "ba896fb7b1e995fb35a373ba6e84977d",
 	"cnn/gorgonia-float64":     "17208e958d71a17ca2928f28de1137fe",
 	"cnn/native-float64":       "0c2e2842c64ac1982659bfcd077c63a3",
 	"logreg/gorgonia-float32":  "30db48f8363042961e1909f1b5867d2c",
