@@ -47,3 +47,5 @@ func gnNorm32AVX512(x, xh, y *float32, mean, r *float64, gamma, beta *float32, p
 func gnGrad32AVX512(dy, xh, dx *float32, gain, mg, mgx, r *float64, p, c int) {
 	panic("layers: no assembly kernels")
 }
+
+func wsChain32AVX512(grad, what, rstd *float32, f, k int) { panic("layers: no assembly kernels") }
