@@ -499,6 +499,28 @@ func (nv *Native[T]) Forward(worker, lo, hi int) {
 	}
 }
 
+// gradTargeter is an op that keeps the gradient at its output in a buffer of its own (a
+// Conv2D's or Dense's tap, dZ): outGrad is that buffer's rows lo…lo+n−1, or nil.
+type gradTargeter[T num.Float] interface{ outGrad(lo, n int) []T }
+
+// gradTarget is where op k's backward writes its input gradient: straight into the tap of
+// the op below it (past alias ops) where that op keeps one, which then computes its
+// activation's gradient there in place instead of copying it from a ping-pong buffer;
+// nil otherwise.
+func (nv *Native[T]) gradTarget(k, lo, n int) []T {
+	j := k - 1
+	for j >= 0 && nv.ops[j].alias() {
+		j--
+	}
+	if j < 0 {
+		return nil
+	}
+	if t, ok := nv.ops[j].(gradTargeter[T]); ok {
+		return t.outGrad(lo, n)
+	}
+	return nil
+}
+
 // Backward follows Forward on the same worker and rows: from gradLogits, the gradient of
 // the loss at the logits of rows lo…hi−1 ([(hi−lo) × classes]), it writes those rows of
 // every tap (the gradient at each parametrised layer's pre-activation).
@@ -517,8 +539,10 @@ func (nv *Native[T]) Backward(worker, lo, hi int, gradLogits []T) {
 		}
 		var gIn []T
 		if k > nv.first {
-			gIn = sc.grads[which][:n*nv.acts[k].size]
-			which ^= 1
+			if gIn = nv.gradTarget(k, lo, n); gIn == nil {
+				gIn = sc.grads[which][:n*nv.acts[k].size]
+				which ^= 1
+			}
 		}
 		op.backward(sc, k, nv.rows(sc, k, lo, hi), nv.rows(sc, k+1, lo, hi), g, gIn, n, lo)
 		g = gIn
