@@ -44,3 +44,6 @@ func gnGrad32AVX512(dy, xh, dx *float32, gain, mg, mgx, r *float64, p, c int)
 
 //go:noescape
 func wsChain32AVX512(grad, what, rstd *float32, f, k int)
+
+//go:noescape
+func relu32AVX512(dst, src *float32, n int)

@@ -49,3 +49,5 @@ func gnGrad32AVX512(dy, xh, dx *float32, gain, mg, mgx, r *float64, p, c int) {
 }
 
 func wsChain32AVX512(grad, what, rstd *float32, f, k int) { panic("layers: no assembly kernels") }
+
+func relu32AVX512(dst, src *float32, n int) { panic("layers: no assembly kernels") }
