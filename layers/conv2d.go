@@ -310,7 +310,7 @@ func (o *convOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, lo int)
 
 // outGrad is the tap's rows: the op above writes dy there and backward turns it into dZ
 // in place (Native.gradTarget).
-func (o *convOp[T]) outGrad(lo, n int) []T {
+func (o *convOp[T]) outGrad(_ *nativeScratch[T], _, lo, n int) []T {
 	if o.gradZ == nil {
 		return nil
 	}

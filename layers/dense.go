@@ -150,7 +150,7 @@ func (o *denseOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) 
 }
 
 // outGrad is the tap's rows (see convOp.outGrad).
-func (o *denseOp[T]) outGrad(lo, n int) []T {
+func (o *denseOp[T]) outGrad(_ *nativeScratch[T], _, lo, n int) []T {
 	if o.gradZ == nil {
 		return nil
 	}

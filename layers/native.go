@@ -500,14 +500,17 @@ func (nv *Native[T]) Forward(worker, lo, hi int) {
 }
 
 // gradTargeter is an op that keeps the gradient at its output in a buffer of its own (a
-// Conv2D's or Dense's tap, dZ): outGrad is that buffer's rows lo…lo+n−1, or nil.
-type gradTargeter[T num.Float] interface{ outGrad(lo, n int) []T }
+// Conv2D's or Dense's tap, dZ; a residual join's or switch's scratch): outGrad is that
+// buffer's rows lo…lo+n−1 (k the op's index, sc the worker's scratch), or nil.
+type gradTargeter[T num.Float] interface {
+	outGrad(sc *nativeScratch[T], k, lo, n int) []T
+}
 
 // gradTarget is where op k's backward writes its input gradient: straight into the tap of
 // the op below it (past alias ops) where that op keeps one, which then computes its
 // activation's gradient there in place instead of copying it from a ping-pong buffer;
 // nil otherwise.
-func (nv *Native[T]) gradTarget(k, lo, n int) []T {
+func (nv *Native[T]) gradTarget(sc *nativeScratch[T], k, lo, n int) []T {
 	j := k - 1
 	for j >= 0 && nv.ops[j].alias() {
 		j--
@@ -516,7 +519,7 @@ func (nv *Native[T]) gradTarget(k, lo, n int) []T {
 		return nil
 	}
 	if t, ok := nv.ops[j].(gradTargeter[T]); ok {
-		return t.outGrad(lo, n)
+		return t.outGrad(sc, j, lo, n)
 	}
 	return nil
 }
@@ -539,7 +542,7 @@ func (nv *Native[T]) Backward(worker, lo, hi int, gradLogits []T) {
 		}
 		var gIn []T
 		if k > nv.first {
-			if gIn = nv.gradTarget(k, lo, n); gIn == nil {
+			if gIn = nv.gradTarget(sc, k, lo, n); gIn == nil {
 				gIn = sc.grads[which][:n*nv.acts[k].size]
 				which ^= 1
 			}

@@ -236,7 +236,10 @@ func (l Residual) compileNative(c nativeCompiler) error {
 // x and body(x) stay where they are (each activation has its own storage), so switch and
 // join read them by index. The sub-layers' ops are the ordinary ones (a conv in the body
 // fuses the ReLU after it, its tap is its own), so the block runs at the speed of its
-// layers plus three copies of an activation.
+// layers plus a few copies of an activation: forward, fork's and switch's; backward,
+// switch's of the body's dy and, with a shortcut of ops, join's of dy into it. The op
+// above join writes dy straight into join's scratch and the shortcut's first op its dx
+// into switch's (Native.gradTarget); with the identity shortcut fork adds join's dy.
 func compileResidual[T num.Float](c *compiler[T], l Residual) error {
 	if err := c.image("residual"); err != nil {
 		return err
@@ -265,7 +268,7 @@ func compileResidual[T num.Float](c *compiler[T], l Residual) error {
 	if s := c.cur; !s.image || !s.nhwc || s.h != b.h || s.w != b.w || s.c != b.c {
 		return fmt.Errorf("layers: residual shortcut gives a %v, the body a %v", s, b)
 	}
-	join := &joinOp[T]{nv: c.nv, b: bi, n: b.n, k: len(c.nv.ops)}
+	join := &joinOp[T]{nv: c.nv, b: bi, n: b.n, k: len(c.nv.ops), identity: len(l.Shortcut) == 0}
 	sw.join = join
 	c.add(join, b, false)
 	if l.ScaleNorm > 0 {
@@ -318,6 +321,9 @@ func (o *forkOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) {
 func (o *forkOp[T]) backward(sc *nativeScratch[T], _ int, _, _, gOut, gIn []T, n, _ int) {
 	m := n * o.sw.xn
 	kept := sc.floats[o.sw.k][:m]
+	if o.sw.join.identity {
+		kept = sc.floats[o.sw.join.k][:m] // the shortcut's dx is the block's dy
+	}
 	for j, v := range gOut[:m] {
 		gIn[j] = v + kept[j]
 	}
@@ -340,8 +346,14 @@ func (o *switchOp[T]) forward(sc *nativeScratch[T], _ int, _, out []T, n, lo int
 	copy(out[:n*o.xn], o.nv.rows(sc, o.x, lo, lo+n))
 }
 
+// outGrad is the scratch that keeps the shortcut's dx: the shortcut's first op writes it
+// there (Native.gradTarget).
+func (o *switchOp[T]) outGrad(sc *nativeScratch[T], k, _, n int) []T { return sc.floats[k][:n*o.xn] }
+
 func (o *switchOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T, n, _ int) {
-	copy(sc.floats[k][:n*o.xn], gOut[:n*o.xn])
+	if kept := sc.floats[k][:n*o.xn]; !o.join.identity && &gOut[0] != &kept[0] {
+		copy(kept, gOut[:n*o.xn])
+	}
 	copy(gIn[:n*o.bn], sc.floats[o.join.k][:n*o.bn])
 }
 
@@ -351,6 +363,9 @@ type joinOp[T num.Float] struct {
 	b  int // activation index of body(x)
 	n  int // values per row
 	k  int // this op's index (its scratch holds dy for the body)
+	// identity says the shortcut has no ops: its dx is dy, which join keeps, so join
+	// passes nothing on to switch and fork reads join's scratch.
+	identity bool
 }
 
 func (o *joinOp[T]) alias() bool             { return false }
@@ -364,9 +379,17 @@ func (o *joinOp[T]) forward(sc *nativeScratch[T], _ int, in, out []T, n, lo int)
 	}
 }
 
+// outGrad is the scratch that keeps dy: the op above writes it there (Native.gradTarget).
+func (o *joinOp[T]) outGrad(sc *nativeScratch[T], k, _, n int) []T { return sc.floats[k][:n*o.n] }
+
 func (o *joinOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T, n, _ int) {
-	copy(sc.floats[k][:n*o.n], gOut[:n*o.n])
-	copy(gIn[:n*o.n], gOut[:n*o.n])
+	kept := sc.floats[k][:n*o.n]
+	if &gOut[0] != &kept[0] {
+		copy(kept, gOut[:n*o.n])
+	}
+	if !o.identity {
+		copy(gIn[:n*o.n], kept)
+	}
 }
 
 // storedLayer is a sub-layer as a Residual's settings hold it: as nn's architecture holds
