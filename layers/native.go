@@ -62,7 +62,8 @@ type nativeOp[T num.Float] interface {
 	scratchSize() (floats, indices int)
 	// prepare re-reads the parameters (packed copies) before a run.
 	prepare()
-	// alias says the op's output is its input (nothing to compute).
+	// alias says the op's output is its input (nothing to compute forward; backward
+	// is skipped too unless the op is a backwardRunner).
 	alias() bool
 }
 
@@ -499,6 +500,15 @@ func (nv *Native[T]) Forward(worker, lo, hi int) {
 	}
 }
 
+// backwardRunner is an alias op (its output is its input's storage, forward does
+// nothing) whose backward still runs: a residual fork.
+type backwardRunner interface{ backwardRuns() }
+
+func runsBackward(op any) bool {
+	_, ok := op.(backwardRunner)
+	return ok
+}
+
 // gradTargeter is an op that keeps the gradient at its output in a buffer of its own (a
 // Conv2D's or Dense's tap, dZ; a residual join's or switch's scratch): outGrad is that
 // buffer's rows lo…lo+n−1 (k the op's index, sc the worker's scratch), or nil.
@@ -512,7 +522,7 @@ type gradTargeter[T num.Float] interface {
 // nil otherwise.
 func (nv *Native[T]) gradTarget(sc *nativeScratch[T], k, lo, n int) []T {
 	j := k - 1
-	for j >= 0 && nv.ops[j].alias() {
+	for j >= 0 && nv.ops[j].alias() && !runsBackward(nv.ops[j]) {
 		j--
 	}
 	if j < 0 {
@@ -537,7 +547,7 @@ func (nv *Native[T]) Backward(worker, lo, hi int, gradLogits []T) {
 	g, which := gradLogits[:n*nv.acts[len(nv.acts)-1].size], 0
 	for k := len(nv.ops) - 1; k >= nv.first; k-- {
 		op := nv.ops[k]
-		if op.alias() {
+		if op.alias() && !runsBackward(op) {
 			continue
 		}
 		var gIn []T
