@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// BenchmarkGroupNormNative times GroupNorm's native op, forward and backward (with the
-// per-example γ, β gradient) on float32 rows of 64k values, in wrn-16-4's and wide-cnn-28's shapes,
+// BenchmarkGroupNormNative times GroupNorm's native op with the ReLU after it fused, as
+// in the residual networks, forward and backward (with the per-example γ, β gradient) on float32 rows of 64k values, in wrn-16-4's and wide-cnn-28's shapes,
 // with the AVX-512 kernels (groupnorm_amd64.s) and with their Go versions:
 //
 //	go test -run '^$' -bench GroupNormNative ./layers
@@ -31,7 +31,7 @@ func BenchmarkGroupNormNative(b *testing.B) {
 				}
 				size := s.c * s.h * s.h
 				rows := max(1, (1<<16)/size) // a chunk's rows: its buffers stay in L2
-				o := &groupNormOp[float32]{c: s.c, p: s.h * s.h, groups: s.groups, gamma: fill(s.c), beta: fill(s.c), affine: true,
+				o := &groupNormOp[float32]{c: s.c, p: s.h * s.h, groups: s.groups, gamma: fill(s.c), beta: fill(s.c), affine: true, relu: true,
 					formed: make([]float32, rows*2*s.c)}
 				f, _ := o.scratchSize()
 				sc := &nativeScratch[float32]{floats: [][]float32{make([]float32, rows*f)}, wide: [][]float64{make([]float64, o.wideScratch())}}
