@@ -382,11 +382,19 @@ func (nv *Native[T]) layout(shapes []activation, needBatch, sized []bool) {
 			perRow += t.tapRow()
 		}
 	}
-	// A chunk's working set of about 1 MiB stays in a core's L2 — but at least 4 rows: a
-	// Dense layer reads its whole weight matrix once per chunk, which for one row (the
-	// CIFAR-10 CNN's patches alone fill 1 MiB) made its 885k weights a matrix-vector
-	// product streamed from memory per example (9 % of a private CIFAR-10 step's CPU time).
-	nv.chunk = max(1, min(nv.batch, max(4, (1<<20)/(perRow*num.SizeOf[T]()))))
+	// A chunk's working set of about 1 MiB stays in a core's L2 — but at least 4 rows
+	// when a Dense layer's weights exceed 1 MiB: it reads its whole weight matrix once per
+	// chunk, which for one row (the CIFAR-10 CNN's patches alone fill 1 MiB) made its 885k
+	// weights a matrix-vector product streamed from memory per example (9 % of a private
+	// CIFAR-10 step's CPU time). Else at least 2: the residual networks' rows are far
+	// past 1 MiB each, and 4 rows cost wide-cnn-28 20 % more CPU time than 2.
+	least := 2
+	for _, op := range nv.ops {
+		if d, ok := op.(*denseOp[T]); ok && d.nIn*d.nOut*num.SizeOf[T]() >= 1<<20 {
+			least = 4
+		}
+	}
+	nv.chunk = max(1, min(nv.batch, max(least, (1<<20)/(perRow*num.SizeOf[T]()))))
 	// The taps read activations, whose storage is known now.
 	for k, op := range nv.ops {
 		if t, ok := op.(tapOp[T]); ok {
