@@ -308,6 +308,15 @@ func (o *convOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, lo int)
 	}
 }
 
+// outGrad is the tap's rows: the op above writes dy there and backward turns it into dZ
+// in place (Native.gradTarget).
+func (o *convOp[T]) outGrad(_ *nativeScratch[T], _, lo, n int) []T {
+	if o.gradZ == nil {
+		return nil
+	}
+	return o.gradZ[lo*o.p*o.f : (lo+n)*o.p*o.f]
+}
+
 func (o *convOp[T]) backward(sc *nativeScratch[T], k int, _, out, gOut, gIn []T, n, lo int) {
 	dz := o.gradZ[lo*o.p*o.f : (lo+n)*o.p*o.f]
 	activationGrad(o.act, dz, gOut, out)

@@ -149,6 +149,14 @@ func (o *denseOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) 
 	}
 }
 
+// outGrad is the tap's rows (see convOp.outGrad).
+func (o *denseOp[T]) outGrad(_ *nativeScratch[T], _, lo, n int) []T {
+	if o.gradZ == nil {
+		return nil
+	}
+	return o.gradZ[lo*o.nOut : (lo+n)*o.nOut]
+}
+
 func (o *denseOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn []T, n, lo int) {
 	dz := o.gradZ[lo*o.nOut : (lo+n)*o.nOut]
 	activationGrad(o.act, dz, gOut, out)

@@ -12,11 +12,12 @@ import (
 //
 //	∂ℓ_i/∂γ_c = Σ_positions dy_i·x̂_i (channel c),   ∂ℓ_i/∂β_c = Σ_positions dy_i (channel c).
 //
-// It forms the 2C values per example (clipping.Formed does the rest).
+// It forms the 2C values per example (clipping.Formed does the rest), or, for the native
+// engine, whose Backward forms them as a by-product of the input gradient, copies them.
 type groupNormGradient[T num.Float] struct {
-	xhat, dy []T // [B × C × P] (CHW), or [B × P × C] with nhwc
+	xhat, dy []T // [B × C × P] (CHW)
+	formed   []T // or [B × 2C], each example's gradient (the native tap)
 	c, p     int
-	nhwc     bool
 }
 
 var (
@@ -28,6 +29,12 @@ var (
 func (g *groupNormGradient[T]) NumParams() int { return 2 * g.c }
 
 func (g *groupNormGradient[T]) Check(batch int) error {
+	if g.formed != nil {
+		if want := batch * 2 * g.c; len(g.formed) != want {
+			return fmt.Errorf("%w: groupnorm tap has %d values, want %d", clipping.ErrShape, len(g.formed), want)
+		}
+		return nil
+	}
 	if want := batch * g.c * g.p; len(g.xhat) != want || len(g.dy) != want {
 		return fmt.Errorf("%w: groupnorm tap has %d and %d values, want %d", clipping.ErrShape, len(g.xhat), len(g.dy), want)
 	}
@@ -38,20 +45,13 @@ func (g *groupNormGradient[T]) Check(batch int) error {
 func (g *groupNormGradient[T]) NewExampleScratch() clipping.ExampleScratch[T] { return g }
 
 func (g *groupNormGradient[T]) Example(_, i int, out []T) {
+	if g.formed != nil {
+		copy(out[:2*g.c], g.formed[i*2*g.c:(i+1)*2*g.c])
+		return
+	}
 	size := g.c * g.p
 	xh, dy := g.xhat[i*size:(i+1)*size], g.dy[i*size:(i+1)*size]
 	dgamma, dbeta := out[:g.c], out[g.c:2*g.c]
-	if g.nhwc {
-		clear(out[:2*g.c])
-		for q := range g.p {
-			row, x := dy[q*g.c:(q+1)*g.c], xh[q*g.c:(q+1)*g.c]
-			for ch, v := range row {
-				dgamma[ch] += v * x[ch]
-				dbeta[ch] += v
-			}
-		}
-		return
-	}
 	for ch := range g.c {
 		var sg, sb T
 		for q, v := range dy[ch*g.p : (ch+1)*g.p] {

@@ -76,6 +76,10 @@ var groupNormStacks = []struct {
 		Conv2D{Filters: 4, Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}}, Tanh{}, GroupNorm{Groups: 4},
 		Flatten{}, Dense{Units: 3}}},
 	{"fixed-gn-first", []int{4, 3, 3}, []Layer{GroupNorm{Groups: 2, NoAffine: true}, Conv2D{Filters: 2, Kernel: [2]int{2, 2}}, ReLU{}, Flatten{}, Dense{Units: 3}}},
+	// Channels a multiple of 8: float32 runs the AVX-512 kernels where there are any.
+	{"wide-channels", []int{8, 3, 3}, []Layer{GroupNorm{Groups: 2, NoAffine: true},
+		Conv2D{Filters: 16, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, GroupNorm{Groups: 4}, ReLU{},
+		Conv2D{Filters: 8, Kernel: [2]int{2, 2}}, GroupNorm{Groups: 8}, Flatten{}, Dense{Units: 3}}},
 }
 
 // randomStack draws parameters (γ around 1) and input for a stack.
@@ -251,6 +255,59 @@ func TestGroupNormNativeMatchesGorgonia(t *testing.T) {
 				nv.Forward(1, lo, min(lo+nv.Chunk(), b))
 			}
 			assertRel(t, "logits", nv.Logits(), wantLogits, 1e-12)
+		})
+	}
+}
+
+// TestGroupNormAssemblyMatchesGo runs the GroupNorm stacks in float32 with the AVX-512
+// kernels of groupnorm_amd64.s and with their Go versions (groupnorm_kernels.go): the
+// same arithmetic in the same order, so logits, input gradients and per-example
+// gradients must agree bit for bit.
+func TestGroupNormAssemblyMatchesGo(t *testing.T) {
+	if !useAsm {
+		t.Skip("no AVX-512")
+	}
+	const b = 5
+	for si, st := range groupNormStacks {
+		t.Run(st.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(si), 17))
+			params, x, out := randomStack(rng, st.ls, st.in, b)
+			r := randomValues(rng, b*num.Prod(out))
+			run := func(asm bool) ([]float32, [][]float64) {
+				defer func(v bool) { useAsm = v }(useAsm)
+				useAsm = asm
+				g := nativeExampleGradients[float32](t, st.ls, st.in, b, params, x, r)
+				ps := make([][][]float32, len(params))
+				for li, p := range params {
+					for _, v := range p {
+						ps[li] = append(ps[li], convertTo[float32](v))
+					}
+				}
+				nv, err := NewNative[float32](st.ls, st.in, b, ps, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(nv.Input(), convertTo[float32](x))
+				nv.Prepare()
+				for lo := 0; lo < b; lo += nv.Chunk() {
+					nv.Forward(0, lo, min(lo+nv.Chunk(), b))
+				}
+				return append([]float32(nil), nv.Logits()...), g
+			}
+			la, ga := run(true)
+			lg, gg := run(false)
+			for j := range la {
+				if math.Float32bits(la[j]) != math.Float32bits(lg[j]) {
+					t.Fatalf("logit %d: assembly %v, Go %v", j, la[j], lg[j])
+				}
+			}
+			for i := range ga {
+				for j := range ga[i] {
+					if math.Float64bits(ga[i][j]) != math.Float64bits(gg[i][j]) {
+						t.Fatalf("example %d, parameter %d: assembly %v, Go %v", i, j, ga[i][j], gg[i][j])
+					}
+				}
+			}
 		})
 	}
 }

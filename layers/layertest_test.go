@@ -53,6 +53,10 @@ func TestOracleGroupNorm(t *testing.T) {
 		{layers.GroupNorm{Groups: 2}, []int{4, 3, 3}},
 		{layers.GroupNorm{Groups: 1}, []int{3, 2, 4}},
 		{layers.GroupNorm{Groups: 3}, []int{3, 5, 5}},
+		// Channels a multiple of 8: float32 runs the AVX-512 kernels where there are
+		// any (an odd and an even number of positions, one channel per group).
+		{layers.GroupNorm{Groups: 4}, []int{8, 3, 3}},
+		{layers.GroupNorm{Groups: 16}, []int{16, 2, 2}},
 	} {
 		rep := layertest.Check(t, tc.l, tc.in, layertest.Config{Seed: 3})
 		t.Logf("%+v on %v: %v", tc.l, tc.in, rep)

@@ -62,7 +62,8 @@ type nativeOp[T num.Float] interface {
 	scratchSize() (floats, indices int)
 	// prepare re-reads the parameters (packed copies) before a run.
 	prepare()
-	// alias says the op's output is its input (nothing to compute).
+	// alias says the op's output is its input (nothing to compute forward; backward
+	// is skipped too unless the op is a backwardRunner).
 	alias() bool
 }
 
@@ -75,12 +76,17 @@ type actBuf[T num.Float] struct {
 
 // nativeScratch is one worker's memory for one chunk of rows.
 type nativeScratch[T num.Float] struct {
-	lo, hi  int       // rows of the last Forward (their conv patches are in floats)
-	acts    [][]T     // activation slots
-	grads   [2][]T    // gradient ping-pong buffers
-	floats  [][]T     // per op
-	indices [][]int32 // per op
+	lo, hi  int         // rows of the last Forward (their conv patches are in floats)
+	acts    [][]T       // activation slots
+	grads   [2][]T      // gradient ping-pong buffers
+	floats  [][]T       // per op
+	indices [][]int32   // per op
+	wide    [][]float64 // per op (wideScratcher), not per row
 }
+
+// wideScratcher is an op that needs float64 scratch of its own per worker (per-channel
+// statistics), whatever T is and however many rows a chunk has.
+type wideScratcher interface{ wideScratch() int }
 
 // activation is the layout of an activation inside Native.
 type activation struct {
@@ -376,11 +382,19 @@ func (nv *Native[T]) layout(shapes []activation, needBatch, sized []bool) {
 			perRow += t.tapRow()
 		}
 	}
-	// A chunk's working set of about 1 MiB stays in a core's L2 — but at least 4 rows: a
-	// Dense layer reads its whole weight matrix once per chunk, which for one row (the
-	// CIFAR-10 CNN's patches alone fill 1 MiB) made its 885k weights a matrix-vector
-	// product streamed from memory per example (9 % of a private CIFAR-10 step's CPU time).
-	nv.chunk = max(1, min(nv.batch, max(4, (1<<20)/(perRow*num.SizeOf[T]()))))
+	// A chunk's working set of about 1 MiB stays in a core's L2 — but at least 4 rows
+	// when a Dense layer's weights exceed 1 MiB: it reads its whole weight matrix once per
+	// chunk, which for one row (the CIFAR-10 CNN's patches alone fill 1 MiB) made its 885k
+	// weights a matrix-vector product streamed from memory per example (9 % of a private
+	// CIFAR-10 step's CPU time). Else at least 2: the residual networks' rows are far
+	// past 1 MiB each, and 4 rows cost wide-cnn-28 20 % more CPU time than 2.
+	least := 2
+	for _, op := range nv.ops {
+		if d, ok := op.(*denseOp[T]); ok && d.nIn*d.nOut*num.SizeOf[T]() >= 1<<20 {
+			least = 4
+		}
+	}
+	nv.chunk = max(1, min(nv.batch, max(least, (1<<20)/(perRow*num.SizeOf[T]()))))
 	// The taps read activations, whose storage is known now.
 	for k, op := range nv.ops {
 		if t, ok := op.(tapOp[T]); ok {
@@ -456,6 +470,12 @@ func (nv *Native[T]) scratchFor(worker int) *nativeScratch[T] {
 		f, x := op.scratchSize()
 		sc.floats[k] = make([]T, nv.chunk*f)
 		sc.indices[k] = make([]int32, nv.chunk*x)
+		if w, ok := op.(wideScratcher); ok {
+			if sc.wide == nil {
+				sc.wide = make([][]float64, len(nv.ops))
+			}
+			sc.wide[k] = make([]float64, w.wideScratch())
+		}
 	}
 	nv.scratch[worker] = sc
 	return sc
@@ -488,6 +508,40 @@ func (nv *Native[T]) Forward(worker, lo, hi int) {
 	}
 }
 
+// backwardRunner is an alias op (its output is its input's storage, forward does
+// nothing) whose backward still runs: a residual fork.
+type backwardRunner interface{ backwardRuns() }
+
+func runsBackward(op any) bool {
+	_, ok := op.(backwardRunner)
+	return ok
+}
+
+// gradTargeter is an op that keeps the gradient at its output in a buffer of its own (a
+// Conv2D's or Dense's tap, dZ; a residual join's or switch's scratch): outGrad is that
+// buffer's rows lo…lo+n−1 (k the op's index, sc the worker's scratch), or nil.
+type gradTargeter[T num.Float] interface {
+	outGrad(sc *nativeScratch[T], k, lo, n int) []T
+}
+
+// gradTarget is where op k's backward writes its input gradient: straight into the tap of
+// the op below it (past alias ops) where that op keeps one, which then computes its
+// activation's gradient there in place instead of copying it from a ping-pong buffer;
+// nil otherwise.
+func (nv *Native[T]) gradTarget(sc *nativeScratch[T], k, lo, n int) []T {
+	j := k - 1
+	for j >= 0 && nv.ops[j].alias() && !runsBackward(nv.ops[j]) {
+		j--
+	}
+	if j < 0 {
+		return nil
+	}
+	if t, ok := nv.ops[j].(gradTargeter[T]); ok {
+		return t.outGrad(sc, j, lo, n)
+	}
+	return nil
+}
+
 // Backward follows Forward on the same worker and rows: from gradLogits, the gradient of
 // the loss at the logits of rows lo…hi−1 ([(hi−lo) × classes]), it writes those rows of
 // every tap (the gradient at each parametrised layer's pre-activation).
@@ -501,13 +555,15 @@ func (nv *Native[T]) Backward(worker, lo, hi int, gradLogits []T) {
 	g, which := gradLogits[:n*nv.acts[len(nv.acts)-1].size], 0
 	for k := len(nv.ops) - 1; k >= nv.first; k-- {
 		op := nv.ops[k]
-		if op.alias() {
+		if op.alias() && !runsBackward(op) {
 			continue
 		}
 		var gIn []T
 		if k > nv.first {
-			gIn = sc.grads[which][:n*nv.acts[k].size]
-			which ^= 1
+			if gIn = nv.gradTarget(sc, k, lo, n); gIn == nil {
+				gIn = sc.grads[which][:n*nv.acts[k].size]
+				which ^= 1
+			}
 		}
 		op.backward(sc, k, nv.rows(sc, k, lo, hi), nv.rows(sc, k+1, lo, hi), g, gIn, n, lo)
 		g = gIn

@@ -494,3 +494,48 @@ r2_tail:
 r2_done:
 	VZEROUPPER
 	RET
+
+// func relu32AVX512(dst, src *float32, n int)
+// dst = src where src ≥ 0 or NaN, else 0: VMAXPS(0, x) is x unless 0 > x (MAXPS returns
+// its second operand when either is NaN or both are zero), as the Go loop's
+// "if v < 0 { v = 0 }".
+TEXT ·relu32AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+relu_loop:
+	CMPQ CX, $32
+	JL relu_one
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z2
+	VMAXPS Z1, Z0, Z1
+	VMAXPS Z2, Z0, Z2
+	VMOVUPS Z1, (DI)
+	VMOVUPS Z2, 64(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JMP relu_loop
+relu_one:
+	CMPQ CX, $16
+	JL relu_tail
+	VMOVUPS (SI), Z1
+	VMAXPS Z1, Z0, Z1
+	VMOVUPS Z1, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+relu_tail:
+	TESTQ CX, CX
+	JZ relu_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z1
+	VMAXPS Z1, Z0, Z1
+	VMOVUPS Z1, K1, (DI)
+relu_done:
+	VZEROUPPER
+	RET

@@ -16,6 +16,9 @@ func tanhInPlace[T num.Float](x []T) {
 func activationGrad[T num.Float](f actFunc, dz, g, y []T) {
 	switch f {
 	case actNone:
+		if len(dz) > 0 && &dz[0] == &g[0] {
+			return // the op below wrote it in place (Native.gradTarget)
+		}
 		copy(dz, g)
 	case actReLU:
 		if y32, ok := any(y).([]float32); ok && (useAsm || useAVX2) && len(y32) > 0 {

@@ -35,3 +35,31 @@ func patchAdd32(dx, du *float32, runs *int32, start *int32, npos, k int) {
 }
 
 func reluGrad32AVX(dz, grad, y *float32, n int) { panic("layers: no assembly kernels") }
+
+func gnSums32AVX512(a, b *float32, sa, sab *float64, p, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func gnNorm32AVX512(x, xh, y *float32, mean, r *float64, gamma, beta *float32, p, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func gnGrad32AVX512(dy, xh, dx *float32, gain, mg, mgx, r *float64, p, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func wsChain32AVX512(grad, what, rstd *float32, f, k int) { panic("layers: no assembly kernels") }
+
+func relu32AVX512(dst, src *float32, n int) { panic("layers: no assembly kernels") }
+
+func gnSumsMasked32AVX512(a, b, y *float32, sa, sab *float64, p, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func gnNormReLU32AVX512(x, xh, y *float32, mean, r *float64, gamma, beta *float32, p, c int) {
+	panic("layers: no assembly kernels")
+}
+
+func gnGradMasked32AVX512(dy, xh, y, dx *float32, gain, mg, mgx, r *float64, p, c int) {
+	panic("layers: no assembly kernels")
+}

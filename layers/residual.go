@@ -236,7 +236,10 @@ func (l Residual) compileNative(c nativeCompiler) error {
 // x and body(x) stay where they are (each activation has its own storage), so switch and
 // join read them by index. The sub-layers' ops are the ordinary ones (a conv in the body
 // fuses the ReLU after it, its tap is its own), so the block runs at the speed of its
-// layers plus three copies of an activation.
+// layers plus a few copies of an activation: forward, fork's and switch's; backward,
+// switch's of the body's dy and, with a shortcut of ops, join's of dy into it. The op
+// above join writes dy straight into join's scratch and the shortcut's first op its dx
+// into switch's (Native.gradTarget); with the identity shortcut fork adds join's dy.
 func compileResidual[T num.Float](c *compiler[T], l Residual) error {
 	if err := c.image("residual"); err != nil {
 		return err
@@ -246,7 +249,7 @@ func compileResidual[T num.Float](c *compiler[T], l Residual) error {
 	}
 	params := c.params
 	xi, x := c.inputIndex(), c.cur
-	fork := &forkOp[T]{}
+	fork, fk := &forkOp[T]{}, len(c.nv.ops)
 	c.add(fork, x, false)
 	var err error
 	if params, err = c.sub(l.Body, params); err != nil {
@@ -265,7 +268,15 @@ func compileResidual[T num.Float](c *compiler[T], l Residual) error {
 	if s := c.cur; !s.image || !s.nhwc || s.h != b.h || s.w != b.w || s.c != b.c {
 		return fmt.Errorf("layers: residual shortcut gives a %v, the body a %v", s, b)
 	}
-	join := &joinOp[T]{nv: c.nv, b: bi, n: b.n, k: len(c.nv.ops)}
+	join := &joinOp[T]{nv: c.nv, b: bi, n: b.n, k: len(c.nv.ops), identity: len(l.Shortcut) == 0, x: xi}
+	for j := sw.k - 1; j > fk; j-- { // the body's last op that computes
+		if op := c.nv.ops[j]; !op.alias() {
+			if cv, ok := op.(*convOp[T]); ok && cv.act == actNone && cv.gradZ != nil {
+				join.bodyTap = cv
+			}
+			break
+		}
+	}
 	sw.join = join
 	c.add(join, b, false)
 	if l.ScaleNorm > 0 {
@@ -303,21 +314,24 @@ func (c *compiler[T]) sub(layers []Layer, params [][]T) ([][]T, error) {
 	return params, nil
 }
 
-// forkOp starts a block: it copies x (so the body's ops own their input) and adds the
-// shortcut's input gradient, which switch kept, to the body's.
+// forkOp starts a block. Forward it is an alias (the body's first op reads x where it
+// is; ops never write their input); backward it adds the shortcut's input gradient, which
+// switch kept, to the body's.
 type forkOp[T num.Float] struct{ sw *switchOp[T] }
 
-func (o *forkOp[T]) alias() bool             { return false }
+func (o *forkOp[T]) alias() bool             { return true }
+func (o *forkOp[T]) backwardRuns()           {}
 func (o *forkOp[T]) prepare()                {}
 func (o *forkOp[T]) scratchSize() (int, int) { return 0, 0 }
 
-func (o *forkOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) {
-	copy(out[:n*o.sw.xn], in[:n*o.sw.xn])
-}
+func (o *forkOp[T]) forward(*nativeScratch[T], int, []T, []T, int, int) {}
 
-func (o *forkOp[T]) backward(sc *nativeScratch[T], _ int, _, _, gOut, gIn []T, n, _ int) {
+func (o *forkOp[T]) backward(sc *nativeScratch[T], _ int, _, _, gOut, gIn []T, n, lo int) {
 	m := n * o.sw.xn
 	kept := sc.floats[o.sw.k][:m]
+	if o.sw.join.identity {
+		kept = o.sw.join.kept(sc, lo, n) // the shortcut's dx is the block's dy
+	}
 	for j, v := range gOut[:m] {
 		gIn[j] = v + kept[j]
 	}
@@ -337,12 +351,22 @@ func (o *switchOp[T]) prepare()                {}
 func (o *switchOp[T]) scratchSize() (int, int) { return o.xn, 0 }
 
 func (o *switchOp[T]) forward(sc *nativeScratch[T], _ int, _, out []T, n, lo int) {
-	copy(out[:n*o.xn], o.nv.rows(sc, o.x, lo, lo+n))
+	if !o.join.identity { // join reads x itself
+		copy(out[:n*o.xn], o.nv.rows(sc, o.x, lo, lo+n))
+	}
 }
 
-func (o *switchOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T, n, _ int) {
-	copy(sc.floats[k][:n*o.xn], gOut[:n*o.xn])
-	copy(gIn[:n*o.bn], sc.floats[o.join.k][:n*o.bn])
+// outGrad is the scratch that keeps the shortcut's dx: the shortcut's first op writes it
+// there (Native.gradTarget).
+func (o *switchOp[T]) outGrad(sc *nativeScratch[T], k, _, n int) []T { return sc.floats[k][:n*o.xn] }
+
+func (o *switchOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T, n, lo int) {
+	if kept := sc.floats[k][:n*o.xn]; !o.join.identity && &gOut[0] != &kept[0] {
+		copy(kept, gOut[:n*o.xn])
+	}
+	if dy := o.join.kept(sc, lo, n); &gIn[0] != &dy[0] {
+		copy(gIn[:n*o.bn], dy)
+	}
 }
 
 // joinOp adds body(x), still in its activation, to the shortcut's output.
@@ -351,22 +375,54 @@ type joinOp[T num.Float] struct {
 	b  int // activation index of body(x)
 	n  int // values per row
 	k  int // this op's index (its scratch holds dy for the body)
+	// identity says the shortcut has no ops: its dx is dy, which join keeps, so join
+	// passes nothing on to switch and fork reads join's kept dy; forward join reads x
+	// (activation index x) and switch copies nothing.
+	identity bool
+	x        int
+	// bodyTap, when the body ends in a Conv2D without activation, is that op: join keeps
+	// dy in its tap (dZ is dy), so switch and the conv have nothing to copy.
+	bodyTap *convOp[T]
 }
 
-func (o *joinOp[T]) alias() bool             { return false }
-func (o *joinOp[T]) prepare()                {}
-func (o *joinOp[T]) scratchSize() (int, int) { return o.n, 0 }
+// kept is where join keeps the rows lo…lo+n−1 of dy: bodyTap's tap or its scratch.
+func (o *joinOp[T]) kept(sc *nativeScratch[T], lo, n int) []T {
+	if o.bodyTap != nil {
+		return o.bodyTap.outGrad(sc, 0, lo, n)
+	}
+	return sc.floats[o.k][:n*o.n]
+}
+
+func (o *joinOp[T]) alias() bool { return false }
+func (o *joinOp[T]) prepare()    {}
+func (o *joinOp[T]) scratchSize() (int, int) {
+	if o.bodyTap != nil {
+		return 0, 0
+	}
+	return o.n, 0
+}
 
 func (o *joinOp[T]) forward(sc *nativeScratch[T], _ int, in, out []T, n, lo int) {
 	body := o.nv.rows(sc, o.b, lo, lo+n)
+	if o.identity {
+		in = o.nv.rows(sc, o.x, lo, lo+n)
+	}
 	for j, v := range in[:n*o.n] {
 		out[j] = v + body[j]
 	}
 }
 
-func (o *joinOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T, n, _ int) {
-	copy(sc.floats[k][:n*o.n], gOut[:n*o.n])
-	copy(gIn[:n*o.n], gOut[:n*o.n])
+// outGrad is where join keeps dy: the op above writes it there (Native.gradTarget).
+func (o *joinOp[T]) outGrad(sc *nativeScratch[T], _, lo, n int) []T { return o.kept(sc, lo, n) }
+
+func (o *joinOp[T]) backward(sc *nativeScratch[T], _ int, _, _, gOut, gIn []T, n, lo int) {
+	kept := o.kept(sc, lo, n)
+	if &gOut[0] != &kept[0] {
+		copy(kept, gOut[:n*o.n])
+	}
+	if !o.identity {
+		copy(gIn[:n*o.n], kept)
+	}
 }
 
 // storedLayer is a sub-layer as a Residual's settings hold it: as nn's architecture holds

@@ -33,6 +33,17 @@ import (
 // is the one kind of test that may pin values the code produced: it says that moving
 // packages, layers' gradients and the noise draw changed no bit of training. Print the
 // digests with PRIVTRAIN_PIN_PRINT=1.
+//
+// Re-recorded since, each for a speed change that reorders floating-point arithmetic
+// (the oracle tests, layers/layertest and the GroupNorm per-example tests, still pass
+// in their tolerances):
+//   - wrn-16-4, resnet-klause, wide-cnn-28 on branch speed's "groupnorm:" commit: GroupNorm
+//     sums per channel (float64), takes float32's variance as E[x²] − μ² and forms the
+//     per-example γ, β gradient in Backward from float64 sums (was float32 sums).
+//   - wrn-16-4, resnet-klause, wide-cnn-28, scatter-cnn-cifar10-relu,
+//     scatter-cnn-cifar10-tanh and cnn/native-float64 on branch speed's "native: chunks of
+//     at least 2 rows" commit: their chunks are now 2 or 3 rows where the old floor made
+//     them 4, and the clipped sum adds a chunk's examples in one GEMM.
 var pinned = map[string]string{
 	"logreg":                   "22b84c0d574c49fb9d7a6360b3277865",
 	"mnist-cnn-relu":           "47ee231f64677dfd8a0b0813900a5c5b",
@@ -45,13 +56,13 @@ var pinned = map[string]string{
 	"scatter-linear-cifar10":   "58db5bc7defa231acf308be9ce1b35a4",
 	"scatter-cnn-mnist-relu":   "d7ecdea5700063a67a9c568679154652",
 	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
-	"scatter-cnn-cifar10-relu": "e641b0db8128b6624a53380288b36f13",
-	"scatter-cnn-cifar10-tanh": "420240866c984fbaa83344192fbd9d57",
-	"wrn-16-4":                 "c9670b1cc0b3cb2fd92304814a9f1046",
-	"resnet-klause":            "b8ce5f0d55d3f9aed71bf1dc1cfbc9ea",
-	"wide-cnn-28":              "4636363d979e6e9e7c2f41f0aad66d58",
+	"scatter-cnn-cifar10-relu": "3fceba7efda303f2c44dbfce6762e6e3",
+	"scatter-cnn-cifar10-tanh": "599f94df3f5ee98403f184e33d4e8d61",
+	"wrn-16-4":                 "f049a0642d7b58ac1cd26532d6ab21de",
+	"resnet-klause":            "b8dc67f0f3daad3d16229d342c8ee7bd",
+	"wide-cnn-28":              "03ac40cb9c86d689604120abf657508e",
 	"cnn/gorgonia-float64":     "17208e958d71a17ca2928f28de1137fe",
-	"cnn/native-float64":       "0c2e2842c64ac1982659bfcd077c63a3",
+	"cnn/native-float64":       "9b85ff6c3c3f00700ca84dab55576759",
 	"logreg/gorgonia-float32":  "30db48f8363042961e1909f1b5867d2c",
 	"cnn/per-layer":            "1a0d8f160857085c7292d6c17df0e649",
 	"cnn/adaptive-adam":        "7a8320f02331c7d7402edcbcd5d272a4",
