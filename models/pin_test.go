@@ -44,6 +44,9 @@ import (
 //     scatter-cnn-cifar10-tanh and cnn/native-float64 on branch speed's "native: chunks of
 //     at least 2 rows" commit: their chunks are now 2 or 3 rows where the old floor made
 //     them 4, and the clipped sum adds a chunk's examples in one GEMM.
+//   - wrn-16-4 and resnet-klause again when clipping.Workspace's partial sums became an
+//     even number (3 → 2 for both: 3 groups on 2 cores left one idle a third of the step),
+//     which changes the order of the clipped sum's additions.
 var pinned = map[string]string{
 	"logreg":                   "22b84c0d574c49fb9d7a6360b3277865",
 	"mnist-cnn-relu":           "47ee231f64677dfd8a0b0813900a5c5b",
@@ -58,8 +61,8 @@ var pinned = map[string]string{
 	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
 	"scatter-cnn-cifar10-relu": "3fceba7efda303f2c44dbfce6762e6e3",
 	"scatter-cnn-cifar10-tanh": "599f94df3f5ee98403f184e33d4e8d61",
-	"wrn-16-4":                 "f049a0642d7b58ac1cd26532d6ab21de",
-	"resnet-klause":            "b8dc67f0f3daad3d16229d342c8ee7bd",
+	"wrn-16-4":                 "d5ee4b5076991df1faafcbe1e459bb72",
+	"resnet-klause":            "ef192c46a31b73ed65d20adda2f8c573",
 	"wide-cnn-28":              "03ac40cb9c86d689604120abf657508e",
 	"cnn/gorgonia-float64":     "17208e958d71a17ca2928f28de1137fe",
 	"cnn/native-float64":       "9b85ff6c3c3f00700ca84dab55576759",
