@@ -73,23 +73,8 @@ func (l GroupNorm) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 	}
 	b, c, h, w := s[0], s[1], s[2], s[3]
 	rows, n := b*l.Groups, c/l.Groups*h*w
-	g := x.Graph()
 	filled := func(r, q int, v float64) *G.Node {
-		var t tensor.Tensor
-		if x.Dtype() == tensor.Float32 {
-			d := make([]float32, r*q)
-			for j := range d {
-				d[j] = float32(v)
-			}
-			t = tensor.New(tensor.WithShape(r, q), tensor.WithBacking(d))
-		} else {
-			d := make([]float64, r*q)
-			for j := range d {
-				d[j] = v
-			}
-			t = tensor.New(tensor.WithShape(r, q), tensor.WithBacking(d))
-		}
-		return G.NewMatrix(g, x.Dtype(), G.WithShape(r, q), G.WithValue(t), G.WithName(fmt.Sprintf("groupnorm_%d_%d_%g_%d", r, q, v, g.AllNodes().Len())))
+		return constMatrix(x, fmt.Sprintf("groupnorm_%g", v), r, q, constant(v))
 	}
 	colMean, rowOnes := filled(n, 1, 1/float64(n)), filled(1, n, 1)
 	eps := filled(rows, 1, groupNormEps)
@@ -111,28 +96,8 @@ func (l GroupNorm) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 		if err != nil {
 			return err
 		}
-		sq, err := G.Square(xc)
-		if err != nil {
-			return err
-		}
-		v, err := G.Mul(sq, colMean)
-		if err != nil {
-			return err
-		}
-		if v, err = G.Add(v, eps); err != nil {
-			return err
-		}
-		sd, err := G.Sqrt(v)
-		if err != nil {
-			return err
-		}
-		if sd, err = G.Mul(sd, rowOnes); err != nil {
-			return err
-		}
-		if xhat, err = G.HadamardDiv(xc, sd); err != nil {
-			return err
-		}
-		return nil
+		xhat, err = divideBySD(xc, colMean, eps, rowOnes)
+		return err
 	}()
 	if err != nil {
 		return nil, nil, fmt.Errorf("groupnorm: %w", err)

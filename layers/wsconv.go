@@ -78,23 +78,8 @@ func (l WSConv2D) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 	}
 	ws := w.Shape()
 	f, k := ws[0], ws[1]*ws[2]*ws[3]
-	g := x.Graph()
 	filled := func(name string, r, q int, v func(i, j int) float64) *G.Node {
-		var t tensor.Tensor
-		if x.Dtype() == tensor.Float32 {
-			d := make([]float32, r*q)
-			for j := range d {
-				d[j] = float32(v(j/q, j%q))
-			}
-			t = tensor.New(tensor.WithShape(r, q), tensor.WithBacking(d))
-		} else {
-			d := make([]float64, r*q)
-			for j := range d {
-				d[j] = v(j/q, j%q)
-			}
-			t = tensor.New(tensor.WithShape(r, q), tensor.WithBacking(d))
-		}
-		return G.NewMatrix(g, x.Dtype(), G.WithShape(r, q), G.WithValue(t), G.WithName(fmt.Sprintf("wsconv_%s_%d_%d_%d", name, r, q, g.AllNodes().Len())))
+		return constMatrix(x, "wsconv_"+name, r, q, v)
 	}
 	center := filled("center", k, k, func(i, j int) float64 {
 		if i == j {
@@ -102,9 +87,9 @@ func (l WSConv2D) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 		}
 		return -1 / float64(k)
 	})
-	colOnes := filled("colones", k, 1, func(int, int) float64 { return 1 })
-	rowOnes := filled("rowones", 1, k, func(int, int) float64 { return 1 })
-	eps := filled("eps", f, 1, func(int, int) float64 { return wsEps })
+	colOnes := filled("colones", k, 1, constant(1))
+	rowOnes := filled("rowones", 1, k, constant(1))
+	eps := filled("eps", f, 1, constant(wsEps))
 	var what *G.Node
 	err := func() error {
 		wr, err := G.Reshape(w, tensor.Shape{f, k})
@@ -115,25 +100,7 @@ func (l WSConv2D) Apply(x *G.Node, params []*G.Node) (*G.Node, *Tap, error) {
 		if err != nil {
 			return err
 		}
-		sq, err := G.Square(c)
-		if err != nil {
-			return err
-		}
-		v, err := G.Mul(sq, colOnes)
-		if err != nil {
-			return err
-		}
-		if v, err = G.Add(v, eps); err != nil {
-			return err
-		}
-		sd, err := G.Sqrt(v)
-		if err != nil {
-			return err
-		}
-		if sd, err = G.Mul(sd, rowOnes); err != nil {
-			return err
-		}
-		if what, err = G.HadamardDiv(c, sd); err != nil {
+		if what, err = divideBySD(c, colOnes, eps, rowOnes); err != nil {
 			return err
 		}
 		what, err = G.Reshape(what, ws.Clone())
