@@ -117,6 +117,8 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 // before step t+1.
 var gdplTrace func(t int, x []float64)
 
+// gaussianDelta is the δ a solver with Gaussian noise reports: 0 when the noise is off
+// (ε = +∞), else the δ it was calibrated for.
 func gaussianDelta(eps, delta float64) float64 {
 	if math.IsInf(eps, 1) {
 		return 0

@@ -305,13 +305,9 @@ func (a *SCD) run(p *Problem, rng *rand.Rand) (*dualState, *Result, error) {
 		return nil, nil, err
 	}
 	st := a.iterate(p, rng, c, sigma)
-	delta := a.Delta
-	if math.IsInf(a.Epsilon, 1) {
-		delta = 0
-	}
 	return st, &Result{
 		Epsilon:     achieved,
-		Delta:       delta,
+		Delta:       gaussianDelta(a.Epsilon, a.Delta),
 		Iterations:  c.rounds,
 		Calibration: fmt.Sprintf("Gaussian std √2·C·σ = %.4g (σ = %.4g, C = %g) on α_B and v, q = L/N = %d/%d, T = %d rounds, %s", math.Sqrt2*c.clip*sigma, sigma, c.clip, c.batch, n, c.rounds, samplingNote(a.Sampling)),
 	}, nil

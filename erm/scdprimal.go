@@ -78,14 +78,10 @@ func (a *PrimalSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 			privrand.AddGaussian(rng, v, std)
 		}
 	}
-	delta := a.Delta
-	if math.IsInf(a.Epsilon, 1) {
-		delta = 0
-	}
 	return &Result{
 		X:          theta,
 		Epsilon:    achieved,
-		Delta:      delta,
+		Delta:      gaussianDelta(a.Epsilon, a.Delta),
 		Iterations: c.rounds,
 		Calibration: fmt.Sprintf("Gaussian std 2C√(L(L+1))·σ = %.4g (σ = %.4g, C = %g, L = %d) on θ_B and v, q = 1, T = %d rounds",
 			std, sigma, c.clip, c.batch, c.rounds),

@@ -66,14 +66,10 @@ func (a *SequentialSCD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 			privrand.AddGaussian(rng, st.v, std)
 		}
 	}
-	delta := a.Delta
-	if math.IsInf(a.Epsilon, 1) {
-		delta = 0
-	}
 	return &Result{
 		X:          st.theta(),
 		Epsilon:    achieved,
-		Delta:      delta,
+		Delta:      gaussianDelta(a.Epsilon, a.Delta),
 		Iterations: c.rounds,
 		Calibration: fmt.Sprintf("Gaussian std 2C√(b(b+1))·σ = %.4g (σ = %.4g, C = %g, b = %d, the most examples a round processes) on α_B and v, q = %d/%d, T = %d rounds, %s",
 			std, sigma, c.clip, maxBatch, c.batch, n, c.rounds, samplingNote(a.Sampling)),

@@ -81,14 +81,10 @@ func (a *SCDBaselineSGD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		floats.Scale(1-a.Step*p.Lambda, theta)
 		floats.AddScaled(theta, -a.Step*scale, sum)
 	}
-	delta := a.Delta
-	if math.IsInf(a.Epsilon, 1) {
-		delta = 0
-	}
 	return &Result{
 		X:          theta,
 		Epsilon:    achieved,
-		Delta:      delta,
+		Delta:      gaussianDelta(a.Epsilon, a.Delta),
 		Iterations: c.rounds,
 		Calibration: fmt.Sprintf("Gaussian std σ·C = %.4g (σ = %.4g, C = %g) on the sum of clipped gradients, divided by L = %d, η = %g, q = %d/%d, T = %d rounds, %s",
 			std, sigma, c.clip, c.batch, a.Step, c.batch, n, c.rounds, samplingNote(a.Sampling)),
