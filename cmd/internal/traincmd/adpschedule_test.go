@@ -137,19 +137,7 @@ func TestADPScheduleResume(t *testing.T) {
 		}
 		mustRun(t, "-resume", ckpt, "-checkpoint", ckpt)
 		mustRun(t, append(args, full)...)
-		got, err := checkpoint.Load(ckpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := checkpoint.Load(full)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range want.Params {
-			if math.Float64bits(got.Params[i]) != math.Float64bits(want.Params[i]) {
-				t.Fatalf("%s: parameter %d: resumed %v, uninterrupted %v", schedule, i, got.Params[i], want.Params[i])
-			}
-		}
+		sameCheckpointParams(t, schedule+": parameter", ckpt, full)
 	}
 }
 

@@ -2,7 +2,6 @@ package traincmd
 
 import (
 	"context"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,11 +105,7 @@ func TestAugmentRunResumes(t *testing.T) {
 	if ca.Step != cb.Step || ca.Step == 0 {
 		t.Fatalf("checkpoints at steps %d and %d", ca.Step, cb.Step)
 	}
-	for i := range ca.Params {
-		if math.Float64bits(ca.Params[i]) != math.Float64bits(cb.Params[i]) {
-			t.Fatalf("parameter %d: uninterrupted %v, resumed %v", i, ca.Params[i], cb.Params[i])
-		}
-	}
+	sameBits(t, "parameter", cb.Params, ca.Params)
 	code, _, stderr = runCmd(t, context.Background(), "-resume", b, "-epochs", "4", "-augmult", "4")
 	if code != exit.Usage || !strings.Contains(stderr, "augmult") {
 		t.Errorf("resuming with another -augmult: exit %d, %q", code, stderr)

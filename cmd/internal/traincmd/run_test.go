@@ -41,6 +41,35 @@ func mustRun(t *testing.T, args ...string) string {
 	return stdout
 }
 
+// sameBits fails t at the first value where resumed and whole differ in any bit: a resumed
+// (or otherwise re-run) training against the uninterrupted one.
+func sameBits(t *testing.T, what string, resumed, whole []float64) {
+	t.Helper()
+	if len(resumed) != len(whole) {
+		t.Fatalf("%s: resumed %d values, uninterrupted %d", what, len(resumed), len(whole))
+	}
+	for i := range whole {
+		if math.Float64bits(resumed[i]) != math.Float64bits(whole[i]) {
+			t.Fatalf("%s %d: resumed %v, uninterrupted %v", what, i, resumed[i], whole[i])
+		}
+	}
+}
+
+// sameCheckpointParams is sameBits on the parameters of the checkpoints at resumed and
+// whole.
+func sameCheckpointParams(t *testing.T, what, resumed, whole string) {
+	t.Helper()
+	got, err := checkpoint.Load(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := checkpoint.Load(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, what, got.Params, want.Params)
+}
+
 func decodeSummary(t *testing.T, out string) map[string]any {
 	t.Helper()
 	var s map[string]any
@@ -249,11 +278,7 @@ func TestResume(t *testing.T) {
 	if ca.Step != 48 || cb.Step != 48 {
 		t.Fatalf("checkpoints at steps %d and %d, want 48", ca.Step, cb.Step)
 	}
-	for i := range ca.Params {
-		if math.Float64bits(ca.Params[i]) != math.Float64bits(cb.Params[i]) {
-			t.Fatalf("parameter %d: uninterrupted %v, resumed %v", i, ca.Params[i], cb.Params[i])
-		}
-	}
+	sameBits(t, "parameter", cb.Params, ca.Params)
 
 	// A calibrated run resumed beyond its plan would exceed the target ε.
 	c := filepath.Join(dir, "c.ckpt")
@@ -312,19 +337,7 @@ func TestInterrupt(t *testing.T) {
 	}
 	mustRun(t, "-resume", ckpt, "-checkpoint", ckpt)
 	mustRun(t, append(args, full)...)
-	got, err := checkpoint.Load(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := checkpoint.Load(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range want.Params {
-		if math.Float64bits(got.Params[i]) != math.Float64bits(want.Params[i]) {
-			t.Fatalf("parameter %d: resumed after interrupt %v, uninterrupted %v", i, got.Params[i], want.Params[i])
-		}
-	}
+	sameCheckpointParams(t, "parameter after interrupt", ckpt, full)
 	// Without -checkpoint the interrupt says how to keep the state next time.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()

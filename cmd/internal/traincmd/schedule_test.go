@@ -158,11 +158,7 @@ func TestEMAAndScheduleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range ca.EMAParams {
-		if math.Float64bits(ca.EMAParams[i]) != math.Float64bits(cm.EMAParams[i]) {
-			t.Fatalf("average %d: uninterrupted %v, resumed %v", i, ca.EMAParams[i], cm.EMAParams[i])
-		}
-	}
+	sameBits(t, "average", cm.EMAParams, ca.EMAParams)
 	for _, args := range [][]string{{"-ema", "0.99"}, {"-ema", "0"}, {"-epochs", "4"}, {"-warmup-steps", "6"}} {
 		code, _, stderr := runCmd(t, context.Background(), append([]string{"-resume", a}, args...)...)
 		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(strings.ToLower(stderr), strings.TrimPrefix(args[0], "-")) {
