@@ -1,9 +1,6 @@
 package layers
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 // BenchmarkReLUForward times a ReLU on its own (after a GroupNorm: wrn-16-4's 64×32×32
 // activations, one row) with the AVX-512 kernel (relu32AVX512) and with the Go loop:
@@ -16,17 +13,10 @@ func BenchmarkReLUForward(b *testing.B) {
 		in[j] = float32(j%7) - 3
 	}
 	o := &activationOp[float32]{f: actReLU}
-	for _, asm := range []bool{true, false} {
-		if asm && !useAsm {
-			continue
+	benchAsm(b, "", func(b *testing.B) {
+		b.SetBytes(n * 4)
+		for b.Loop() {
+			o.forward(nil, 0, in, out, 1, 0)
 		}
-		b.Run(fmt.Sprintf("asm=%v", asm), func(b *testing.B) {
-			defer func(v bool) { useAsm = v }(useAsm)
-			useAsm = asm
-			b.SetBytes(n * 4)
-			for b.Loop() {
-				o.forward(nil, 0, in, out, 1, 0)
-			}
-		})
-	}
+	})
 }

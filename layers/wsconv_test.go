@@ -58,18 +58,11 @@ func BenchmarkWSChain(b *testing.B) {
 	what, rstd := make([]float32, f*k), make([]float32, f)
 	standardize(w, what, rstd, f, k)
 	grad := make([]float32, f*k)
-	for _, asm := range []bool{true, false} {
-		if asm && !useAsm {
-			continue
+	benchAsm(b, "", func(b *testing.B) {
+		b.SetBytes(int64(f * k * 4))
+		for b.Loop() {
+			copy(grad, w) // the chain rule works in place
+			wsChain(grad, what, rstd, f, k)
 		}
-		b.Run(fmt.Sprintf("asm=%v", asm), func(b *testing.B) {
-			defer func(v bool) { useAsm = v }(useAsm)
-			useAsm = asm
-			b.SetBytes(int64(f * k * 4))
-			for b.Loop() {
-				copy(grad, w) // the chain rule works in place
-				wsChain(grad, what, rstd, f, k)
-			}
-		})
-	}
+	})
 }
