@@ -153,6 +153,24 @@ func bruteExampleGradient(t *testing.T, ls []Layer, in []int, params [][][]float
 	return flat
 }
 
+// checkNativeExampleGradients holds the stack's native per-example gradients, float64 to
+// 1e-10 and float32 to float32 precision (2e-5), to batch-1 reverse mode
+// (bruteExampleGradient), example by example, and returns the reverse-mode gradients for
+// further comparisons.
+func checkNativeExampleGradients(t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) [][]float64 {
+	t.Helper()
+	n, k := num.Prod(in), len(r)/b
+	g64 := nativeExampleGradients[float64](t, ls, in, b, params, x, r)
+	g32 := nativeExampleGradients[float32](t, ls, in, b, params, x, r)
+	want := make([][]float64, b)
+	for i := range b {
+		want[i] = bruteExampleGradient(t, ls, in, params, x[i*n:(i+1)*n], r[i*k:(i+1)*k])
+		assertRel(t, fmt.Sprintf("example %d, native float64", i), g64[i], want[i], 1e-10)
+		assertRel(t, fmt.Sprintf("example %d, native float32", i), g32[i], want[i], 2e-5)
+	}
+	return want
+}
+
 // nativeExampleGradients runs the stack natively in T on a batch and returns every
 // example's per-example gradient (from the taps through clipping) and the logits.
 func nativeExampleGradients[T num.Float](t *testing.T, ls []Layer, in []int, b int, params [][][]float64, x, r []float64) [][]float64 {
@@ -213,22 +231,14 @@ func TestGroupNormPerExampleGradients(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(si), 11))
 			params, x, out := randomStack(rng, st.ls, st.in, b)
 			r := randomValues(rng, b*num.Prod(out))
-			n, k := num.Prod(st.in), num.Prod(out)
-			want := make([][]float64, b)
-			for i := range b {
-				want[i] = bruteExampleGradient(t, st.ls, st.in, params, x[i*n:(i+1)*n], r[i*k:(i+1)*k])
-			}
+			want := checkNativeExampleGradients(t, st.ls, st.in, b, params, x, r)
 			_, gz, tin, taps := stackReferenceTaps(t, st.ls, st.in, b, params, x, r)
 			var bound []clipping.Gradient[float64]
 			for l, tp := range taps {
 				bound = append(bound, clipping.Bind(tp.Shape, tin[l], gz[l]))
 			}
 			graph := perExample(t, bound, b)
-			g64 := nativeExampleGradients[float64](t, st.ls, st.in, b, params, x, r)
-			g32 := nativeExampleGradients[float32](t, st.ls, st.in, b, params, x, r)
 			for i := range b {
-				assertRel(t, fmt.Sprintf("example %d, native float64", i), g64[i], want[i], 1e-10)
-				assertRel(t, fmt.Sprintf("example %d, native float32", i), g32[i], want[i], 2e-5)
 				assertRel(t, fmt.Sprintf("example %d, graph taps", i), graph[i], want[i], 1e-10)
 			}
 		})

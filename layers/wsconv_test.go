@@ -1,7 +1,6 @@
 package layers
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -31,14 +30,7 @@ func TestWSConvNativePerExampleGradients(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(si), 19))
 			params, x, out := randomStack(rng, st.ls, st.in, b)
 			r := randomValues(rng, b*num.Prod(out))
-			n, k := num.Prod(st.in), num.Prod(out)
-			g64 := nativeExampleGradients[float64](t, st.ls, st.in, b, params, x, r)
-			g32 := nativeExampleGradients[float32](t, st.ls, st.in, b, params, x, r)
-			for i := range b {
-				want := bruteExampleGradient(t, st.ls, st.in, params, x[i*n:(i+1)*n], r[i*k:(i+1)*k])
-				assertRel(t, fmt.Sprintf("example %d, native float64", i), g64[i], want, 1e-10)
-				assertRel(t, fmt.Sprintf("example %d, native float32", i), g32[i], want, 2e-5)
-			}
+			checkNativeExampleGradients(t, st.ls, st.in, b, params, x, r)
 		})
 	}
 }
