@@ -8,7 +8,8 @@ import (
 
 // The softmax cross-entropy as plain arithmetic on rows of logits, apart from its Gorgonia
 // op (loss.go): the op computes through crossEntropy and crossEntropyGrad, the native
-// engine through labelCrossEntropy, the same arithmetic for a one-hot target.
+// engine through labelCrossEntropy, the same arithmetic for a one-hot target. The focal
+// loss is focal.go's.
 
 // logSumExp is log Σ_k exp(z_k), shifted by the row maximum.
 func logSumExp[T num.Float](z []T) (lse, m float64) {

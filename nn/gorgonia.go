@@ -122,7 +122,7 @@ func buildGraph[T num.Float](m *Model, plan []plannedLayer, flat []T, train bool
 	if s := h.Shape(); len(s) != 2 || s[0] != B || s[1] != K {
 		return nil, nil, fmt.Errorf("%w: logits shape %v, want [%d %d]", ErrSpec, h.Shape(), B, K)
 	}
-	loss, err := G.ApplyOp(softmaxCrossEntropy{}, h, y)
+	loss, err := G.ApplyOp(softmaxCrossEntropy{focal: m.loss.FocalGamma}, h, y)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: loss: %v", ErrSpec, err)
 	}

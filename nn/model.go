@@ -49,6 +49,7 @@ type config struct {
 	seed    uint64
 	seedSet bool
 	engine  Engine
+	loss    Loss
 }
 
 // Engine is how a Model computes its steps.
@@ -90,8 +91,9 @@ func WithDType(d DType) Option { return func(c *config) { c.dtype = d } }
 func WithSeed(seed uint64) Option { return func(c *config) { c.seed, c.seedSet = seed, true } }
 
 // Model is a network compiled for a fixed physical batch size: a training graph (forward
-// pass, summed softmax cross-entropy, one backward pass to every parametrised layer's
-// pre-activation) and a forward-only evaluation graph, sharing one flat parameter vector.
+// pass, summed loss (Loss: the softmax cross-entropy by default), one backward pass to
+// every parametrised layer's pre-activation) and a forward-only evaluation graph, sharing
+// one flat parameter vector.
 //
 // Parameters are exchanged as flat []float64 in declaration order, each tensor row-major
 // (Layout); float32 models convert. Batches shorter than BatchSize are padded by the caller
@@ -115,6 +117,7 @@ type Model struct {
 	numParams  int
 	exampleLen int
 	engine     Engine
+	loss       Loss
 	// engineReason says which layer kept EngineAuto off the native engine.
 	engineReason string
 	net          network
@@ -166,7 +169,10 @@ func New(spec Spec, batch int, opts ...Option) (*Model, error) {
 	if perRow > 0 && batch > math.MaxInt/8/perRow {
 		return nil, fmt.Errorf("%w: batch size %d: %d activations per example would need more than %d bytes", ErrSpec, batch, perRow, math.MaxInt)
 	}
-	m.batch, m.dtype = batch, cfg.dtype
+	if err := cfg.loss.Check(); err != nil {
+		return nil, err
+	}
+	m.batch, m.dtype, m.loss = batch, cfg.dtype, cfg.loss
 	init := make([]float64, m.numParams)
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
 	for _, pl := range plan {

@@ -158,7 +158,11 @@ func (n *nativeNet[T]) score(nv *layers.Native[T], lo, hi int, grad []T) {
 			clear(dz)
 			continue
 		}
-		n.rowLoss[i] = labelCrossEntropy(z, b.Labels[i], dz)
+		if g := n.m.loss.FocalGamma; g != 0 {
+			n.rowLoss[i] = labelFocal(z, b.Labels[i], g, dz)
+		} else {
+			n.rowLoss[i] = labelCrossEntropy(z, b.Labels[i], dz)
+		}
 		n.rowRight[i] = argmax(z) == b.Labels[i]
 	}
 }

@@ -24,7 +24,7 @@ type Batch struct {
 
 // StepStats describes the real rows of one step.
 type StepStats struct {
-	Loss     float64 // summed softmax cross-entropy
+	Loss     float64 // summed loss (Model.Loss)
 	Correct  int     // rows whose largest logit is the label
 	Examples int     // real rows
 	// Stats holds the per-example gradient norms before clipping (ClippedGradient only;
@@ -94,8 +94,9 @@ func (m *Model) PerExampleGradient(i int, dst []float64) error {
 	return nil
 }
 
-// Evaluate runs the forward-only graph on b and returns the summed loss and the number of
-// correct predictions over the real rows (use the mask for a last, partial batch).
+// Evaluate runs the forward-only graph on b and returns the summed loss (Model.Loss) and
+// the number of correct predictions over the real rows (use the mask for a last, partial
+// batch).
 func (m *Model) Evaluate(b Batch) (lossSum float64, correct int, err error) {
 	if err := m.checkLabels(b); err != nil {
 		return 0, 0, err
