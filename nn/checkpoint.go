@@ -48,16 +48,17 @@ func DTypeOf(d checkpoint.DType) DType {
 
 // WriteCheckpoint writes the model's part of a checkpoint into c: its name, element type,
 // parameter layout, architecture (nil when a layer's settings do not encode, which must
-// not stop a training run from saving its state) and parameters.
+// not stop a training run from saving its state), loss and parameters.
 func (m *Model) WriteCheckpoint(c *checkpoint.Training) {
 	c.Model, c.DType, c.Layout = m.Name(), m.DType().stored(), m.Layout()
+	c.Loss = m.loss.stored()
 	c.Architecture = m.storedArchitecture()
 	c.Params = make([]float64, m.NumParams())
 	m.Params(c.Params)
 }
 
-// MatchesCheckpoint reports why c's model part (name, element type, parameter layout)
-// is not this model's, as (what differs, checkpoint's value, model's value); ok when it
+// MatchesCheckpoint reports why c's model part (name, element type, parameter layout,
+// loss) is not this model's, as (what differs, checkpoint's value, model's value); ok when it
 // is.
 func (m *Model) MatchesCheckpoint(c *checkpoint.Training) (what string, ckpt, this any, ok bool) {
 	switch {
@@ -69,6 +70,8 @@ func (m *Model) MatchesCheckpoint(c *checkpoint.Training) (what string, ckpt, th
 		return "parameter layout", c.Layout, m.Layout(), false
 	case len(c.Params) != m.NumParams():
 		return "parameter count", len(c.Params), m.NumParams(), false
+	case c.Loss != m.loss.stored():
+		return "loss", lossOf(c), m.loss, false
 	}
 	return "", nil, nil, true
 }
@@ -100,13 +103,21 @@ func specFor(c *checkpoint.Training) (Spec, error) {
 }
 
 // ModelFromCheckpoint builds c's model for physical batch size batch and loads c's
-// parameters into it (c.ModelParams: the averaged ones if the run kept an average): from c's stored architecture, or for an old checkpoint without one
-// from the spec registered under its model name (RegisterSpec; package models registers
-// its own). The model computes in c's DType unless opts say otherwise (WithDType,
-// WithEngine). It needs nothing of the training run: no data, no privacy state.
+// parameters into it (c.ModelParams: the averaged ones if the run kept an average): from
+// c's stored architecture, or for an old checkpoint without one from the spec registered
+// under its model name (RegisterSpec; package models registers its own). The model
+// computes in c's DType with c's loss unless opts say otherwise (WithDType, WithEngine,
+// WithLoss). It needs nothing of the training run: no data, no privacy state.
 func ModelFromCheckpoint(c *checkpoint.Training, batch int, opts ...Option) (*Model, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil checkpoint", ErrArchitecture)
+	}
+	loss, err := ParseLoss(c.Loss)
+	if c.Loss == "" {
+		loss, err = CrossEntropy, nil // checkpoints of the cross-entropy store none
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
 	spec, err := specFor(c)
 	if err != nil {
@@ -135,7 +146,7 @@ func ModelFromCheckpoint(c *checkpoint.Training, batch int, opts ...Option) (*Mo
 			return nil, fmt.Errorf("%w: the layers' outputs exceed %d values per example", ErrArchitecture, checkpoint.MaxActivations)
 		}
 	}
-	m, err := New(spec, batch, append([]Option{WithDType(DTypeOf(c.DType)), WithSeed(0)}, opts...)...)
+	m, err := New(spec, batch, append([]Option{WithDType(DTypeOf(c.DType)), WithSeed(0), WithLoss(loss)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArchitecture, err)
 	}
@@ -157,6 +168,23 @@ func LoadModel(path string, batch int, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// stored is the loss as a checkpoint records it (Training.Loss): "" for the cross-entropy,
+// so that its checkpoints are what they were before the loss was recorded.
+func (l Loss) stored() string {
+	if l == CrossEntropy {
+		return ""
+	}
+	return l.String()
+}
+
+// lossOf names c's loss for a message.
+func lossOf(c *checkpoint.Training) string {
+	if c.Loss == "" {
+		return CrossEntropy.String()
+	}
+	return c.Loss
 }
 
 // storedArchitecture is what a checkpoint of m stores: its architecture, or nil when a

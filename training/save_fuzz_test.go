@@ -48,11 +48,13 @@ func FuzzCheckpointMetadata(f *testing.F) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	keys = append(keys, "nn.loss") // absent from a cross-entropy checkpoint: the fuzzer adds it
 	for i, k := range keys {
 		f.Add(uint8(i), base.Metadata[k])
 		f.Add(uint8(i), "")
 		f.Add(uint8(i), "null")
 	}
+	f.Add(uint8(len(keys)-1), "focal:2")
 	f.Add(uint8(0), `{"n":1e400}`)
 	f.Fuzz(func(t *testing.T, key uint8, value string) {
 		file := &checkpoint.File{Tensors: base.Tensors, Metadata: map[string]string{}}
@@ -116,7 +118,7 @@ func roundTrip(t *testing.T, c *checkpoint.Training) {
 	if err != nil {
 		t.Fatalf("accepted checkpoint does not load after saving: %v", err)
 	}
-	if d.Step != c.Step || firstDiff(d.Params, c.Params) >= 0 || d.Plan != c.Plan {
+	if d.Step != c.Step || firstDiff(d.Params, c.Params) >= 0 || d.Plan != c.Plan || d.Loss != c.Loss {
 		t.Fatalf("checkpoint changed in a save/load round trip")
 	}
 }

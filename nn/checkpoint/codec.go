@@ -30,6 +30,7 @@ import (
 //	         nn.settings      JSON {string: string}
 //	         nn.ledger        JSON accountant.Ledger (private runs)
 //	         nn.architecture  JSON Architecture (if the model has one)
+//	         nn.loss          the model's loss, "focal:GAMMA" (absent: cross-entropy)
 //	         nn.class_names   JSON [string…], the classes' names (if the data named them)
 //	tensors  params/<name>    F32 or F64 (the model's dtype), the parameter's shape
 //	         optimizer/…      the optimizer's dpoptim.State (see optimizerTensors)
@@ -59,6 +60,7 @@ const (
 	keySampler   = "nn.sampler"
 	keyArch      = "nn.architecture"
 	keyClasses   = "nn.class_names"
+	keyLoss      = "nn.loss"
 
 	paramPrefix     = "params/"
 	optimizerPrefix = "optimizer/"
@@ -152,6 +154,9 @@ func (c *Training) file() (*File, error) {
 		}
 		f.Metadata[keyArch] = string(b)
 	}
+	if c.Loss != "" {
+		f.Metadata[keyLoss] = c.Loss
+	}
 	f.Metadata[keyKind] = checkpointKind
 	f.Metadata[keyModel] = c.Model
 	f.Metadata[keyDType] = paramDType(c.DType)
@@ -187,7 +192,7 @@ func fromFile(f *File) (*Training, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses, keyLoss}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -198,7 +203,10 @@ func fromFile(f *File) (*Training, error) {
 			return nil, bad("missing metadata %q", k)
 		}
 	}
-	c := &Training{Model: md[keyModel], Optimizer: md[keyOptimizer], Noise: md[keyNoise], Sampler: md[keySampler]}
+	c := &Training{Model: md[keyModel], Optimizer: md[keyOptimizer], Noise: md[keyNoise], Sampler: md[keySampler], Loss: md[keyLoss]}
+	if loss, ok := md[keyLoss]; ok && (loss == "" || len(loss) > maxLossName) {
+		return nil, bad("loss %q", loss) // its syntax is package nn's (ModelFromCheckpoint)
+	}
 	switch md[keyDType] {
 	case "float32":
 		c.DType = Float32
@@ -290,6 +298,9 @@ func paramDType(d DType) string {
 func strictJSON(s string, dst any) error { return strictjson.Unmarshal([]byte(s), dst) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// maxLossName bounds the "nn.loss" entry ("focal:" and a float64).
+const maxLossName = 64
 
 // maxParams bounds the parameter count a checkpoint may declare (the container's own size
 // limit bounds the data; this keeps the layout arithmetic far from overflow).

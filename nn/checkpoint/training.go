@@ -18,7 +18,7 @@ var (
 
 // Training is the complete state of a training run, as plain data: everything a
 // training.Trainer needs to continue exactly where it stopped, and what its Restore
-// checks before it does. The model's part (Model, DType, Layout, Params, Architecture)
+// checks before it does. The model's part (Model, DType, Layout, Params, Architecture, Loss)
 // is written by nn.Model.WriteCheckpoint and read by nn.ModelFromCheckpoint; the rest by
 // the trainer (Trainer.Checkpoint, Trainer.Restore).
 //
@@ -49,6 +49,11 @@ type Training struct {
 	// Architecture is the network's description (nil in checkpoints written before
 	// checkpoints stored one): ModelFromCheckpoint rebuilds the model from it.
 	Architecture *Architecture
+	// Loss is the model's training loss as nn.ParseLoss reads it ("focal:2"); empty for
+	// the softmax cross-entropy, the default, and in checkpoints written before it was
+	// recorded (which all trained with the cross-entropy). ModelFromCheckpoint builds
+	// the model with it, so its evaluations report the loss it trained on.
+	Loss string
 	// Optimizer is the optimizer's name ("DP-Adam") and OptimizerState its State(): for
 	// private training its Step is the number of private steps, which must be Step.
 	Optimizer      string
