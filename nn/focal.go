@@ -176,3 +176,16 @@ func focalGrad[T num.Float](dz, z, t []T, k int, gamma, g float64) error {
 	}
 	return nil
 }
+
+// Value is the loss of one row of logits z with label y: the term Evaluate sums for that
+// row, for callers that compute the logits themselves (through a Predictor). A label
+// outside [0, len(z)) gives NaN.
+func (l Loss) Value(z []float64, y int) float64 {
+	if y < 0 || y >= len(z) {
+		return math.NaN()
+	}
+	if l.FocalGamma == 0 {
+		return labelCrossEntropy(z, y, nil)
+	}
+	return labelFocal(z, y, l.FocalGamma, nil)
+}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -25,8 +24,9 @@ import (
 
 const usageHeader = `usage: evaluate -checkpoint FILE [-dataset NAME] [-data PATH] [-split test|train|validation] [-json]
 
-Runs the model of a checkpoint on a data set and reports accuracy, mean cross-entropy
-loss, per-class accuracy and the confusion matrix (rows: true class, columns: predicted),
+Runs the model of a checkpoint on a data set and reports accuracy, mean loss (the
+cross-entropy, or the focal loss the model trained on with train -loss focal:GAMMA, then
+with the mean cross-entropy beside it), per-class accuracy and the confusion matrix (rows: true class, columns: predicted),
 the classes named as the training data named them (the checkpoint records the names).
 Without -dataset: the data set the checkpoint was trained on, else mnist. For a run on
 csv:PATH, images:DIR or cifar100, the checkpoint's settings (-scale, -label, -header,
@@ -56,9 +56,15 @@ type report struct {
 	Split      string `json:"split"`
 	Examples   int    `json:"examples"`
 	Correct    int    `json:"correct"`
-	// Accuracy is Correct/Examples; Loss the mean softmax cross-entropy.
-	Accuracy float64 `json:"accuracy"`
-	Loss     float64 `json:"loss"`
+	// Accuracy is Correct/Examples; Loss the mean of the model's loss: the softmax
+	// cross-entropy, or for a model trained with train -loss focal:GAMMA the focal loss
+	// (LossFunction "focal:GAMMA", and CrossEntropy the mean cross-entropy, to compare
+	// with cross-entropy runs; both absent for the cross-entropy). Loss is what train
+	// reports as test_loss.
+	Accuracy     float64  `json:"accuracy"`
+	Loss         float64  `json:"loss"`
+	LossFunction string   `json:"loss_function,omitempty"`
+	CrossEntropy *float64 `json:"cross_entropy,omitempty"`
 	// ClassExamples[k] counts the examples of true class k; PerClassAccuracy[k] is the
 	// fraction of them predicted k (null when there are none).
 	ClassExamples    []int      `json:"class_examples"`
@@ -335,7 +341,8 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 	x := make([]float32, min(n, block)*L)
 	labels := make([]int, min(n, block))
 	logits := make([]float64, min(n, block)*K)
-	var lossSum float64
+	loss := p.Model().Loss()
+	var lossSum, ceSum float64
 	for lo := 0; lo < n; lo += block {
 		rows := min(block, n-lo)
 		for i := range rows {
@@ -346,12 +353,10 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 		}
 		for i := range rows {
 			z, y := logits[i*K:(i+1)*K], labels[i]
-			mx := slices.Max(z)
-			var s float64
-			for _, v := range z {
-				s += math.Exp(v - mx)
+			lossSum += loss.Value(z, y)
+			if loss != nn.CrossEntropy {
+				ceSum += nn.CrossEntropy.Value(z, y)
 			}
-			lossSum += mx + math.Log(s) - z[y]
 			pred := nn.Argmax(z)
 			r.ConfusionMatrix[y][pred]++
 			r.ClassExamples[y]++
@@ -363,6 +368,10 @@ func evaluate(p *nn.Predictor, ds datasets.Dataset) (*report, error) {
 	if n > 0 {
 		r.Accuracy = float64(r.Correct) / float64(n)
 		r.Loss = lossSum / float64(n)
+	}
+	if loss != nn.CrossEntropy {
+		ce := ceSum / float64(max(n, 1))
+		r.LossFunction, r.CrossEntropy = loss.String(), &ce
 	}
 	for k := range K {
 		if r.ClassExamples[k] > 0 {
@@ -383,7 +392,13 @@ func printText(w io.Writer, r *report, c *checkpoint.Training) error {
 	}
 	fmt.Fprintf(&b, "data       %s, %s split, %s examples\n", r.Dataset, r.Split, cli.Thousands(r.Examples))
 	fmt.Fprintf(&b, "accuracy   %.2f%% (%s correct)\n", 100*r.Accuracy, cli.Thousands(r.Correct))
-	fmt.Fprintf(&b, "loss       %.4f (mean cross-entropy)\n\n", r.Loss)
+	if r.CrossEntropy != nil {
+		l, _ := nn.ParseLoss(r.LossFunction)
+		fmt.Fprintf(&b, "loss       %.4f (mean %s, the loss it trained on)\n", r.Loss, l.Describe())
+		fmt.Fprintf(&b, "           %.4f (mean cross-entropy)\n\n", *r.CrossEntropy)
+	} else {
+		fmt.Fprintf(&b, "loss       %.4f (mean cross-entropy)\n\n", r.Loss)
+	}
 	K := len(r.ClassExamples)
 	width := 5
 	for _, row := range r.ConfusionMatrix {

@@ -56,6 +56,7 @@ type options struct {
 	lrSchedule             string
 	warmupSteps            int     // -warmup-steps (schedule.go)
 	ema                    float64 // -ema decay, 0: no averaging (schedule.go)
+	loss                   string  // -loss cross-entropy | focal:GAMMA (loss.go)
 	averageIterates        string  // -average-iterates uniform|step ("" or off: none; iterateavg.go)
 	planSteps              int     // the plan's steps, set once the data is loaded (0 before)
 	decaySteps             int     // a cosine schedule's horizon, set by scheduleFor (0: none)
@@ -120,6 +121,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.warmupSteps, "warmup-steps", 0, "linear learning-rate warm-up: the rate rises from 0 to the -lr-schedule's first rate over the first `N` steps (step t < N has rate lr·t/N), then the -lr-schedule runs (0: no warm-up)")
 	fs.StringVar(&o.averageIterates, "average-iterates", "", averageIteratesUsage)
 	fs.Float64Var(&o.ema, "ema", 0, "keep an exponential moving average of the parameters with decay `β` in (0, 1) (β_t = min(β, (1+t)/(10+t)) as in JAX Privacy; e.g. 0.999): the periodic evaluations (on the test set, or on the -validation split), the final accuracy and models loaded from the checkpoint use the average; post-processing, no privacy cost (0: off)")
+	fs.StringVar(&o.loss, "loss", "cross-entropy", lossUsage)
 	fs.IntVar(&o.batch, "batch", defaultBatch, fmt.Sprintf("expected logical batch size b (sgd and adam: %d); Poisson sampling includes each example with q = b/n. Not given and more than half of the n training examples: a quarter of them, ⌊n/4⌋ (e.g. 80 for 320), with a note; given, it must not exceed n", defaultNonPrivateBatch))
 	fs.IntVar(&o.physicalBatch, "physical-batch", defaultPhysicalBatch, "rows per model call (at most -batch unless given; a larger value than a step can fill is lowered to it, with a note); larger logical batches run in chunks, padding rows are masked")
 	fs.IntVar(&o.epochs, "epochs", defaultEpochs, fmt.Sprintf("epochs of ⌈n/b⌉ steps each (sgd and adam: %d)", defaultNonPrivateEpochs))
@@ -211,6 +213,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := o.validateScheduleAndAverage(); err != nil {
+		return err
+	}
+	if err := o.validateLoss(); err != nil {
 		return err
 	}
 	if err := o.validateOptimizer(); err != nil {

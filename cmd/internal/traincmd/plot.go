@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
@@ -20,7 +21,7 @@ import (
 // the evaluated split: "test", or "validation" with -validation), loss (training and split) and, for private training only, the ε spent against the
 // target; one panel each so that each keeps its own scale, under a title with the
 // run's settings.
-func writePlot(path string, records []metricRecord, p checkpoint.Plan, title, split string) error {
+func writePlot(path string, records []metricRecord, p checkpoint.Plan, title, split string, l nn.Loss) error {
 	var trainAcc, testAcc, trainLoss, testLoss, eps plotter.XYs
 	if len(records) > 0 && records[0].Epoch == 1 && p.Private {
 		eps = append(eps, plotter.XY{}) // nothing is spent before the first step
@@ -55,7 +56,7 @@ func writePlot(path string, records []metricRecord, p checkpoint.Plan, title, sp
 		return err
 	}
 	acc.Legend.Top, acc.Legend.Left = false, false
-	loss := newPanel("Loss (cross-entropy)", "loss")
+	loss := newPanel("Loss ("+l.Describe()+")", "loss")
 	if err := addCurves(loss, []curve{{trainName, trainLoss, trainColor, true}, {split, testLoss, testColor, false}}); err != nil {
 		return err
 	}

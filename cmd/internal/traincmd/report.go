@@ -99,6 +99,9 @@ func (r *reporter) header(o *options, t *training.Trainer, train, test datasets.
 	if a := o.iterateAverage(nil); a != nil {
 		fmt.Fprintf(r.w, "averaging: %s of θ_0 … θ_{T−1} (DP-LSSGD's averaged output, -average-iterates %s); evaluations use the average, training goes on from the raw iterate; post-processing, no privacy cost\n", a.Name(), o.averageIterates)
 	}
+	if l := m.Loss(); l != nn.CrossEntropy {
+		fmt.Fprintf(r.w, "loss: %s, down-weighting confidently classified examples (Lin et al. 2017); the reported losses are this loss; no privacy cost: each example's gradient is clipped as before\n", l.Describe())
+	}
 	if o.ema > 0 {
 		fmt.Fprintf(r.w, "averaging: EMA of the parameters with β = %g (β_t = min(β, (1+t)/(10+t))); evaluations use the average, training goes on from the raw parameters; post-processing, no privacy cost\n", o.ema)
 	}
@@ -289,6 +292,9 @@ type summary struct {
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
 	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
+	// Loss is -loss when it is not the cross-entropy ("focal:2"; absent: cross-entropy):
+	// test_loss is this loss.
+	Loss string `json:"loss,omitempty"`
 	// AverageIterates is -average-iterates (uniform, step; absent: off): the evaluated
 	// split's metrics are the average of the iterates θ_0 … θ_{T−1}.
 	AverageIterates string `json:"average_iterates,omitempty"`
@@ -336,6 +342,7 @@ func newSummary(o *options, t *training.Trainer, res training.Result, dataName s
 		LRSchedule:      o.lrSchedule,
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
+		Loss:            lossJSON(t.Model().Loss()),
 		AverageIterates: averageIteratesJSON(o.averageIterates),
 		Recipe:          o.recipe,
 		EvalSplit:       o.evalSplit(),
@@ -442,6 +449,9 @@ func (s *summary) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
 	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
+	if l, err := nn.ParseLoss(s.Loss); err == nil {
+		fmt.Fprintf(w, "loss            %s: the %s loss above is this loss\n", l.Describe(), s.EvalSplit)
+	}
 	if s.Recipe != "" {
 		if r := lookupRecipe(s.Recipe); r != nil {
 			fmt.Fprintf(w, "recipe          %s (%s; flags given override its values)\n", r.name, r.provenance)

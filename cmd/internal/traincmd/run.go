@@ -311,7 +311,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if o.plot != "" {
-		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName), o.evalSplit()); err != nil {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName), o.evalSplit(), o.lossOf()); err != nil {
 			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
 		}
 	}
@@ -525,6 +525,7 @@ func (o *options) settings() map[string]string {
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
 	o.scheduleSettings(s)
+	o.lossSettings(s)
 	o.augmentSettings(s)
 	o.validationSettings(s)
 	if o.calibratedForSetting != "" {
@@ -655,7 +656,7 @@ func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []nn.Option
+	opts := []nn.Option{nn.WithLoss(o.lossOf())}
 	if o.float64 {
 		opts = append(opts, nn.WithDType(nn.Float64))
 	}
