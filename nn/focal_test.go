@@ -305,7 +305,8 @@ func focalWeight(z []float64, y int, gamma float64) float64 {
 // with a padding row, the focal loss's per-example gradients of the native engine equal
 // the Gorgonia engine's, and each equals w_i times the same example's cross-entropy
 // gradient (the loss only rescales the gradient at the logits), w_i from the logits by
-// focalWeight; the step's loss is Σ_i focalOracle. The clipped sum agrees across engines.
+// focalWeight; the step's loss is Σ_i focalOracle. The clipped sum agrees across engines,
+// and the float32 native engine's per-example gradients agree to float32 precision.
 func TestFocalPerExampleGradients(t *testing.T) {
 	const B, gamma = 5, 2.0
 	spec := tinyCNN()
@@ -313,8 +314,8 @@ func TestFocalPerExampleGradients(t *testing.T) {
 	x, labels := randomInputs(rng, spec, B)
 	mask := []bool{true, true, false, true, true}
 	b := Batch{X: x, Labels: labels, Mask: mask}
-	build := func(e Engine, l Loss) *Model {
-		m, err := New(spec, B, WithDType(Float64), WithSeed(3), WithEngine(e), WithLoss(l))
+	build := func(e Engine, l Loss, dt ...DType) *Model {
+		m, err := New(spec, B, WithDType(append(dt, Float64)[0]), WithSeed(3), WithEngine(e), WithLoss(l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,6 +341,11 @@ func TestFocalPerExampleGradients(t *testing.T) {
 	rule := clipping.Flat{C: 1}
 	sums := make([][]float64, 3)
 	losses := make([]float64, 3)
+	f32 := build(EngineNative, Focal(gamma), Float32)
+	if _, err := f32.ClippedGradient(b, clipping.Flat{C: 1}, make([]float64, native.NumParams())); err != nil {
+		t.Fatal(err)
+	}
+	g32 := make([]float64, native.NumParams())
 	for k, m := range []*Model{native, graph, ce} {
 		sums[k] = make([]float64, d)
 		st, err := m.ClippedGradient(b, rule, sums[k])
@@ -384,6 +390,10 @@ func TestFocalPerExampleGradients(t *testing.T) {
 			scaled[j] = w * v
 		}
 		assertClose(t, "per-example gradient (focal vs w·cross-entropy)", gn, scaled, 1e-10)
+		if err := f32.PerExampleGradient(i, g32); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, "per-example gradient (native float32 vs float64)", g32, gn, 2e-5)
 	}
 }
 
