@@ -67,14 +67,14 @@ func TestFocalResume(t *testing.T) {
 		t.Errorf("resumed run (exit %d) does not report the focal loss taken from the checkpoint:\n%s\n%s", code, stderr, stdout)
 	}
 	s := decodeSummary(t, mustRun(t, append(args, full, "-json")...))
-	if s["loss"] != "focal:2" {
-		t.Errorf("summary loss %v, want focal:2", s["loss"])
+	if s["loss_function"] != "focal:2" {
+		t.Errorf("summary loss_function %v, want focal:2", s["loss_function"])
 	}
 	sameCheckpointParams(t, "parameter", ckpt, full)
 
 	s = decodeSummary(t, mustRun(t, "-model", "logreg", "-noise", "1.1", "-epochs", "2", "-batch", "1000", "-seed", "3", "-checkpoint", plain, "-json"))
-	if _, ok := s["loss"]; ok {
-		t.Errorf("a cross-entropy run's summary has loss %v", s["loss"])
+	if _, ok := s["loss_function"]; ok {
+		t.Errorf("a cross-entropy run's summary has loss_function %v", s["loss_function"])
 	}
 	ce, err := checkpoint.Load(plain)
 	if err != nil {

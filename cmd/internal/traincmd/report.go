@@ -292,9 +292,10 @@ type summary struct {
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
 	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
-	// Loss is -loss when it is not the cross-entropy ("focal:2"; absent: cross-entropy):
+	// Loss is -loss when it is not the cross-entropy ("focal:2"; absent: cross-entropy), named
+	// loss_function as in evaluate's JSON (the -metrics lines' "loss" is a number):
 	// test_loss is this loss.
-	Loss string `json:"loss,omitempty"`
+	Loss string `json:"loss_function,omitempty"`
 	// AverageIterates is -average-iterates (uniform, step; absent: off): the evaluated
 	// split's metrics are the average of the iterates θ_0 … θ_{T−1}.
 	AverageIterates string `json:"average_iterates,omitempty"`
