@@ -32,7 +32,7 @@ func (o *options) lossSettings(s map[string]string) {
 	}
 }
 
-// lossJSON is the summary's "loss": "" (omitted) for the cross-entropy.
+// lossJSON is the summary's "loss_function": "" (omitted) for the cross-entropy.
 func lossJSON(l nn.Loss) string {
 	if l == nn.CrossEntropy {
 		return ""

@@ -3,6 +3,7 @@ package traincmd
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,4 +100,23 @@ func firstDiffIndex(a, b []float64) int {
 		}
 	}
 	return -1
+}
+
+// TestTuneLoss: -tune searches over -loss like any other flag: the released trial's
+// checkpoint records the loss it drew (the one value given), and its model rebuilds
+// with it.
+func TestTuneLoss(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "best.ckpt")
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "2", "-checkpoint", ckpt,
+		"-tune", "lr=1,2;loss=focal:2;trials=geometric:mean=2")
+	if code, _, stderr := runCmd(t, context.Background(), args...); code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	c, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings["loss"] != "focal:2" || c.Loss != "focal:2" {
+		t.Errorf("best trial's checkpoint: loss setting %q, model loss %q; want focal:2", c.Settings["loss"], c.Loss)
+	}
 }

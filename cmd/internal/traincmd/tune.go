@@ -62,7 +62,7 @@ const defaultTuneValidation = 0.1
 const maxTuneConfigs = 4096
 
 // tuneKeys are the flags a spec may search over.
-var tuneKeys = []string{"lr", "clip", "batch", "epochs", "noise", "momentum", "ema", "lr-schedule", "warmup-steps", "optimizer", "activation"}
+var tuneKeys = []string{"lr", "clip", "batch", "epochs", "noise", "momentum", "ema", "lr-schedule", "warmup-steps", "optimizer", "activation", "loss"}
 
 // tuneParam is one searched flag and its values, as given.
 type tuneParam struct {

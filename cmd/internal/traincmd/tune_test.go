@@ -230,6 +230,7 @@ func TestTuneRefuses(t *testing.T) {
 		{[]string{"-tune", "batch=0;trials=geometric:mean=4"}, "-batch"},
 		{[]string{"-tune", "batch=100000;trials=geometric:mean=4"}, "larger than the training set"},
 		{[]string{"-tune", "optimizer=sgd;trials=geometric:mean=4"}, "sgd"},
+		{[]string{"-tune", "loss=cross-entropy,focal:-1;trials=geometric:mean=4"}, "focal:-1"},
 		{[]string{"-tune", "lr=1;score-noise=0;trials=geometric:mean=4"}, "score-noise"},
 		{[]string{"-tune", "lr=1;trials=geometric:mean=4;score-noise=0.5", "-epsilon", "1"}, "scores alone"},
 		{[]string{"-tune", "noise=0.3;trials=geometric:mean=4", "-epsilon", "1"}, "above -epsilon 1"},
