@@ -20,7 +20,7 @@ thr:P (no gradient once p_y > P), mse:M.
 
     python3 scripts/dpsweep_torch.py CONFIGS.json WORKER NWORKERS OUT.jsonl [DEADLINE_S]
 
-CONFIGS.json (the 36 of utility.md: dpsweep_torch_i27c.json, of which the first 14 finished) is a list of objects (arch, B, E, lr, clip, ema, mom, seed, loss, z); worker W
+CONFIGS.json (the 36 of utility.md: dpsweep_torch_i27c.json, 13 of which finished before the deadline: 0–10, 20, 21) is a list of objects (arch, B, E, lr, clip, ema, mom, seed, loss, z); worker W
 of N runs configs W, W+N, ...; runs not finished by the deadline are dropped. It reads
 train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz from $FMNIST_DIR (default
 /usr/share/datasets/fashion-mnist). On an H200, 12 workers at once took about 370 s for a
