@@ -11,7 +11,7 @@ var builtin = []func() nn.Spec{
 	ScatterLinearMNIST, ScatterLinearCIFAR10,
 	func() nn.Spec { return ScatterCNNMNIST(ReLU) }, func() nn.Spec { return ScatterCNNMNIST(Tanh) },
 	func() nn.Spec { return ScatterCNNCIFAR10(ReLU) }, func() nn.Spec { return ScatterCNNCIFAR10(Tanh) },
-	WRN164, ResNetKlause, WideCNN28,
+	WRN164, ResNetKlause, WideCNN28, ResCNN28,
 }
 
 // Builtin lists the ready specs of this package, one per name: what the round-trip tests

@@ -25,6 +25,9 @@ func TestResidualParameterCounts(t *testing.T) {
 	wide := conv(1, 3, 32) + gn(32) + conv(32, 3, 32) + gn(32) +
 		conv(32, 3, 32) + gn(32) + conv(32, 3, 32) + gn(32) +
 		conv(32, 3, 64) + gn(64) + conv(64, 3, 64) + conv(32, 1, 64) + gn(64) + dense(64, 10)
+	res := conv(1, 3, 16) + gn(16) + conv(16, 3, 16) + gn(16) +
+		conv(16, 3, 16) + gn(16) + conv(16, 3, 16) + gn(16) +
+		conv(16, 3, 32) + gn(32) + conv(32, 3, 32) + conv(16, 1, 32) + gn(32) + dense(32*3*3, 10)
 	for _, tc := range []struct {
 		spec   nn.Spec
 		total  int
@@ -33,6 +36,7 @@ func TestResidualParameterCounts(t *testing.T) {
 		{WRN164(), wrn, 1 + 3*9 + 2},
 		{ResNetKlause(), klause, 4 + 5 + 4 + 5 + 1},
 		{WideCNN28(), wide, 4 + 4 + 5 + 1},
+		{ResCNN28(), res, 4 + 4 + 5 + 1},
 	} {
 		m, err := nn.New(tc.spec, 1)
 		if err != nil {
@@ -45,7 +49,7 @@ func TestResidualParameterCounts(t *testing.T) {
 			t.Errorf("%s runs on %v: %s", tc.spec.Name, m.Engine(), m.EngineReason())
 		}
 	}
-	if wrn != 2751146 || klause != 2448714 || wide != 86762 {
-		t.Errorf("counts %d, %d, %d; the documented 2,751,146, 2,448,714, 86,762", wrn, klause, wide)
+	if wrn != 2751146 || klause != 2448714 || wide != 86762 || res != 24698 {
+		t.Errorf("counts %d, %d, %d, %d; the documented 2,751,146, 2,448,714, 86,762, 24,698", wrn, klause, wide, res)
 	}
 }

@@ -41,6 +41,7 @@ var modelTable = []modelInfo{
 	{name: "wrn-16-4", help: "De et al.'s WRN-16-4: residual, GroupNorm, weight standardisation, C×32×32", shapes: [][]int{{3, 32, 32}}},
 	{name: "resnet-klause", help: "Klause et al.'s ResNet-9 with GroupNorm and ScaleNorm, C×32×32", shapes: [][]int{{3, 32, 32}}},
 	{name: "wide-cnn-28", help: "wide residual CNN with GroupNorm, ScaleNorm, weight standardisation, C×28×28", shapes: [][]int{{1, 28, 28}}},
+	{name: "res-cnn-28", help: "small residual CNN (wide-cnn-28 at half width) with a pooled dense head, C×28×28", shapes: [][]int{{1, 28, 28}}},
 }
 
 var modelNames = func() []string {

@@ -101,6 +101,8 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		spec = models.ResNetKlause()
 	case "wide-cnn-28":
 		spec = models.WideCNN28()
+	case "res-cnn-28":
+		spec = models.ResCNN28()
 	case "scatter-linear", "scatter-cnn":
 		var err error
 		if spec, err = scatterSpec(o.model, shape, act); err != nil {
@@ -108,7 +110,7 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		}
 	}
 	switch o.model {
-	case "cnn", "cifar-cnn", "cifar-tb-cnn", "wrn-16-4", "resnet-klause", "wide-cnn-28":
+	case "cnn", "cifar-cnn", "cifar-tb-cnn", "wrn-16-4", "resnet-klause", "wide-cnn-28", "res-cnn-28":
 		want := spec.InputShape
 		if len(shape) != 3 || shape[1] != want[1] || shape[2] != want[2] {
 			return nn.Spec{}, exit.Usagef("-model %s takes C×%d×%d images, but -dataset %s has examples of %s (use %s)",

@@ -33,7 +33,7 @@ func writeCIFAR(t *testing.T, n int) string {
 }
 
 // TestResidualModels: -model wrn-16-4 and resnet-klause train privately on CIFAR-10
-// files, wide-cnn-28 on Fashion-MNIST files, each under its name; the CIFAR ones refuse
+// files, wide-cnn-28 and res-cnn-28 on Fashion-MNIST files, each under its name; the CIFAR ones refuse
 // 28×28 images naming the size they take.
 func TestResidualModels(t *testing.T) {
 	if testing.Short() {
@@ -47,9 +47,11 @@ func TestResidualModels(t *testing.T) {
 		}
 	}
 	fashion := smallFashion(t, 60, 20)
-	s := decodeSummary(t, mustRun(t, "-model", "wide-cnn-28", "-dataset", "fashion-mnist", "-data", fashion, "-batch", "20", "-epochs", "1", "-json"))
-	if s["model"] != "wide-cnn-28" || s["steps"].(float64) != 3 {
-		t.Errorf("-model wide-cnn-28: %v", s)
+	for _, model := range []string{"wide-cnn-28", "res-cnn-28"} {
+		s := decodeSummary(t, mustRun(t, "-model", model, "-dataset", "fashion-mnist", "-data", fashion, "-batch", "20", "-epochs", "1", "-json"))
+		if s["model"] != model || s["steps"].(float64) != 3 {
+			t.Errorf("-model %s: %v", model, s)
+		}
 	}
 	code, _, stderr := runCmd(t, context.Background(), "-model", "wrn-16-4", "-dataset", "fashion-mnist", "-data", fashion)
 	if code != exit.Usage || !strings.Contains(stderr, "-model wrn-16-4 takes C×32×32 images") {
