@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """DP-SGD on Fashion-MNIST in PyTorch, many runs at once on a GPU (issue 27 exploration).
 
-An independent re-implementation of what `cmd/train -recipe fashion-mnist-cnn` does, to check
+An independent re-implementation of what `cmd/train -recipe fashion-mnist-cnn` did with the
+tanh CNN (`-model cnn`, batch 4,096, 160 epochs, lr 2, before res-cnn-28 replaced it), to check
 the ranking of loss shapes found with the Go code (docs/results/utility.md, "Loss shaping
 against the clipping bias"); not the product and not a test. Each run: Poisson sampling
 (rate B/n), per-example gradients by torch.func.vmap, flat clipping to C, Gaussian noise

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-example gradient norms of the fashion-mnist-cnn recipe's network (issue 27).
+"""Per-example gradient norms of the tanh CNN, fashion-mnist-cnn's network until res-cnn-28 (issue 27).
 
 A diagnostic outside the product, to see where the clipping bias of
 docs/results/utility.md ("Where the plateau comes from") comes from. It trains the
