@@ -119,7 +119,7 @@ func WideCNN28() nn.Spec {
 // head, 24,698 parameters: WideCNN28 at half width (16, 16, 16, 32 channels) with a 2×2
 // average pool and a dense layer on its 3×3×32 values where WideCNN28 has a global average
 // pool. On Fashion-MNIST at ε = 3 that head is worth 1.5 points over the global pool at the
-// same width and plan (docs/results/utility.md, "Loss shaping against the clipping bias"):
+// same width and plan (docs/results/utility.md, "A pooled head for the residual network"):
 //
 //	ws-conv 16 3×3, GN 8, ReLU                               → 16×28×28
 //	ws-conv 16 3×3 stride 2, GN 8, ReLU                      → 16×14×14
