@@ -100,18 +100,25 @@ func ResNetKlause() nn.Spec {
 //	         + ws-conv 64 1×1 stride 2, ScaleNorm (GN 8), ReLU   → 64×7×7
 //	global average pool, flatten, dense 10
 func WideCNN28() nn.Spec {
+	return residualCNN28("wide-cnn-28", 32, 64, layers.GlobalAvgPool2D{})
+}
+
+// residualCNN28 is the layout of WideCNN28 and ResCNN28: two ws-conv stages of w channels
+// (the second with stride 2), a residual block of w channels, a projecting residual block
+// of w2 channels with stride 2 (ScaleNorm after both adds), then pool, flatten, dense 10.
+func residualCNN28(name string, w, w2 int, pool layers.Layer) nn.Spec {
 	gn := layers.GroupNorm{Groups: 8}
-	return nn.Spec{Name: "wide-cnn-28", InputShape: []int{1, 28, 28}, NumClasses: 10, Layers: []layers.Layer{
-		wsConv(32, 3, 1, 1), gn, layers.ReLU{},
-		wsConv(32, 3, 2, 1), gn, layers.ReLU{},
-		layers.Residual{Body: []layers.Layer{wsConv(32, 3, 1, 1), gn, layers.ReLU{}, wsConv(32, 3, 1, 1)}, ScaleNorm: 8},
+	return nn.Spec{Name: name, InputShape: []int{1, 28, 28}, NumClasses: 10, Layers: []layers.Layer{
+		wsConv(w, 3, 1, 1), gn, layers.ReLU{},
+		wsConv(w, 3, 2, 1), gn, layers.ReLU{},
+		layers.Residual{Body: []layers.Layer{wsConv(w, 3, 1, 1), gn, layers.ReLU{}, wsConv(w, 3, 1, 1)}, ScaleNorm: 8},
 		layers.ReLU{},
 		layers.Residual{
-			Body:      []layers.Layer{wsConv(64, 3, 2, 1), gn, layers.ReLU{}, wsConv(64, 3, 1, 1)},
-			Shortcut:  []layers.Layer{wsConv(64, 1, 2, 0)},
+			Body:      []layers.Layer{wsConv(w2, 3, 2, 1), gn, layers.ReLU{}, wsConv(w2, 3, 1, 1)},
+			Shortcut:  []layers.Layer{wsConv(w2, 1, 2, 0)},
 			ScaleNorm: 8,
 		},
-		layers.ReLU{}, layers.GlobalAvgPool2D{}, layers.Flatten{}, layers.Dense{Units: 10},
+		layers.ReLU{}, pool, layers.Flatten{}, layers.Dense{Units: 10},
 	}}
 }
 
@@ -128,19 +135,5 @@ func WideCNN28() nn.Spec {
 //	         + ws-conv 32 1×1 stride 2, ScaleNorm (GN 8), ReLU   → 32×7×7
 //	average pool 2×2 stride 2, flatten, dense 10              → 288 → 10
 func ResCNN28() nn.Spec {
-	gn := layers.GroupNorm{Groups: 8}
-	return nn.Spec{Name: "res-cnn-28", InputShape: []int{1, 28, 28}, NumClasses: 10, Layers: []layers.Layer{
-		wsConv(16, 3, 1, 1), gn, layers.ReLU{},
-		wsConv(16, 3, 2, 1), gn, layers.ReLU{},
-		layers.Residual{Body: []layers.Layer{wsConv(16, 3, 1, 1), gn, layers.ReLU{}, wsConv(16, 3, 1, 1)}, ScaleNorm: 8},
-		layers.ReLU{},
-		layers.Residual{
-			Body:      []layers.Layer{wsConv(32, 3, 2, 1), gn, layers.ReLU{}, wsConv(32, 3, 1, 1)},
-			Shortcut:  []layers.Layer{wsConv(32, 1, 2, 0)},
-			ScaleNorm: 8,
-		},
-		layers.ReLU{},
-		layers.AvgPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}},
-		layers.Flatten{}, layers.Dense{Units: 10},
-	}}
+	return residualCNN28("res-cnn-28", 16, 32, layers.AvgPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}})
 }
