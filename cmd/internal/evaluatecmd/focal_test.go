@@ -7,10 +7,8 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
-	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/training"
 )
 
 // TestEvaluateFocal: a checkpoint of a model trained with the focal loss is evaluated
@@ -29,22 +27,8 @@ func TestEvaluateFocal(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	trainerLoss := func(opts ...nn.Option) float64 {
-		m, err := nn.LoadModel(ckpt, 100, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 64, Epochs: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		loss, _, err := tr.Evaluate(test)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return loss
-	}
-	focal, ce := trainerLoss(), trainerLoss(nn.WithLoss(nn.CrossEntropy))
+	focal, _ := trainerEvaluate(t, ckpt, train, test, 100)
+	ce, _ := trainerEvaluate(t, ckpt, train, test, 100, nn.WithLoss(nn.CrossEntropy))
 	if r.LossFunction != "focal:2" || r.CrossEntropy == nil {
 		t.Fatalf("loss_function %q, cross_entropy %v; want focal:2 and a value", r.LossFunction, r.CrossEntropy)
 	}

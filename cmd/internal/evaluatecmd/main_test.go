@@ -24,6 +24,26 @@ func runEvaluate(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// trainerEvaluate is the other code path evaluate's numbers are held to: the trainer's
+// own evaluation (training.Trainer.Evaluate) on test of the model nn.LoadModel rebuilds
+// from ckpt for physical batch batch (opts as LoadModel's).
+func trainerEvaluate(t *testing.T, ckpt string, train, test datasets.Dataset, batch int, opts ...nn.Option) (loss, acc float64) {
+	t.Helper()
+	m, err := nn.LoadModel(ckpt, batch, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: batch, Epochs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, acc, err = tr.Evaluate(test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loss, acc
+}
+
 // TestEvaluate checks the metrics against the trainer's own evaluation of the same model
 // on the same test set (another code path: training.Trainer.Evaluate) and the confusion matrix
 // against the test labels.
@@ -41,18 +61,7 @@ func TestEvaluate(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		m, err := nn.LoadModel(ckpt, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 64, Epochs: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		loss, acc, err := tr.Evaluate(test)
-		if err != nil {
-			t.Fatal(err)
-		}
+		loss, acc := trainerEvaluate(t, ckpt, train, test, 100)
 		if math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
 			t.Errorf("%v: accuracy %v loss %v, trainer's evaluation %v %v", dt, r.Accuracy, r.Loss, acc, loss)
 		}

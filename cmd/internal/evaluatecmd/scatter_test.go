@@ -12,10 +12,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
-	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
-	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/training"
 )
 
 // writeIDX writes ds (1×28×28 images in [0, 1]) as the uncompressed IDX pair images,
@@ -66,18 +63,7 @@ func TestEvaluateScatterModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	m, err := nn.LoadModel(ckpt, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 16, Epochs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loss, acc, err := tr.Evaluate(small)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loss, acc := trainerEvaluate(t, ckpt, train, small, 16)
 	if r.Examples != 40 || r.Model != "scatter-linear-mnist" || math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
 		t.Errorf("report %+v; trainer's evaluation: accuracy %v, loss %v", r, acc, loss)
 	}
