@@ -1,7 +1,6 @@
 package evaluatecmd
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -19,14 +18,7 @@ import (
 func TestEvaluateFocal(t *testing.T) {
 	train, test := clitest.MNIST(t, 512)
 	ckpt := clitest.Checkpoint(t, t.TempDir(), models.LogisticRegression(), train, nn.WithDType(nn.Float64), nn.WithLoss(nn.Focal(2)))
-	code, stdout, stderr := runEvaluate("-checkpoint", ckpt, "-json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var r report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := evaluateJSON(t, "-checkpoint", ckpt, "-json")
 	focal, _ := trainerEvaluate(t, ckpt, train, test, 100)
 	ce, _ := trainerEvaluate(t, ckpt, train, test, 100, nn.WithLoss(nn.CrossEntropy))
 	if r.LossFunction != "focal:2" || r.CrossEntropy == nil {
@@ -35,7 +27,7 @@ func TestEvaluateFocal(t *testing.T) {
 	if math.Abs(r.Loss-focal) > 1e-12*focal || math.Abs(*r.CrossEntropy-ce) > 1e-12*ce || !(focal < ce) {
 		t.Errorf("loss %v, cross-entropy %v; trainer's evaluation %v, %v", r.Loss, *r.CrossEntropy, focal, ce)
 	}
-	code, stdout, _ = runEvaluate("-checkpoint", ckpt)
+	code, stdout, _ := runEvaluate("-checkpoint", ckpt)
 	if code != 0 || !strings.Contains(stdout, "mean focal loss (γ = 2)") || !strings.Contains(stdout, "(mean cross-entropy)") {
 		t.Errorf("text output (exit %d):\n%s", code, stdout)
 	}

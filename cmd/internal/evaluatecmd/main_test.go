@@ -2,7 +2,6 @@ package evaluatecmd
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,14 +51,7 @@ func TestEvaluate(t *testing.T) {
 		dir := t.TempDir()
 		train, test := clitest.MNIST(t, 512)
 		ckpt := clitest.Checkpoint(t, dir, models.LogisticRegression(), train, nn.WithDType(dt))
-		code, stdout, stderr := runEvaluate("-checkpoint", ckpt, "-json")
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		var r report
-		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-			t.Fatal(err)
-		}
+		r := evaluateJSON(t, "-checkpoint", ckpt, "-json")
 
 		loss, acc := trainerEvaluate(t, ckpt, train, test, 100)
 		if math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
@@ -95,11 +87,11 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("accuracy %v: the model did not train", r.Accuracy)
 		}
 
-		code, stdout, _ = runEvaluate("-checkpoint", ckpt)
+		code, stdout, _ := runEvaluate("-checkpoint", ckpt)
 		if code != 0 || !strings.Contains(stdout, "accuracy") || !strings.Contains(stdout, "2,000 examples") || strings.Count(stdout, "\n") != 17 {
 			t.Errorf("text output (exit %d):\n%s", code, stdout)
 		}
-		_, _, stderr = runEvaluate("-checkpoint", ckpt, "-split", "train")
+		_, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "train")
 		if !strings.Contains(stderr, "not covered by ε") {
 			t.Errorf("-split train: no note that ε does not cover it: %q", stderr)
 		}

@@ -2,7 +2,6 @@ package evaluatecmd
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,14 +65,7 @@ func TestEvaluateParams(t *testing.T) {
 		ema       float64
 		loss, acc float64
 	}{{nil, "averaged", 0.8, avgLoss, avgAcc}, {[]string{"-params", "averaged"}, "averaged", 0.8, avgLoss, avgAcc}, {[]string{"-params", "raw"}, "raw", 0, rawLoss, rawAcc}} {
-		code, stdout, stderr := runEvaluate(append([]string{"-checkpoint", ckpt, "-json"}, tc.args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
-		}
-		var r report
-		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-			t.Fatal(err)
-		}
+		r := evaluateJSON(t, append([]string{"-checkpoint", ckpt, "-json"}, tc.args...)...)
 		if r.Parameters != tc.which || r.EMA != tc.ema || r.Accuracy != tc.acc || !(abs(r.Loss-tc.loss) <= 1e-12*tc.loss) {
 			t.Errorf("%v: %s (ema %v), accuracy %v, loss %v; want %s, %v, %v", tc.args, r.Parameters, r.EMA, r.Accuracy, r.Loss, tc.which, tc.acc, tc.loss)
 		}

@@ -3,7 +3,6 @@ package evaluatecmd
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,14 +54,7 @@ func TestEvaluateScatterModel(t *testing.T) {
 	ckpt := clitest.Checkpoint(t, dir, models.ScatterLinearMNIST(), train)
 	writeIDX(t, dir, mnist.TrainImages, mnist.TrainLabels, small)
 	writeIDX(t, dir, mnist.TestImages, mnist.TestLabels, small)
-	code, stdout, stderr := runEvaluate("-checkpoint", ckpt, "-dataset", "fashion-mnist", "-data", dir, "-json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var r report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := evaluateJSON(t, "-checkpoint", ckpt, "-dataset", "fashion-mnist", "-data", dir, "-json")
 	loss, acc := trainerEvaluate(t, ckpt, train, small, 16)
 	if r.Examples != 40 || r.Model != "scatter-linear-mnist" || math.Abs(r.Accuracy-acc) > 1e-12 || math.Abs(r.Loss-loss) > 1e-5*loss {
 		t.Errorf("report %+v; trainer's evaluation: accuracy %v, loss %v", r, acc, loss)
