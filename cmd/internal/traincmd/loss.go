@@ -27,12 +27,13 @@ func (o *options) lossOf() nn.Loss {
 // lossSettings records a loss other than the cross-entropy (a run with the default
 // records nothing new, so that checkpoints written before -loss resume).
 func (o *options) lossSettings(s map[string]string) {
-	if l := o.lossOf(); l != nn.CrossEntropy {
-		s["loss"] = l.String()
+	if v := lossJSON(o.lossOf()); v != "" {
+		s["loss"] = v
 	}
 }
 
-// lossJSON is the summary's "loss_function": "" (omitted) for the cross-entropy.
+// lossJSON is the loss as the summary's "loss_function" and the checkpoint's "loss"
+// setting name it: "" (omitted) for the cross-entropy.
 func lossJSON(l nn.Loss) string {
 	if l == nn.CrossEntropy {
 		return ""
