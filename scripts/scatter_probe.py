@@ -14,6 +14,10 @@ tunes on a validation split of the training set (50,000 / 10,000, a random permu
     python3 scripts/scatter_probe.py --write-flipped /tmp/fmnist-flip
     go run ./cmd/train -dataset fashion-mnist -data /tmp/fmnist-flip -model scatter-linear -epochs 1 -feature-cache /tmp/fcflip
     python3 scripts/scatter_probe.py --cache /tmp/fc --flip-cache /tmp/fcflip flip
+    # whiten, prior: a prior from a random process (dead leaves), which sees no private data
+    python3 scripts/scatter_probe.py --write-dead-leaves /tmp/deadleaves
+    go run ./cmd/train -dataset fashion-mnist -data /tmp/deadleaves -model scatter-linear -epochs 1 -feature-cache /tmp/fcdl
+    python3 scripts/scatter_probe.py --cache /tmp/fc --prior-cache /tmp/fcdl whiten prior
 
 Probes (each one DP-SGD run of the recipe's plan unless it says otherwise: batch 16,384,
 Poisson sampling, 120 epochs = 480 steps at n = 50,000, lr 8, momentum 0.9, flat clipping
@@ -31,6 +35,17 @@ C = 0.1 of the whole per-example gradient, noise calibrated for ε = 3, δ = 1e-
                example's gradient is the mean over both views before clipping (De et al.
                2022); also test-time averaging of both views
   ceiling      the recipe without noise (clipping only), and non-private full-batch Adam
+  whiten       the features multiplied by (C + f·λ₁I)^(-1/2) in C's eigenbasis, C the covariance
+               of the features of 70,000 dead-leaves images (--prior-cache), λ₁ its largest
+               eigenvalue, f = --floor; optionally only the top --components directions;
+               scaled so that the dead-leaves features keep their mean norm. The images come
+               from a random process (--write-dead-leaves), so the map is a prior that sees
+               no private data.
+  prior        a conv network on the features (1×1 conv 81→64, GroupNorm, ReLU, 3×3 conv,
+               GroupNorm, ReLU) trained with SimCLR's InfoNCE loss on pairs of views of the
+               same dead-leaves scene (--prior-cache), frozen, 2×2-average-pooled; DP-SGD on
+               its 576 outputs alone and on them beside the 3,969 features
+  With --seeds S,S,… a probe runs once per DP-SGD seed (whiten, prior, base).
 
 Needs PyTorch (Debian: apt install python3-torch) and numpy. The RDP here is the
 integer-order bound of Mironov et al. (orders 2…256) with the Balle et al. conversion; it
@@ -162,8 +177,173 @@ def train(views, y, sigma, seed, batch=16384, epochs=120, lr=8.0, mom=0.9, clip=
     return W, b
 
 
+def train1(A, y, sigma, seed, batch=16384, epochs=120, lr=8.0, mom=0.9, clip=0.1):
+    """train with one view, on the whole matrix and a 0/1 sampling mask instead of a gather
+    of the batch's rows (which costs more than the products here); the same algorithm and
+    the same draws from the generator as train."""
+    g = torch.Generator().manual_seed(seed)
+    n, dim = A.shape
+    W, b = torch.zeros(dim, 10), torch.zeros(10)
+    vW, vb = torch.zeros_like(W), torch.zeros_like(b)
+    Y = torch.nn.functional.one_hot(y, 10).float()
+    sqx = (A * A).sum(1) + 1
+    q, steps = batch / n, epochs * math.ceil(n / batch)
+    for _ in range(steps):
+        m = (torch.rand(n, generator=g) < q).float()
+        P = torch.softmax(A @ W + b, 1) - Y
+        c = torch.clamp(clip / (torch.sqrt((P * P).sum(1) * sqx) + 1e-12), max=1.0) * m
+        Pc = P * c[:, None]
+        gW = A.T @ Pc + sigma * clip * torch.randn(dim, 10, generator=g)
+        gb = Pc.sum(0) + sigma * clip * torch.randn(10, generator=g)
+        vW = mom * vW + gW / batch
+        vb = mom * vb + gb / batch
+        W -= lr * vW
+        b -= lr * vb
+    return W, b
+
+
 def dpsgd(views, y, evals, yv, sigma, seed, **kw):
+    if len(views) == 1:
+        return accuracy(train1(views[0], y, sigma, seed, **kw), evals, yv)
     return accuracy(train(views, y, sigma, seed, **kw), evals, yv)
+
+
+# ---- a prior from a random process: dead leaves (Lee, Mumford & Huang 2001) ----
+
+def write_dead_leaves(out, scenes=35000, seed=1, size=28, shapes=48):
+    """Write 2·scenes images in the Fashion-MNIST file layout (60,000 + 10,000 for the
+    default 35,000 scenes): view 1 of every scene, then view 2. A scene is a dead-leaves
+    picture: 48 discs, rectangles and ellipses of uniform grey levels on a uniform
+    background, each occluding the ones before, radii from a power law (density ∝ r⁻³ on
+    [1, 16] pixels, the model's scale invariance), centres anywhere within 4 pixels of the
+    frame. A view renders the scene under its own random scale (0.8–1.25), shift (±3 pixels),
+    mirror image (p = ½) and contrast and brightness (gain 0.6–1.4, offset ±0.2). The labels
+    are placeholders (cmd/train needs a label file); nothing here reads real data."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    u = rng.random((scenes, shapes))
+    rmin, rmax = 1.0, 16.0
+    r = 1 / np.sqrt(1 / rmin ** 2 - u * (1 / rmin ** 2 - 1 / rmax ** 2))
+    cx = rng.uniform(-4, size + 4, (scenes, shapes))
+    cy = rng.uniform(-4, size + 4, (scenes, shapes))
+    kind = rng.integers(0, 3, (scenes, shapes))
+    ang = rng.uniform(0, np.pi, (scenes, shapes))
+    asp = rng.uniform(0.3, 1.0, (scenes, shapes))
+    val = rng.random((scenes, shapes)).astype(np.float32)
+    bg = rng.random(scenes).astype(np.float32)
+
+    def render(chunk=5000):
+        s = rng.uniform(0.8, 1.25, scenes)[:, None]
+        tx = rng.uniform(-3, 3, scenes)[:, None]
+        ty = rng.uniform(-3, 3, scenes)[:, None]
+        flip = rng.random(scenes) < 0.5
+        c = size / 2 - 0.5
+        cx2, cy2, r2 = (cx - c) * s + c + tx, (cy - c) * s + c + ty, r * s
+        cx2 = np.where(flip[:, None], 2 * c - cx2, cx2)
+        ang2 = np.where(flip[:, None], np.pi - ang, ang)
+        img = np.empty((scenes, size, size), np.float32)
+        for a in range(0, scenes, chunk):
+            e = min(scenes, a + chunk)
+            im = np.broadcast_to(bg[a:e, None, None], (e - a, size, size)).copy()
+            for k in range(shapes):
+                dx = xx[None] - cx2[a:e, k, None, None]
+                dy = yy[None] - cy2[a:e, k, None, None]
+                ca, sa = np.cos(ang2[a:e, k])[:, None, None], np.sin(ang2[a:e, k])[:, None, None]
+                pu, pv = dx * ca + dy * sa, -dx * sa + dy * ca
+                rr, aa, kd = r2[a:e, k, None, None], asp[a:e, k, None, None], kind[a:e, k, None, None]
+                m = np.where(kd == 0, dx * dx + dy * dy < rr * rr,
+                             np.where(kd == 1, (np.abs(pu) < rr) & (np.abs(pv) < rr * aa),
+                                      (pu / rr) ** 2 + (pv / (rr * aa)) ** 2 < 1))
+                im = np.where(m, val[a:e, k, None, None], im)
+            img[a:e] = im
+        gain = rng.uniform(0.6, 1.4, scenes)[:, None, None]
+        off = rng.uniform(-0.2, 0.2, scenes)[:, None, None]
+        return (np.clip((img - 0.5) * gain + 0.5 + off, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+    views = np.concatenate([render(), render()])
+    ntr = len(views) * 6 // 7
+    os.makedirs(out, exist_ok=True)
+
+    def idx(name, magic, arr):
+        with gzip.open(os.path.join(out, name), "wb", compresslevel=1) as f:
+            f.write(magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in arr.shape) + arr.tobytes())
+    labels = np.arange(len(views), dtype=np.uint8) % 10
+    idx("train-images-idx3-ubyte.gz", 2051, views[:ntr])
+    idx("t10k-images-idx3-ubyte.gz", 2051, views[ntr:])
+    idx("train-labels-idx1-ubyte.gz", 2049, labels[:ntr])
+    idx("t10k-labels-idx1-ubyte.gz", 2049, labels[ntr:])
+
+
+def read_prior(cache):
+    """The features of the dead-leaves images: views 1 then views 2 of every scene."""
+    return torch.cat([read_features(cache, 60000), read_features(cache, 10000)])
+
+
+def whitening(P, floor, k):
+    """The map x ↦ s·x·V_k·diag(λ_k + floor·λ₁)^(-1/2) of the eigen-decomposition of the
+    covariance of the rows of P, s such that P's rows keep their mean norm: computed from
+    the prior's images alone, so it sees no private data."""
+    D = P.double()
+    D = D - D.mean(0)
+    ev, V = torch.linalg.eigh(D.T @ D / D.shape[0])
+    ev, V = ev.flip(0)[:k], V.flip(1)[:, :k]
+    M = (V / torch.sqrt(ev + floor * ev[0])).float()
+    return M * (P.norm(dim=1).mean() / (P @ M).norm(dim=1).mean())
+
+
+class PriorNet(torch.nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(81, width, 1), torch.nn.GroupNorm(8, width), torch.nn.ReLU(),
+            torch.nn.Conv2d(width, width, 3, padding=1), torch.nn.GroupNorm(8, width), torch.nn.ReLU())
+        self.head = torch.nn.Sequential(torch.nn.Linear(width, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
+
+    def forward(self, x):
+        return self.head(self.body(x).mean((2, 3)))
+
+
+def nchw(F):
+    return F.view(-1, 7, 7, 81).permute(0, 3, 1, 2)
+
+
+def contrastive_prior(P, epochs=8, batch=512, temperature=0.2, seed=0):
+    """PriorNet's body trained by InfoNCE on the pairs (view 1, view 2) of every scene."""
+    torch.manual_seed(seed)
+    V = nchw(P).contiguous()
+    pairs = len(V) // 2
+    f = PriorNet()
+    opt = torch.optim.Adam(f.parameters(), lr=1e-3)
+    steps = epochs * (pairs // batch)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    target = torch.cat([torch.arange(batch) + batch, torch.arange(batch)])
+    for ep in range(epochs):
+        perm, total = torch.randperm(pairs), 0.0
+        for k in range(pairs // batch):
+            i = perm[k * batch:(k + 1) * batch]
+            z = torch.nn.functional.normalize(f(torch.cat([V[i], V[i + pairs]])), dim=1)
+            sim = z @ z.T / temperature
+            sim.fill_diagonal_(-1e9)
+            loss = torch.nn.functional.cross_entropy(sim, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += loss.item()
+        print(f"  prior epoch {ep + 1}/{epochs}: InfoNCE {total / (pairs // batch):.4f}", flush=True)
+    return f.body.eval()
+
+
+def prior_features(body, X):
+    """The frozen body's output, 2×2-average-pooled to 64×3×3, each row centred and scaled
+    to mean square 1."""
+    out = []
+    with torch.no_grad():
+        for a in range(0, len(X), 5000):
+            h = torch.nn.functional.avg_pool2d(body(nchw(X[a:a + 5000])), 2, 2).flatten(1)
+            h = h - h.mean(1, keepdim=True)
+            out.append(h / (h.pow(2).mean(1, keepdim=True).sqrt() + 1e-6))
+    return torch.cat(out)
 
 
 def main():
@@ -172,13 +352,21 @@ def main():
     ap.add_argument("--cache", help="feature cache directory of -model scatter-linear on fashion-mnist")
     ap.add_argument("--flip-cache", help="the same for the mirrored images (probe flip)")
     ap.add_argument("--write-flipped", metavar="DIR", help="write Fashion-MNIST with every image mirrored to DIR and exit")
+    ap.add_argument("--write-dead-leaves", metavar="DIR", help="write 70,000 dead-leaves images (35,000 scenes, two views each) to DIR and exit")
+    ap.add_argument("--prior-cache", help="feature cache directory of -model scatter-linear on the --write-dead-leaves images (probes whiten, prior)")
+    ap.add_argument("--floor", default="0.001", help="whiten: comma-separated floors f of the eigenvalues, in units of the largest")
+    ap.add_argument("--components", type=int, default=DIM, help="whiten: keep this many leading directions")
+    ap.add_argument("--seeds", help="comma-separated DP-SGD seeds for probes base, whiten and prior (default --seed)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--split-seed", type=int, default=7)
     ap.add_argument("--epsilon", type=float, default=3.0)
-    ap.add_argument("--test", action="store_true", help="train on all 60,000 and evaluate on the test set (probe base only)")
+    ap.add_argument("--test", action="store_true", help="train on all 60,000 and evaluate on the test set (probe base, or whiten alone)")
     a = ap.parse_args()
     if a.write_flipped:
         write_flipped(a.write_flipped)
+        return
+    if a.write_dead_leaves:
+        write_dead_leaves(a.write_dead_leaves)
         return
     if not a.cache:
         ap.error("--cache is required")
@@ -189,10 +377,20 @@ def main():
     gm = X[:100].view(-1, 49, 27, 3).mean((1, 3)).abs().max().item()
     if gm > 1e-4:
         sys.exit(f"{a.cache}: the features are not scatter-linear's GroupNorm output in HWC layout (group mean {gm:.3g})")
+    seeds = [int(v) for v in a.seeds.split(",")] if a.seeds else [a.seed]
     if a.test:
         Xt, yt = read_features(a.cache, 10000), read_labels("t10k")
         s = calibrate(16384 / 60000, 480, a.epsilon)
-        print(f"test base z={s:.4f} acc={dpsgd([X], y, [Xt], yt, s, a.seed):.2f}", flush=True)
+        name = "base"
+        if a.probes == ["whiten"]:
+            if not a.prior_cache:
+                ap.error("whiten needs --prior-cache")
+            M = whitening(read_prior(a.prior_cache), float(a.floor), a.components)
+            X, Xt, name = X @ M, Xt @ M, f"whiten floor {a.floor} k {a.components}"
+        elif a.probes not in ([], ["base"]):
+            ap.error("--test runs probe base or whiten alone")
+        for sd in seeds:
+            print(f"test {name} seed {sd} z={s:.4f} acc={dpsgd([X], y, [Xt], yt, s, sd):.2f}", flush=True)
         return
     perm = torch.randperm(60000, generator=torch.Generator().manual_seed(a.split_seed))
     tr, va = perm[:50000], perm[50000:]
@@ -223,7 +421,30 @@ def main():
     for p in a.probes:
         t0 = time.time()
         if p == "base":
-            report("base", dpsgd([Xa], ya, [Xv], yv, z, a.seed), t0)
+            for sd in seeds:
+                report(f"base seed {sd}", dpsgd([Xa], ya, [Xv], yv, z, sd), t0)
+                t0 = time.time()
+        elif p in ("whiten", "prior"):
+            if not a.prior_cache:
+                ap.error(f"probe {p} needs --prior-cache")
+            P = read_prior(a.prior_cache)
+            if p == "whiten":
+                for fl in [float(v) for v in a.floor.split(",")]:
+                    M = whitening(P, fl, a.components)
+                    A, B = Xa @ M, Xv @ M
+                    print(f"whiten floor {fl}: mean row norm {Xa.norm(dim=1).mean():.2f} → {A.norm(dim=1).mean():.2f}", flush=True)
+                    for sd in seeds:
+                        report(f"whiten floor {fl} k {a.components} seed {sd}", dpsgd([A], ya, [B], yv, z, sd), t0)
+                        t0 = time.time()
+            else:
+                body = contrastive_prior(P)
+                H = prior_features(body, X)
+                for sd in seeds:
+                    report(f"prior alone seed {sd}", dpsgd([H[tr]], ya, [H[va]], yv, z, sd), t0)
+                    t0 = time.time()
+                    both = torch.cat([X, H], 1)
+                    report(f"prior beside the features seed {sd}", dpsgd([both[tr]], ya, [both[va]], yv, z, sd), t0)
+                    t0 = time.time()
         elif p in ("center", "standardize"):
             tf = per_channel(True, p == "standardize")
             report(p, dpsgd([tf(Xa)], ya, [tf(Xv)], yv, z, a.seed), t0)
