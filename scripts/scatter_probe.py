@@ -279,16 +279,19 @@ def read_prior(cache):
     return torch.cat([read_features(cache, 60000), read_features(cache, 10000)])
 
 
-def whitening(P, floor, k):
-    """The map x ↦ s·x·V_k·diag(λ_k + floor·λ₁)^(-1/2) of the eigen-decomposition of the
-    covariance of the rows of P, s such that P's rows keep their mean norm: computed from
-    the prior's images alone, so it sees no private data."""
+def whitening(P, floors, k):
+    """For each floor f of floors, (f, the map x ↦ s·x·V_k·diag(λ_k + f·λ₁)^(-1/2)) of the
+    eigen-decomposition of the covariance of the rows of P (made once for all floors), s
+    such that P's rows keep their mean norm: computed from the prior's images alone, so it
+    sees no private data."""
     D = P.double()
     D = D - D.mean(0)
     ev, V = torch.linalg.eigh(D.T @ D / D.shape[0])
     ev, V = ev.flip(0)[:k], V.flip(1)[:, :k]
-    M = (V / torch.sqrt(ev + floor * ev[0])).float()
-    return M * (P.norm(dim=1).mean() / (P @ M).norm(dim=1).mean())
+    norm = P.norm(dim=1).mean()
+    for f in floors:
+        M = (V / torch.sqrt(ev + f * ev[0])).float()
+        yield f, M * (norm / (P @ M).norm(dim=1).mean())
 
 
 class PriorNet(torch.nn.Module):
@@ -378,19 +381,21 @@ def main():
     if gm > 1e-4:
         sys.exit(f"{a.cache}: the features are not scatter-linear's GroupNorm output in HWC layout (group mean {gm:.3g})")
     seeds = [int(v) for v in a.seeds.split(",")] if a.seeds else [a.seed]
+    floors = [float(v) for v in a.floor.split(",")]
     if a.test:
         Xt, yt = read_features(a.cache, 10000), read_labels("t10k")
         s = calibrate(16384 / 60000, 480, a.epsilon)
-        name = "base"
+        maps = [("base", None)]
         if a.probes == ["whiten"]:
             if not a.prior_cache:
                 ap.error("whiten needs --prior-cache")
-            M = whitening(read_prior(a.prior_cache), float(a.floor), a.components)
-            X, Xt, name = X @ M, Xt @ M, f"whiten floor {a.floor} k {a.components}"
+            maps = ((f"whiten floor {f} k {a.components}", M) for f, M in whitening(read_prior(a.prior_cache), floors, a.components))
         elif a.probes not in ([], ["base"]):
             ap.error("--test runs probe base or whiten alone")
-        for sd in seeds:
-            print(f"test {name} seed {sd} z={s:.4f} acc={dpsgd([X], y, [Xt], yt, s, sd):.2f}", flush=True)
+        for name, M in maps:
+            A, B = (X, Xt) if M is None else (X @ M, Xt @ M)
+            for sd in seeds:
+                print(f"test {name} seed {sd} z={s:.4f} acc={dpsgd([A], y, [B], yt, s, sd):.2f}", flush=True)
         return
     perm = torch.randperm(60000, generator=torch.Generator().manual_seed(a.split_seed))
     tr, va = perm[:50000], perm[50000:]
@@ -418,6 +423,7 @@ def main():
             return A3.reshape(-1, DIM)
         return tf
 
+    prior = None  # the dead-leaves features, read once for probes whiten and prior
     for p in a.probes:
         t0 = time.time()
         if p == "base":
@@ -427,10 +433,11 @@ def main():
         elif p in ("whiten", "prior"):
             if not a.prior_cache:
                 ap.error(f"probe {p} needs --prior-cache")
-            P = read_prior(a.prior_cache)
+            if prior is None:
+                prior = read_prior(a.prior_cache)
+            P = prior
             if p == "whiten":
-                for fl in [float(v) for v in a.floor.split(",")]:
-                    M = whitening(P, fl, a.components)
+                for fl, M in whitening(P, floors, a.components):
                     A, B = Xa @ M, Xv @ M
                     print(f"whiten floor {fl}: mean row norm {Xa.norm(dim=1).mean():.2f} → {A.norm(dim=1).mean():.2f}", flush=True)
                     for sd in seeds:
