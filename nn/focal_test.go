@@ -342,10 +342,10 @@ func TestFocalPerExampleGradients(t *testing.T) {
 	sums := make([][]float64, 3)
 	losses := make([]float64, 3)
 	f32 := build(EngineNative, Focal(gamma), Float32)
-	if _, err := f32.ClippedGradient(b, clipping.Flat{C: 1}, make([]float64, native.NumParams())); err != nil {
+	if _, err := f32.ClippedGradient(b, rule, make([]float64, d)); err != nil {
 		t.Fatal(err)
 	}
-	g32 := make([]float64, native.NumParams())
+	g32 := make([]float64, d)
 	for k, m := range []*Model{native, graph, ce} {
 		sums[k] = make([]float64, d)
 		st, err := m.ClippedGradient(b, rule, sums[k])
