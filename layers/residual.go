@@ -459,16 +459,17 @@ func encodeLayers(ls []Layer) ([]storedLayer, error) {
 	return out, nil
 }
 
-func decodeLayers(part string, s []storedLayer) ([]Layer, error) {
+// decodeLayers decodes the part ("body") of a composite layer of kind owner.
+func decodeLayers(owner, part string, s []storedLayer) ([]Layer, error) {
 	var out []Layer
 	for j, sl := range s {
 		c, ok := CodecByName(sl.Type)
 		if !ok {
-			return nil, fmt.Errorf("residual: %s layer %d: unknown layer type %q", part, j, sl.Type)
+			return nil, fmt.Errorf("%s: %s layer %d: unknown layer type %q", owner, part, j, sl.Type)
 		}
 		l, err := c.Decode(sl.Settings)
 		if err != nil {
-			return nil, fmt.Errorf("residual: %s layer %d (%s): %w", part, j, sl.Type, err)
+			return nil, fmt.Errorf("%s: %s layer %d (%s): %w", owner, part, j, sl.Type, err)
 		}
 		out = append(out, l)
 	}
@@ -502,11 +503,11 @@ func init() {
 			if s.ScaleNorm < 0 {
 				return nil, fmt.Errorf("residual: scale_norm %d", s.ScaleNorm)
 			}
-			body, err := decodeLayers("body", s.Body)
+			body, err := decodeLayers("residual", "body", s.Body)
 			if err != nil {
 				return nil, err
 			}
-			short, err := decodeLayers("shortcut", s.Shortcut)
+			short, err := decodeLayers("residual", "shortcut", s.Shortcut)
 			if err != nil {
 				return nil, err
 			}
