@@ -172,11 +172,16 @@ func (l Whitened) Prepare(in []int, progress prior.Progress) (prior.CacheUse, er
 
 // matrix is the map for input shape in, from the cache or computed (prior.Map).
 func (l Whitened) matrix(in []int, progress prior.Progress) ([]float32, prior.CacheUse, error) {
-	var use prior.CacheUse
 	tr, d, err := l.base(in)
 	if err != nil {
-		return nil, use, err
+		return nil, prior.CacheUse{}, err
 	}
+	return l.matrixWith(in, tr, d, progress)
+}
+
+// matrixWith is matrix given Base's transform tr for in and its output length d.
+func (l Whitened) matrixWith(in []int, tr func([]float32) ([]float32, error), d int, progress prior.Progress) ([]float32, prior.CacheUse, error) {
+	var use prior.CacheUse
 	key, err := l.key(in)
 	if err != nil {
 		return nil, use, err
@@ -237,7 +242,7 @@ func (l Whitened) NewTransform(in []int) (func(x []float32) ([]float32, error), 
 	if err != nil {
 		return nil, err
 	}
-	M, _, err := l.matrix(in, nil)
+	M, _, err := l.matrixWith(in, tr, d, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
+	"github.com/privtrain/privtrain/prior"
 )
 
 // TestArchitectureNewLayers: the normalisation and pooling layers are stored with their
@@ -61,6 +62,9 @@ func TestStoredSettingsJSON(t *testing.T) {
 		{layers.GlobalAvgPool2D{}, `{"type":"globalavgpool"}`},
 		{layers.Residual{Body: []layers.Layer{layers.Conv2D{Filters: 1, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, layers.ReLU{}}, ScaleNorm: 1},
 			`{"type":"residual","settings":{"body":[{"type":"conv","settings":{"filters":1,"kernel":[3,3],"stride":[0,0],"padding":[1,1],"no_bias":false,"init":"glorot-uniform"}},{"type":"relu"}],"shortcut":[],"scale_norm":1}}`},
+		{layers.Whitened{Base: []layers.Layer{layers.Scattering2D{J: 1, L: 2}, layers.GroupNorm{Groups: 1, NoAffine: true}, layers.Flatten{}},
+			Prior: prior.DeadLeaves{Scenes: 20, Seed: 3}, Floor: 0.01},
+			`{"type":"whitened","settings":{"base":[{"type":"scattering2d","settings":{"j":1,"l":2}},{"type":"groupnorm","settings":{"groups":1,"no_affine":true}},{"type":"flatten"}],"prior":"dead-leaves v1","scenes":20,"seed":3,"floor":0.01}}`},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range cases {

@@ -40,8 +40,9 @@ const (
 	deadLeavesRMax   = 16.0
 	deadLeavesMargin = 4.0 // centres within this many pixels around the frame
 	deadLeavesShift  = 3.0 // a view's largest shift, pixels
-	// MaxScenes bounds Scenes: 2·10⁶ images are far more than a prior needs.
-	MaxScenes = 1_000_000
+	// MaxScenes bounds Scenes, and so the time a checkpoint naming a prior can make a
+	// command spend computing it (about 20 minutes on two cores for its 500,000 images).
+	MaxScenes = 250_000
 )
 
 // Version names the generator and its fixed parameters (part of every cache key).
