@@ -9,10 +9,15 @@
 //	ScatterLinearCIFAR10()  ScatterNet + linear, 3×32×32      155,530 parameters
 //	ScatterCNNMNIST(act)  ScatterNet + CNN, 1×28×28            33,066 parameters
 //	ScatterCNNCIFAR10(act)  ScatterNet + CNN, 3×32×32         187,210 parameters
+//	ScatterPriorLinearMNIST()  ScatterNet, whitened by a
+//	                      dead-leaves prior, + linear, 1×28×28  39,700 parameters
 //
 // The Scatter models (Tramèr & Boneh, ICLR 2021) start with layers.Scattering2D{J: 2,
 // L: 8}, a fixed wavelet transform that nn runs as a front end: its features are computed
-// once per dataset, not in every step, and cost no privacy.
+// once per dataset, not in every step, and cost no privacy. ScatterPriorLinearMNIST's
+// front end (ScatterPrior, a layers.Whitened) also whitens them by a map learnt from
+// synthetic images (package prior), computed once per machine and cached; it is not in
+// Builtin, whose round-trip tests would compute it. 
 //
 // act is ReLU (as the tutorials) or Tanh, a bounded activation that usually trains better
 // under clipping. Every model starts from Keras's defaults: Glorot-uniform weights and

@@ -44,6 +44,14 @@ type Signing struct {
 	Stderr        io.Writer
 }
 
+// stderr is where notes on loading go: s.Stderr, or nowhere.
+func (s *Signing) stderr() io.Writer {
+	if s == nil || s.Stderr == nil {
+		return io.Discard
+	}
+	return s.Stderr
+}
+
 // SigningFlag registers -allow-unsigned on fs and returns the Signing that
 // LoadCheckpoint and PredictorParams take.
 func SigningFlag(fs *flag.FlagSet, command string, stderr io.Writer) *Signing {

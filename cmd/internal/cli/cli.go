@@ -42,6 +42,9 @@ func Predictor(path string, s *Signing) (*checkpoint.Training, *nn.Predictor, er
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := PrepareCheckpointPriors(c, s.stderr()); err != nil {
+		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
 	m, err := nn.ModelFromCheckpoint(c, 128)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)

@@ -71,6 +71,9 @@ func PredictorParams(path, which string, s *Signing) (*checkpoint.Training, *nn.
 	if err := SelectParams(c, which); err != nil {
 		return nil, nil, err
 	}
+	if err := PrepareCheckpointPriors(c, s.stderr()); err != nil {
+		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
+	}
 	m, err := nn.ModelFromCheckpoint(c, 128)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)

@@ -87,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := cli.SelectParams(c, *params); err != nil {
 			return err
 		}
+		if err := cli.PrepareCheckpointPriors(c, stderr); err != nil {
+			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)
+		}
 		m, err := nn.ModelFromCheckpoint(c, 1)
 		if err != nil {
 			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)

@@ -2,6 +2,7 @@ package traincmd
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -22,7 +23,7 @@ func TestLSAxisSmoother(t *testing.T) {
 		if err := o.validate(); err != nil {
 			t.Fatal(err)
 		}
-		m, err := buildModel(o, builtinShape["mnist"], 10)
+		m, err := buildModel(o, builtinShape["mnist"], 10, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"maps"
 	"math"
 	"strconv"
@@ -114,7 +115,7 @@ func TestOptimizerTable(t *testing.T) {
 			}
 		}
 		if spec.private {
-			m, err := buildModel(o, builtinShape["mnist"], 10)
+			m, err := buildModel(o, builtinShape["mnist"], 10, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

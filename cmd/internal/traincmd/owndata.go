@@ -3,6 +3,7 @@ package traincmd
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
@@ -103,6 +104,12 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 		spec = models.WideCNN28()
 	case "res-cnn-28":
 		spec = models.ResCNN28()
+	case "scatter-prior-linear":
+		spec = models.ScatterPriorLinearMNIST()
+		if !slices.Equal(shape, spec.InputShape) {
+			return nn.Spec{}, exit.Usagef("-model %s takes 1×28×28 images, but -dataset %s has examples of %s (use scatter-linear)",
+				o.model, o.dataset, cli.Shape(shape))
+		}
 	case "scatter-linear", "scatter-cnn":
 		var err error
 		if spec, err = scatterSpec(o.model, shape, act); err != nil {

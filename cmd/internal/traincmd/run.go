@@ -519,7 +519,7 @@ func (o *options) settings() map[string]string {
 		"sampling":    o.sampling,
 		"float64":     strconv.FormatBool(o.float64),
 	}
-	if o.model != "logreg" && o.model != "scatter-linear" {
+	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" {
 		s["activation"] = o.activation
 	}
 	o.optimizerSettings(s)
@@ -651,9 +651,12 @@ func checkWritable(flagName, path string) error {
 	return nil
 }
 
-func buildModel(o *options, shape []int, classes int) (*nn.Model, error) {
+func buildModel(o *options, shape []int, classes int, notes io.Writer) (*nn.Model, error) {
 	spec, err := modelSpec(o, shape, classes)
 	if err != nil {
+		return nil, err
+	}
+	if err := cli.PreparePriors(spec, notes); err != nil {
 		return nil, err
 	}
 	opts := []nn.Option{nn.WithLoss(o.lossOf())}
@@ -678,7 +681,7 @@ func (o *options) trainerConfig(train, test datasets.Dataset, name string, notes
 	}
 	o.augmentPhysicalBatch()
 	clampPhysicalBatch(o, train.Len(), notes)
-	m, err := buildModel(o, train.Shape(), train.NumClasses())
+	m, err := buildModel(o, train.Shape(), train.NumClasses(), notes)
 	if err != nil {
 		return nil, training.TrainerConfig{}, err
 	}
