@@ -33,7 +33,7 @@ import (
 // time, whatever data it meets, so it costs no privacy; as a network's first layer nn
 // runs it outside the trainable network, once per dataset. Its map is computed the first
 // time a process needs it — rendering the Prior's images, their base features, the
-// covariance and its eigen-decomposition: about 8 minutes on two cores for
+// covariance and its eigen-decomposition: about 7 minutes on two cores for
 // DeadLeaves{Scenes: 35000} and ScatterNet features of 28×28 images — and kept in
 // prior.CacheDir (key: a SHA-256 over Base's stored settings, the input shape, the
 // generator and its parameters and Floor), from where later runs load it in a second.

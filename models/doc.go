@@ -17,7 +17,7 @@
 // once per dataset, not in every step, and cost no privacy. ScatterPriorLinearMNIST's
 // front end (ScatterPrior, a layers.Whitened) also whitens them by a map learnt from
 // synthetic images (package prior), computed once per machine and cached; it is not in
-// Builtin, whose round-trip tests would compute it. 
+// Builtin, whose round-trip tests would compute it.
 //
 // act is ReLU (as the tutorials) or Tanh, a bounded activation that usually trains better
 // under clipping. Every model starts from Keras's defaults: Glorot-uniform weights and

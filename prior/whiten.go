@@ -13,7 +13,7 @@ import (
 )
 
 // MaxDim bounds the dimension of a whitening map: its eigen-decomposition costs O(d³)
-// (about 3 minutes for d = 3,969 on two cores) and the map 4·d² bytes (63 MB).
+// (about 5 minutes for d = 3,969 on two cores) and the map 4·d² bytes (63 MB).
 const MaxDim = 4096
 
 // Rows supplies the rows of the prior's feature matrix: it writes rows [lo, hi), dim
