@@ -1,12 +1,17 @@
 package export_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
@@ -91,4 +96,46 @@ func checkTorchLogits(t *testing.T, dt nn.DType, rows int, theirs string, x []fl
 			}
 		}
 	}
+}
+
+// pytorchLogits exports m (TorchFile, PyTorchFile) to a temporary directory, runs the
+// written Python module on rows random inputs (randomInput with seed) in /usr/bin/python3
+// and returns its logits and ours, row after row. It skips the test with -short or
+// without torch and numpy there.
+func pytorchLogits(t *testing.T, m *nn.Model, rows int, seed uint64) (theirs, ours []float64) {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if testing.Short() || exec.Command(python, "-c", "import torch, numpy").Run() != nil {
+		t.Skip("no PyTorch run (-short, or no /usr/bin/python3 with torch and numpy)")
+	}
+	dir := t.TempDir()
+	if err := export.TorchFile(filepath.Join(dir, "m.safetensors"), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := export.PyTorchFile(filepath.Join(dir, "m.py"), m, "m", "m.safetensors"); err != nil {
+		t.Fatal(err)
+	}
+	x := randomInput(m, rows, seed)
+	ours = logitsOf(t, m, x)
+	x64 := make([]float64, len(x))
+	for k, v := range x {
+		x64[k] = float64(v)
+	}
+	write(t, filepath.Join(dir, "x"), x64)
+	script := fmt.Sprintf(`import importlib.util, json, numpy as np, torch
+spec = importlib.util.spec_from_file_location("m", %q)
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+model = mod.load_model()
+x = torch.from_numpy(np.fromfile(%q, dtype="<f8").reshape((%d,) + mod.INPUT_SHAPE))
+with torch.no_grad():
+    print(json.dumps(model(x).numpy().ravel().tolist()))
+`, filepath.Join(dir, "m.py"), filepath.Join(dir, "x"), rows)
+	out, err := exec.Command(python, "-c", script).Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := json.Unmarshal(out, &theirs); err != nil || len(theirs) != len(ours) {
+		t.Fatalf("PyTorch printed %s (%v)", out, err)
+	}
+	return theirs, ours
 }

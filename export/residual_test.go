@@ -2,11 +2,7 @@ package export_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -80,40 +76,7 @@ func TestExportResidual(t *testing.T) {
 		}
 	}
 
-	const python = "/usr/bin/python3"
-	if testing.Short() || exec.Command(python, "-c", "import torch, numpy").Run() != nil {
-		t.Skip("no PyTorch run (-short, or no /usr/bin/python3 with torch and numpy)")
-	}
-	dir := t.TempDir()
-	if err := export.TorchFile(filepath.Join(dir, "r.safetensors"), m); err != nil {
-		t.Fatal(err)
-	}
-	if err := export.PyTorchFile(filepath.Join(dir, "r.py"), m, "r", "r.safetensors"); err != nil {
-		t.Fatal(err)
-	}
-	x := randomInput(m, 4, 5)
-	ours := logitsOf(t, m, x)
-	x64 := make([]float64, len(x))
-	for k, v := range x {
-		x64[k] = float64(v)
-	}
-	write(t, filepath.Join(dir, "x"), x64)
-	script := fmt.Sprintf(`import importlib.util, json, numpy as np, torch
-spec = importlib.util.spec_from_file_location("r", %q)
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-model = mod.load_model()
-x = torch.from_numpy(np.fromfile(%q, dtype="<f8").reshape((4,) + mod.INPUT_SHAPE))
-with torch.no_grad():
-    print(json.dumps(model(x).numpy().ravel().tolist()))
-`, filepath.Join(dir, "r.py"), filepath.Join(dir, "x"))
-	out, err := exec.Command(python, "-c", script).Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	var got []float64
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(ours) {
-		t.Fatalf("PyTorch printed %s (%v)", out, err)
-	}
+	got, ours := pytorchLogits(t, m, 4, 5)
 	for j := range got {
 		if d := got[j] - ours[j]; d > 1e-10 || d < -1e-10 {
 			t.Errorf("logit %d: PyTorch %.17g, ours %.17g", j, got[j], ours[j])

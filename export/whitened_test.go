@@ -2,12 +2,8 @@ package export_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -63,40 +59,7 @@ func TestExportWhitened(t *testing.T) {
 		t.Errorf("module source:\n%s", src)
 	}
 
-	const python = "/usr/bin/python3"
-	if testing.Short() || exec.Command(python, "-c", "import torch, numpy").Run() != nil {
-		t.Skip("no PyTorch run (-short, or no /usr/bin/python3 with torch and numpy)")
-	}
-	dir := t.TempDir()
-	if err := export.TorchFile(filepath.Join(dir, "w.safetensors"), m); err != nil {
-		t.Fatal(err)
-	}
-	if err := export.PyTorchFile(filepath.Join(dir, "w.py"), m, "w", "w.safetensors"); err != nil {
-		t.Fatal(err)
-	}
-	x := randomInput(m, 4, 5)
-	ours := logitsOf(t, m, x)
-	x64 := make([]float64, len(x))
-	for k, v := range x {
-		x64[k] = float64(v)
-	}
-	write(t, filepath.Join(dir, "x"), x64)
-	script := fmt.Sprintf(`import importlib.util, json, numpy as np, torch
-spec = importlib.util.spec_from_file_location("w", %q)
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-model = mod.load_model()
-x = torch.from_numpy(np.fromfile(%q, dtype="<f8").reshape((4,) + mod.INPUT_SHAPE))
-with torch.no_grad():
-    print(json.dumps(model(x).numpy().ravel().tolist()))
-`, filepath.Join(dir, "w.py"), filepath.Join(dir, "x"))
-	out, err := exec.Command(python, "-c", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	var got []float64
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(ours) {
-		t.Fatalf("PyTorch printed %s (%v)", out, err)
-	}
+	got, ours := pytorchLogits(t, m, 4, 5)
 	for j := range got {
 		if d := math.Abs(got[j] - ours[j]); d > 1e-4*(1+math.Abs(ours[j])) {
 			t.Errorf("logit %d: PyTorch %.10g, ours %.10g", j, got[j], ours[j])
