@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -23,11 +22,13 @@ import (
 
 // Whitened is a fixed feature extractor followed by a whitening map learnt from images
 // of a random process, never from data (package prior; the idea of DP-RandP, Tang et al.
-// 2023): x ↦ base(x)·M, M = s·V·diag(λ + Floor·λ₁)^(−1/2) for the eigen-decomposition
-// V·diag(λ)·Vᵀ of the covariance of base's features of Prior's images (prior.Whitening).
-// Base is a FrontEnd layer (Scattering2D) and the parameter-free per-example layers
-// after it (Skippable: a GroupNorm without affine, then a Flatten), and must end in a
-// flat vector of at most prior.MaxDim values.
+// 2023): x ↦ base(x)·M, M = s·(C + Floor·λ₁·I)^(−1/2) for the covariance C of base's
+// features of Prior's images and its largest eigenvalue λ₁ (ZCA whitening,
+// prior.Whitening).
+// Base is a FrontEnd layer other than a Whitened (Scattering2D) and the parameter-free
+// per-example layers after it (Skippable: a GroupNorm without affine, then a Flatten),
+// and must end in a flat vector of at most prior.MaxDim values; the input may have at
+// most MaxWhitenedInput values (the prior's images are rendered at its size).
 //
 // It is itself a FrontEnd: no parameters, and the same output for the same input every
 // time, whatever data it meets, so it costs no privacy; as a network's first layer nn
@@ -42,9 +43,15 @@ type Whitened struct {
 	Base  []Layer
 	Prior prior.DeadLeaves
 	// Floor is the smoothing of the least-variance directions, a fraction of the largest
-	// eigenvalue, in (0, 1].
+	// eigenvalue, in [prior.MinFloor, 1].
 	Floor float64
 }
+
+// MaxWhitenedInput bounds the values of one input example (C·H·W) of a Whitened layer:
+// with prior.MaxDim features and prior.MaxScenes scenes, it bounds the work and the
+// memory (512 rendered images at a time) that a spec or checkpoint naming a prior can
+// cause. 3×128×128 images fit.
+const MaxWhitenedInput = 3 * 128 * 128
 
 // Kind is "whitened".
 func (Whitened) Kind() string { return "whitened" }
@@ -57,11 +64,14 @@ func (l Whitened) OutputShape(in []int) ([]int, error) {
 	if err := l.Prior.Validate(); err != nil {
 		return nil, fmt.Errorf("whitened: %w", err)
 	}
-	if !(l.Floor > 0 && l.Floor <= 1) {
-		return nil, fmt.Errorf("whitened: floor %v: want a number in (0, 1]", l.Floor)
+	if !(l.Floor >= prior.MinFloor && l.Floor <= 1) {
+		return nil, fmt.Errorf("whitened: floor %v: want a number in [%g, 1]", l.Floor, prior.MinFloor)
 	}
 	if len(in) != 3 {
 		return nil, fmt.Errorf("whitened: input shape %v, want images [C H W] for the prior's images", in)
+	}
+	if in[0] <= 0 || in[1] <= 0 || in[2] <= 0 || in[0] > MaxWhitenedInput || in[1] > MaxWhitenedInput || in[2] > MaxWhitenedInput || num.Prod(in) > MaxWhitenedInput {
+		return nil, fmt.Errorf("whitened: input shape %v: want at most %d values an image", in, MaxWhitenedInput)
 	}
 	shape := in
 	for j, sub := range l.Base {
@@ -70,6 +80,9 @@ func (l Whitened) OutputShape(in []int) ([]int, error) {
 		}
 		if _, ok := sub.(FrontEnd); j == 0 && !ok {
 			return nil, fmt.Errorf("whitened: base layer 0 (%s) is not a fixed front end (FrontEnd)", sub.Kind())
+		}
+		if _, nested := sub.(Whitened); nested {
+			return nil, fmt.Errorf("whitened: base layer %d is itself whitened", j)
 		}
 		if j > 0 && (!Skippable(sub) || len(sub.Params(shape)) > 0) {
 			return nil, fmt.Errorf("whitened: base layer %d (%s) is not a parameter-free per-example layer", j, sub.Kind())
@@ -139,7 +152,7 @@ func (l Whitened) base(in []int) (func([]float32) ([]float32, error), int, error
 }
 
 // whitenedKeyVersion starts the map's key; raising it retires every cached map.
-const whitenedKeyVersion = "privtrain whitened prior map v1\n"
+const whitenedKeyVersion = "privtrain whitened prior map v2\n" // v2: ZCA (v1, the eigenbasis map, never released)
 
 // key is the SHA-256 (hex) of everything the map for input in depends on.
 func (l Whitened) key(in []int) (string, error) {
@@ -334,12 +347,17 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			for j, b := range base {
+				if _, nested := b.(Whitened); nested {
+					return nil, fmt.Errorf("whitened: base layer %d is itself whitened", j)
+				}
+			}
 			w := Whitened{Base: base, Prior: prior.DeadLeaves{Scenes: s.Scenes, Seed: s.Seed}, Floor: s.Floor}
 			if err := w.Prior.Validate(); err != nil {
 				return nil, fmt.Errorf("whitened: %w", err)
 			}
-			if !(w.Floor > 0 && w.Floor <= 1) || math.IsNaN(w.Floor) {
-				return nil, fmt.Errorf("whitened: floor %v: want a number in (0, 1]", w.Floor)
+			if !(w.Floor >= prior.MinFloor && w.Floor <= 1) {
+				return nil, fmt.Errorf("whitened: floor %v: want a number in [%g, 1]", w.Floor, prior.MinFloor)
 			}
 			return w, nil
 		},

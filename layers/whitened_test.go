@@ -152,6 +152,8 @@ func TestWhitenedCodec(t *testing.T) {
 		{`"scenes":-5`, "scenes"},
 		{`"floor":0`, "floor"},
 		{`"floor":2`, "floor"},
+		{`"floor":1e-300`, "floor"},
+		{`"base":[{"type":"whitened","settings":{"base":[{"type":"scattering2d","settings":{"j":1,"l":2}},{"type":"flatten"}],"prior":"dead-leaves v1","scenes":2,"seed":1,"floor":0.5}},{"type":"flatten"}]`, "itself whitened"},
 		{`"base":[]`, "no base layers"},
 		{`"base":[{"type":"nosuch"}]`, `unknown layer type "nosuch"`},
 	} {
@@ -184,6 +186,9 @@ func TestWhitenedShapes(t *testing.T) {
 		{Whitened{Base: ok.Base, Prior: ok.Prior, Floor: math.NaN()}, []int{1, 8, 8}, "floor"},
 		{Whitened{Base: ok.Base, Floor: 0.1}, []int{1, 8, 8}, "scenes"},
 		{Whitened{Base: []Layer{Scattering2D{J: 1, L: 8}, Flatten{}}, Prior: ok.Prior, Floor: 0.1}, []int{3, 64, 64}, "more than the 4096"},
+		{Whitened{Base: ok.Base, Prior: ok.Prior, Floor: 1e-13}, []int{1, 8, 8}, "floor"},
+		{Whitened{Base: []Layer{Scattering2D{J: 10, L: 1}, Flatten{}}, Prior: ok.Prior, Floor: 0.1}, []int{1, 16384, 1024}, "at most 49152 values"},
+		{Whitened{Base: []Layer{ok, Flatten{}}, Prior: ok.Prior, Floor: 0.1}, []int{1, 8, 8}, "itself whitened"},
 	} {
 		if _, err := c.l.OutputShape(c.in); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%+v on %v: error %v, want one saying %q", c.l, c.in, err, c.msg)

@@ -136,8 +136,10 @@ var memo struct {
 // depends on), from this process's memory, else from its file in dir, else from compute,
 // whose result is then written to dir (created if needed) and kept in memory. dir ""
 // keeps no file. A damaged file or one that cannot be written does not fail the call:
-// use.Problem says what happened, and the map is computed. Concurrent calls compute a
-// map once.
+// use.Problem says what happened, and the map is computed. Calls are serialised by one
+// lock, held while a map is computed (minutes): concurrent calls compute a map once, and
+// others wait. The returned slice is shared with every later caller: read it, never
+// write it.
 func Map(dir, key string, dim int, compute func() ([]float32, error)) ([]float32, CacheUse, error) {
 	var use CacheUse
 	if len(key) != 2*sha256.Size || !isHex(key) {

@@ -9,12 +9,12 @@ import (
 
 // DeadLeaves is a random process of images that sees no data: dead-leaves scenes (Lee,
 // Mumford & Huang 2001; one of the synthetic sources of DP-RandP, Tang et al. 2023), each
-// rendered twice under its own random view. A scene is Shapes = 48 discs, rectangles and
-// ellipses (kind uniform) of uniform grey levels (one per channel) on a uniform
-// background, each occluding the ones drawn before it; radii follow the power law of
-// density ∝ r⁻³ on [1, 16] pixels (the model's scale invariance), centres are uniform
-// within 4 pixels around the frame, angles uniform on [0, π), aspect ratios uniform on
-// [0.3, 1]. A view renders the scene scaled about the image centre by a factor uniform on
+// rendered twice under its own random view. A scene is 48 discs, rectangles and ellipses
+// (kind uniform) of uniform grey levels (one per channel) on a uniform background, each
+// occluding the ones drawn before it; radii follow the power law of density ∝ r⁻³ on
+// [1, 16] pixels (the model's scale invariance), centres are uniform on [−4, W+4) ×
+// [−4, H+4) (pixel centres lie at 0 … W−1), angles uniform on [0, π), aspect ratios
+// uniform on [0.3, 1]. A view renders the scene scaled about the image centre by a factor uniform on
 // [0.8, 1.25], shifted by up to ±3 pixels on each axis, mirrored left to right with
 // probability ½, under a gain uniform on [0.6, 1.4] and an offset uniform on ±0.2 around
 // grey 0.5; values are clipped to [0, 1] and rounded to multiples of 1/255, as an 8-bit
@@ -40,8 +40,9 @@ const (
 	deadLeavesRMax   = 16.0
 	deadLeavesMargin = 4.0 // centres within this many pixels around the frame
 	deadLeavesShift  = 3.0 // a view's largest shift, pixels
-	// MaxScenes bounds Scenes, and so the time a checkpoint naming a prior can make a
-	// command spend computing it (about 20 minutes on two cores for its 500,000 images).
+	// MaxScenes bounds Scenes, and with layers.MaxWhitenedInput and prior.MaxDim the
+	// time a checkpoint naming a prior can make a command spend computing it (about 20
+	// minutes on two cores for 500,000 images of 28×28).
 	MaxScenes = 250_000
 )
 

@@ -16,6 +16,11 @@ import (
 // (about 5 minutes for d = 3,969 on two cores) and the map 4·d² bytes (63 MB).
 const MaxDim = 4096
 
+// MinFloor is the smallest floor Whitening takes: below it the map's scale would leave
+// float64's range for directions without variance (a GroupNorm's), and float32's
+// covariance could not tell such small eigenvalues apart anyway.
+const MinFloor = 1e-12
+
 // Rows supplies the rows of the prior's feature matrix: it writes rows [lo, hi), dim
 // values each, one after the other into dst.
 type Rows func(lo, hi int, dst []float32) error
@@ -28,18 +33,22 @@ type Progress func(stage string, done, total int)
 // whitenChunk is the number of rows of one covariance update.
 const whitenChunk = 512
 
-// Whitening returns the dim × dim map M (row-major; a feature row x becomes x·M) that
-// whitens the n rows of rows, the prior's features:
+// Whitening returns the dim × dim map M (row-major, symmetric; a feature row x becomes
+// x·M) that whitens the n rows of rows, the prior's features (ZCA whitening):
 //
-//	M = s · V · diag(λ + floor·λ₁)^(−1/2)
+//	M = s · (C + floor·λ₁·I)^(−1/2) = s · V · diag(λ + floor·λ₁)^(−1/2) · Vᵀ
 //
-// for the eigen-decomposition V·diag(λ)·Vᵀ of the rows' covariance (centred, divided by
-// n; λ descending, λ₁ the largest, negative round-off taken as 0). floor ∈ (0, 1]
-// smooths the directions of least variance, which would otherwise be scaled up without
-// bound. s makes the mapped rows' root-mean-square norm equal the rows' own (from the
-// mean μ and the covariance: E‖x‖² = tr C + ‖μ‖², E‖x·M‖² = s²·Σ (λⱼ + (vⱼ·μ)²) /
-// (λⱼ + floor·λ₁)), so that a learning rate keeps its meaning. The rows are not centred
-// by the map: M is linear.
+// for the rows' covariance C (centred, divided by n) and its eigen-decomposition
+// V·diag(λ)·Vᵀ (λ₁ the largest eigenvalue, negative round-off taken as 0). Being a
+// function of C, not of the basis the decomposition picks, M changes by rounding only
+// where the eigenvectors of (nearly) equal eigenvalues could come out rotated or flipped
+// (another CPU, another BLAS). floor ∈ [MinFloor, 1] smooths the directions of least
+// variance, which would otherwise be scaled up without bound. s makes the mapped rows'
+// root-mean-square norm equal the rows' own (from the mean μ and the covariance:
+// E‖x‖² = tr C + ‖μ‖², E‖x·M‖² = s²·Σ (λⱼ + (vⱼ·μ)²) / (λⱼ + floor·λ₁)), so that a
+// learning rate keeps its meaning. The rows are not centred by the map: M is linear.
+// The covariance is summed in float32 products of chunks of rows, about 10⁻⁶·λ₁ of
+// absolute error: below the floors this package is meant for.
 //
 // Everything here is computed from the prior's rows alone; the map is the same whatever
 // data it is later applied to.
@@ -50,8 +59,8 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 	if n < 2 {
 		return nil, fmt.Errorf("prior: whitening from %d rows: want at least 2", n)
 	}
-	if !(floor > 0 && floor <= 1) {
-		return nil, fmt.Errorf("prior: whitening floor %v: want a number in (0, 1]", floor)
+	if !(floor >= MinFloor && floor <= 1) {
+		return nil, fmt.Errorf("prior: whitening floor %v: want a number in [%g, 1]", floor, MinFloor)
 	}
 	if progress == nil {
 		progress = func(string, int, int) {}
@@ -123,22 +132,40 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 		mu[j] = shift[j] + mean[j]
 		meanSq += mu[j] * mu[j]
 	}
-	w := make([]float64, dim) // column j of V·diag(w) is eigenvector j, descending
+	// A = s·V·diag(w), then M = A·Vᵀ: the map is the matrix function s·(C + floor·λ₁·I)^(−1/2)
+	// of the covariance, whatever basis the eigen-decomposition chose within a cluster of
+	// (nearly) equal eigenvalues or whatever signs it gave its vectors.
+	w := make([]float64, dim)
 	mappedSq := 0.0
 	for j := range dim {
-		lam := max(vals[dim-1-j], 0)
+		lam := max(vals[j], 0)
 		w[j] = 1 / math.Sqrt(lam+floor*top)
 		proj := 0.0
 		for i := range dim {
-			proj += vecs.At(i, dim-1-j) * mu[i]
+			proj += vecs.At(i, j) * mu[i]
 		}
 		mappedSq += w[j] * w[j] * (lam + proj*proj)
 	}
 	s := math.Sqrt(meanSq / mappedSq)
+	if !(s > 0) || math.IsInf(s, 0) {
+		return nil, fmt.Errorf("prior: whitening scale %v (floor %v too small for eigenvalues up to %v)", s, floor, top)
+	}
+	a := mat.NewDense(dim, dim, nil)
+	for i := range dim {
+		for j := range dim {
+			a.Set(i, j, s*vecs.At(i, j)*w[j])
+		}
+	}
+	var m mat.Dense
+	m.Mul(a, vecs.T())
 	M := make([]float32, dim*dim)
 	for i := range dim {
 		for j := range dim {
-			M[i*dim+j] = float32(s * vecs.At(i, dim-1-j) * w[j])
+			v := float32(m.At(i, j))
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("prior: whitening map entry (%d, %d) is %v (floor %v too small)", i, j, v, floor)
+			}
+			M[i*dim+j] = v
 		}
 	}
 	return M, nil

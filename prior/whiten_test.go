@@ -60,18 +60,20 @@ func rowsOf(x []float32, dim int) Rows {
 	}
 }
 
-// TestWhiteningClosedForm: for rows whose covariance has known eigenvalues λ (σᵢ²/d), the
-// map's Mᵀ·C·M (C computed here by plain loops from the rows) is diagonal with the
-// entries s²·λⱼ/(λⱼ + floor·λ₁), λ descending, and the mapped rows' mean squared norm is
-// the rows' own. The rows lie 600 times over (7,200 > one chunk of 512) about a mean far
-// from 0, so the chunked, shifted float32 sums are exercised. (Those sums measure a
-// direction of variance λ to about 10⁻⁶·λ₁/λ relative; here λ ≥ λ₁/1,600.)
+// TestWhiteningClosedForm: for rows whose covariance C has known eigenvalues (σᵢ²/d, so
+// λ₁ = 64/6), the map is s·(C + floor·λ₁·I)^(−1/2): M is symmetric, M·M·(C + floor·λ₁·I)
+// is a multiple of the identity (C computed here by plain loops from the rows), and the
+// mapped rows' mean squared norm is the rows' own (which fixes the multiple). The rows
+// lie 600 times over (7,200 > one chunk of 512) about a mean far from 0, so the chunked,
+// shifted float32 sums are exercised. (Those sums measure a direction of variance λ to
+// about 10⁻⁶·λ₁/λ relative; here λ ≥ λ₁/1,600.)
 func TestWhiteningClosedForm(t *testing.T) {
 	const d, repeat = 6, 600
 	sigma := []float64{0.5, 3, 1, 0.2, 2, 8}
 	mu := []float64{20, -5, 7, 0, 1, 3}
 	x := knownRows(d, repeat, sigma, mu, 1)
 	n := len(x) / d
+	const top = 64.0 / d
 	for _, floor := range []float64{1e-7, 0.01, 0.3} {
 		M, err := Whitening(n, d, rowsOf(x, d), floor, nil)
 		if err != nil {
@@ -101,37 +103,40 @@ func TestWhiteningClosedForm(t *testing.T) {
 		if math.Abs(msq-sq) > 1e-4*sq {
 			t.Errorf("floor %g: mean squared norm %g after the map, %g before", floor, msq, sq)
 		}
-		lam := []float64{64, 9, 4, 1, 0.25, 0.04} // σᵢ² sorted, then /d
-		for i := range lam {
-			lam[i] /= d
+		scale := 0.0
+		for i := range d * d {
+			scale = max(scale, math.Abs(float64(M[i])))
 		}
-		// s² from the entries' sum: Σ s²λⱼ/(λⱼ + floor·λ₁) = tr(MᵀCM).
-		ratio := make([]float64, d)
-		for j := range d {
-			ratio[j] = lam[j] / (lam[j] + floor*lam[0])
+		for i := range d {
+			for j := range d {
+				if a, b := float64(M[i*d+j]), float64(M[j*d+i]); math.Abs(a-b) > 1e-6*scale {
+					t.Errorf("floor %g: M[%d][%d] = %g, M[%d][%d] = %g: not symmetric", floor, i, j, a, j, i, b)
+				}
+			}
 		}
-		var MCM [d][d]float64
-		tr, rs := 0.0, 0.0
-		for a := range d {
-			for b := range d {
-				for i := range d {
-					for j := range d {
-						MCM[a][b] += float64(M[i*d+a]) * C[i][j] * float64(M[j*d+b])
+		var P [d][d]float64 // M·M·(C + floor·λ₁·I)
+		for i := range d {
+			for j := range d {
+				for k := range d {
+					for l := range d {
+						reg := C[l][j]
+						if l == j {
+							reg += floor * top
+						}
+						P[i][j] += float64(M[i*d+k]) * float64(M[k*d+l]) * reg
 					}
 				}
 			}
-			tr += MCM[a][a]
-			rs += ratio[a]
 		}
-		s2 := tr / rs
-		for a := range d {
-			for b := range d {
+		s2 := P[0][0]
+		for i := range d {
+			for j := range d {
 				want := 0.0
-				if a == b {
-					want = s2 * ratio[a]
+				if i == j {
+					want = s2
 				}
-				if math.Abs(MCM[a][b]-want) > 1e-3*s2 {
-					t.Errorf("floor %g: (MᵀCM)[%d][%d] = %.6g, want %.6g", floor, a, b, MCM[a][b], want)
+				if math.Abs(P[i][j]-want) > 1e-3*s2 {
+					t.Errorf("floor %g: (M·M·(C + floor·λ₁·I))[%d][%d] = %.6g, want %.6g", floor, i, j, P[i][j], want)
 				}
 			}
 		}
@@ -157,6 +162,7 @@ func TestWhiteningRefuses(t *testing.T) {
 		{12, 3, rowsOf(ok, 3), 0, "floor"},
 		{12, 3, rowsOf(ok, 3), math.NaN(), "floor"},
 		{12, 3, rowsOf(ok, 3), 1.5, "floor"},
+		{12, 3, rowsOf(ok, 3), 5e-324, "floor"},
 		{10, 3, rowsOf(flat, 3), 0.1, "no variance"},
 		{12, 3, rowsOf(nan, 3), 0.1, "NaN"},
 		{12, 3, failing, 0.1, "no rows today"},
@@ -290,4 +296,36 @@ func FuzzDecodeMap(f *testing.F) {
 			t.Fatalf("accepted a file that is not the encoding of what it read: %q", b)
 		}
 	})
+}
+
+// TestWhiteningIgnoresTheBasis: rows whose covariance has two pairs of equal eigenvalues,
+// summed in another order (the rows reversed: the same covariance up to rounding, which
+// is enough for the eigen-decomposition to pick other vectors within each pair), give
+// the same map to 10⁻⁴ of its largest entry. (A map V·diag(w) without the final Vᵀ
+// differs by up to its whole size here.)
+func TestWhiteningIgnoresTheBasis(t *testing.T) {
+	const d = 6
+	x := knownRows(d, 100, []float64{1, 3, 3, 0.5, 2, 2}, []float64{1, 2, 3, 4, 5, 6}, 5)
+	n := len(x) / d
+	rev := make([]float32, len(x))
+	for r := range n {
+		copy(rev[r*d:(r+1)*d], x[(n-1-r)*d:(n-r)*d])
+	}
+	a, err := Whitening(n, d, rowsOf(x, d), 0.01, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Whitening(n, d, rowsOf(rev, d), 0.01, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := 0.0
+	for _, v := range a {
+		scale = max(scale, math.Abs(float64(v)))
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-4*scale {
+			t.Fatalf("entry %d: %g, with the rows reversed %g (largest %g)", i, a[i], b[i], scale)
+		}
+	}
 }
