@@ -10,12 +10,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/parallel"
 	"github.com/privtrain/privtrain/internal/strictjson"
 	"github.com/privtrain/privtrain/prior"
 )
@@ -231,20 +231,13 @@ func (l Whitened) matrixWith(in []int, tr func([]float32) ([]float32, error), d 
 func (l Whitened) priorImages(in []int, lo, hi int) ([]float32, error) {
 	size := num.Prod(in)
 	x := make([]float32, (hi-lo)*size)
-	workers := min(runtime.GOMAXPROCS(0), hi-lo)
+	workers := runtime.GOMAXPROCS(0)
 	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := lo + w; i < hi; i += workers {
-				if err := l.Prior.Image(i, in[0], in[1], in[2], x[(i-lo)*size:(i-lo+1)*size]); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	parallel.For(workers, hi-lo, 1, func(w, a, _ int) {
+		if errs[w] == nil {
+			errs[w] = l.Prior.Image(lo+a, in[0], in[1], in[2], x[a*size:(a+1)*size])
+		}
+	})
 	return x, errors.Join(errs...)
 }
 

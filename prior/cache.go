@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -54,21 +55,12 @@ func mapHeader(key string, dim int) []byte {
 // encodeMap is the file of M.
 func encodeMap(key string, dim int, M []float32) []byte {
 	b := mapHeader(key, dim)
-	b = slicesGrow(b, 4*len(M)+sha256.Size)
+	b = slices.Grow(b, 4*len(M)+sha256.Size)
 	for _, v := range M {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
-}
-
-func slicesGrow(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n)
-		copy(nb, b)
-		return nb
-	}
-	return b
 }
 
 // decodeMap is the map of key with dim features in file b, or an error saying what is

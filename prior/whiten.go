@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privtrain/privtrain/internal/gemm"
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 // MaxDim bounds the dimension of a whitening map: its eigen-decomposition costs O(d³)
@@ -172,22 +172,19 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 }
 
 // gramParallel writes xᵀx (dim × dim, row-major) for the rows × dim matrix x into dst,
-// its rows split among the cores.
+// blocks of its rows on every core (a row's values do not depend on the blocks).
 func gramParallel(dim, rows int, x, dst []float32) {
-	parts := min(runtime.GOMAXPROCS(0), dim)
-	var wg sync.WaitGroup
-	for p := range parts {
-		r0, r1 := p*dim/parts, (p+1)*dim/parts
-		wg.Go(func() {
-			a := gemm.Matrix[float32]{Data: x[r0:], Stride: dim, ColMajor: true}
-			gemm.Gemm(r1-r0, dim, rows, a, x, dim, dst[r0*dim:], dim, nil, 0)
-		})
-	}
-	wg.Wait()
+	parallel.For(runtime.GOMAXPROCS(0), dim, parallelRows, func(_, r0, r1 int) {
+		a := gemm.Matrix[float32]{Data: x[r0:], Stride: dim, ColMajor: true}
+		gemm.Gemm(r1-r0, dim, rows, a, x, dim, dst[r0*dim:], dim, nil, 0)
+	})
 }
 
+// parallelRows is the block of rows of a product that one call on one core computes.
+const parallelRows = 64
+
 // Apply returns x·M for the n rows of x (dim values each) and M dim × dim, in a new
-// slice, the rows split among the cores.
+// slice, blocks of rows on every core.
 func Apply(x []float32, dim int, M []float32) ([]float32, error) {
 	if dim <= 0 || len(M) != dim*dim || len(x)%dim != 0 {
 		return nil, fmt.Errorf("prior: %d values and a %d-value map for %d features", len(x), len(M), dim)
@@ -197,15 +194,9 @@ func Apply(x []float32, dim int, M []float32) ([]float32, error) {
 	if n == 0 {
 		return out, nil
 	}
-	parts := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	for p := range parts {
-		r0, r1 := p*n/parts, (p+1)*n/parts
-		wg.Go(func() {
-			a := gemm.Matrix[float32]{Data: x[r0*dim:], Stride: dim}
-			gemm.Gemm(r1-r0, dim, dim, a, M, dim, out[r0*dim:], dim, nil, 0)
-		})
-	}
-	wg.Wait()
+	parallel.For(runtime.GOMAXPROCS(0), n, parallelRows, func(_, r0, r1 int) {
+		a := gemm.Matrix[float32]{Data: x[r0*dim:], Stride: dim}
+		gemm.Gemm(r1-r0, dim, dim, a, M, dim, out[r0*dim:], dim, nil, 0)
+	})
 	return out, nil
 }
