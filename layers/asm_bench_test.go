@@ -3,19 +3,16 @@ package layers
 import (
 	"fmt"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
-// benchAsm runs body as the sub-benchmarks prefix+"asm=true" (the AVX-512 kernels; left
-// out where the CPU has none) and prefix+"asm=false" (their Go versions), setting useAsm
-// for each and restoring it afterwards.
+// benchAsm runs body as the sub-benchmarks prefix+"path=P" for every CPU path P this
+// machine supports (internal/cpupath: avx512, avx2, neon, generic), forcing each in turn.
 func benchAsm(b *testing.B, prefix string, body func(b *testing.B)) {
-	for _, asm := range []bool{true, false} {
-		if asm && !useAsm {
-			continue
-		}
-		b.Run(fmt.Sprintf("%sasm=%v", prefix, asm), func(b *testing.B) {
-			defer func(v bool) { useAsm = v }(useAsm)
-			useAsm = asm
+	for _, p := range cpupath.Supported() {
+		b.Run(fmt.Sprintf("%spath=%v", prefix, p), func(b *testing.B) {
+			defer cpupath.Force(p)()
 			body(b)
 		})
 	}

@@ -256,7 +256,7 @@ func (o *convOp[T]) prepare() {
 // im2col writes the patches of one NHWC image x into u, [positions × k].
 func (o *convOp[T]) im2col(x, u []T) {
 	x, u = x[:o.h*o.w*o.c], u[:o.p*o.k]
-	if x32, ok := any(x).([]float32); ok && useAsm {
+	if x32, ok := any(x).([]float32); ok && useAsm() {
 		patchCopy32(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
 		return
 	}
@@ -276,7 +276,7 @@ func (o *convOp[T]) im2col(x, u []T) {
 func (o *convOp[T]) col2im(du, dx []T) {
 	du, dx = du[:o.p*o.k], dx[:o.h*o.w*o.c]
 	clear(dx)
-	if dx32, ok := any(dx).([]float32); ok && useAsm {
+	if dx32, ok := any(dx).([]float32); ok && useAsm() {
 		patchAdd32(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -274,50 +275,50 @@ func TestGroupNormNativeMatchesGorgonia(t *testing.T) {
 // same arithmetic in the same order, so logits, input gradients and per-example
 // gradients must agree bit for bit.
 func TestGroupNormAssemblyMatchesGo(t *testing.T) {
-	if !useAsm {
-		t.Skip("no AVX-512")
-	}
 	const b = 5
 	for si, st := range groupNormStacks {
-		t.Run(st.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(si), 17))
-			params, x, out := randomStack(rng, st.ls, st.in, b)
-			r := randomValues(rng, b*num.Prod(out))
-			run := func(asm bool) ([]float32, [][]float64) {
-				defer func(v bool) { useAsm = v }(useAsm)
-				useAsm = asm
-				g := nativeExampleGradients[float32](t, st.ls, st.in, b, params, x, r)
-				ps := make([][][]float32, len(params))
-				for li, p := range params {
-					for _, v := range p {
-						ps[li] = append(ps[li], convertTo[float32](v))
+		for _, p := range cpupath.Supported() {
+			t.Run(st.name+"/"+p.String(), func(t *testing.T) {
+				defer cpupath.Force(p)()
+				rng := rand.New(rand.NewPCG(uint64(si), 17))
+				params, x, out := randomStack(rng, st.ls, st.in, b)
+				r := randomValues(rng, b*num.Prod(out))
+				run := func(asm bool) ([]float32, [][]float64) {
+					defer func(v bool) { goKernels = v }(goKernels)
+					goKernels = !asm
+					g := nativeExampleGradients[float32](t, st.ls, st.in, b, params, x, r)
+					ps := make([][][]float32, len(params))
+					for li, p := range params {
+						for _, v := range p {
+							ps[li] = append(ps[li], convertTo[float32](v))
+						}
+					}
+					nv, err := NewNative[float32](st.ls, st.in, b, ps, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					copy(nv.Input(), convertTo[float32](x))
+					nv.Prepare()
+					for lo := 0; lo < b; lo += nv.Chunk() {
+						nv.Forward(0, lo, min(lo+nv.Chunk(), b))
+					}
+					return append([]float32(nil), nv.Logits()...), g
+				}
+				la, ga := run(true)
+				lg, gg := run(false)
+				for j := range la {
+					if math.Float32bits(la[j]) != math.Float32bits(lg[j]) {
+						t.Fatalf("logit %d: assembly %v, Go %v", j, la[j], lg[j])
 					}
 				}
-				nv, err := NewNative[float32](st.ls, st.in, b, ps, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				copy(nv.Input(), convertTo[float32](x))
-				nv.Prepare()
-				for lo := 0; lo < b; lo += nv.Chunk() {
-					nv.Forward(0, lo, min(lo+nv.Chunk(), b))
-				}
-				return append([]float32(nil), nv.Logits()...), g
-			}
-			la, ga := run(true)
-			lg, gg := run(false)
-			for j := range la {
-				if math.Float32bits(la[j]) != math.Float32bits(lg[j]) {
-					t.Fatalf("logit %d: assembly %v, Go %v", j, la[j], lg[j])
-				}
-			}
-			for i := range ga {
-				for j := range ga[i] {
-					if math.Float64bits(ga[i][j]) != math.Float64bits(gg[i][j]) {
-						t.Fatalf("example %d, parameter %d: assembly %v, Go %v", i, j, ga[i][j], gg[i][j])
+				for i := range ga {
+					for j := range ga[i] {
+						if math.Float64bits(ga[i][j]) != math.Float64bits(gg[i][j]) {
+							t.Fatalf("example %d, parameter %d: assembly %v, Go %v", i, j, ga[i][j], gg[i][j])
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

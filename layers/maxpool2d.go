@@ -143,9 +143,9 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 	idx := sc.indices[k][:n*outN]
 	for e := range n {
 		x, y, ix := in[e*inN:(e+1)*inN], out[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if x32, ok := any(x).([]float32); ok && (useAsm || useAVX2) {
+		if x32, ok := any(x).([]float32); ok && (useAsm() || useAVX2()) {
 			f := maxPoolForward32
-			if !useAsm {
+			if !useAsm() {
 				f = maxPoolForward32AVX2
 			}
 			f(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
@@ -187,9 +187,9 @@ func (o *maxPoolOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T
 	clear(gIn)
 	for e := range n {
 		dx, g, ix := gIn[e*inN:(e+1)*inN], gOut[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if dx32, ok := any(dx).([]float32); ok && (useAsm || useAVX2) {
+		if dx32, ok := any(dx).([]float32); ok && (useAsm() || useAVX2()) {
 			f := maxPoolBackward32
-			if !useAsm {
+			if !useAsm() {
 				f = maxPoolBackward32AVX2
 			}
 			f(&dx32[0], &any(g).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, o.c)

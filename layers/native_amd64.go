@@ -1,13 +1,21 @@
 package layers
 
-import "golang.org/x/sys/cpu"
+import "github.com/privtrain/privtrain/internal/cpupath"
 
-// useAsm selects the AVX-512 kernels of native_amd64.s for float32 (x/sys/cpu also checks
-// that the OS saves the ZMM and mask registers); useAVX2 the AVX2 versions of some of them.
-var (
-	useAsm  = cpu.X86.HasAVX512F
-	useAVX2 = cpu.X86.HasAVX2
-)
+// useAsm selects the AVX-512 kernels of native_amd64.s for float32, useAVX2 the AVX2
+// versions of some of them: the path internal/cpupath decided (the best the CPU runs, or a
+// lower one forced by PRIVTRAIN_CPU or a test).
+func useAsm() bool { return !goKernels && cpupath.Current() == cpupath.AVX512 }
+
+func useAVX2() bool {
+	p := cpupath.Current()
+	return !goKernels && (p == cpupath.AVX2 || p == cpupath.AVX512)
+}
+
+// goKernels, set only by tests, makes this package's kernels take their Go versions whatever
+// the path while internal/gemm's products stay on it, so that a path's kernels can be compared
+// with Go's bit for bit.
+var goKernels bool
 
 //go:noescape
 func maxPoolForward32AVX2(x, y *float32, idx *int32, cells, start *int32, npix, c int)

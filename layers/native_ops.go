@@ -21,11 +21,11 @@ func activationGrad[T num.Float](f actFunc, dz, g, y []T) {
 		}
 		copy(dz, g)
 	case actReLU:
-		if y32, ok := any(y).([]float32); ok && (useAsm || useAVX2) && len(y32) > 0 {
+		if y32, ok := any(y).([]float32); ok && (useAsm() || useAVX2()) && len(y32) > 0 {
 			dz32, g32 := any(dz).([]float32), any(g).([]float32)
 			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
 			f := reluGrad32AVX
-			if !useAsm {
+			if !useAsm() {
 				f = reluGrad32AVX2
 			}
 			f(&dz32[0], &g32[0], &y32[0], len(y32))

@@ -2,11 +2,9 @@
 
 package layers
 
-// Variables, not constants, so that tests may switch paths as on amd64.
-var (
-	useAsm  = false
-	useAVX2 = false
-)
+func useAsm() bool { return false }
+
+func useAVX2() bool { return false }
 
 func maxPoolForward32AVX2(x, y *float32, idx *int32, cells, start *int32, npix, c int) {
 	panic("layers: no assembly kernels")
@@ -63,3 +61,6 @@ func gnNormReLU32AVX512(x, xh, y *float32, mean, r *float64, gamma, beta *float3
 func gnGradMasked32AVX512(dy, xh, y, dx *float32, gain, mg, mgx, r *float64, p, c int) {
 	panic("layers: no assembly kernels")
 }
+
+// goKernels: see native_amd64.go (there are no assembly kernels here yet).
+var goKernels bool

@@ -14,6 +14,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -367,21 +368,17 @@ func TestNativeRejectsForeignLayers(t *testing.T) {
 // native_amd64.s (max-pool, im2col, col2im, ReLU gradient) and with their Go versions: the
 // same arithmetic in the same order, so the results must agree bit for bit.
 func TestNativeAssemblyMatchesGo(t *testing.T) {
-	if !useAsm && !useAVX2 {
-		t.Skip("no AVX-512 or AVX2")
-	}
 	const b = 6
 	for si, st := range nativeStacks {
-		for _, isa := range []string{"avx512", "avx2"} {
-			if isa == "avx512" && !useAsm || isa == "avx2" && !useAVX2 {
-				continue
-			}
-			testAssemblyMatchesGo(t, si, st.name+"/"+isa, st.in, st.ls, b, isa == "avx512")
+		for _, p := range cpupath.Supported() {
+			testAssemblyMatchesGo(t, si, st.name+"/"+p.String(), st.in, st.ls, b, p)
 		}
 	}
 }
 
-func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Layer, b int, avx512 bool) {
+// testAssemblyMatchesGo runs a stack on path p with this package's kernels and with their
+// Go versions (goKernels; the products stay on p): the results must agree bit for bit.
+func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Layer, b int, p cpupath.Path) {
 	st := struct {
 		in []int
 		ls []Layer
@@ -400,8 +397,9 @@ func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Lay
 			x := toFloat32(randomValues(rng, b*num.Prod(st.in)))
 			r := toFloat32(randomValues(rng, b*num.Prod(cur)))
 			run := func(asm bool) ([]float32, [][]float32) {
-				defer func(v, w bool) { useAsm, useAVX2 = v, w }(useAsm, useAVX2)
-				useAsm, useAVX2 = asm && avx512, asm && !avx512
+				defer cpupath.Force(p)()
+				defer func(v bool) { goKernels = v }(goKernels)
+				goKernels = !asm
 				nv, err := NewNative[float32](st.ls, st.in, b, params, true)
 				if err != nil {
 					t.Fatal(err)

@@ -65,7 +65,7 @@ func (s *wsConvScratch[T]) Example(worker, i int, grad []T) {
 // r·(G − mean(G) − ŵ·⟨G, ŵ⟩), sums in float64: in float32 with AVX-512 and k a multiple
 // of 8 by wsChain32AVX512, the same steps with the sums in 8 lanes.
 func wsChain[T num.Float](grad, what, rstd []T, f, k int) {
-	if g32, ok := any(grad).([]float32); ok && useAsm && k%8 == 0 && f > 0 {
+	if g32, ok := any(grad).([]float32); ok && useAsm() && k%8 == 0 && f > 0 {
 		wsChain32AVX512(&g32[0], &any(what).([]float32)[0], &any(rstd).([]float32)[0], f, k)
 		return
 	}

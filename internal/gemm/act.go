@@ -171,13 +171,13 @@ func activationGrad[T Float](dz, g, y []T, sigmoid bool) {
 
 func actKernel(sigmoid bool) func(dst, src, bias *float32, n int) {
 	switch {
-	case useAVX512 && sigmoid:
+	case useAVX512() && sigmoid:
 		return sigmoid32AVX512
-	case useAVX512:
+	case useAVX512():
 		return tanh32AVX512
-	case useAVX2 && sigmoid:
+	case useAVX2() && sigmoid:
 		return sigmoid32AVX2
-	case useAVX2:
+	case useAVX2():
 		return tanh32AVX2
 	}
 	return nil
@@ -185,13 +185,13 @@ func actKernel(sigmoid bool) func(dst, src, bias *float32, n int) {
 
 func gradKernel(sigmoid bool) func(dz, g, y *float32, n int) {
 	switch {
-	case useAVX512 && sigmoid:
+	case useAVX512() && sigmoid:
 		return sigmoidGrad32AVX512
-	case useAVX512:
+	case useAVX512():
 		return tanhGrad32AVX512
-	case useAVX2 && sigmoid:
+	case useAVX2() && sigmoid:
 		return sigmoidGrad32AVX2
-	case useAVX2:
+	case useAVX2():
 		return tanhGrad32AVX2
 	}
 	return nil

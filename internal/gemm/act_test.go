@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
 // The float32 activations are checked against float64 math.Tanh and math.Exp rounded to
@@ -41,21 +43,28 @@ func refTanh(x float32) float32 { return float32(math.Tanh(float64(x))) }
 
 func refSigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
 
-// actPaths are the implementations this machine can run.
+// actPaths are the implementations this machine can run ("go" is the generic path).
 func actPaths() []string {
-	paths := []string{"go"}
-	if useAVX2 {
-		paths = append(paths, "avx2")
-	}
-	if useAVX512 {
-		paths = append(paths, "avx512")
+	var paths []string
+	for _, p := range cpupath.Supported() {
+		if p == cpupath.Generic {
+			paths = append(paths, "go")
+		} else {
+			paths = append(paths, p.String())
+		}
 	}
 	return paths
 }
 
 func withPath(path string, f func()) {
-	defer func(v, w bool) { useAVX512, useAVX2 = v, w }(useAVX512, useAVX2)
-	useAVX512, useAVX2 = path == "avx512", path == "avx2"
+	p := cpupath.Generic
+	if path != "go" {
+		var err error
+		if p, err = cpupath.Parse(path); err != nil {
+			panic(err)
+		}
+	}
+	defer cpupath.Force(p)()
 	f()
 }
 

@@ -55,7 +55,7 @@ func Gemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bia
 	case []float32:
 		a32 := any(a).(Matrix[float32])
 		b32, bias32 := any(b).([]float32), any(bias).([]float32)
-		if useAVX512 || useAVX2 {
+		if useAVX512() || useAVX2() {
 			sgemmKernels(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 			return
 		}
@@ -104,7 +104,7 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 		ap, bp = nil, nil // never read
 	}
 	lanes, rows := 16, maxRows[:]
-	if !useAVX512 {
+	if !useAVX512() {
 		lanes, rows = 8, maxRows2[:]
 	}
 	blockCols := lanes * (len(rows) - 1)
@@ -113,7 +113,7 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 		nv := (w + lanes - 1) / lanes
 		last := w - lanes*(nv-1)   // lanes of the last vector
 		flags := int(f) | last<<16 // AVX2: the lane count
-		if useAVX512 {
+		if useAVX512() {
 			flags = int(f) | (1<<last-1)<<16 // AVX-512: the lane mask
 		}
 		mr := rows[nv]
@@ -135,7 +135,7 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 				}
 				ai = (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
 			}
-			if useAVX512 {
+			if useAVX512() {
 				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
 			} else {
 				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)

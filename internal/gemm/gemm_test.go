@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
 // naive is the product written out from the definition, in float64.
@@ -112,26 +114,14 @@ func testProducts[T Float](t *testing.T, tol float64) {
 	}
 }
 
+// TestGemmFloat32 checks the products on every path this CPU supports (cpupath).
 func TestGemmFloat32(t *testing.T) {
-	if !useAVX512 {
-		t.Log("no AVX-512: testing the BLAS path only")
+	for _, p := range cpupath.Supported() {
+		t.Run(p.String(), func(t *testing.T) {
+			defer cpupath.Force(p)()
+			testProducts[float32](t, 1e-5)
+		})
 	}
-	testProducts[float32](t, 1e-5)
-}
-
-func TestGemmFloat32AVX2(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2")
-	}
-	defer func(v bool) { useAVX512 = v }(useAVX512)
-	useAVX512 = false
-	testProducts[float32](t, 1e-5)
-}
-
-func TestGemmFloat32Portable(t *testing.T) {
-	defer func(v, w bool) { useAVX512, useAVX2 = v, w }(useAVX512, useAVX2)
-	useAVX512, useAVX2 = false, false
-	testProducts[float32](t, 1e-5)
 }
 
 func TestGemmFloat64(t *testing.T) { testProducts[float64](t, 1e-13) }
@@ -162,13 +152,9 @@ var benchShapes = []struct {
 
 func BenchmarkGemm(b *testing.B) {
 	for _, s := range benchShapes {
-		for _, impl := range []string{"avx512", "avx2", "blas"} {
-			if impl == "avx512" && !useAVX512 || impl == "avx2" && !useAVX2 {
-				continue
-			}
-			b.Run(fmt.Sprintf("%s/%s", s.name, impl), func(b *testing.B) {
-				defer func(v, w bool) { useAVX512, useAVX2 = v, w }(useAVX512, useAVX2)
-				useAVX512, useAVX2 = impl == "avx512", impl == "avx2"
+		for _, p := range cpupath.Supported() {
+			b.Run(fmt.Sprintf("%s/%s", s.name, p), func(b *testing.B) {
+				defer cpupath.Force(p)()
 				rng := rand.New(rand.NewPCG(1, 2))
 				a := Matrix[float32]{Data: randSlice[float32](rng, s.m*s.k), Stride: s.k, ColMajor: s.colA}
 				if s.colA {
@@ -192,12 +178,11 @@ func TestSumSquares(t *testing.T) {
 		for _, v := range x {
 			want += float64(v) * float64(v)
 		}
-		for _, asm := range []bool{true, false} {
+		for _, p := range cpupath.Supported() {
 			func() {
-				defer func(v bool) { useAVX512 = v }(useAVX512)
-				useAVX512 = useAVX512 && asm
+				defer cpupath.Force(p)()
 				if got := SumSquares(x); math.Abs(got-want) > 1e-13*want {
-					t.Fatalf("n=%d asm=%v: %v, want %v", n, asm, got, want)
+					t.Fatalf("n=%d path %v: %v, want %v", n, p, got, want)
 				}
 			}()
 		}

@@ -5,7 +5,7 @@ package gemm
 func SumSquares[T Float](x []T) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
-	if x32, ok := any(x).([]float32); ok && useAVX512 && len(x) >= 32 {
+	if x32, ok := any(x).([]float32); ok && useAVX512() && len(x) >= 32 {
 		i = len(x) &^ 31
 		s0 = sumSquares32(&x32[0], i)
 	}

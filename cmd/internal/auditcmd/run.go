@@ -99,6 +99,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "audit: unexpected argument %q (see audit -help)\n", fs.Arg(0))
 		return exit.Usage
 	}
+	if err := cli.CPUPathError(); err != nil {
+		fmt.Fprintf(stderr, "audit: %s\n", err)
+		return exit.Usage
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.check(set); err != nil {

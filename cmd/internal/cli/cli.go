@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -29,11 +30,25 @@ func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, exit.OneLine(err.Error()), name)
 		return exit.Usage
 	}
+	if err := CPUPathError(); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", name, err)
+		return exit.Usage
+	}
 	err := body()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %s\n", name, exit.OneLine(err.Error()))
 	}
 	return exit.Status(err)
+}
+
+// CPUPathError is the usage error for a PRIVTRAIN_CPU that names an unknown path or one this
+// CPU cannot run (internal/cpupath), or nil: a command refuses to start rather than run on
+// a path the user did not ask for.
+func CPUPathError() error {
+	if err := cpupath.EnvError(); err != nil {
+		return exit.Usagef("%v", err)
+	}
+	return nil
 }
 
 // Predictor loads the checkpoint named by -checkpoint (LoadCheckpoint) and its model.

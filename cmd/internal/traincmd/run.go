@@ -56,6 +56,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "train: unexpected argument %q (flags only; see train -help)\n", flags.Arg(0))
 		return exit.Usage
 	}
+	if err := cli.CPUPathError(); err != nil {
+		fmt.Fprintf(stderr, "train: %s\n", err)
+		return exit.Usage
+	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.applyRecipe(flags); err != nil {
