@@ -20,6 +20,11 @@ type Dataset struct {
 	Steps int
 	// Last is the time of its most recent run.
 	Last time.Time
+	// Head is the ledger's last entry: keep it elsewhere to compare later (a ledger that
+	// no longer holds it was rolled back).
+	Head Head
+	// Keyed reports a sealed ledger (Store.Seal): its entries from the seal on are keyed.
+	Keyed bool
 	Composition
 }
 
@@ -101,7 +106,7 @@ func (s *Store) Datasets(delta float64) ([]Dataset, error) {
 }
 
 func (l *ledger) summary(delta float64) (Dataset, error) {
-	d := Dataset{Fingerprint: l.fp, Runs: len(l.runs)}
+	d := Dataset{Fingerprint: l.fp, Runs: len(l.runs), Keyed: l.keyed, Head: l.head()}
 	for _, r := range l.runs {
 		if r.first.Kind == kindReserve && r.commit == nil {
 			d.Unsettled++

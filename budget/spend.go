@@ -94,6 +94,11 @@ func (s Spend) Steps() int {
 	return n
 }
 
+// isZero reports whether s holds no form at all (a seal entry's).
+func (s Spend) isZero() bool {
+	return s.Accountant == "" && s.Segments == nil && s.RDP == nil && s.Approx == nil && !s.Unbounded
+}
+
 // isSegments reports whether s is a segment spend.
 func (s Spend) isSegments() bool { return s.Accountant != "" }
 
