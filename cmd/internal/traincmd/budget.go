@@ -44,8 +44,11 @@ type runBudget struct {
 // reserveBudget records the run's planned spend in the budget store before its first
 // step (report prints the data set's spend so far and with this run's plan). A resumed run
 // reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
-// the run that took them, or imported now when the store has not seen its lineage).
-func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
+// the run that took them, or imported now when the store has not seen them). cks are the
+// checkpoints read (the one resumed first; nil entries are skipped): the ledger heads they
+// recorded are witnesses that the store must still hold (a rollback is refused).
+func reserveBudget(o *options, t *training.Trainer, cks []*checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
+	ck := cks[0]
 	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
@@ -79,6 +82,12 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 		}
 		run.Inherited = &inherited
 	}
+	for _, c := range cks {
+		if c != nil && c.BudgetHead != nil {
+			h := c.BudgetHead
+			run.Witnesses = append(run.Witnesses, budget.Head{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash})
+		}
+	}
 	res, err := store.Reserve(fp, run, planned, o.budget.eps)
 	if err != nil {
 		return nil, cli.StoreError("-budget", store, err)
@@ -87,6 +96,16 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
 	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), cli.FormatSpend(res.Before), cli.FormatSpend(res.After))
 	return rb, nil
+}
+
+// head is the data set's ledger head after the run's latest entry in the budget store,
+// which every checkpoint the run writes records (nil without a reservation).
+func (rb *runBudget) head() *checkpoint.BudgetHead {
+	if rb == nil || rb.res == nil {
+		return nil
+	}
+	h := rb.res.Head()
+	return &checkpoint.BudgetHead{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash}
 }
 
 // report prints the data set's spend before the run and with its plan (after the run's

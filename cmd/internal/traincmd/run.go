@@ -134,6 +134,9 @@ type session struct {
 		eps  float64
 	}
 	stderr io.Writer
+	// budget is the run's reservation in the budget store (nil: none, such as a
+	// -distributed job's ranks other than 0): its ledger head goes into every checkpoint.
+	budget *runBudget
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
@@ -262,10 +265,11 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	warnUncheckedContent(o, ck, stderr)
 	var spend *runBudget
 	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
-		if spend, err = reserveBudget(o, s.trainer, ck, fingerprint, cfg.Rule, stderr); err != nil { // before any output file is touched
+		if spend, err = reserveBudget(o, s.trainer, []*checkpoint.Training{ck, newest}, fingerprint, cfg.Rule, stderr); err != nil { // before any output file is touched
 			return 0, err
 		}
 	}
+	s.budget = spend
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
 		spend.settle(s.trainer) // no step ran: settles at none
 		return 0, err
@@ -366,6 +370,7 @@ func (s *session) save() error {
 	if err != nil {
 		return err
 	}
+	c.BudgetHead = s.budget.head()
 	if err := saveCheckpoint(s.o.checkpoint, c); err != nil {
 		return fileError("checkpoint", s.o.checkpoint, err)
 	}

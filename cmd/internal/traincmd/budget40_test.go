@@ -1,0 +1,118 @@
+package traincmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/nn/checkpoint"
+)
+
+// Issue 40, item 7: a run with the checkpoint key set does not key the data set's ledger,
+// so the unkeyed runs after it still run; only an explicit seal keys it, and then an
+// unkeyed run is refused naming PRIVTRAIN_BUDGET_KEY.
+func TestBudgetCheckpointKeyDoesNotLock(t *testing.T) {
+	csv, store := writeBlobsCSV(t, 50), t.TempDir()
+	const z = 5.0
+	t.Setenv("PRIVTRAIN_CHECKPOINT_KEY", "a checkpoint key of 16+ bytes")
+	mustRun(t, qOneArgs(t, csv, store, 1, z)...)
+	os.Unsetenv("PRIVTRAIN_CHECKPOINT_KEY") // t.Setenv restores it
+	mustRun(t, qOneArgs(t, csv, store, 1, z)...)
+	d := onlyDataset(t, store) // read without any key
+	if d.Runs != 2 || d.Keyed {
+		t.Fatalf("store after a run with the checkpoint key and one without: %+v; want 2 runs, unkeyed", d)
+	}
+	// The budget key alone does not seal either.
+	t.Setenv("PRIVTRAIN_BUDGET_KEY", "a budget key of 16+ bytes")
+	mustRun(t, qOneArgs(t, csv, store, 1, z)...)
+	os.Unsetenv("PRIVTRAIN_BUDGET_KEY")
+	mustRun(t, qOneArgs(t, csv, store, 1, z)...)
+	// Sealed: an unkeyed run exits 2 naming the budget key; a keyed one runs.
+	s, err := budget.Open(store, []byte("a budget key of 16+ bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Seal(d.Fingerprint); !ok || err != nil {
+		t.Fatalf("seal: %v %v", ok, err)
+	}
+	code, _, stderr := runCmd(t, context.Background(), qOneArgs(t, csv, store, 1, z)...)
+	if code != exit.Usage || !strings.Contains(stderr, "PRIVTRAIN_BUDGET_KEY") {
+		t.Errorf("an unkeyed run on a sealed data set: exit %d\n%s", code, stderr)
+	}
+	t.Setenv("PRIVTRAIN_BUDGET_KEY", "a budget key of 16+ bytes")
+	mustRun(t, qOneArgs(t, csv, store, 1, z)...)
+	ds, err := s.Datasets(0)
+	if err != nil || len(ds) != 1 || ds[0].Runs != 5 || !ds[0].Keyed {
+		t.Errorf("sealed store: %+v, %v; want 5 runs, keyed", ds, err)
+	}
+}
+
+// Issue 40, item 2: a checkpoint records its data set's ledger head; resuming it after the
+// ledger was rolled back (its files copied back from an older backup, or the ledger cut
+// and the older head kept) is refused with exit status 2, naming the rollback. A
+// checkpoint without a head (written before heads were recorded) and a resume into
+// another store still run.
+func TestBudgetRollbackRefused(t *testing.T) {
+	csv, store, dir := writeBlobsCSV(t, 50), t.TempDir(), t.TempDir()
+	const z = 5.0
+	a, b := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt")
+	mustRun(t, append(qOneArgs(t, csv, store, 2, z), "-checkpoint", a)...)
+	fp := onlyDataset(t, store).Fingerprint
+	ledger, head := filepath.Join(store, fp+".ledger"), filepath.Join(store, fp+".head")
+	oldLedger, oldHead := readFile(t, ledger), readFile(t, head)
+	mustRun(t, append(qOneArgs(t, csv, store, 6, z), "-checkpoint", b)...) // the run the rollback loses
+	c, err := checkpoint.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written at the last epoch's end, before the run settled: the head is the run's
+	// reservation (entry 2), which counts its whole plan.
+	if h := c.BudgetHead; h == nil || h.Fingerprint != fp || h.Seq != 2 {
+		t.Fatalf("checkpoint's budget head %+v; want entry 2 (the reservation of the second run) of data set %s", h, fp)
+	}
+	full, fullHead := readFile(t, ledger), readFile(t, head)
+	for _, rb := range []struct {
+		name         string
+		ledger, head []byte
+	}{{"both files copied back", oldLedger, oldHead}, {"ledger cut, older head", full[:len(oldLedger)], oldHead}} {
+		t.Run(rb.name, func(t *testing.T) {
+			os.WriteFile(ledger, rb.ledger, 0o600)
+			os.WriteFile(head, rb.head, 0o600)
+			if d := onlyDataset(t, store); d.Steps != 2 { // the store alone cannot tell
+				t.Fatalf("rolled back store: %d steps, want 2", d.Steps)
+			}
+			code, _, stderr := runCmd(t, context.Background(), "-resume", b, "-checkpoint", filepath.Join(dir, "b2.ckpt"), "-epochs", "7", "-budget-store", store)
+			if code != exit.Usage || !strings.Contains(stderr, "rollback") || !strings.Contains(stderr, fp) {
+				t.Errorf("resume after a rollback: exit %d\n%s", code, stderr)
+			}
+			if d := onlyDataset(t, store); d.Runs != 1 {
+				t.Errorf("the refused resume was recorded: %+v", d)
+			}
+		})
+	}
+	os.WriteFile(ledger, full, 0o600)
+	os.WriteFile(head, fullHead, 0o600)
+	// A checkpoint without a head resumes (no witness), and so does one resumed into
+	// another store, whose ledger is another.
+	c.BudgetHead = nil
+	old := filepath.Join(dir, "old.ckpt")
+	if err := checkpoint.Save(old, c); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "-resume", old, "-checkpoint", filepath.Join(dir, "old2.ckpt"), "-epochs", "7", "-budget-store", store)
+	mustRun(t, "-resume", b, "-checkpoint", filepath.Join(dir, "b3.ckpt"), "-epochs", "7", "-budget-store", t.TempDir())
+	mustRun(t, "-resume", b, "-checkpoint", filepath.Join(dir, "b4.ckpt"), "-epochs", "7", "-budget-store", store)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
