@@ -75,14 +75,14 @@ func StoreError(flagBudget string, store *budget.Store, err error) error {
 	case errors.Is(err, budget.ErrTampered):
 		return exit.Usagef("the budget store %s fails verification, so the data set's spend is unknown: %v (nothing was trained; give another -budget-store DIR to start a new store)", store.Dir(), err)
 	case errors.Is(err, budget.ErrKeyRequired):
-		return exit.Usagef("the budget store %s: %v: the data set's ledger is sealed (keyed); set %s to its key, or give another -budget-store DIR (%s)", store.Dir(), err, BudgetKeyEnv, migrationHint)
+		return exit.Usagef("the budget store %s: %v: the data set's ledger is sealed (keyed); set %s to its key, or give another -budget-store DIR (%s)", store.Dir(), err, BudgetKeyEnv, MigrationHint)
 	}
 	return fmt.Errorf("the budget store %s: %w", store.Dir(), err)
 }
 
-// migrationHint tells the users of stores keyed before the budget had its own key what
-// to do.
-const migrationHint = "a store keyed by privtrain before " + BudgetKeyEnv + " existed was keyed with " + KeyEnv + ": set " + BudgetKeyEnv + " to that value"
+// MigrationHint tells the users of stores keyed before the budget had its own key what
+// to do (privacy budget and StoreError say it).
+const MigrationHint = "a store keyed by privtrain before " + BudgetKeyEnv + " existed was keyed with " + KeyEnv + ": set " + BudgetKeyEnv + " to that value"
 
 // FormatSpend says a data set's spend: "ε = 1.234 at δ = 1e-05 (pld)".
 func FormatSpend(c budget.Composition) string {
