@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/internal/filelock"
 	"github.com/privtrain/privtrain/internal/privrand"
@@ -226,9 +227,10 @@ type Run struct {
 	// Delta is the run's δ: the data set's default δ is the smallest of its runs'.
 	Delta float64
 	// Inherited is what the lineage spent before this run (a resumed checkpoint's own
-	// ledger). When the store holds no entry of lineage Parent.Run, it is recorded first,
-	// once, as an import entry of that lineage, so that a checkpoint from before the store
-	// (or from another store) is counted.
+	// ledger). What of it the store does not hold for lineage Parent.Run (per (q, z), the
+	// steps beyond those its entries of the lineage count) is recorded first as an import
+	// entry of that lineage, so that a checkpoint from before the store, or whose lineage
+	// ran in another store for a while, is counted in full.
 	Inherited *Spend
 	// Witnesses are heads of the data set's ledger recorded by the checkpoints the run
 	// resumes from (Head). Reserve refuses (a *RollbackError) a witness of this store's
@@ -550,13 +552,45 @@ func (l *ledger) items() []item {
 	return out
 }
 
-func (l *ledger) hasLineage(run string) bool {
+// unheld is the part of a resumed checkpoint's ledger (inherited, of lineage run) that
+// the ledger does not hold, nil when it holds all of it. For segments: per (q, z), the
+// steps of inherited beyond those that the entries of the lineage count (settled at their
+// commit, unsettled at their reservation, imports), so that the data set's steps of the
+// lineage include every step of the checkpoint's ledger however the lineage travelled
+// between stores: composition only grows with more steps, so the data set's ε is then
+// at least the ε of that ledger. Other forms (a non-private lineage): all of inherited,
+// when no entry of the lineage has that form.
+func (l *ledger) unheld(run string, inherited Spend) *Spend {
+	if !inherited.isSegments() {
+		for _, r := range l.runs {
+			if sp := r.spend(); r.first.Lineage == run && !sp.isSegments() {
+				return nil
+			}
+		}
+		return &inherited
+	}
+	held := map[[2]float64]int{}
 	for _, r := range l.runs {
-		if r.first.Lineage == run {
-			return true
+		if sp := r.spend(); r.first.Lineage == run && sp.isSegments() {
+			for _, g := range sp.Segments {
+				held[[2]float64{g.Q, g.Z}] += g.Steps
+			}
 		}
 	}
-	return false
+	var missing Segments
+	for _, g := range inherited.Segments {
+		k := [2]float64{g.Q, g.Z}
+		take := min(held[k], g.Steps)
+		held[k] -= take
+		if g.Steps > take {
+			missing = append(missing, accountant.Segment{Q: g.Q, Z: g.Z, Steps: g.Steps - take})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sp := SegmentSpend(inherited.Accountant, missing)
+	return &sp
 }
 
 // defaultDelta is the δ at which a data set's spend is reported: the smallest δ of its
@@ -683,11 +717,13 @@ func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) (_
 		}
 	}
 	stamp := run.Time.UTC().Format(time.RFC3339Nano)
-	if p := run.Parent; p != nil && run.Inherited != nil && !l.hasLineage(p.Run) && (run.Inherited.Steps() > 0 || !run.Inherited.isSegments()) {
-		imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
-			Command: "(the ledger of the resumed checkpoint, step " + fmt.Sprint(p.Step) + ")", Time: stamp, Delta: run.Delta, Spend: *run.Inherited}
-		if err := s.append(l, imp); err != nil {
-			return nil, Composition{}, Head{}, err
+	if p := run.Parent; p != nil && run.Inherited != nil {
+		if missing := l.unheld(p.Run, *run.Inherited); missing != nil {
+			imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
+				Command: fmt.Sprintf("(the steps of the resumed checkpoint's ledger, step %d, that this store did not hold)", p.Step), Time: stamp, Delta: run.Delta, Spend: *missing}
+			if err := s.append(l, imp); err != nil {
+				return nil, Composition{}, Head{}, err
+			}
 		}
 	}
 	items := l.items()

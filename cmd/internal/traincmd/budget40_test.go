@@ -2,6 +2,7 @@ package traincmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,4 +116,37 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Issue 40, item 1: a lineage continued in another store is counted in full when it
+// comes back: train 2 steps in S1, resume in S2 for 2 more, resume the result in S1 for
+// 1 more. S1 must hold the 5 steps of the checkpoint it wrote (the 2 steps taken in S2
+// imported), and -budget judges that figure: a budget between the exact ε of 3 and of 5
+// steps refuses the resume (it let it through when S1 counted 2 + 1).
+func TestBudgetLineageAcrossStores(t *testing.T) {
+	csv, s1, s2, dir := writeBlobsCSV(t, 50), t.TempDir(), t.TempDir(), t.TempDir()
+	const z = 5.0
+	a, b, c := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt"), filepath.Join(dir, "c.ckpt")
+	mustRun(t, append(qOneArgs(t, csv, s1, 2, z), "-checkpoint", a)...)
+	mustRun(t, "-resume", a, "-checkpoint", b, "-epochs", "4", "-budget-store", s2)
+	limit := (exactGaussianEpsilon(4, z, 1e-5) + exactGaussianEpsilon(5, z, 1e-5)) / 2
+	code, _, stderr := runCmd(t, context.Background(), "-resume", b, "-checkpoint", filepath.Join(dir, "refused.ckpt"), "-epochs", "5", "-budget-store", s1, "-budget", fmt.Sprint(limit))
+	if code != exit.Usage || !strings.Contains(stderr, "refused before the first step") {
+		t.Errorf("-budget %v (between the ε of 4 and 5 steps) on the lineage's 5th step: exit %d\n%s", limit, code, stderr)
+	}
+	mustRun(t, "-resume", b, "-checkpoint", c, "-epochs", "5", "-budget-store", s1)
+	d := onlyDataset(t, s1)
+	ck, err := checkpoint.Load(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Ledger.Steps() != 5 || d.Steps != 5 {
+		t.Errorf("S1 holds %d steps, the checkpoint it wrote %d; want 5 and 5", d.Steps, ck.Ledger.Steps())
+	}
+	checkGaussian(t, "S1 after the lineage came back", d.Composition, 5, z)
+	// Resuming the same checkpoint in S1 again imports nothing more: S1 holds its steps.
+	mustRun(t, "-resume", c, "-checkpoint", filepath.Join(dir, "d.ckpt"), "-epochs", "6", "-budget-store", s1)
+	if d := onlyDataset(t, s1); d.Steps != 6 {
+		t.Errorf("S1 after one more step: %d steps, want 6", d.Steps)
+	}
 }

@@ -1,0 +1,73 @@
+package budget
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/privtrain/privtrain/accountant"
+)
+
+// Issue 40, item 1 (property): whatever a store held of a lineage, a resume that hands it
+// the checkpoint's ledger leaves the store holding, per (q, z), at least the ledger's
+// steps of that lineage, and imports no step it already held. Counted here by brute force
+// over a step-by-step list of mechanisms, independent of the store's per-(q, z) counting.
+func TestResumeImportsWhatIsMissing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 1))
+	mechs := []accountant.Segment{{Q: 1, Z: 6}, {Q: 1, Z: 3}, {Q: 0.5, Z: 6}}
+	history := func(n int) Segments {
+		var h Segments
+		for range n {
+			m := mechs[rng.IntN(len(mechs))]
+			m.Steps = 1 + rng.IntN(3)
+			h = append(h, m)
+		}
+		return h
+	}
+	count := func(segs Segments) map[[2]float64]int {
+		c := map[[2]float64]int{}
+		for _, g := range segs {
+			for range g.Steps { // one step at a time
+				c[[2]float64{g.Q, g.Z}]++
+			}
+		}
+		return c
+	}
+	for trial := range 6 {
+		s := openStore(t, nil)
+		var storeHeld Segments // what the store's entries of lineage L count
+		for range rng.IntN(3) { // earlier runs of the lineage in this store
+			run := testRun("a")
+			run.Lineage = "L"
+			h := history(1 + rng.IntN(3))
+			if _, err := s.Reserve(testFP, run, SegmentSpend("rdp", h), 0); err != nil {
+				t.Fatal(err)
+			}
+			storeHeld = append(storeHeld, h...)
+		}
+		inherited := SegmentSpend("rdp", history(1+rng.IntN(5)))
+		run := testRun("a")
+		run.Lineage, run.Parent, run.Inherited = "L", &Parent{Run: "L", Step: 1, Steps: inherited.Steps()}, &inherited
+		if _, err := s.Reserve(testFP, run, SegmentSpend("rdp", history(1)), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, runs, err := s.Runs(testFP, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var imported Segments
+		for _, r := range runs {
+			if r.Import {
+				imported = append(imported, r.Spend.Segments...)
+			}
+		}
+		held, want, got := count(storeHeld), count(inherited.Segments), count(append(storeHeld, imported...))
+		for k, n := range want {
+			if got[k] < n {
+				t.Errorf("trial %d: the store holds %d steps of %v of the lineage, the checkpoint's ledger %d", trial, got[k], k, n)
+			}
+			if extra := count(imported)[k]; extra > max(0, n-held[k]) {
+				t.Errorf("trial %d: imported %d steps of %v; the store held %d of the ledger's %d", trial, extra, k, held[k], n)
+			}
+		}
+	}
+}
