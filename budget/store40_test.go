@@ -34,7 +34,7 @@ func TestResumeImportsWhatIsMissing(t *testing.T) {
 	}
 	for trial := range 6 {
 		s := openStore(t, nil)
-		var storeHeld Segments // what the store's entries of lineage L count
+		var storeHeld Segments  // what the store's entries of lineage L count
 		for range rng.IntN(3) { // earlier runs of the lineage in this store
 			run := testRun("a")
 			run.Lineage = "L"
