@@ -480,31 +480,60 @@ func (s *Store) append(l *ledger, e entry) error {
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("budget: %w", err)
+	}
+	size := fi.Size() // the ledger before this entry (a torn line was cut above)
+	// undo cuts this entry off again when it cannot be completed (its line not written
+	// whole and synced, or the head not updated: a full or read-only store): the caller
+	// then fails, and a reservation that fails leaves no unsettled run behind, since its
+	// run never starts. If the cut fails too, the entry stays: a head one entry behind is
+	// read as a crash between the two writes, and the entry counts.
+	undo := func(err error) error {
+		if terr := os.Truncate(path, size); terr != nil {
+			return fmt.Errorf("%w (and cutting the unfinished entry off failed: %v; it counts)", err, terr)
+		}
+		return err
+	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
-		return fmt.Errorf("budget: appending to %s: %w", path, err)
+		return undo(fmt.Errorf("budget: appending to %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("budget: syncing %s: %w", path, err)
+		return undo(fmt.Errorf("budget: syncing %s: %w", path, err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("budget: %w", err)
+		return undo(fmt.Errorf("budget: %w", err))
 	}
 	if !l.exists {
 		if err := syncDir(s.dir); err != nil {
-			return err
+			return undo(err)
 		}
 		l.exists = true
+	}
+	if err := s.writeHead(l.fp, e.Seq, hash, key); err != nil && !s.headNames(l.fp, e.Seq, hash) {
+		// (A head renamed into place whose directory sync failed names the entry
+		// already: then the entry stands.)
+		return undo(err)
 	}
 	l.entriesAppend(e, hash)
 	l.relink()
 	l.keyed = l.keyed || key != nil
-	if err := s.writeHead(l.fp, e.Seq, hash, key); err != nil {
-		return err
-	}
 	l.headSeq = e.Seq
 	return nil
+}
+
+// headNames reports whether data set fp's head file names entry seq with hash.
+func (s *Store) headNames(fp string, seq int, hash string) bool {
+	data, err := readFile(s.headPath(fp))
+	if err != nil {
+		return false
+	}
+	var h headRecord
+	return strictjson.Unmarshal(data, &h) == nil && h.Seq == seq && h.Hash == hash
 }
 
 // key is the key of l's entries and head: the store's once l is sealed, else none.

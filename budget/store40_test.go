@@ -2,9 +2,11 @@ package budget
 
 import (
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/internal/atomicfile"
 )
 
 // Issue 40, item 1 (property): whatever a store held of a lineage, a resume that hands it
@@ -69,5 +71,35 @@ func TestResumeImportsWhatIsMissing(t *testing.T) {
 				t.Errorf("trial %d: imported %d steps of %v; the store held %d of the ledger's %d", trial, extra, k, held[k], n)
 			}
 		}
+	}
+}
+
+// Issue 40, item 8: a reservation whose append cannot be completed (the head cannot be
+// written: a full or read-only store) fails, and leaves no unsettled run behind: the run
+// never starts, so nothing ran, and the ledger is as it was.
+func TestFailedReservationLeavesNothing(t *testing.T) {
+	s := openStore(t, nil)
+	fill(t, s)
+	before := lines(t, s)
+	atomicfile.BeforeRename = func(tmp string) { os.Remove(tmp) } // the head's rename fails
+	_, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 5), 0)
+	atomicfile.BeforeRename = nil
+	if err == nil {
+		t.Fatal("a reservation whose head could not be written succeeded")
+	}
+	ds, err := s.Datasets(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds[0].Unsettled != 0 || ds[0].Runs != 2 || len(lines(t, s)) != len(before) {
+		t.Errorf("after a failed reservation: %+v, %d lines; want the 2 settled runs and %d lines", ds[0], len(lines(t, s)), len(before))
+	}
+	// The store still works.
+	r, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 5), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Commit(gauss(fillZ, 5)); err != nil {
+		t.Fatal(err)
 	}
 }
