@@ -332,7 +332,18 @@ func (s *Store) read(fp string) (*ledger, error) {
 	}
 	// Entries are appended to a slice that may move: re-point the runs at their entries.
 	l.relink()
-	return l, s.checkHead(l)
+	if err := s.checkHead(l); err != nil {
+		return nil, err
+	}
+	// Refuse here, in bounded time, a ledger whose composition would cost minutes.
+	var segs []accountant.Segment
+	for _, it := range l.items() {
+		segs = append(segs, it.spend.Segments...)
+	}
+	if _, err := mechanisms(segs); err != nil {
+		return nil, fmt.Errorf("%w (data set %s: its ledger %s is hostile, or far beyond what privtrain's runs write; move it aside, with its head, to start the data set anew)", err, fp, s.ledgerPath(fp))
+	}
+	return l, nil
 }
 
 // entriesAppend appends e and its hash and returns the entries.

@@ -1,8 +1,12 @@
 package budget
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/privtrain/privtrain/accountant"
@@ -101,5 +105,69 @@ func TestFailedReservationLeavesNothing(t *testing.T) {
 	}
 	if _, err := r.Commit(gauss(fillZ, 5)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hostileLedger writes data set testFP's ledger as one unkeyed import entry of n steps,
+// each of its own (q, z), and its head: a 4 MB file for n = 100,000.
+func hostileLedger(t *testing.T, s *Store, n int) {
+	t.Helper()
+	segs := make(Segments, n)
+	for i := range segs {
+		// z from 0.5 to 0.5·e^20, q over (0, 1]: no grid of 1 % merges them below the cap.
+		segs[i] = accountant.Segment{Q: 1 / (1 + float64(i%1000)), Z: 0.5 * math.Exp(float64(i)*2e-4), Steps: 1}
+	}
+	e := entry{Version: entryVersion, Seq: 0, Prev: genesis(testFP), Kind: kindImport, Run: "x", Time: "2026-01-01T00:00:00Z", Delta: 1e-5, Spend: SegmentSpend("rdp", segs)}
+	line, h, err := encodeEntry(&e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.ledgerPath(testFP), line, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeHead(testFP, 0, h, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 40, item 5: an unkeyed ledger of 100,000 distinct segments (4 MB), which took
+// minutes of CPU under the store's lock to compose, is refused (its distinct mechanisms
+// are counted before any is composed), with an error that names the file and the cap.
+func TestHostileLedgerRefused(t *testing.T) {
+	s := openStore(t, nil)
+	hostileLedger(t, s, 100_000)
+	_, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 1), 0)
+	if !errors.Is(err, ErrTooComplex) || !strings.Contains(err.Error(), s.ledgerPath(testFP)) || !strings.Contains(err.Error(), fmt.Sprint(MaxMechanisms)) {
+		t.Errorf("a ledger of 100,000 distinct (q, z): %v; want ErrTooComplex naming the file and the cap %d", err, MaxMechanisms)
+	}
+	if _, err := s.Datasets(0); !errors.Is(err, ErrTooComplex) {
+		t.Errorf("listing it: %v", err)
+	}
+}
+
+// Many distinct z in a narrow range (an ADP-SGD schedule: one z per step) are rounded,
+// composed, and still bound ε from above, closely: q = 1 steps are Gaussian mechanisms,
+// whose RDP adds in closed form (Σ α/(2 z_i²), Mironov 2017), converted at the same
+// orders by Balle et al. 2020 (Theorem 21).
+func TestManyMechanismsRounded(t *testing.T) {
+	const n = 3000
+	segs := make([]accountant.Segment, n)
+	inv := 0.0
+	for i := range segs {
+		z := 20 + 20*float64(i)/n // 3,000 distinct z in [20, 40)
+		segs[i] = accountant.Segment{Q: 1, Z: z, Steps: 1}
+		inv += 1 / (z * z)
+	}
+	c, err := Compose([]Spend{SegmentSpend("rdp", segs)}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := math.Inf(1)
+	for _, a := range compositionOrders { // the closed form at the store's orders
+		r := a * inv / 2
+		exact = min(exact, r+math.Log((a-1)/a)-(math.Log(1e-5)+math.Log(a))/(a-1))
+	}
+	if c.Epsilon < exact || c.Epsilon > exact*1.005 {
+		t.Errorf("ε = %v (%s); want at least the closed-form RDP bound %v and within 0.5 %% of it", c.Epsilon, c.Method, exact)
 	}
 }

@@ -74,6 +74,8 @@ func StoreError(flagBudget string, store *budget.Store, err error) error {
 		return exit.Usagef("%s %g: refused before the first step: %v", flagBudget, ob.Budget, err)
 	case errors.Is(err, budget.ErrTampered):
 		return exit.Usagef("the budget store %s fails verification, so the data set's spend is unknown: %v (nothing was trained; give another -budget-store DIR to start a new store)", store.Dir(), err)
+	case errors.Is(err, budget.ErrTooComplex):
+		return exit.Usagef("the budget store %s cannot compose the data set's spend: %v (nothing was trained)", store.Dir(), err)
 	case errors.Is(err, budget.ErrKeyRequired):
 		return exit.Usagef("the budget store %s: %v: the data set's ledger is sealed (keyed); set %s to its key, or give another -budget-store DIR (%s)", store.Dir(), err, BudgetKeyEnv, MigrationHint)
 	}
