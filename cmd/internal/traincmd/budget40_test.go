@@ -2,9 +2,11 @@ package traincmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +150,36 @@ func TestBudgetLineageAcrossStores(t *testing.T) {
 	mustRun(t, "-resume", c, "-checkpoint", filepath.Join(dir, "d.ckpt"), "-epochs", "6", "-budget-store", s1)
 	if d := onlyDataset(t, s1); d.Steps != 6 {
 		t.Errorf("S1 after one more step: %d steps, want 6", d.Steps)
+	}
+}
+
+// Issue 40, item 8: the number of trials and the best trial's index, which the search's
+// ε does not cover (docs/tuning.md), are kept off the released lines of -tune's summary
+// and marked as not covered by ε, in text and in -json.
+func TestTuneSummaryMarksUncovered(t *testing.T) {
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-budget-store", t.TempDir(), "-tune", "lr=1,2;trials=poisson:mean=2")
+	code, out, stderr := runCmd(t, context.Background(), args...)
+	if code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := raw["not_covered_by_epsilon"].([]any)
+	if !slices.Contains(nc, any("trials")) || !slices.Contains(nc, any("best_trial")) {
+		t.Errorf("-json: not_covered_by_epsilon = %v; want it to name trials and best_trial\n%s", raw["not_covered_by_epsilon"], out)
+	}
+	code, out, stderr = runCmd(t, context.Background(), slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-json" })...)
+	if code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "best:") && strings.Contains(line, "trial") {
+			t.Errorf("the released best line names a trial: %q", line)
+		}
+	}
+	if !strings.Contains(out, "not covered by ε") || !strings.Contains(out, "trials drawn") {
+		t.Errorf("the text summary does not mark the trial count as not covered by ε:\n%s", out)
 	}
 }
