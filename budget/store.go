@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/privtrain/privtrain/accountant"
@@ -232,6 +233,11 @@ type Run struct {
 	// entry of that lineage, so that a checkpoint from before the store, or whose lineage
 	// ran in another store for a while, is counted in full.
 	Inherited *Spend
+	// Accountant is the accountant whose bound the run reports ("rdp": the RDP bound
+	// alone; "pld": the smaller of the RDP and PLD bounds; "": the RDP bound for
+	// Before and After, both for Commit), so that the run's budget lines agree with its
+	// own ε. The listings always report the smaller of both.
+	Accountant string
 	// Witnesses are heads of the data set's ledger recorded by the checkpoints the run
 	// resumes from (Head). Reserve refuses (a *RollbackError) a witness of this store's
 	// ledger (same fingerprint, same first entry) whose entry the ledger does not hold; a
@@ -681,6 +687,7 @@ type Reservation struct {
 	Before, After Composition
 	committed     bool
 	head          Head // the ledger after this run's latest entry
+	rdpOnly       bool // Commit reports the RDP bound alone (Run.Accountant "rdp")
 }
 
 // Head returns the data set's ledger head after the run's latest entry (its reservation,
@@ -728,11 +735,18 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	// may take a second or more, and Commit computes it once the run is done); after is
 	// what reserve composed: the RDP bound, or the PLD bound where only that one kept the
 	// plan within budgetEps.
-	before, err := composeItems(items, defaultDelta(append(items, item{planned, run.Delta})), false)
+	d := defaultDelta(append(items, item{planned, run.Delta}))
+	before, err := composeItems(items, d, run.Accountant == "pld")
 	if err != nil {
 		return nil, err
 	}
-	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after, head: head}, nil
+	if run.Accountant == "pld" && strings.HasPrefix(after.Method, "rdp") {
+		// The run's accountant is the PLD: its lines report the smaller bound.
+		if after, err = composeItems(append(items, item{planned, run.Delta}), d, true); err != nil {
+			return nil, err
+		}
+	}
+	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after, head: head, rdpOnly: run.Accountant == "rdp"}, nil
 }
 
 // reserve appends the import (if due) and the reservation under the lock, and returns
@@ -811,7 +825,7 @@ func (r *Reservation) Commit(actual Spend) (Composition, error) {
 	}
 	r.head = head
 	r.committed = true
-	return compose(items, 0)
+	return composeItems(items, 0, !r.rdpOnly)
 }
 
 // commit appends the commit under the lock and returns the data set's runs.

@@ -39,6 +39,9 @@ type runBudget struct {
 	name, desc string
 	start      string        // the line report prints
 	search     *budget.Spend // a -tune search's spend (settleSearch)
+	// settled is the data set's spend once the run settled (nil before, or when
+	// settling failed), for the summary.
+	settled *budget.Composition
 }
 
 // reserveBudget records the run's planned spend in the budget store before its first
@@ -59,7 +62,8 @@ func reserveBudget(o *options, t *training.Trainer, cks []*checkpoint.Training, 
 		name += " " + o.data
 	}
 	rb := &runBudget{acct: o.accountant, private: p.Private, stderr: stderr, name: name}
-	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta}
+	// The run's budget lines are by its own accountant, as its plan and summary are.
+	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta, Accountant: o.accountant}
 	var planned budget.Spend
 	if p.Private {
 		rb.base = t.Ledger().Steps()
@@ -132,7 +136,29 @@ func (rb *runBudget) settle(t *training.Trainer) {
 		fmt.Fprintf(rb.stderr, "train: warning: settling the run in the budget store: %s (the store keeps this run's planned spend)\n", exit.OneLine(err.Error()))
 		return
 	}
+	rb.settled = &total
 	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, cli.FormatSpend(total))
+}
+
+// datasetSpend is the summary's record of the data set's spend: the composition of every
+// run recorded on it, this one included, as the run settled it (nil when it did not).
+type datasetSpend struct {
+	Fingerprint string   `json:"fingerprint"`
+	Epsilon     *float64 `json:"epsilon"` // null: unbounded
+	Delta       float64  `json:"delta"`
+	Method      string   `json:"method"`
+}
+
+func (rb *runBudget) datasetSpend() *datasetSpend {
+	if rb == nil || rb.settled == nil {
+		return nil
+	}
+	c := *rb.settled
+	var eps *float64
+	if !math.IsInf(c.Epsilon, 1) {
+		eps = &c.Epsilon
+	}
+	return &datasetSpend{Fingerprint: rb.res.Fingerprint, Epsilon: eps, Delta: c.Delta, Method: c.Method}
 }
 
 // dropSteps returns history without its first n steps.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +182,45 @@ func TestTuneSummaryMarksUncovered(t *testing.T) {
 	}
 	if !strings.Contains(out, "not covered by ε") || !strings.Contains(out, "trials drawn") {
 		t.Errorf("the text summary does not mark the trial count as not covered by ε:\n%s", out)
+	}
+}
+
+// Issue 40, item 8: one run reports its spend by one accountant, named, everywhere: with
+// -accountant pld the plan, the budget's start line, the settled line and the summary
+// agree (the store's PLD within 1 % of the run's, a different discretisation), where the
+// start line used to give the RDP bound (ε = 3.25 against the plan's 3.00); with
+// -accountant rdp every line is the RDP bound. The summary names the data set's figure
+// apart from the run's.
+func TestBudgetOneAccountant(t *testing.T) {
+	csv := writeBlobsCSV(t, 50)
+	for _, acct := range []string{"pld", "rdp"} {
+		t.Run(acct, func(t *testing.T) {
+			args := append(qOneArgs(t, csv, t.TempDir(), 8, 2), "-accountant", acct, "-json")
+			code, out, stderr := runCmd(t, context.Background(), args...)
+			if code != exit.OK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var sum summary
+			if err := json.Unmarshal([]byte(out), &sum); err != nil {
+				t.Fatal(err)
+			}
+			run := *sum.Epsilon
+			var start, settled float64
+			var startMethod, settledMethod string
+			for _, line := range strings.Split(stderr, "\n") {
+				if _, after, ok := strings.Cut(line, "with this run's plan ε = "); ok {
+					fmt.Sscanf(after, "%g at δ = 1e-05 (%3s)", &start, &startMethod)
+				}
+				if _, after, ok := strings.Cut(line, "settled at ε = "); ok {
+					fmt.Sscanf(after, "%g at δ = 1e-05 (%3s)", &settled, &settledMethod)
+				}
+			}
+			if startMethod != acct || settledMethod != acct || math.Abs(start-run) > 0.01*run || math.Abs(settled-run) > 0.01*run {
+				t.Errorf("run ε = %v (%s); budget start line ε = %v (%s), settled ε = %v (%s): want all by %s, within 1 %%\n%s", run, sum.Accountant, start, startMethod, settled, settledMethod, acct, stderr)
+			}
+			if d := sum.DatasetSpend; d == nil || d.Epsilon == nil || *d.Epsilon != settled && math.Abs(*d.Epsilon-settled) > 1e-3*settled || d.Method != acct {
+				t.Errorf("summary's data set budget %+v; want the settled ε = %v (%s)", d, settled, acct)
+			}
+		})
 	}
 }

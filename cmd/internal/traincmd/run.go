@@ -337,6 +337,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
 	sum.setNoiseOrigin(o, ck != nil)
+	sum.DatasetSpend = spend.datasetSpend()
 	if o.json {
 		if err := sum.writeJSON(stdout); err != nil {
 			return 0, err
