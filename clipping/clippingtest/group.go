@@ -1,4 +1,4 @@
-package clipping
+package clippingtest
 
 import (
 	"errors"
@@ -7,92 +7,30 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/privtrain/privtrain/clipping"
 )
 
-// referenceGroupSum is the augmentation-multiplicity rule written out from the chain rule:
-// example i's gradient is the mean of the brute-force gradients of rows i·k … i·k+k−1,
-// clipped as a whole (flat, or each layer's part for perLayer) and summed over the
-// examples whose rows are real.
-func referenceGroupSum(taps []Tap[float64], batch, k int, mask []bool, perLayer []float64, flat float64) (sum, norms []float64) {
-	n := batch / k
-	norms = make([]float64, n)
-	for i := range n {
-		if mask != nil && !mask[i*k] {
-			continue
-		}
-		var parts [][]float64
-		for r := i * k; r < (i+1)*k; r++ {
-			rp := bruteGradient(taps, r)
-			if parts == nil {
-				parts = make([][]float64, len(rp))
-				for l := range rp {
-					parts[l] = make([]float64, len(rp[l]))
-				}
-			}
-			for l := range rp {
-				for j, v := range rp[l] {
-					parts[l][j] += v / float64(k)
-				}
-			}
-		}
-		g := concat(parts)
-		norms[i] = norm(g)
-		if perLayer == nil {
-			c := math.Min(1, flat/norms[i])
-			for j := range g {
-				g[j] *= c
-			}
-		} else {
-			g = nil
-			for l, p := range parts {
-				c := math.Min(1, perLayer[l]/norm(p))
-				for _, v := range p {
-					g = append(g, c*v)
-				}
-			}
-		}
-		if sum == nil {
-			sum = make([]float64, len(g))
-		}
-		for j := range g {
-			sum[j] += g[j]
-		}
-	}
-	if sum == nil {
-		sum = make([]float64, concatLen(taps))
-	}
-	return sum, norms
-}
-
-func concatLen(taps []Tap[float64]) int {
-	n := 0
-	for _, t := range taps {
-		n += t.NumParams()
-	}
-	return n
-}
-
-// groupMask marks the rows of the real examples of a batch of n examples of k rows.
-func groupMask(k int, real []bool) []bool {
-	m := make([]bool, 0, k*len(real))
-	for _, r := range real {
-		for range k {
-			m = append(m, r)
-		}
-	}
-	return m
-}
-
-func TestGroupedClippedSumMatchesReference(t *testing.T) {
+// groupedClippedSumMatchesReference: with groups of k rows (augmentation multiplicity),
+// the clipped sums, norms, plain sum and per-example gradients are those of the groups'
+// mean gradients, in the reference layout and, when the kind reads one, the native one.
+func groupedClippedSumMatchesReference(t *testing.T, kinds Kinds) {
 	const examples = 6
 	real := []bool{true, false, true, true, false, true}
+	layouts := []string{"reference"}
+	if kinds.Layouts.any() {
+		layouts = append(layouts, "native")
+	}
 	for _, k := range []int{2, 3} {
-		for _, layout := range []string{"reference"} { // the native layout: package layers
+		for _, layout := range layouts {
 			batch := examples * k
 			rng := rand.New(rand.NewPCG(uint64(k), 77))
-			ref := randomTaps[float64](rng, testSpecs, batch)
+			ref := RandomLayers[float64](rng, specs, batch)
 			taps := ref
-			w := newWorkspace(t, taps, batch)
+			if layout == "native" {
+				taps = relayout(rng, ref, batch, kinds.Layouts)
+			}
+			w := newWorkspace(t, kinds, taps, batch)
 			if err := w.SetGroupSize(k); err != nil {
 				t.Fatal(err)
 			}
@@ -102,12 +40,12 @@ func TestGroupedClippedSumMatchesReference(t *testing.T) {
 			mask := groupMask(k, real)
 			for _, tc := range []struct {
 				name     string
-				rule     Rule
+				rule     clipping.Rule
 				perLayer []float64
 				flat     float64
 			}{
-				{"flat", Flat{C: 0.3}, nil, 0.3},
-				{"per-layer", PerLayer{C: []float64{0.5, 0.2, 1, 0.05}}, []float64{0.5, 0.2, 1, 0.05}, 0},
+				{"flat", clipping.Flat{C: 0.3}, nil, 0.3},
+				{"per-layer", clipping.PerLayer{C: []float64{0.5, 0.2, 1, 0.05}}, []float64{0.5, 0.2, 1, 0.05}, 0},
 			} {
 				want, wantNorms := referenceGroupSum(ref, batch, k, mask, tc.perLayer, tc.flat)
 				got := make([]float64, w.NumParams())
@@ -116,8 +54,8 @@ func TestGroupedClippedSumMatchesReference(t *testing.T) {
 					t.Fatal(err)
 				}
 				what := layout + " " + tc.name
-				assertClose(t, what+" clipped sum", got, want, 1e-10)
-				assertClose(t, what+" norms", st.Norms, wantNorms, 1e-10)
+				AssertClose(t, what+" clipped sum", got, want, 1e-10)
+				AssertClose(t, what+" norms", st.Norms, wantNorms, 1e-10)
 				if len(st.Norms) != examples {
 					t.Fatalf("%s: %d norms for %d examples", what, len(st.Norms), examples)
 				}
@@ -139,7 +77,7 @@ func TestGroupedClippedSumMatchesReference(t *testing.T) {
 			if err := w.Sum(mask, got); err != nil {
 				t.Fatal(err)
 			}
-			assertClose(t, layout+" sum", got, want, 1e-10)
+			AssertClose(t, layout+" sum", got, want, 1e-10)
 			// PerExample is the group's mean gradient.
 			for i := range examples {
 				single := make([]bool, examples)
@@ -148,27 +86,27 @@ func TestGroupedClippedSumMatchesReference(t *testing.T) {
 				if err := w.PerExample(i, got); err != nil {
 					t.Fatal(err)
 				}
-				assertClose(t, layout+" per-example", got, want, 1e-10)
+				AssertClose(t, layout+" per-example", got, want, 1e-10)
 			}
 		}
 	}
 }
 
-// TestGroupedPaddingContributesNothing: whatever the padding groups' buffers hold (NaN
+// groupedPaddingContributesNothing: whatever the padding groups' buffers hold (NaN
 // included), the result equals that of the real groups alone.
-func TestGroupedPaddingContributesNothing(t *testing.T) {
+func groupedPaddingContributesNothing(t *testing.T, kinds Kinds) {
 	const k, examples = 3, 5
 	batch := k * examples
 	rng := rand.New(rand.NewPCG(8, 9))
-	taps := randomTaps[float64](rng, testSpecs, batch)
-	w := newWorkspace(t, taps, batch)
+	taps := RandomLayers[float64](rng, specs, batch)
+	w := newWorkspace(t, kinds, taps, batch)
 	if err := w.SetGroupSize(k); err != nil {
 		t.Fatal(err)
 	}
 	real := []bool{true, false, true, false, true}
 	mask := groupMask(k, real)
 	want := make([]float64, w.NumParams())
-	if _, err := w.ClippedSum(mask, Flat{C: 0.5}, want); err != nil {
+	if _, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, want); err != nil {
 		t.Fatal(err)
 	}
 	for _, tp := range taps {
@@ -185,7 +123,7 @@ func TestGroupedPaddingContributesNothing(t *testing.T) {
 		}
 	}
 	got := make([]float64, w.NumParams())
-	st, err := w.ClippedSum(mask, Flat{C: 0.5}, got)
+	st, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,22 +137,17 @@ func TestGroupedPaddingContributesNothing(t *testing.T) {
 	}
 }
 
-// TestGroupedFill: a Filler is called with row ranges that cover the batch once and end
-// on group boundaries, and the result equals the pre-filled one for every chunk size.
-func TestGroupedFill(t *testing.T) {
+// groupedFill: a Filler is called with row ranges that cover the batch once and end on
+// group boundaries, and the result equals the pre-filled one for every chunk size.
+func groupedFill(t *testing.T, kinds Kinds) {
 	const k, examples = 2, 11
 	batch := k * examples
 	rng := rand.New(rand.NewPCG(10, 11))
-	src := randomTaps[float64](rng, testSpecs, batch)
-	dstTaps := make([]Tap[float64], len(src))
-	for l, tp := range src {
-		dstTaps[l] = tp
-		dstTaps[l].In = make([]float64, len(tp.In))
-		dstTaps[l].GradZ = make([]float64, len(tp.GradZ))
-	}
-	pre := newWorkspace(t, src, batch)
-	w := newWorkspace(t, dstTaps, batch)
-	for _, ws := range []*Workspace[float64]{pre, w} {
+	src := RandomLayers[float64](rng, specs, batch)
+	dstTaps, copyRows := fillFrom(src, batch)
+	pre := newWorkspace(t, kinds, src, batch)
+	w := newWorkspace(t, kinds, dstTaps, batch)
+	for _, ws := range []*clipping.Workspace[float64]{pre, w} {
 		if err := ws.SetGroupSize(k); err != nil {
 			t.Fatal(err)
 		}
@@ -238,19 +171,15 @@ func TestGroupedFill(t *testing.T) {
 				covered[i]++
 			}
 			mu.Unlock()
-			for l, tp := range src {
-				in, gz := len(tp.In)/batch, len(tp.GradZ)/batch
-				copy(dstTaps[l].In[lo*in:hi*in], tp.In[lo*in:hi*in])
-				copy(dstTaps[l].GradZ[lo*gz:hi*gz], tp.GradZ[lo*gz:hi*gz])
-			}
+			copyRows(lo, hi)
 			return nil
 		}
 		want := make([]float64, w.NumParams())
 		got := make([]float64, w.NumParams())
-		if _, err := pre.ClippedSum(mask, Flat{C: 0.4}, want); err != nil {
+		if _, err := pre.ClippedSum(mask, clipping.Flat{C: 0.4}, want); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.ClippedSumFill(mask, Flat{C: 0.4}, got, fill); err != nil {
+		if _, err := w.ClippedSumFill(mask, clipping.Flat{C: 0.4}, got, fill); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
@@ -264,13 +193,13 @@ func TestGroupedFill(t *testing.T) {
 	}
 }
 
-func TestGroupSizeErrors(t *testing.T) {
+func groupSizeErrors(t *testing.T, kinds Kinds) {
 	const batch = 6
 	rng := rand.New(rand.NewPCG(12, 13))
-	taps := randomTaps[float64](rng, testSpecs, batch)
-	w := newWorkspace(t, taps, batch)
+	taps := RandomLayers[float64](rng, specs, batch)
+	w := newWorkspace(t, kinds, taps, batch)
 	for _, k := range []int{0, -1, 4, 7} {
-		if err := w.SetGroupSize(k); !errors.Is(err, ErrShape) {
+		if err := w.SetGroupSize(k); !errors.Is(err, clipping.ErrShape) {
 			t.Errorf("SetGroupSize(%d) = %v, want ErrShape", k, err)
 		}
 	}
@@ -279,7 +208,7 @@ func TestGroupSizeErrors(t *testing.T) {
 	}
 	dst := make([]float64, w.NumParams())
 	mixed := []bool{true, true, true, false, false, false}
-	if _, err := w.ClippedSum(mixed, Flat{C: 1}, dst); !errors.Is(err, ErrShape) {
+	if _, err := w.ClippedSum(mixed, clipping.Flat{C: 1}, dst); !errors.Is(err, clipping.ErrShape) {
 		t.Errorf("a group mixing real and padding rows: %v, want ErrShape", err)
 	}
 	for _, v := range dst {
@@ -287,19 +216,19 @@ func TestGroupSizeErrors(t *testing.T) {
 			t.Fatal("a refused call changed dst")
 		}
 	}
-	if err := w.PerExample(3, dst); !errors.Is(err, ErrShape) {
+	if err := w.PerExample(3, dst); !errors.Is(err, clipping.ErrShape) {
 		t.Errorf("PerExample(3) with 3 examples: %v, want ErrShape", err)
 	}
 	// Back to one row per example: the ungrouped result, bit for bit.
 	if err := w.SetGroupSize(1); err != nil {
 		t.Fatal(err)
 	}
-	fresh := newWorkspace(t, taps, batch)
+	fresh := newWorkspace(t, kinds, taps, batch)
 	want := make([]float64, w.NumParams())
-	if _, err := fresh.ClippedSum(nil, Flat{C: 0.3}, want); err != nil {
+	if _, err := fresh.ClippedSum(nil, clipping.Flat{C: 0.3}, want); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.ClippedSum(nil, Flat{C: 0.3}, dst); err != nil {
+	if _, err := w.ClippedSum(nil, clipping.Flat{C: 0.3}, dst); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dst, want) {
@@ -307,18 +236,15 @@ func TestGroupSizeErrors(t *testing.T) {
 	}
 }
 
-// TestGroupedFloat32ClippedNormAtMostC: in float32, one real group's clipped contribution
+// groupedFloat32ClippedNormAtMostC: in float32, one real group's clipped contribution
 // (computed exactly from the float32 values) never exceeds C.
-func TestGroupedFloat32ClippedNormAtMostC(t *testing.T) {
+func groupedFloat32ClippedNormAtMostC(t *testing.T, kinds Kinds) {
 	const k, examples = 3, 4
 	batch := k * examples
 	for trial := range 10 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 14))
-		taps := randomTaps[float32](rng, testSpecs, batch)
-		w, err := NewWorkspace(gradients(taps), batch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		taps := RandomLayers[float32](rng, specs, batch)
+		w := newWorkspace(t, kinds, taps, batch)
 		if err := w.SetGroupSize(k); err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +253,7 @@ func TestGroupedFloat32ClippedNormAtMostC(t *testing.T) {
 			single := make([]bool, examples)
 			single[i] = true
 			got := make([]float64, w.NumParams())
-			st, err := w.ClippedSum(groupMask(k, single), Flat{C: c}, got)
+			st, err := w.ClippedSum(groupMask(k, single), clipping.Flat{C: c}, got)
 			if err != nil {
 				t.Fatal(err)
 			}
