@@ -30,6 +30,36 @@ func fillFrom[T num.Float](src []Layer[T], batch int) ([]Layer[T], func(lo, hi i
 	}
 }
 
+// countingFill is a Filler that calls check (when not nil) and copyRows on each range and
+// counts in covered how often each row of the batch was filled.
+func countingFill(copyRows func(lo, hi int), batch int, check func(lo, hi int)) (clipping.Filler, []int) {
+	var mu sync.Mutex
+	covered := make([]int, batch)
+	return func(_, lo, hi int) error {
+		if check != nil {
+			check(lo, hi)
+		}
+		mu.Lock()
+		for i := lo; i < hi; i++ {
+			covered[i]++
+		}
+		mu.Unlock()
+		copyRows(lo, hi)
+		return nil
+	}, covered
+}
+
+// checkCovered fails t unless every row was filled exactly once; format and args say
+// which call filled them.
+func checkCovered(t *testing.T, covered []int, format string, args ...any) {
+	t.Helper()
+	for i, c := range covered {
+		if c != 1 {
+			t.Fatalf(format+": row %d filled %d times", append(args, i, c)...)
+		}
+	}
+}
+
 // fillCoversBatchAndMatchesPrefilled hands the layers to the workspace through a Filler
 // that copies rows from a source, and checks that the fill ranges are disjoint, cover the
 // batch, and that the result equals that of pre-filled layers.
@@ -53,45 +83,15 @@ func fillCoversBatchAndMatchesPrefilled(t *testing.T, k Kinds) {
 				clear(dstTaps[l].In)
 				clear(dstTaps[l].GradZ)
 			}
-			var mu sync.Mutex
-			covered := make([]int, batch)
-			fill := func(_, lo, hi int) error {
-				mu.Lock()
-				for i := lo; i < hi; i++ {
-					covered[i]++
-				}
-				mu.Unlock()
-				copyRows(lo, hi)
-				return nil
-			}
-			want := make([]float64, w.NumParams())
-			got := make([]float64, w.NumParams())
-			wantSt, err := pre.ClippedSum(mask, clipping.Flat{C: 0.4}, want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := w.ClippedSumFill(mask, clipping.Flat{C: 0.4}, got, fill)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fill, covered := countingFill(copyRows, batch, nil)
+			want, wantSt := clippedSum(t, pre, mask, clipping.Flat{C: 0.4}, nil)
+			got, st := clippedSum(t, w, mask, clipping.Flat{C: 0.4}, fill)
 			if !slices.Equal(got, want) || !slices.Equal(st.Norms, wantSt.Norms) || st.Clipped != wantSt.Clipped {
 				t.Fatalf("chunk %d: filled result differs from the pre-filled one", chunk)
 			}
-			for i, c := range covered {
-				if c != 1 {
-					t.Fatalf("chunk %d mask %v: row %d filled %d times", chunk, mask, i, c)
-				}
-			}
+			checkCovered(t, covered, "chunk %d mask %v", chunk, mask)
 			clear(covered)
-			clear(want)
-			clear(got)
-			if err := pre.Sum(mask, want); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.SumFill(mask, got, fill); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
+			if !slices.Equal(plainSum(t, w, mask, fill), plainSum(t, pre, mask, nil)) {
 				t.Fatalf("chunk %d: filled sum differs from the pre-filled one", chunk)
 			}
 		}
@@ -156,37 +156,20 @@ func nativeLayoutMatchesReference(t *testing.T, k Kinds) {
 	taps := RandomLayers[float64](rng, specs, batch)
 	native := relayout(rng, taps, batch, k.Layouts)
 	w := newWorkspace(t, k, native, batch)
-	got := make([]float64, w.NumParams())
-	for i := range batch {
-		if err := w.PerExample(i, got); err != nil {
-			t.Fatal(err)
-		}
-		AssertClose(t, "per-example gradient", got, Concat(BruteGradient(taps, i)), 1e-13)
-	}
+	CheckPerExample(t, w, taps, 1e-13)
 	mask := []bool{true, true, false, true, false, true, true, true, false}
 	for _, chunk := range []int{1, 2, 4, batch} {
 		w.SetChunkRows(chunk)
 		want, wantNorms := ReferenceClippedSum(taps, batch, mask, nil, 0.7)
-		clear(got)
-		st, err := w.ClippedSum(mask, clipping.Flat{C: 0.7}, got)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, st := clippedSum(t, w, mask, clipping.Flat{C: 0.7}, nil)
 		AssertClose(t, "clipped sum", got, want, 1e-13)
 		AssertClose(t, "norms", st.Norms, wantNorms, 1e-13)
 		perLayer := []float64{0.3, 0.2, 1, 0.05}
 		want, _ = ReferenceClippedSum(taps, batch, mask, perLayer, 0)
-		clear(got)
-		if _, err := w.ClippedSum(mask, clipping.PerLayer{C: perLayer}, got); err != nil {
-			t.Fatal(err)
-		}
+		got, _ = clippedSum(t, w, mask, clipping.PerLayer{C: perLayer}, nil)
 		AssertClose(t, "per-layer clipped sum", got, want, 1e-13)
 		want, _ = ReferenceClippedSum(taps, batch, mask, nil, 1e300)
-		clear(got)
-		if err := w.Sum(mask, got); err != nil {
-			t.Fatal(err)
-		}
-		AssertClose(t, "sum", got, want, 1e-13)
+		AssertClose(t, "sum", plainSum(t, w, mask, nil), want, 1e-13)
 	}
 }
 
@@ -225,37 +208,16 @@ func patchesStandInForIn(t *testing.T, k Kinds) {
 	mask := []bool{true, false, true, true, true, true, false, true}
 	noop := func(int, int, int) error { return nil }
 	for _, fill := range []clipping.Filler{nil, noop} {
-		want, got := make([]float64, a.NumParams()), make([]float64, a.NumParams())
-		if _, err := a.ClippedSum(mask, clipping.Flat{C: 0.3}, want); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.ClippedSumFill(mask, clipping.Flat{C: 0.3}, got, fill); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
+		want, _ := clippedSum(t, a, mask, clipping.Flat{C: 0.3}, nil)
+		if got, _ := clippedSum(t, b, mask, clipping.Flat{C: 0.3}, fill); !slices.Equal(got, want) {
 			t.Fatal("clipped sums differ")
 		}
-		clear(want)
-		clear(got)
-		if err := a.Sum(mask, want); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.SumFill(mask, got, fill); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
+		if !slices.Equal(plainSum(t, b, mask, fill), plainSum(t, a, mask, nil)) {
 			t.Fatal("sums differ")
 		}
 	}
-	ga, gb := make([]float64, a.NumParams()), make([]float64, a.NumParams())
 	for i := range batch {
-		if err := a.PerExample(i, ga); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.PerExample(i, gb); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(ga, gb) {
+		if !slices.Equal(perExample(t, b, i), perExample(t, a, i)) {
 			t.Fatalf("example %d differs", i)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/privtrain/privtrain/clipping"
@@ -38,21 +37,9 @@ func groupedClippedSumMatchesReference(t *testing.T, kinds Kinds) {
 				t.Fatalf("GroupSize = %d, want %d", w.GroupSize(), k)
 			}
 			mask := groupMask(k, real)
-			for _, tc := range []struct {
-				name     string
-				rule     clipping.Rule
-				perLayer []float64
-				flat     float64
-			}{
-				{"flat", clipping.Flat{C: 0.3}, nil, 0.3},
-				{"per-layer", clipping.PerLayer{C: []float64{0.5, 0.2, 1, 0.05}}, []float64{0.5, 0.2, 1, 0.05}, 0},
-			} {
+			for _, tc := range flatAndPerLayer(0.3) {
 				want, wantNorms := referenceGroupSum(ref, batch, k, mask, tc.perLayer, tc.flat)
-				got := make([]float64, w.NumParams())
-				st, err := w.ClippedSum(mask, tc.rule, got)
-				if err != nil {
-					t.Fatal(err)
-				}
+				got, st := clippedSum(t, w, mask, tc.rule, nil)
 				what := layout + " " + tc.name
 				AssertClose(t, what+" clipped sum", got, want, 1e-10)
 				AssertClose(t, what+" norms", st.Norms, wantNorms, 1e-10)
@@ -73,20 +60,11 @@ func groupedClippedSumMatchesReference(t *testing.T, kinds Kinds) {
 			}
 			// The plain sum is Σ_i mean_k g: the reference without clipping.
 			want, _ := referenceGroupSum(ref, batch, k, mask, nil, math.Inf(1))
-			got := make([]float64, w.NumParams())
-			if err := w.Sum(mask, got); err != nil {
-				t.Fatal(err)
-			}
-			AssertClose(t, layout+" sum", got, want, 1e-10)
+			AssertClose(t, layout+" sum", plainSum(t, w, mask, nil), want, 1e-10)
 			// PerExample is the group's mean gradient.
 			for i := range examples {
-				single := make([]bool, examples)
-				single[i] = true
-				want, _ := referenceGroupSum(ref, batch, k, groupMask(k, single), nil, math.Inf(1))
-				if err := w.PerExample(i, got); err != nil {
-					t.Fatal(err)
-				}
-				AssertClose(t, layout+" per-example", got, want, 1e-10)
+				want, _ := referenceGroupSum(ref, batch, k, groupMask(k, oneRow(examples, i)), nil, math.Inf(1))
+				AssertClose(t, layout+" per-example", perExample(t, w, i), want, 1e-10)
 			}
 		}
 	}
@@ -105,10 +83,7 @@ func groupedPaddingContributesNothing(t *testing.T, kinds Kinds) {
 	}
 	real := []bool{true, false, true, false, true}
 	mask := groupMask(k, real)
-	want := make([]float64, w.NumParams())
-	if _, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, want); err != nil {
-		t.Fatal(err)
-	}
+	want, _ := clippedSum(t, w, mask, clipping.Flat{C: 0.5}, nil)
 	for _, tp := range taps {
 		per, gz := len(tp.In)/batch, len(tp.GradZ)/batch
 		for r, m := range mask {
@@ -122,11 +97,7 @@ func groupedPaddingContributesNothing(t *testing.T, kinds Kinds) {
 			}
 		}
 	}
-	got := make([]float64, w.NumParams())
-	st, err := w.ClippedSum(mask, clipping.Flat{C: 0.5}, got)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, st := clippedSum(t, w, mask, clipping.Flat{C: 0.5}, nil)
 	if !slices.Equal(got, want) {
 		t.Fatal("padding groups changed the clipped sum")
 	}
@@ -160,36 +131,16 @@ func groupedFill(t *testing.T, kinds Kinds) {
 	for _, chunk := range []int{1, 2, 5, examples} {
 		pre.SetChunkRows(chunk)
 		w.SetChunkRows(chunk)
-		var mu sync.Mutex
-		covered := make([]int, batch)
-		fill := func(_, lo, hi int) error {
+		fill, covered := countingFill(copyRows, batch, func(lo, hi int) {
 			if lo%k != 0 || hi%k != 0 {
 				t.Errorf("fill %d…%d does not end on groups of %d", lo, hi, k)
 			}
-			mu.Lock()
-			for i := lo; i < hi; i++ {
-				covered[i]++
-			}
-			mu.Unlock()
-			copyRows(lo, hi)
-			return nil
-		}
-		want := make([]float64, w.NumParams())
-		got := make([]float64, w.NumParams())
-		if _, err := pre.ClippedSum(mask, clipping.Flat{C: 0.4}, want); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.ClippedSumFill(mask, clipping.Flat{C: 0.4}, got, fill); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
+		})
+		want, _ := clippedSum(t, pre, mask, clipping.Flat{C: 0.4}, nil)
+		if got, _ := clippedSum(t, w, mask, clipping.Flat{C: 0.4}, fill); !slices.Equal(got, want) {
 			t.Fatalf("chunk %d: filled result differs from the pre-filled one", chunk)
 		}
-		for i, c := range covered {
-			if c != 1 {
-				t.Fatalf("chunk %d: row %d filled %d times", chunk, i, c)
-			}
-		}
+		checkCovered(t, covered, "chunk %d", chunk)
 	}
 }
 
@@ -223,15 +174,8 @@ func groupSizeErrors(t *testing.T, kinds Kinds) {
 	if err := w.SetGroupSize(1); err != nil {
 		t.Fatal(err)
 	}
-	fresh := newWorkspace(t, kinds, taps, batch)
-	want := make([]float64, w.NumParams())
-	if _, err := fresh.ClippedSum(nil, clipping.Flat{C: 0.3}, want); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.ClippedSum(nil, clipping.Flat{C: 0.3}, dst); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(dst, want) {
+	want, _ := clippedSum(t, newWorkspace(t, kinds, taps, batch), nil, clipping.Flat{C: 0.3}, nil)
+	if got, _ := clippedSum(t, w, nil, clipping.Flat{C: 0.3}, nil); !slices.Equal(got, want) {
 		t.Fatal("group size 1 after 2 differs from a fresh workspace")
 	}
 }
@@ -250,13 +194,7 @@ func groupedFloat32ClippedNormAtMostC(t *testing.T, kinds Kinds) {
 		}
 		const c = 0.05
 		for i := range examples {
-			single := make([]bool, examples)
-			single[i] = true
-			got := make([]float64, w.NumParams())
-			st, err := w.ClippedSum(groupMask(k, single), clipping.Flat{C: c}, got)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, st := clippedSum(t, w, groupMask(k, oneRow(examples, i)), clipping.Flat{C: c}, nil)
 			if st.Norms[i] > c {
 				if n := exactNorm(got); n > c {
 					t.Fatalf("trial %d example %d: clipped norm %v > C = %v", trial, i, n, c)

@@ -116,15 +116,6 @@ func Gradients[T num.Float](k Kinds, layers []Layer[T]) []clipping.Gradient[T] {
 	return out
 }
 
-// offsets is where each layer's parameters start in the flat gradient.
-func offsets[T num.Float](layers []Layer[T]) []int {
-	out := make([]int, len(layers))
-	for l := 1; l < len(layers); l++ {
-		out[l] = out[l-1] + layers[l-1].NumParams()
-	}
-	return out
-}
-
 // Spec describes one random layer of a test network.
 type Spec struct {
 	Kind                     Kind

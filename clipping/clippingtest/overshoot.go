@@ -8,6 +8,25 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 )
 
+// excess tallies clipped contributions against their thresholds.
+type excess struct {
+	over, checked int
+	worst         float64 // the largest n/C − 1 seen
+}
+
+func newExcess() *excess { return &excess{worst: math.Inf(-1)} }
+
+// add records a contribution of exact norm n under threshold c and says whether n > c.
+func (e *excess) add(n, c float64) bool {
+	e.checked++
+	e.worst = math.Max(e.worst, n/c-1)
+	if n > c {
+		e.over++
+		return true
+	}
+	return false
+}
+
 // float32ClippedNormNeverExceedsC is the property the noise calibration relies on: a
 // float32 example's clipped contribution has norm ≤ C, not ≤ C·(1+1e-7). The inputs are
 // 1e6 times the usual scale, so that every example is clipped by a tiny factor and every
@@ -15,8 +34,7 @@ import (
 // over the float32 values the workspace produced.
 func float32ClippedNormNeverExceedsC(t *testing.T, k Kinds) {
 	const batch = 8
-	over, checked := 0, 0
-	worst := 0.0
+	e := newExcess()
 	for trial := range 60 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 1e6))
 		taps := RandomLayers[float32](rng, specs, batch)
@@ -26,47 +44,26 @@ func float32ClippedNormNeverExceedsC(t *testing.T, k Kinds) {
 			}
 		}
 		w := newWorkspace(t, k, taps, batch)
-		off := offsets(taps)
-		got := make([]float64, w.NumParams())
-		c := 0.05 + rng.Float64()
-		perLayer := make([]float64, len(taps))
-		for l := range perLayer {
-			perLayer[l] = 0.01 + rng.Float64()
-		}
+		c, perLayer := randomThresholds(rng, len(taps))
 		for i := range batch {
-			clear(got)
-			if _, err := w.ClippedSum(oneRow(batch, i), clipping.Flat{C: c}, got); err != nil {
-				t.Fatal(err)
-			}
-			n := exactNorm(got)
-			checked++
-			worst = math.Max(worst, n/c-1)
-			if n > c {
-				over++
+			got, _ := clippedSum(t, w, oneRow(batch, i), clipping.Flat{C: c}, nil)
+			if n := exactNorm(got); e.add(n, c) {
 				t.Errorf("trial %d example %d: flat clipped norm %.17g > C = %.17g (relative %.3g)", trial, i, n, c, n/c-1)
 			}
-			clear(got)
-			if _, err := w.ClippedSum(oneRow(batch, i), clipping.PerLayer{C: perLayer}, got); err != nil {
-				t.Fatal(err)
-			}
-			for l := range taps {
-				part := got[off[l] : off[l]+taps[l].NumParams()]
-				n := exactNorm(part)
-				checked++
-				worst = math.Max(worst, n/perLayer[l]-1)
-				if n > perLayer[l] {
-					over++
+			got, _ = clippedSum(t, w, oneRow(batch, i), clipping.PerLayer{C: perLayer}, nil)
+			for l, part := range layerParts(taps, got) {
+				if n := exactNorm(part); e.add(n, perLayer[l]) {
 					t.Errorf("trial %d example %d layer %d: clipped norm %.17g > C_l = %.17g", trial, i, l, n, perLayer[l])
 				}
 			}
 		}
-		if over > 10 {
-			t.Fatalf("%d of %d clipped norms above their threshold", over, checked)
+		if e.over > 10 {
+			t.Fatalf("%d of %d clipped norms above their threshold", e.over, e.checked)
 		}
 	}
 	// The margin must stay tiny: the clipped norm is C up to a few float32 ulps.
-	if worst < -1e-6 {
-		t.Errorf("clipped norms all at least %.3g below C: the margin is too large", -worst)
+	if e.worst < -1e-6 {
+		t.Errorf("clipped norms all at least %.3g below C: the margin is too large", -e.worst)
 	}
 }
 
@@ -78,71 +75,46 @@ func float32ClippedNormNeverExceedsC(t *testing.T, k Kinds) {
 // (≤ C_l per layer).
 func float32NearCNeverExceedsC(t *testing.T, k Kinds) {
 	const batch = 8
-	over, checked := 0, 0
-	worst := math.Inf(-1)
+	e := newExcess()
 	// C at the computed norm itself and a few float32-relative ulps either side.
-	rel := []float64{0, 1e-9, -1e-9, 3e-8, -3e-8, 1e-7}
+	rels := []float64{0, 1e-9, -1e-9, 3e-8, -3e-8, 1e-7}
 	for trial := range 40 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 7))
 		taps := RandomLayers[float32](rng, specs, batch)
 		w := newWorkspace(t, k, taps, batch)
-		off := offsets(taps)
-		got := make([]float64, w.NumParams())
 		// The workspace's own norms: the adversary sets C there.
-		stats, err := w.ClippedSum(nil, clipping.Flat{C: 1}, got)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, stats := clippedSum(t, w, nil, clipping.Flat{C: 1}, nil)
 		norms := append([]float64(nil), stats.Norms...)
 		layerNorms := make([][]float64, len(taps))
 		for l := range taps {
 			layerNorms[l] = append([]float64(nil), stats.LayerNorms[l]...)
 		}
 		for i := range batch {
-			for _, rel := range rel {
+			for _, rel := range rels {
 				c := norms[i] * (1 + rel)
-				clear(got)
-				if _, err := w.ClippedSum(oneRow(batch, i), clipping.Flat{C: c}, got); err != nil {
-					t.Fatal(err)
-				}
-				n := exactNorm(got)
-				checked++
-				worst = math.Max(worst, n/c-1)
-				if n > c {
-					over++
-					if over <= 5 {
-						t.Errorf("trial %d example %d C = norm·(1%+g): contribution %.17g > C = %.17g (relative %.3g)", trial, i, rel, n, c, n/c-1)
-					}
+				got, _ := clippedSum(t, w, oneRow(batch, i), clipping.Flat{C: c}, nil)
+				if n := exactNorm(got); e.add(n, c) && e.over <= 5 {
+					t.Errorf("trial %d example %d C = norm·(1%+g): contribution %.17g > C = %.17g (relative %.3g)", trial, i, rel, n, c, n/c-1)
 				}
 				perLayer := make([]float64, len(taps))
 				for l := range taps {
 					perLayer[l] = layerNorms[l][i] * (1 + rel)
 				}
-				clear(got)
-				if _, err := w.ClippedSum(oneRow(batch, i), clipping.PerLayer{C: perLayer}, got); err != nil {
-					t.Fatal(err)
-				}
-				for l := range taps {
-					part := got[off[l] : off[l]+taps[l].NumParams()]
-					n := exactNorm(part)
-					checked++
-					worst = math.Max(worst, n/perLayer[l]-1)
-					if n > perLayer[l] {
-						over++
-						if over <= 5 {
-							t.Errorf("trial %d example %d layer %d: contribution %.17g > C_l = %.17g (relative %.3g)", trial, i, l, n, perLayer[l], n/perLayer[l]-1)
-						}
+				got, _ = clippedSum(t, w, oneRow(batch, i), clipping.PerLayer{C: perLayer}, nil)
+				for l, part := range layerParts(taps, got) {
+					if n := exactNorm(part); e.add(n, perLayer[l]) && e.over <= 5 {
+						t.Errorf("trial %d example %d layer %d: contribution %.17g > C_l = %.17g (relative %.3g)", trial, i, l, n, perLayer[l], n/perLayer[l]-1)
 					}
 				}
 			}
 		}
 	}
-	if over > 0 {
-		t.Errorf("%d of %d near-C contributions above their threshold (worst relative %.3g)", over, checked, worst)
+	if e.over > 0 {
+		t.Errorf("%d of %d near-C contributions above their threshold (worst relative %.3g)", e.over, e.checked, e.worst)
 	}
 	// The margin stays a few float32 ulps: the contributions reach C up to about 1e-6.
-	if worst < -1e-6 {
-		t.Errorf("near-C contributions all at least %.3g below C: the margin is too large", -worst)
+	if e.worst < -1e-6 {
+		t.Errorf("near-C contributions all at least %.3g below C: the margin is too large", -e.worst)
 	}
-	t.Logf("%d contributions, worst relative excess %.3g", checked, worst)
+	t.Logf("%d contributions, worst relative excess %.3g", e.checked, e.worst)
 }

@@ -2,9 +2,11 @@ package clippingtest
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/privtrain/privtrain/internal/num"
+	"gonum.org/v1/gonum/floats"
 )
 
 // BruteGradient is example i's gradient written out from the chain rule, loop by loop,
@@ -84,8 +86,8 @@ func referenceGroupSum(taps []Layer[float64], batch, k int, mask []bool, perLaye
 				}
 			}
 		}
-		g := Concat(parts)
-		norms[i] = norm(g)
+		g := slices.Concat(parts...)
+		norms[i] = floats.Norm(g, 2)
 		if perLayer == nil {
 			c := math.Min(1, flat/norms[i])
 			for j := range g {
@@ -94,7 +96,7 @@ func referenceGroupSum(taps []Layer[float64], batch, k int, mask []bool, perLaye
 		} else {
 			g = nil
 			for l, p := range parts {
-				c := math.Min(1, perLayer[l]/norm(p))
+				c := math.Min(1, perLayer[l]/floats.Norm(p, 2))
 				for _, v := range p {
 					g = append(g, c*v)
 				}
@@ -117,21 +119,13 @@ func referenceGroupSum(taps []Layer[float64], batch, k int, mask []bool, perLaye
 	return sum, norms
 }
 
-// Concat joins a gradient's parts.
-func Concat(parts [][]float64) []float64 {
-	var out []float64
-	for _, p := range parts {
-		out = append(out, p...)
+// layerParts cuts a flat gradient of layers into each layer's part.
+func layerParts[T num.Float](layers []Layer[T], g []float64) [][]float64 {
+	parts := make([][]float64, len(layers))
+	for l, t := range layers {
+		parts[l], g = g[:t.NumParams()], g[t.NumParams():]
 	}
-	return out
-}
-
-func norm(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v * v
-	}
-	return math.Sqrt(s)
+	return parts
 }
 
 // exactNorm is the L2 norm of x with a scaled, compensated sum: accurate to about one
@@ -161,7 +155,7 @@ func AssertClose(t *testing.T, what string, got, want []float64, rel float64) {
 	if len(got) != len(want) {
 		t.Fatalf("%s: length %d, want %d", what, len(got), len(want))
 	}
-	scale := norm(want)
+	scale := floats.Norm(want, 2)
 	for j := range got {
 		if d := math.Abs(got[j] - want[j]); d > rel*scale || math.IsNaN(got[j]) {
 			t.Fatalf("%s[%d] = %v, want %v (|diff| %g > %g·‖want‖ = %g)", what, j, got[j], want[j], d, rel, rel*scale)

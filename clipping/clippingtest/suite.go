@@ -4,10 +4,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/num"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Run runs the whole suite on k, one subtest per property. The layout subtests run only
@@ -59,18 +62,77 @@ func newWorkspace[T num.Float](t *testing.T, k Kinds, taps []Layer[T], batch int
 	return w
 }
 
+// clippedSum is w's clipped sum under rule (through fill when it is not nil) in a fresh
+// slice, and its stats; an error fails t.
+func clippedSum[T num.Float](t *testing.T, w *clipping.Workspace[T], mask []bool, rule clipping.Rule, fill clipping.Filler) ([]float64, clipping.Stats) {
+	t.Helper()
+	dst := make([]float64, w.NumParams())
+	st, err := w.ClippedSumFill(mask, rule, dst, fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst, st
+}
+
+// plainSum is w's plain sum (through fill when it is not nil) in a fresh slice.
+func plainSum[T num.Float](t *testing.T, w *clipping.Workspace[T], mask []bool, fill clipping.Filler) []float64 {
+	t.Helper()
+	dst := make([]float64, w.NumParams())
+	if err := w.SumFill(mask, dst, fill); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// perExample is w's gradient of example i in a fresh slice.
+func perExample[T num.Float](t *testing.T, w *clipping.Workspace[T], i int) []float64 {
+	t.Helper()
+	dst := make([]float64, w.NumParams())
+	if err := w.PerExample(i, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// CheckPerExample checks w's per-example gradients against the brute force of the
+// reference-layout layers ref, to rel·‖want‖.
+func CheckPerExample[T num.Float](t *testing.T, w *clipping.Workspace[T], ref []Layer[float64], rel float64) {
+	t.Helper()
+	for i := range w.Batch() {
+		AssertClose(t, "per-example gradient "+strconv.Itoa(i), perExample(t, w, i), slices.Concat(BruteGradient(ref, i)...), rel)
+	}
+}
+
+// randomThresholds draws a flat threshold in [0.05, 1.05) and per-layer ones in
+// [0.01, 1.01).
+func randomThresholds(rng *rand.Rand, layers int) (c float64, perLayer []float64) {
+	c = 0.05 + rng.Float64()
+	perLayer = make([]float64, layers)
+	for l := range perLayer {
+		perLayer[l] = 0.01 + rng.Float64()
+	}
+	return c, perLayer
+}
+
+// ruleCase is a rule and what ReferenceClippedSum needs to apply it.
+type ruleCase struct {
+	name     string
+	rule     clipping.Rule
+	perLayer []float64
+	flat     float64
+}
+
+// flatAndPerLayer are a flat rule of threshold c and a per-layer one for specs.
+func flatAndPerLayer(c float64) []ruleCase {
+	perLayer := []float64{0.5, 0.2, 1, 0.05}
+	return []ruleCase{{"flat", clipping.Flat{C: c}, nil, c}, {"per-layer", clipping.PerLayer{C: perLayer}, perLayer, 0}}
+}
+
 func perExampleMatchesChainRule(t *testing.T, k Kinds) {
 	const batch = 5
 	rng := rand.New(rand.NewPCG(1, 2))
 	taps := RandomLayers[float64](rng, specs, batch)
-	w := newWorkspace(t, k, taps, batch)
-	got := make([]float64, w.NumParams())
-	for i := range batch {
-		if err := w.PerExample(i, got); err != nil {
-			t.Fatal(err)
-		}
-		AssertClose(t, "per-example gradient", got, Concat(BruteGradient(taps, i)), 1e-13)
-	}
+	CheckPerExample(t, newWorkspace(t, k, taps, batch), taps, 1e-13)
 }
 
 func clippedSumMatchesReference(t *testing.T, k Kinds) {
@@ -79,22 +141,10 @@ func clippedSumMatchesReference(t *testing.T, k Kinds) {
 	taps := RandomLayers[float64](rng, specs, batch)
 	w := newWorkspace(t, k, taps, batch)
 	mask := []bool{true, false, true, true, true, false, true}
-	for _, tc := range []struct {
-		name     string
-		rule     clipping.Rule
-		perLayer []float64
-		flat     float64
-	}{
-		{"flat", clipping.Flat{C: 1}, nil, 1},
-		{"per-layer", clipping.PerLayer{C: []float64{0.5, 0.2, 1, 0.05}}, []float64{0.5, 0.2, 1, 0.05}, 0},
-	} {
+	for _, tc := range flatAndPerLayer(1) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantNorms := ReferenceClippedSum(taps, batch, mask, tc.perLayer, tc.flat)
-			got := make([]float64, w.NumParams())
-			st, err := w.ClippedSum(mask, tc.rule, got)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, st := clippedSum(t, w, mask, tc.rule, nil)
 			AssertClose(t, "clipped sum", got, want, 1e-13)
 			AssertClose(t, "norms", st.Norms, wantNorms, 1e-13)
 			clippedWant := 0
@@ -120,11 +170,7 @@ func sumMatchesReference(t *testing.T, k Kinds) {
 	w := newWorkspace(t, k, taps, batch)
 	for _, mask := range [][]bool{nil, {false, true, true, false, true, true}} {
 		want, _ := ReferenceClippedSum(taps, batch, mask, nil, math.Inf(1))
-		got := make([]float64, w.NumParams())
-		if err := w.Sum(mask, got); err != nil {
-			t.Fatal(err)
-		}
-		AssertClose(t, "sum", got, want, 1e-13)
+		AssertClose(t, "sum", plainSum(t, w, mask, nil), want, 1e-13)
 	}
 }
 
@@ -147,27 +193,15 @@ func clippedContributionProperties(t *testing.T, k Kinds) {
 
 func checkContributions[T num.Float](t *testing.T, k Kinds, taps []Layer[T], batch int, rng *rand.Rand, untouchedTol float64) {
 	w := newWorkspace(t, k, taps, batch)
-	c := 0.05 + rng.Float64()
-	perLayer := make([]float64, len(taps))
-	for l := range perLayer {
-		perLayer[l] = 0.01 + rng.Float64()
-	}
-	off := offsets(taps)
-	g := make([]float64, w.NumParams())
-	got := make([]float64, w.NumParams())
+	c, perLayer := randomThresholds(rng, len(taps))
 	for i := range batch {
-		if err := w.PerExample(i, g); err != nil {
-			t.Fatal(err)
-		}
-		clear(got)
-		if _, err := w.ClippedSum(oneRow(batch, i), clipping.Flat{C: c}, got); err != nil {
-			t.Fatal(err)
-		}
-		n := norm(got)
+		g := perExample(t, w, i)
+		got, _ := clippedSum(t, w, oneRow(batch, i), clipping.Flat{C: c}, nil)
+		n := floats.Norm(got, 2)
 		if n > c*(1+1e-6) {
 			t.Fatalf("example %d: clipped norm %v > C = %v", i, n, c)
 		}
-		if norm(g) < c {
+		if floats.Norm(g, 2) < c {
 			AssertClose(t, "untouched contribution", got, g, untouchedTol)
 			if untouchedTol < 1e-10 {
 				for j := range g {
@@ -177,18 +211,14 @@ func checkContributions[T num.Float](t *testing.T, k Kinds, taps []Layer[T], bat
 				}
 			}
 		}
-		clear(got)
 		rule := clipping.PerLayer{C: perLayer}
-		if _, err := w.ClippedSum(oneRow(batch, i), rule, got); err != nil {
-			t.Fatal(err)
-		}
-		for l := range taps {
-			part := got[off[l] : off[l]+taps[l].NumParams()]
-			if n := norm(part); n > perLayer[l]*(1+1e-6) {
+		got, _ = clippedSum(t, w, oneRow(batch, i), rule, nil)
+		for l, part := range layerParts(taps, got) {
+			if n := floats.Norm(part, 2); n > perLayer[l]*(1+1e-6) {
 				t.Fatalf("example %d layer %d: clipped norm %v > C_l = %v", i, l, n, perLayer[l])
 			}
 		}
-		if n := norm(got); n > rule.Bound()*(1+1e-6) {
+		if n := floats.Norm(got, 2); n > rule.Bound()*(1+1e-6) {
 			t.Fatalf("example %d: per-layer clipped norm %v > sqrt(ΣC_l²) = %v", i, n, rule.Bound())
 		}
 	}
@@ -232,33 +262,19 @@ func paddingRowsContributeExactlyZero(t *testing.T, k Kinds) {
 		padded := newWorkspace(t, k, taps, batch)
 		small := newWorkspace(t, k, compact, len(real))
 		for _, rule := range []clipping.Rule{clipping.Flat{C: 0.3}, clipping.PerLayerEqual(0.3, len(taps))} {
-			got := make([]float64, padded.NumParams())
-			want := make([]float64, padded.NumParams())
-			st, err := padded.ClippedSum(mask, rule, got)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, st := clippedSum(t, padded, mask, rule, nil)
 			for i, m := range mask {
 				if !m && st.Norms[i] != 0 {
 					t.Errorf("padding row %d has norm %v, want 0", i, st.Norms[i])
 				}
 			}
-			if _, err := small.ClippedSum(nil, rule, want); err != nil {
-				t.Fatal(err)
-			}
+			want, _ := clippedSum(t, small, nil, rule, nil)
 			for j := range got {
 				if got[j] != want[j] {
 					t.Fatalf("fill %v, rule %T: entry %d = %v with padding, %v without", fill, rule, j, got[j], want[j])
 				}
 			}
-			clear(got)
-			clear(want)
-			if err := padded.Sum(mask, got); err != nil {
-				t.Fatal(err)
-			}
-			if err := small.Sum(nil, want); err != nil {
-				t.Fatal(err)
-			}
+			got, want = plainSum(t, padded, mask, nil), plainSum(t, small, nil, nil)
 			for j := range got {
 				if got[j] != want[j] {
 					t.Fatalf("fill %v: Sum entry %d = %v with padding, %v without", fill, j, got[j], want[j])
@@ -303,18 +319,8 @@ func float32AgreesWithFloat64(t *testing.T, k Kinds) {
 			t64[l].GradZ[j] = float64(t32[l].GradZ[j])
 		}
 	}
-	w64 := newWorkspace(t, k, t64, batch)
-	w32 := newWorkspace(t, k, t32, batch)
-	g64 := make([]float64, w64.NumParams())
-	g32 := make([]float64, w32.NumParams())
-	s64, err := w64.ClippedSum(nil, clipping.Flat{C: 0.2}, g64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s32, err := w32.ClippedSum(nil, clipping.Flat{C: 0.2}, g32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g64, s64 := clippedSum(t, newWorkspace(t, k, t64, batch), nil, clipping.Flat{C: 0.2}, nil)
+	g32, s32 := clippedSum(t, newWorkspace(t, k, t32, batch), nil, clipping.Flat{C: 0.2}, nil)
 	AssertClose(t, "float32 clipped sum", g32, g64, 1e-5)
 	AssertClose(t, "float32 norms", s32.Norms, s64.Norms, 1e-5)
 }
