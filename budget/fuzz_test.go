@@ -36,7 +36,7 @@ func FuzzParseLine(f *testing.F) {
 }
 
 func bytesLines(f *testing.F, s *Store) [][]byte {
-	l, err := s.read(testFP)
+	l, err := readLedger(s, testFP)
 	if err != nil {
 		f.Fatal(err)
 	}

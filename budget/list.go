@@ -49,8 +49,8 @@ type RunRecord struct {
 	Own Composition
 }
 
-// fingerprints lists the data sets of the store, sorted.
-func (s *Store) fingerprints() ([]string, error) {
+// fingerprints lists the data sets of the store directory, sorted.
+func (s fileStorage) fingerprints() ([]string, error) {
 	des, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("budget: %w", err)
@@ -74,19 +74,27 @@ func (s *Store) fingerprints() ([]string, error) {
 // data set's default δ, the smallest of its runs'). The first data set that fails
 // verification makes it fail (a *VerifyError naming it): a store is never
 // half-reported.
-func (s *Store) Datasets(delta float64) ([]Dataset, error) {
-	lk, err := s.lock()
+func (s *Store) Datasets(delta float64) (out []Dataset, err error) {
+	err = retry(func(bool) (err error) {
+		out, err = s.datasets(delta)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) datasets(delta float64) ([]Dataset, error) {
+	tx, err := s.b.begin("")
 	if err != nil {
 		return nil, err
 	}
-	defer lk.Unlock()
-	fps, err := s.fingerprints()
+	defer tx.end()
+	fps, err := tx.fingerprints()
 	if err != nil {
 		return nil, err
 	}
 	var ledgers []*ledger
 	for _, fp := range fps {
-		l, err := s.read(fp)
+		l, err := s.read(tx, fp)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +102,7 @@ func (s *Store) Datasets(delta float64) ([]Dataset, error) {
 			ledgers = append(ledgers, l)
 		}
 	}
-	lk.Unlock() // composing (the PLD bound) may take seconds: not under the lock
+	tx.end() // composing (the PLD bound) may take seconds: not under the lock
 	var out []Dataset
 	for _, l := range ledgers {
 		d, err := l.summary(delta)
@@ -128,13 +136,21 @@ func (l *ledger) summary(delta float64) (Dataset, error) {
 
 // Runs verifies data set fp (or the one data set whose fingerprint starts with fp) and
 // returns its summary at δ = delta (0: its default) and its runs, oldest first.
-func (s *Store) Runs(fp string, delta float64) (Dataset, []RunRecord, error) {
-	lk, err := s.lock()
+func (s *Store) Runs(fp string, delta float64) (d Dataset, runs []RunRecord, err error) {
+	err = retry(func(bool) (err error) {
+		d, runs, err = s.runs(fp, delta)
+		return err
+	})
+	return d, runs, err
+}
+
+func (s *Store) runs(fp string, delta float64) (Dataset, []RunRecord, error) {
+	tx, err := s.b.begin("")
 	if err != nil {
 		return Dataset{}, nil, err
 	}
-	defer lk.Unlock()
-	fps, err := s.fingerprints()
+	defer tx.end()
+	fps, err := tx.fingerprints()
 	if err != nil {
 		return Dataset{}, nil, err
 	}
@@ -151,8 +167,8 @@ func (s *Store) Runs(fp string, delta float64) (Dataset, []RunRecord, error) {
 	default:
 		return Dataset{}, nil, fmt.Errorf("budget: fingerprint %q matches %d data sets: give more digits", fp, len(match))
 	}
-	l, err := s.read(match[0])
-	lk.Unlock()
+	l, err := s.read(tx, match[0])
+	tx.end()
 	if err != nil {
 		return Dataset{}, nil, err
 	}

@@ -121,8 +121,9 @@ func short(fp string) string {
 // (FINGERPRINT.ledger, one entry per line) and head (FINGERPRINT.head), and the lock
 // file that serialises every read and append across processes.
 type Store struct {
-	dir string
+	dir string // the directory, or for a database store its URL without the password
 	key []byte
+	b   backend // where the ledgers are kept: the directory (fileBackend) or PostgreSQL
 }
 
 // Open opens the store in dir, creating the directory (mode 0700) if needed. A non-nil
@@ -136,6 +137,9 @@ func Open(dir string, key []byte) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("budget: no store directory")
 	}
+	if IsURL(dir) {
+		return openPostgres(dir, key)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("budget: store %s: %w", dir, err)
 	}
@@ -147,7 +151,9 @@ func Open(dir string, key []byte) (*Store, error) {
 	if len(key) == 0 {
 		key = nil
 	}
-	return &Store{dir: dir, key: bytes.Clone(key)}, nil
+	s := &Store{dir: dir, key: bytes.Clone(key)}
+	s.b = fileBackend{s}
+	return s, nil
 }
 
 // StoreEnv names the environment variable that gives the store's directory when a
@@ -179,8 +185,12 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "privtrain", "budget"), nil
 }
 
-// Dir returns the store's directory.
+// Dir returns the store's directory, or for a database store its URL without the
+// password (what messages name).
 func (s *Store) Dir() string { return s.dir }
+
+// Close closes a database store's connection (a file store holds nothing open).
+func (s *Store) Close() error { return s.b.close() }
 
 // Keyed reports whether the store was opened with a key.
 func (s *Store) Keyed() bool { return s.key != nil }
@@ -271,17 +281,17 @@ func (r *runState) spend() Spend {
 	return r.first.Spend
 }
 
-// read reads and verifies the data set's ledger and head; callers hold the lock.
-func (s *Store) read(fp string) (*ledger, error) {
+// read reads and verifies the data set's ledger and head; callers hold the lock (tx).
+func (s *Store) read(tx storage, fp string) (*ledger, error) {
 	l := &ledger{fp: fp, torn: -1, headSeq: -1, byRun: map[string]*runState{}}
 	bad := func(i int, format string, args ...any) error {
 		return &VerifyError{Fingerprint: fp, Entry: i, Reason: fmt.Sprintf(format, args...)}
 	}
-	data, err := readFile(s.ledgerPath(fp))
+	data, head, err := tx.load(fp)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("budget: %w", err)
+		return nil, err
 	default:
 		l.exists = true
 	}
@@ -338,7 +348,7 @@ func (s *Store) read(fp string) (*ledger, error) {
 	}
 	// Entries are appended to a slice that may move: re-point the runs at their entries.
 	l.relink()
-	if err := s.checkHead(l); err != nil {
+	if err := s.checkHead(l, head, tx.headName()); err != nil {
 		return nil, err
 	}
 	// Refuse here, in bounded time, a ledger whose composition would cost minutes.
@@ -347,7 +357,7 @@ func (s *Store) read(fp string) (*ledger, error) {
 		segs = append(segs, it.spend.Segments...)
 	}
 	if _, err := mechanisms(segs); err != nil {
-		return nil, fmt.Errorf("%w (data set %s: its ledger %s is hostile, or far beyond what privtrain's runs write; move it aside, with its head, to start the data set anew)", err, fp, s.ledgerPath(fp))
+		return nil, fmt.Errorf("%w (data set %s: its ledger %s is hostile, or far beyond what privtrain's runs write; move it aside, with its head, to start the data set anew)", err, fp, tx.ledgerName(fp))
 	}
 	return l, nil
 }
@@ -405,18 +415,16 @@ func (l *ledger) hashAt(i int) string {
 	return l.hashes[i]
 }
 
-// checkHead checks the head file against the verified entries: it must name the last
-// entry, or the one before it (a crash between the append and the head's update).
-func (s *Store) checkHead(l *ledger) error {
+// checkHead checks the head (data, as the file store writes it; nil: none) against the
+// verified entries: it must name the last entry, or the one before it (a crash between
+// the append and the head's update). name is what the store calls its head.
+func (s *Store) checkHead(l *ledger, data []byte, name string) error {
 	fp, k := l.fp, len(l.entries)
-	data, err := readFile(s.headPath(fp))
-	if errors.Is(err, fs.ErrNotExist) {
+	if data == nil {
 		if !l.exists {
 			return nil
 		}
-		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: "the head file is missing (it is written before the ledger): removed"}
-	} else if err != nil {
-		return fmt.Errorf("budget: %w", err)
+		return &VerifyError{Fingerprint: fp, Entry: -1, Reason: name + " is missing (it is written with the ledger): removed"}
 	}
 	var h headRecord
 	if err := strictjson.Unmarshal(data, &h); err != nil {
@@ -459,10 +467,35 @@ func readFile(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// append writes e as the next entry of l: it first cuts a torn last line, creates the
-// head before a new ledger, appends the whole line with one write and fsync, then updates
-// the head. Callers hold the lock and have verified l.
-func (s *Store) append(l *ledger, e entry) error {
+// append writes e as the next entry of l and moves the head to it (tx.put). Callers hold
+// the lock (tx) and have verified l.
+func (s *Store) append(tx storage, l *ledger, e entry) error {
+	// A sealed ledger's entries and head are keyed; an unsealed one's are not, whether
+	// or not the store has a key (only Seal turns a ledger keyed).
+	key := l.key(s)
+	if e.Kind == kindSeal {
+		key = s.key
+	}
+	e.Version, e.Seq, e.Prev = entryVersion, len(l.entries), l.hashAt(len(l.entries)-1)
+	line, hash, err := encodeEntry(&e, key)
+	if err != nil {
+		return err
+	}
+	if err := tx.put(l, line, e.Seq, hash, key); err != nil {
+		return err
+	}
+	l.entriesAppend(e, hash)
+	l.relink()
+	l.keyed = l.keyed || key != nil
+	l.headSeq = e.Seq
+	l.exists = true
+	return nil
+}
+
+// put appends line (entry seq, whose hash is hash) to the ledger file: it first cuts a
+// torn last line, creates the head before a new ledger, appends the whole line with one
+// write and fsync, then updates the head.
+func (s fileStorage) put(l *ledger, line []byte, seq int, hash string, key []byte) error {
 	path := s.ledgerPath(l.fp)
 	if l.torn >= 0 {
 		if err := os.Truncate(path, l.torn); err != nil {
@@ -470,28 +503,17 @@ func (s *Store) append(l *ledger, e entry) error {
 		}
 		l.torn = -1
 	}
-	// A sealed ledger's entries and head are keyed; an unsealed one's are not, whether
-	// or not the store has a key (only Seal turns a ledger keyed).
-	key := l.key(s)
-	if e.Kind == kindSeal {
-		key = s.key
-	}
 	if !l.exists {
-		if err := s.writeHead(l.fp, -1, genesis(l.fp), l.key(s)); err != nil {
+		if err := s.writeHead(l.fp, -1, genesis(l.fp), l.key(s.Store)); err != nil {
 			return err
 		}
 	} else if last := len(l.entries) - 1; l.headSeq != last {
 		// A crash between an append and the head's update left the head one entry
 		// behind: bring it up to date first, or a second such crash would leave it two
 		// behind, which reads as removed entries.
-		if err := s.writeHead(l.fp, last, l.hashAt(last), l.key(s)); err != nil {
+		if err := s.writeHead(l.fp, last, l.hashAt(last), l.key(s.Store)); err != nil {
 			return err
 		}
-	}
-	e.Version, e.Seq, e.Prev = entryVersion, len(l.entries), l.hashAt(len(l.entries)-1)
-	line, hash, err := encodeEntry(&e, key)
-	if err != nil {
-		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
@@ -531,15 +553,11 @@ func (s *Store) append(l *ledger, e entry) error {
 		}
 		l.exists = true
 	}
-	if err := s.writeHead(l.fp, e.Seq, hash, key); err != nil && !s.headNames(l.fp, e.Seq, hash) {
+	if err := s.writeHead(l.fp, seq, hash, key); err != nil && !s.headNames(l.fp, seq, hash) {
 		// (A head renamed into place whose directory sync failed names the entry
 		// already: then the entry stands.)
 		return undo(err)
 	}
-	l.entriesAppend(e, hash)
-	l.relink()
-	l.keyed = l.keyed || key != nil
-	l.headSeq = e.Seq
 	return nil
 }
 
@@ -686,8 +704,9 @@ type Reservation struct {
 	// bound when only that bound kept the plan within Reserve's budgetEps.
 	Before, After Composition
 	committed     bool
-	head          Head // the ledger after this run's latest entry
-	rdpOnly       bool // Commit reports the RDP bound alone (Run.Accountant "rdp")
+	planned       Spend // the reserved spend
+	head          Head  // the ledger after this run's latest entry
+	rdpOnly       bool  // Commit reports the RDP bound alone (Run.Accountant "rdp")
 }
 
 // Head returns the data set's ledger head after the run's latest entry (its reservation,
@@ -727,7 +746,13 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 			return nil, err
 		}
 	}
-	items, after, head, err := s.reserve(fp, run, planned, budgetEps)
+	var items []item
+	var after Composition
+	var head Head
+	err := retry(func(again bool) (err error) {
+		items, after, head, err = s.reserve(fp, run, planned, budgetEps, again)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -746,24 +771,38 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 			return nil, err
 		}
 	}
-	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after, head: head, rdpOnly: run.Accountant == "rdp"}, nil
+	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, planned: planned, Fingerprint: fp, Before: before, After: after, head: head, rdpOnly: run.Accountant == "rdp"}, nil
 }
 
 // reserve appends the import (if due) and the reservation under the lock, and returns
 // the data set's runs before this one and their composition with the planned spend
-// (the bound that was checked against budgetEps).
-func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) (_ []item, _ Composition, _ Head, err error) {
-	lk, err := s.lock()
+// (the bound that was checked against budgetEps). again says that an earlier attempt
+// failed with the connection to a database store, after which it may have been made: a
+// reservation of run.ID found then is that attempt's.
+func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64, again bool) (_ []item, _ Composition, _ Head, err error) {
+	tx, err := s.b.begin(fp)
 	if err != nil {
 		return nil, Composition{}, Head{}, err
 	}
-	defer lk.Unlock()
-	l, err := s.read(fp)
+	defer tx.end()
+	l, err := s.read(tx, fp)
 	if err != nil {
 		return nil, Composition{}, Head{}, err
 	}
 	if l.byRun[run.ID] != nil {
-		return nil, Composition{}, Head{}, fmt.Errorf("budget: run %s is already recorded", run.ID)
+		if !again {
+			return nil, Composition{}, Head{}, fmt.Errorf("budget: run %s is already recorded", run.ID)
+		}
+		// The earlier attempt was made (with its import, in the same transaction).
+		var items []item
+		for _, r := range l.runs {
+			if r.first.Run != run.ID {
+				items = append(items, item{r.spend(), r.first.Delta})
+			}
+		}
+		all := append(slices.Clone(items), item{planned, run.Delta})
+		after, err := composeItems(all, defaultDelta(all), false)
+		return items, after, l.head(), err
 	}
 	for _, w := range run.Witnesses {
 		if err := l.checkWitness(w); err != nil {
@@ -775,7 +814,7 @@ func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) (_
 		if missing := l.unheld(p.Run, *run.Inherited); missing != nil {
 			imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
 				Command: fmt.Sprintf("(the steps of the resumed checkpoint's ledger, step %d, that this store did not hold)", p.Step), Time: stamp, Delta: run.Delta, Spend: *missing}
-			if err := s.append(l, imp); err != nil {
+			if err := s.append(tx, l, imp); err != nil {
 				return nil, Composition{}, Head{}, err
 			}
 		}
@@ -801,7 +840,10 @@ func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) (_
 	}
 	e := entry{Kind: kindReserve, Run: run.ID, Lineage: run.Lineage, Parent: run.Parent, Tool: run.Tool, Name: run.Name,
 		Command: run.Command, Time: stamp, Delta: run.Delta, Spend: planned}
-	if err := s.append(l, e); err != nil {
+	if err := s.append(tx, l, e); err != nil {
+		return nil, Composition{}, Head{}, err
+	}
+	if err := tx.commit(); err != nil {
 		return nil, Composition{}, Head{}, err
 	}
 	return items, after, l.head(), nil
@@ -819,8 +861,17 @@ func (r *Reservation) Commit(actual Spend) (Composition, error) {
 	if err := actual.Validate(); err != nil {
 		return Composition{}, err
 	}
-	items, head, err := r.commit(actual)
+	var items []item
+	var head Head
+	err := retry(func(again bool) (err error) {
+		items, head, err = r.commit(actual, again)
+		return err
+	})
 	if err != nil {
+		if retryable(err) {
+			// The database stayed out of reach: keep the commit for the next command.
+			return Composition{}, r.keepPending(actual, err)
+		}
 		return Composition{}, err
 	}
 	r.head = head
@@ -828,24 +879,32 @@ func (r *Reservation) Commit(actual Spend) (Composition, error) {
 	return composeItems(items, 0, !r.rdpOnly)
 }
 
-// commit appends the commit under the lock and returns the data set's runs.
-func (r *Reservation) commit(actual Spend) ([]item, Head, error) {
+// commit appends the commit under the lock and returns the data set's runs. again says
+// that an earlier attempt failed with the connection to a database store, after which
+// it may have been made: a commit of the run found then is that attempt's.
+func (r *Reservation) commit(actual Spend, again bool) ([]item, Head, error) {
 	s := r.store
-	lk, err := s.lock()
+	tx, err := s.b.begin(r.fp)
 	if err != nil {
 		return nil, Head{}, err
 	}
-	defer lk.Unlock()
-	l, err := s.read(r.fp)
+	defer tx.end()
+	l, err := s.read(tx, r.fp)
 	if err != nil {
 		return nil, Head{}, err
 	}
 	st := l.byRun[r.run]
+	if again && st != nil && st.commit != nil {
+		return l.items(), l.head(), nil
+	}
 	if st == nil || st.commit != nil {
 		return nil, Head{}, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
 	}
 	e := entry{Kind: kindCommit, Run: r.run, Time: time.Now().UTC().Format(time.RFC3339Nano), Delta: r.delta, Spend: actual}
-	if err := s.append(l, e); err != nil {
+	if err := s.append(tx, l, e); err != nil {
+		return nil, Head{}, err
+	}
+	if err := tx.commit(); err != nil {
 		return nil, Head{}, err
 	}
 	return l.items(), l.head(), nil
@@ -870,12 +929,21 @@ func (s *Store) Seal(fp string) (bool, error) {
 	if s.key == nil {
 		return false, ErrNoKey
 	}
-	lk, err := s.lock()
+	var sealed bool
+	err := retry(func(bool) (err error) {
+		sealed, err = s.seal(fp)
+		return err
+	})
+	return sealed, err
+}
+
+func (s *Store) seal(fp string) (bool, error) {
+	tx, err := s.b.begin(fp)
 	if err != nil {
 		return false, err
 	}
-	defer lk.Unlock()
-	l, err := s.read(fp)
+	defer tx.end()
+	l, err := s.read(tx, fp)
 	if err != nil {
 		return false, err
 	}
@@ -883,19 +951,23 @@ func (s *Store) Seal(fp string) (bool, error) {
 		return false, nil
 	}
 	e := entry{Kind: kindSeal, Run: privrand.ID(16), Tool: "privacy budget -seal", Time: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := s.append(l, e); err != nil {
+	if err := s.append(tx, l, e); err != nil {
 		return false, err
 	}
-	return true, nil
+	return true, tx.commit()
 }
 
 // Fingerprints lists the data sets of the store (those with a ledger or a head file),
 // sorted.
-func (s *Store) Fingerprints() ([]string, error) {
-	lk, err := s.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer lk.Unlock()
-	return s.fingerprints()
+func (s *Store) Fingerprints() (fps []string, err error) {
+	err = retry(func(bool) error {
+		tx, err := s.b.begin("")
+		if err != nil {
+			return err
+		}
+		defer tx.end()
+		fps, err = tx.fingerprints()
+		return err
+	})
+	return fps, err
 }
