@@ -259,6 +259,7 @@ type Run struct {
 type ledger struct {
 	fp      string
 	entries []entry
+	lines   [][]byte // each entry's line as stored, without its newline
 	hashes  []string
 	torn    int64 // offset of a torn last line, −1 if none
 	exists  bool  // the ledger file exists
@@ -304,6 +305,7 @@ func (s *Store) read(tx storage, fp string) (*ledger, error) {
 		}
 		i := len(l.entries)
 		p, err := parseLine(data[off : off+nl])
+		l.lines = append(l.lines, data[off:off+nl])
 		off += nl + 1
 		if err != nil {
 			return nil, bad(i, "not an entry: %v", err)
@@ -484,12 +486,19 @@ func (s *Store) append(tx storage, l *ledger, e entry) error {
 	if err := tx.put(l, line, e.Seq, hash, key); err != nil {
 		return err
 	}
+	l.appended(e, line, hash, key)
+	return nil
+}
+
+// appended records in l the entry e, written as line (with its newline) whose hash is
+// hash, keyed with key.
+func (l *ledger) appended(e entry, line []byte, hash string, key []byte) {
 	l.entriesAppend(e, hash)
+	l.lines = append(l.lines, bytes.TrimSuffix(line, []byte("\n")))
 	l.relink()
 	l.keyed = l.keyed || key != nil
 	l.headSeq = e.Seq
 	l.exists = true
-	return nil
 }
 
 // put appends line (entry seq, whose hash is hash) to the ledger file: it first cuts a
