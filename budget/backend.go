@@ -113,7 +113,16 @@ func (e *dbError) Error() string {
 	return fmt.Sprintf("budget store %s: %s: %v", e.where, e.op, e.err)
 }
 
-func (e *dbError) Unwrap() error { return e.err }
+func (e *dbError) Unwrap() []error {
+	if e.retry {
+		return []error{e.err, ErrUnreachable}
+	}
+	return []error{e.err}
+}
+
+// ErrUnreachable reports a database store that could not be reached, or that went away
+// (its connection lost, the server restarting) and stayed away through the retries.
+var ErrUnreachable = errors.New("budget: the database store cannot be reached")
 
 // retryable reports a database error that a new connection may not meet.
 func retryable(err error) bool {

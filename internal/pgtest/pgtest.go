@@ -95,13 +95,41 @@ func binDir() (string, error) {
 	return "", errors.New("no initdb in /usr/lib/postgresql/*/bin or on the PATH (set PRIVTRAIN_PG_BIN)")
 }
 
+// ownerFile names, in a cluster's directory, the file holding the pid of the test process
+// that started it.
+const ownerFile = "owner.pid"
+
+// removeStale stops and removes the clusters left by test processes that died before
+// their Stop (killed by a timeout, say).
+func removeStale(bin string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgtest-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // starting, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		s := &Server{dir: d, data: filepath.Join(d, "data"), bin: bin, asPostgres: os.Geteuid() == 0}
+		s.pgctl(30*time.Second, "stop", "-m", "immediate")
+		os.RemoveAll(d)
+	}
+}
+
 func start() (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
 	}
+	removeStale(bin)
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{dir: dir, data: filepath.Join(dir, "data"), bin: bin, asPostgres: os.Geteuid() == 0}

@@ -17,7 +17,7 @@ import (
 )
 
 func addBudgetFlag(fs *flag.FlagSet, dir *string) {
-	fs.StringVar(dir, "budget-store", "", "one-run: the budget store `DIR` where the audit records its spend on its real digits (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget; multi-run trains on blank filler and canaries only and records nothing); see privacy budget")
+	fs.StringVar(dir, "budget-store", "", "one-run: the budget store (a directory, or a PostgreSQL `URL` postgres://…) where the audit records its spend on its real digits (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget; multi-run trains on blank filler and canaries only and records nothing); see privacy budget")
 }
 
 // auditBudget is a one-run audit's reservation in the budget store.

@@ -14,10 +14,15 @@ import (
 )
 
 // CommandLine is the command line recorded in the store: the tool and its arguments,
-// each quoted when it holds a space or a quote.
+// each quoted when it holds a space or a quote, a database URL without its password.
 func CommandLine(tool string, args []string) string {
 	parts := []string{tool}
 	for _, a := range args {
+		if flag, v, ok := strings.Cut(a, "="); ok && budget.IsURL(v) {
+			a = flag + "=" + budget.RedactURL(v)
+		} else if budget.IsURL(a) {
+			a = budget.RedactURL(a)
+		}
 		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
 			a = strconv.Quote(a)
 		}
@@ -47,7 +52,10 @@ func BudgetKey() ([]byte, error) {
 // OpenStore opens the budget store of a command that trains (train, audit, erm): flagDir
 // (its -budget-store flag), else $PRIVTRAIN_BUDGET_STORE, else the per-user default;
 // with the key of PRIVTRAIN_BUDGET_KEY when it is set (which reads and extends sealed
-// data sets; it seals none).
+// data sets; it seals none). A directory, or a PostgreSQL URL (postgres://…): a database
+// that cannot be reached is a usage error (exit 2, before any step) naming the URL without
+// its password, and the commits that earlier runs left pending for it (their connection
+// lost) are delivered first, each said on stderr.
 func OpenStore(flagDir string) (*budget.Store, error) {
 	key, err := BudgetKey()
 	if err != nil {
@@ -57,9 +65,28 @@ func OpenStore(flagDir string) (*budget.Store, error) {
 	if err != nil {
 		return nil, exit.Usagef("%v: give -budget-store DIR or set %s", err, budget.StoreEnv)
 	}
+	if budget.IsURL(dir) {
+		return openDatabase(dir, key)
+	}
 	s, err := budget.Open(dir, key)
 	if err != nil {
 		return nil, exit.Usagef("-budget-store %s: %v (give another -budget-store DIR or %s)", dir, err, budget.StoreEnv)
+	}
+	return s, nil
+}
+
+// openDatabase opens a database store and delivers its pending commits.
+func openDatabase(url string, key []byte) (*budget.Store, error) {
+	s, err := budget.Open(url, key)
+	if err != nil {
+		return nil, exit.Usagef("-budget-store %s: %v (nothing was run; check the server, or give another -budget-store or %s)", budget.RedactURL(url), exit.OneLine(err.Error()), budget.StoreEnv)
+	}
+	said, err := s.DeliverPending()
+	for _, l := range said {
+		fmt.Fprintln(os.Stderr, l)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "budget: warning: %s\n", exit.OneLine(err.Error()))
 	}
 	return s, nil
 }
@@ -76,6 +103,8 @@ func StoreError(flagBudget string, store *budget.Store, err error) error {
 		return exit.Usagef("the budget store %s fails verification, so the data set's spend is unknown: %v (nothing was trained; give another -budget-store DIR to start a new store)", store.Dir(), err)
 	case errors.Is(err, budget.ErrTooComplex):
 		return exit.Usagef("the budget store %s cannot compose the data set's spend: %v (nothing was trained)", store.Dir(), err)
+	case errors.Is(err, budget.ErrUnreachable):
+		return exit.Usagef("the budget store %s cannot be reached, so the run cannot reserve its spend: %v (nothing was trained)", store.Dir(), err)
 	case errors.Is(err, budget.ErrKeyRequired):
 		return exit.Usagef("the budget store %s: %v: the data set's ledger is sealed (keyed); set %s to its key, or give another -budget-store DIR (%s)", store.Dir(), err, BudgetKeyEnv, MigrationHint)
 	}

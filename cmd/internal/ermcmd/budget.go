@@ -26,7 +26,7 @@ type ermBudget struct {
 }
 
 func addBudgetFlag(fs *flag.FlagSet, b *ermBudget) {
-	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where the run records its (ε, δ) on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
+	fs.StringVar(&b.store, "budget-store", "", "the budget store (a directory, or a PostgreSQL `URL` postgres://…) where the run records its (ε, δ) on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
 }
 
 // dataFingerprint is erm's content fingerprint of a data set as loaded (before

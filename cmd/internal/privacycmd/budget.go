@@ -21,6 +21,7 @@ import (
 
 const budgetUsage = `usage: privacy budget [-json] [-store DIR] [-fingerprint F] [-delta D]
        privacy budget -seal [-store DIR] [-fingerprint F]
+       privacy budget -migrate-to URL [-store DIR]
 
 Lists the data sets of the budget store and what each has spent: the
 composition of every run recorded on it (train, including -validation runs,
@@ -43,12 +44,19 @@ PRIVTRAIN_BUDGET_KEY: from then on its entries are HMAC-SHA256-keyed, and
 reading or extending it needs the key. See docs/budget.md for what the store
 proves and what it cannot.
 
+The store is a directory, or a PostgreSQL database (-store postgres://…, or
+$PRIVTRAIN_BUDGET_STORE): one ledger per data set for a team training on
+several machines. -migrate-to URL copies every data set of the store (a
+directory) into that database, after verifying every ledger; a data set the
+database holds with other entries is refused; a second run copies nothing.
+
 Flags:
 `
 
 type budgetOptions struct {
 	json        bool
 	seal        bool
+	migrateTo   string
 	store       string
 	fingerprint string
 	delta       float64
@@ -59,7 +67,8 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("privacy budget", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.BoolVar(&o.json, "json", false, `print {"store", "datasets":[{"fingerprint","name","runs","epsilon","delta",…,"sealed","head"}]} (with -fingerprint: {"store","dataset","runs"}); ε is null when unbounded`)
-	fset.StringVar(&o.store, "store", "", "the budget store `DIR` (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget)")
+	fset.StringVar(&o.store, "store", "", "the budget store `DIR`, or a PostgreSQL URL postgres://… (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget)")
+	fset.StringVar(&o.migrateTo, "migrate-to", "", "copy every data set of the store (-store) into the database store at `URL` (postgres://…), verifying every ledger first; a data set the database holds with other entries is refused (see docs/budget.md)")
 	fset.StringVar(&o.fingerprint, "fingerprint", "", "list the runs of the data set whose fingerprint (or its unique prefix) is `F`")
 	fset.Float64Var(&o.delta, "delta", 0, "report ε at this δ (default: each data set's smallest δ of its runs, plus the δ of its (ε, δ) runs)")
 	fset.BoolVar(&o.seal, "seal", false, "key the ledger of the data set -fingerprint F (a full fingerprint seals a data set the store has not seen yet), or of every data set of the store, with $"+cli.BudgetKeyEnv+": from then on its entries must be keyed, and every run on it needs the key (see docs/budget.md)")
@@ -89,6 +98,17 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 		}
 		run = o.sealStore
 	}
+	if o.migrateTo != "" {
+		if o.json || o.delta != 0 || o.seal || o.fingerprint != "" {
+			fmt.Fprintln(stderr, "privacy budget: -migrate-to copies the whole store: -json, -delta, -seal and -fingerprint do not apply (see privacy budget -help)")
+			return exit.Usage
+		}
+		if !budget.IsURL(o.migrateTo) {
+			fmt.Fprintf(stderr, "privacy budget: -migrate-to %s: want a PostgreSQL URL (postgres://…)\n", o.migrateTo)
+			return exit.Usage
+		}
+		run = o.migrate
+	}
 	if err := run(stdout); err != nil {
 		if errors.Is(err, budget.ErrKeyRequired) {
 			err = fmt.Errorf("%w: set %s to the key it was sealed with (%s)", err, cli.BudgetKeyEnv, cli.MigrationHint)
@@ -108,7 +128,7 @@ func (o *budgetOptions) list(w io.Writer) error {
 	if err != nil {
 		return exit.Usagef("%v: give -store DIR", err)
 	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(dir); !budget.IsURL(dir) && errors.Is(err, fs.ErrNotExist) {
 		// Nothing recorded yet: do not create the store just to list it.
 		if o.fingerprint != "" {
 			return exit.Usagef("-fingerprint %s: the budget store %s does not exist (no run has recorded its spend there)", o.fingerprint, dir)
@@ -156,6 +176,36 @@ func (o *budgetOptions) list(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, "HEAD is each ledger's last entry and its hash: keep it elsewhere; a ledger that no longer holds it was rolled back (-fingerprint F prints it whole)")
+	return nil
+}
+
+// migrate copies the store into the database -migrate-to.
+func (o *budgetOptions) migrate(w io.Writer) error {
+	src, err := cli.OpenStore(o.store)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := cli.OpenStore(o.migrateTo)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	ms, err := budget.Migrate(src, dst)
+	for _, m := range ms {
+		switch {
+		case m.Copied == 0:
+			fmt.Fprintf(w, "data set %s: held already (%d entries): nothing to copy\n", m.Fingerprint, m.Held)
+		case m.Held == 0:
+			fmt.Fprintf(w, "data set %s: copied %d entries\n", m.Fingerprint, m.Copied)
+		default:
+			fmt.Fprintf(w, "data set %s: copied %d entries after the %d the database held\n", m.Fingerprint, m.Copied, m.Held)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "budget store %s: %d data sets migrated into %s; point -budget-store or %s at it\n", src.Dir(), len(ms), dst.Dir(), budget.StoreEnv)
 	return nil
 }
 

@@ -14,10 +14,16 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/pgtest"
 )
 
 // TestMain keeps every test off the user's budget store.
-func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }
+// It stops the test PostgreSQL cluster if a test started one.
+func TestMain(m *testing.M) {
+	code := clitest.RunWithTempBudgetStore(m)
+	pgtest.Stop()
+	os.Exit(code)
+}
 
 const fpA = "aaaa0000000000000000000000000000000000000000000000000000000000aa"
 const fpB = "bbbb0000000000000000000000000000000000000000000000000000000000bb"

@@ -26,7 +26,7 @@ type budgetFlags struct {
 
 func addBudgetFlags(fs *flag.FlagSet, b *budgetFlags) {
 	fs.Float64Var(&b.eps, "budget", 0, "refuse, before the first step and with exit status 2, a run whose planned spend would take its data set's ε past `EPS`: the composition of every run recorded in the budget store on the same data (same content fingerprint), at the smallest δ of its runs (0: no limit; every run is recorded all the same). -epsilon still sets this run's own ε")
-	fs.StringVar(&b.store, "budget-store", "", "the budget store `DIR` where every run records its spend on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
+	fs.StringVar(&b.store, "budget-store", "", "the budget store where every run records its spend on its data set: a directory, or a PostgreSQL `URL` postgres://… shared by a team (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
 }
 
 // runBudget is a run's reservation in the budget store.
