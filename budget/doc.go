@@ -19,5 +19,14 @@
 // data set and the entry. A reservation refuses a witness (a ledger Head recorded by a
 // resumed checkpoint) that the ledger no longer holds: a rollback. Without the key anyone
 // who can write the store can rewrite an unsealed ledger consistently; with it a sealed
-// one; a rollback of both files that no witness reveals goes unseen. See docs/budget.md.
+// one; a rollback of both files that no witness reveals goes unseen.
+//
+// The store is a directory, or a PostgreSQL database (Open with a postgres:// URL) that a
+// team shares across machines: the same ledgers, verified by the same code, one row per
+// entry and per head, each reservation and commit one transaction under a lock on its
+// data set, written by INSERT only (a role that may only append runs every command). A
+// connection lost during a run is retried; a commit that still cannot be made waits in a
+// pending file (PendingDir) until the next command delivers it (DeliverPending), the run
+// counted at its reservation meanwhile. Migrate copies a directory into a database. See
+// docs/budget.md.
 package budget
