@@ -12,10 +12,47 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// SQLConn is what a database store needs of a PostgreSQL client: one connection with at
+// most one open transaction (Exec and Query run in it). Package internal/pgsql is one
+// (pgx); RegisterPostgres installs it. An error the server reports has a method
+// SQLState() string (its SQLSTATE code).
+type SQLConn interface {
+	Begin(ctx context.Context, readOnly bool) error
+	Exec(ctx context.Context, sql string, args ...any) error
+	Query(ctx context.Context, sql string, args []any, row func(scan func(dest ...any) error) error) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+	Close(ctx context.Context) error
+	IsClosed() bool
+}
+
+// connector connects to a database URL, within timeout unless the URL says otherwise
+// (nil: this build has no PostgreSQL client).
+var connector func(ctx context.Context, url string, timeout time.Duration) (SQLConn, error)
+
+// RegisterPostgres installs the PostgreSQL client of database stores: connect connects
+// to a URL, within timeout unless the URL says otherwise (internal/pgsql.Connect; nil
+// removes it). The commands do it in builds with the tag postgres (cmd/internal/cli),
+// the tests of database stores too: the client links net and os/user, which would make
+// the default build use cgo where it is available.
+func RegisterPostgres[C SQLConn](connect func(ctx context.Context, url string, timeout time.Duration) (C, error)) {
+	if connect == nil {
+		connector = nil
+		return
+	}
+	connector = func(ctx context.Context, url string, timeout time.Duration) (SQLConn, error) {
+		c, err := connect(ctx, url, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// ErrNoPostgres reports a database store opened by a build without a PostgreSQL client.
+var ErrNoPostgres = errors.New("this build has no PostgreSQL client (the default build links no network code, so that it stays static): build privtrain with -tags postgres (CGO_ENABLED=0 for a static binary) for database stores")
 
 // A database store keeps the same ledgers as a store directory, one row per entry (its
 // line, exactly as a ledger file holds it, without the newline) and one row per head
@@ -82,7 +119,7 @@ const (
 type pgBackend struct {
 	url, where string
 	mu         sync.Mutex // held from begin to end: a connection serves one transaction
-	conn       *pgx.Conn
+	conn       SQLConn
 }
 
 // openPostgres opens the database store at rawURL: it connects (an unreachable server is
@@ -90,8 +127,8 @@ type pgBackend struct {
 // missing.
 func openPostgres(rawURL string, key []byte) (*Store, error) {
 	where := RedactURL(rawURL)
-	if _, err := pgx.ParseConfig(rawURL); err != nil {
-		return nil, fmt.Errorf("budget: store %s: not a PostgreSQL URL: %v", where, redactErr(err, rawURL))
+	if connector == nil {
+		return nil, fmt.Errorf("budget: store %s: %w", where, ErrNoPostgres)
 	}
 	b := &pgBackend{url: rawURL, where: where}
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
@@ -126,12 +163,10 @@ func (b *pgBackend) fail(op string, err error) error {
 		return nil
 	}
 	retry := true
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
+	if c, ok := sqlState(err); ok {
 		// Connection exceptions, operator intervention (shutdown, restart), serialisation
 		// failures and deadlocks, insufficient resources: another try may succeed. The
 		// rest (a constraint, a permission) would fail again.
-		c := pe.Code
 		retry = strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57") || strings.HasPrefix(c, "53") || c == "40001" || c == "40P01"
 	}
 	if retry && b.conn != nil {
@@ -143,17 +178,26 @@ func (b *pgBackend) fail(op string, err error) error {
 	return &dbError{where: b.where, op: op, err: redactErr(err, b.url), retry: retry}
 }
 
+// sqlState is the SQLSTATE code of an error the server reported.
+func sqlState(err error) (string, bool) {
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		return se.SQLState(), true
+	}
+	return "", false
+}
+
 func (b *pgBackend) connect(ctx context.Context) error {
-	cfg, err := pgx.ParseConfig(b.url)
+	c, err := connector(ctx, b.url, pgConnectTimeout)
 	if err != nil {
-		return &dbError{where: b.where, op: "connecting", err: redactErr(err, b.url)}
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = pgConnectTimeout
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return &dbError{where: b.where, op: "connecting", err: redactErr(err, b.url), retry: true}
+		// A URL that does not parse, or a role the server refuses, fails again; the
+		// rest (no route, refused, timed out, the server starting up) may not.
+		_, refused := sqlState(err)
+		retry := !refused && !strings.Contains(err.Error(), "cannot parse")
+		if c, ok := sqlState(err); ok && (strings.HasPrefix(c, "57") || strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53")) {
+			retry = true
+		}
+		return &dbError{where: b.where, op: "connecting", err: redactErr(err, b.url), retry: retry}
 	}
 	b.conn = c
 	return nil
@@ -163,21 +207,24 @@ func (b *pgBackend) connect(ctx context.Context) error {
 func (b *pgBackend) ensureSchema(ctx context.Context) error {
 	var ok bool
 	const q = `SELECT to_regclass('privtrain_budget_entries') IS NOT NULL AND to_regclass('privtrain_budget_heads') IS NOT NULL`
-	if err := b.conn.QueryRow(ctx, q).Scan(&ok); err != nil {
+	if err := b.conn.Query(ctx, q, nil, func(scan func(...any) error) error { return scan(&ok) }); err != nil {
 		return b.fail("looking for the ledger tables", err)
 	}
 	if ok {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, b.conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7346117)`); err != nil {
-			return err
+	err := b.conn.Begin(ctx, false)
+	if err == nil {
+		if err = b.conn.Exec(ctx, `SELECT pg_advisory_xact_lock(7346117)`); err == nil {
+			err = b.conn.Exec(ctx, PostgresSchema)
 		}
-		_, err := tx.Exec(ctx, PostgresSchema)
-		return err
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42501" {
+		if err == nil {
+			err = b.conn.Commit(ctx)
+		} else {
+			b.conn.Rollback(ctx)
+		}
+	}
+	if c, _ := sqlState(err); c == "42501" {
 		return fmt.Errorf("budget store %s: the database has no privtrain ledger tables and this role may not create them: have its owner create them (the SQL is in docs/budget.md): %v", b.where, err)
 	}
 	return b.fail("creating the ledger tables", err)
@@ -218,23 +265,18 @@ func (b *pgBackend) begin(fp string) (storage, error) {
 			return nil, err
 		}
 	}
-	opts := pgx.TxOptions{}
-	if fp == "" {
-		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	}
-	tx, err := b.conn.BeginTx(ctx, opts)
-	if err != nil {
+	if err := b.conn.Begin(ctx, fp == ""); err != nil {
 		err = b.fail("beginning a transaction", err)
 		t.end()
 		return nil, err
 	}
-	t.tx = tx
+	t.open = true
 	if fp != "" {
 		if err := checkFingerprint(fp); err != nil {
 			t.end()
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(fp)); err != nil {
+		if err := b.conn.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(fp)); err != nil {
 			err = b.fail("locking the data set "+short(fp), err)
 			t.end()
 			return nil, err
@@ -248,16 +290,18 @@ type pgStorage struct {
 	b      *pgBackend
 	ctx    context.Context
 	cancel context.CancelFunc
-	tx     pgx.Tx
-	done   bool
+	open   bool // a transaction is open
 }
 
 func (t *pgStorage) fingerprints() ([]string, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT fingerprint FROM privtrain_budget_entries UNION SELECT fingerprint FROM privtrain_budget_heads ORDER BY 1`)
-	if err != nil {
-		return nil, t.b.fail("listing the data sets", err)
-	}
-	fps, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var fps []string
+	err := t.b.conn.Query(t.ctx, `SELECT fingerprint FROM privtrain_budget_entries UNION SELECT fingerprint FROM privtrain_budget_heads ORDER BY 1`, nil,
+		func(scan func(...any) error) error {
+			var fp string
+			err := scan(&fp)
+			fps = append(fps, fp)
+			return err
+		})
 	if err != nil {
 		return nil, t.b.fail("listing the data sets", err)
 	}
@@ -270,32 +314,30 @@ func (t *pgStorage) fingerprints() ([]string, error) {
 }
 
 func (t *pgStorage) load(fp string) ([]byte, []byte, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT line FROM privtrain_budget_entries WHERE fingerprint = $1 ORDER BY seq`, fp)
+	var data []byte
+	n := 0
+	err := t.b.conn.Query(t.ctx, `SELECT line FROM privtrain_budget_entries WHERE fingerprint = $1 ORDER BY seq`, []any{fp},
+		func(scan func(...any) error) error {
+			var line string
+			err := scan(&line)
+			data = append(append(data, line...), '\n')
+			n++
+			return err
+		})
 	if err != nil {
 		return nil, nil, t.b.fail("reading the ledger of "+short(fp), err)
 	}
-	var data []byte
-	n := 0
-	for rows.Next() {
-		var line []byte
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return nil, nil, t.b.fail("reading the ledger of "+short(fp), err)
-		}
-		data = append(append(data, line...), '\n')
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, t.b.fail("reading the ledger of "+short(fp), err)
-	}
-	var h headRecord
-	var head []byte
-	err = t.tx.QueryRow(t.ctx, `SELECT seq, hash, alg, mac FROM privtrain_budget_heads WHERE fingerprint = $1 ORDER BY seq DESC LIMIT 1`, fp).Scan(&h.Seq, &h.Hash, &h.Alg, &h.Mac)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
+	var h *headRecord
+	err = t.b.conn.Query(t.ctx, `SELECT seq, hash, alg, mac FROM privtrain_budget_heads WHERE fingerprint = $1 ORDER BY seq DESC LIMIT 1`, []any{fp},
+		func(scan func(...any) error) error {
+			h = &headRecord{}
+			return scan(&h.Seq, &h.Hash, &h.Alg, &h.Mac)
+		})
+	if err != nil {
 		return nil, nil, t.b.fail("reading the head of "+short(fp), err)
-	default:
+	}
+	var head []byte
+	if h != nil {
 		if head, err = json.Marshal(h); err != nil {
 			return nil, nil, err
 		}
@@ -308,19 +350,18 @@ func (t *pgStorage) load(fp string) ([]byte, []byte, error) {
 
 func (t *pgStorage) put(l *ledger, line []byte, seq int, hash string, key []byte) error {
 	h := newHead(l.fp, seq, hash, key)
-	if _, err := t.tx.Exec(t.ctx, `INSERT INTO privtrain_budget_entries (fingerprint, seq, line) VALUES ($1, $2, $3)`, l.fp, seq, string(bytes.TrimSuffix(line, []byte("\n")))); err != nil {
+	if err := t.b.conn.Exec(t.ctx, `INSERT INTO privtrain_budget_entries (fingerprint, seq, line) VALUES ($1, $2, $3)`, l.fp, seq, string(bytes.TrimSuffix(line, []byte("\n")))); err != nil {
 		return t.b.fail(fmt.Sprintf("appending entry %d of %s", seq, short(l.fp)), err)
 	}
-	if _, err := t.tx.Exec(t.ctx, `INSERT INTO privtrain_budget_heads (fingerprint, seq, hash, alg, mac) VALUES ($1, $2, $3, $4, $5)`, l.fp, seq, h.Hash, h.Alg, h.Mac); err != nil {
+	if err := t.b.conn.Exec(t.ctx, `INSERT INTO privtrain_budget_heads (fingerprint, seq, hash, alg, mac) VALUES ($1, $2, $3, $4, $5)`, l.fp, seq, h.Hash, h.Alg, h.Mac); err != nil {
 		return t.b.fail(fmt.Sprintf("moving the head of %s", short(l.fp)), err)
 	}
 	return nil
 }
 
 func (t *pgStorage) commit() error {
-	err := t.tx.Commit(t.ctx)
-	t.done = true
-	if err != nil {
+	t.open = false
+	if err := t.b.conn.Commit(t.ctx); err != nil {
 		// The outcome is unknown when the connection failed: the retry reads the ledger
 		// and finds the entries there or not.
 		return t.b.fail("committing", err)
@@ -329,9 +370,9 @@ func (t *pgStorage) commit() error {
 }
 
 func (t *pgStorage) end() {
-	if t.tx != nil && !t.done && t.b.conn != nil {
-		t.done = true
-		if err := t.tx.Rollback(t.ctx); err != nil {
+	if t.open && t.b.conn != nil {
+		t.open = false
+		if err := t.b.conn.Rollback(t.ctx); err != nil {
 			t.b.fail("ending a transaction", err)
 		}
 	}

@@ -154,7 +154,10 @@ func TestPostgresCommitRetriesAndPending(t *testing.T) {
 	b := s.b.(*pgBackend)
 	cut := func() {
 		t.Helper()
-		pid := b.conn.PgConn().PID()
+		var pid int32
+		if err := b.conn.Query(context.Background(), "SELECT pg_backend_pid()", nil, func(scan func(...any) error) error { return scan(&pid) }); err != nil {
+			t.Fatal(err)
+		}
 		ownerExec(t, "SELECT pg_terminate_backend($1)", pid)
 	}
 	r, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 10), 0)

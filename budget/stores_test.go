@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/privtrain/privtrain/internal/pgsql"
 	"github.com/privtrain/privtrain/internal/pgtest"
 )
 
@@ -22,6 +23,10 @@ import (
 // store gets a schema of its own (search_path) in the test cluster's database; the raw
 // helpers edit its rows as the database's owner, the way a tamperer with the owner's
 // rights would.
+
+// The database stores of the tests use internal/pgsql, as the commands built with the tag
+// postgres do.
+func init() { RegisterPostgres(pgsql.Connect) }
 
 func bothStores(t *testing.T, f func(t *testing.T)) {
 	t.Helper()

@@ -5,20 +5,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/pgsql"
 )
 
 // Issue 43: a database store that cannot be reached refuses the run before its first
-// step with the usage status (2), naming the URL without its password.
+// step with the usage status (2), naming the URL without its password; so does a build
+// without the PostgreSQL client (no tag postgres), saying how to build one.
 func TestOpenStoreUnreachable(t *testing.T) {
 	t.Setenv(BudgetKeyEnv, "a budget key of 16+ bytes")
-	_, err := OpenStore("postgres://alice:s3cret-pw@127.0.0.1:1/ledger?sslmode=disable")
-	var ue *exit.UsageError
-	if !errors.As(err, &ue) {
-		t.Fatalf("an unreachable database: %v, want a usage error (exit 2)", err)
-	}
-	if msg := err.Error(); strings.Contains(msg, "s3cret-pw") || !strings.Contains(msg, "postgres://alice@127.0.0.1:1/ledger") {
-		t.Errorf("%q: want the URL without its password", msg)
+	const url = "postgres://alice:s3cret-pw@127.0.0.1:1/ledger?sslmode=disable"
+	for _, client := range []bool{false, true} {
+		if client {
+			budget.RegisterPostgres(pgsql.Connect)
+		} else {
+			budget.RegisterPostgres[budget.SQLConn](nil)
+		}
+		_, err := OpenStore(url)
+		var ue *exit.UsageError
+		if !errors.As(err, &ue) {
+			t.Fatalf("client %v: an unreachable database: %v, want a usage error (exit 2)", client, err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "s3cret-pw") || !strings.Contains(msg, "postgres://alice@127.0.0.1:1/ledger") {
+			t.Errorf("client %v: %q: want the URL without its password", client, msg)
+		}
+		if !client && !strings.Contains(msg, "-tags postgres") {
+			t.Errorf("without a client: %q: want how to build one", msg)
+		}
 	}
 }
 

@@ -14,12 +14,15 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/pgsql"
 	"github.com/privtrain/privtrain/internal/pgtest"
 )
 
 // TestMain keeps every test off the user's budget store.
-// It stops the test PostgreSQL cluster if a test started one.
+// It stops the test PostgreSQL cluster if a test started one. The tests open database
+// stores with internal/pgsql, as the commands built with the tag postgres do.
 func TestMain(m *testing.M) {
+	budget.RegisterPostgres(pgsql.Connect)
 	code := clitest.RunWithTempBudgetStore(m)
 	pgtest.Stop()
 	os.Exit(code)
