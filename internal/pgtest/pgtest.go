@@ -158,7 +158,7 @@ func start() (*Server, error) {
 	s.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	if out, err := s.run(2*time.Minute, "initdb", "-D", s.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
-		return fail(fmt.Errorf("initdb: %v: %s", err, out))
+		return fail(fmt.Errorf("initdb: %v: %s", err, strings.TrimSpace(string(out))))
 	}
 	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = ''\nunix_socket_directories = '%s'\nshared_buffers = 16MB\nmax_connections = 60\n", s.port, dir)
 	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_WRONLY|os.O_APPEND, 0)
