@@ -20,6 +20,7 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/pgtest"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
@@ -67,6 +68,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	cleanupMPIBuild()
+	pgtest.Stop()
 	os.Exit(code)
 }
 
