@@ -8,8 +8,11 @@
 // On amd64 CPUs with AVX-512 float32 products run on generated assembly micro-kernels
 // (gen_kernels.go): blocks of up to 12 rows × 64 columns of C held in ZMM registers, B's
 // rows loaded as vectors, A's entries broadcast, the last partial vector of a row masked, and
-// the bias and ReLU applied on the way out. Elsewhere, and for float64, it calls gonum's
-// BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
+// the bias and ReLU applied on the way out. On arm64 (cpupath.NEON) they run on generated
+// ASIMD kernels (gen_neon.go): blocks of up to 12 rows × 16 columns in the 32 V registers,
+// FMLA by element from vectors of A, the last 1–3 columns on kernels that load and store
+// them lane by lane. Elsewhere, and for float64, it calls gonum's BLAS through
+// blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
 //
 // The activations a product feeds are here too: Tanh and Sigmoid on slices (TanhBias and
 // SigmoidBias add a per-column bias first), and TanhGrad and SigmoidGrad, the backward
@@ -20,4 +23,5 @@
 package gemm
 
 //go:generate go run gen_kernels.go
+//go:generate go run gen_neon.go
 //go:generate go run gen_act.go
