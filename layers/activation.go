@@ -85,6 +85,12 @@ func (o *activationOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, _, _ 
 			relu32AVX512(&out32[0], &in32[0], len(in32))
 			return
 		}
+		if in32, ok := any(in).([]float32); ok && useNEON() && len(in32) > 0 {
+			out32 := any(out).([]float32)
+			_ = out32[len(in32)-1]
+			relu32NEON(&out32[0], &in32[0], len(in32))
+			return
+		}
 		for j, v := range in {
 			if v < 0 {
 				v = 0 // NaN passes (and −0), as relu32AVX512
