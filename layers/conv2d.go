@@ -260,6 +260,10 @@ func (o *convOp[T]) im2col(x, u []T) {
 		patchCopy32(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
 		return
 	}
+	if x32, ok := any(x).([]float32); ok && useNEON() {
+		patchCopy32NEON(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
+		return
+	}
 	for p := range o.p {
 		row := u[p*o.k : (p+1)*o.k]
 		if o.padded[p] != 0 {
@@ -278,6 +282,10 @@ func (o *convOp[T]) col2im(du, dx []T) {
 	clear(dx)
 	if dx32, ok := any(dx).([]float32); ok && useAsm() {
 		patchAdd32(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
+		return
+	}
+	if dx32, ok := any(dx).([]float32); ok && useNEON() {
+		patchAdd32NEON(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
 		return
 	}
 	for p := range o.p {

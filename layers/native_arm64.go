@@ -15,3 +15,9 @@ func reluGrad32NEON(dz, grad, y *float32, n int)
 
 //go:noescape
 func maxPoolForward32NEON(x, y *float32, idx *int32, cells, start *int32, npix, c int)
+
+//go:noescape
+func patchCopy32NEON(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
+
+//go:noescape
+func patchAdd32NEON(dx, du *float32, runs *int32, start *int32, npos, k int)
