@@ -16,8 +16,10 @@
 // entries need no broadcast:
 //
 //   - "R" kernels (A row-major): k is unrolled by 4; each step loads 4·nv vectors of B (4
-//     rows of the block), then per row of A one vector of its next 4 entries and 4·nv FMLAs
-//     by element. A k not a multiple of 4 ends with single steps (one scalar of A per row).
+//     rows of the block), then, for groups of up to 8 rows, one vector of each row's next 4
+//     entries and 4·nv FMLAs by element per row, ordered so that one accumulator's FMLAs
+//     are several apart. A k not a multiple of 4 ends with single steps (one scalar of A
+//     per row).
 //   - "C" kernels (A column-major): each step kk loads nv vectors of B and the block's mr
 //     entries of A's column kk as ⌈mr/4⌉ vectors (the last partial), then mr·nv FMLAs.
 //
@@ -37,7 +39,7 @@ import (
 )
 
 // Block heights for each number of vectors nv (index), per layout: R kernels keep 4·nv
-// B vectors and 2 A vectors besides the accumulators; C kernels nv B vectors and ⌈mr/4⌉ A
+// B vectors and 2 to 8 A vectors besides the accumulators; C kernels nv B vectors and ⌈mr/4⌉ A
 // vectors. Tail kernels (1–3 columns) use the nv = 1 height.
 var (
 	maxRowsR = []int{0, 12, 10, 6}
@@ -189,8 +191,9 @@ func (k *kernel) write(w *bytes.Buffer) {
 		k.bRegs = k.nv
 		k.aVectors = (k.mr + 3) / 4
 	} else {
+		// As many A vectors (rows of a group) as the registers left allow, up to 8.
 		k.bRegs = 4 * k.nv
-		k.aVectors = 2
+		k.aVectors = min(8, k.mr, 32-k.bRegs-k.mr*k.nv)
 	}
 	k.aBase = k.bRegs
 	k.accBase = k.aBase + k.aVectors
@@ -290,12 +293,19 @@ func (k *kernel) rowLoop() {
 	for kk := range 4 {
 		k.loadB(kk * k.nv)
 	}
-	for r := range k.mr {
-		a := k.aBase + r%2
-		k.p("VLD1.P 16(R%d), [V%d.S4]", rowReg[r], a)
+	// Rows in groups of g, FMLAs in the order kk, row, vector: consecutive FMLAs into one
+	// accumulator are g·nv apart (≥ 6), which hides most of FMLA's 4-cycle latency at 2
+	// FMLAs a cycle without relying on out-of-order execution.
+	for r0 := 0; r0 < k.mr; r0 += k.aVectors {
+		g := min(k.aVectors, k.mr-r0)
+		for r := r0; r < r0+g; r++ {
+			k.p("VLD1.P 16(R%d), [V%d.S4]", rowReg[r], k.aBase+r-r0)
+		}
 		for kk := range 4 {
-			for v := range k.nv {
-				k.fmla(k.acc(r, v), kk*k.nv+v, a, kk)
+			for r := r0; r < r0+g; r++ {
+				for v := range k.nv {
+					k.fmla(k.acc(r, v), kk*k.nv+v, k.aBase+r-r0, kk)
+				}
 			}
 		}
 	}
@@ -307,7 +317,7 @@ func (k *kernel) rowLoop() {
 	k.label("loop1")
 	k.loadB(0)
 	for r := range k.mr {
-		a := k.aBase + r%2
+		a := k.aBase + r%k.aVectors
 		k.p("FMOVS.P 4(R%d), F%d", rowReg[r], a)
 		for v := range k.nv {
 			k.fmla(k.acc(r, v), v, a, 0)
