@@ -25,8 +25,9 @@ func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb i
 
 func sumSquares32(x *float32, n int) float64 { panic("gemm: no AVX-512 kernels on arm64") }
 
-// sumSquaresNEON is Σ x_j² over n values (n a multiple of 16), each widened to float64
-// before its fused square-and-add into one of 8 float64 lanes (4 registers of 2).
+// sumSquaresNEON is Σ x_j² over n values (n a multiple of 32) in sumSquares32's lane order
+// (32 float64 lanes of fused square-and-adds, the same reduction tree), so it gives the
+// AVX-512 kernel's bits (vector_arm64.s).
 //
 //go:noescape
 func sumSquaresNEON(x *float32, n int) float64

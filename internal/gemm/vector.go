@@ -8,9 +8,9 @@ func SumSquares[T Float](x []T) float64 {
 	if x32, ok := any(x).([]float32); ok && useAVX512() && len(x) >= 32 {
 		i = len(x) &^ 31
 		s0 = sumSquares32(&x32[0], i)
-	} else if ok && useNEON() && len(x) >= 16 {
-		i = len(x) &^ 15
-		s0 = sumSquaresNEON(&x32[0], i)
+	} else if ok && useNEON() && len(x) >= 32 {
+		i = len(x) &^ 31
+		s0 = sumSquaresNEON(&x32[0], i) // bit for bit sumSquares32
 	}
 	for ; i+4 <= len(x); i += 4 {
 		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
