@@ -9,12 +9,12 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
-// TestMaxPoolKernelsMatchGo runs the float32 max-pool forward and backward on every path
+// TestMaxPoolKernelsTiesAndSpecials runs the float32 max-pool forward and backward on every path
 // this CPU supports (its kernels) and with the Go loops (goKernels), on inputs with ties
 // (values drawn from a handful, so the first maximum in window order must win), NaN, ±0
 // and ±Inf, for channel counts that are and are not multiples of the kernels' vectors:
 // outputs, winning offsets and input gradients must agree bit for bit.
-func TestMaxPoolKernelsMatchGo(t *testing.T) {
+func TestMaxPoolKernelsTiesAndSpecials(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 9))
 	pool := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, 1, 1, 2, -1,
 		float32(math.Inf(1)), float32(math.Inf(-1))}

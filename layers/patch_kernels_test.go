@@ -8,12 +8,12 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
-// TestPatchKernelsMatchGo runs im2col and col2im of convolutions with padding, strides and
+// TestPatchKernelsOverwriteScratch runs im2col and col2im of convolutions with padding, strides and
 // channel counts that give runs of 1 to 20 floats, on every path this CPU supports (the
 // AVX-512 or NEON kernels there are) and with the Go loops (goKernels), into scratch
 // filled with NaN (so a row of padding the kernel forgets to zero shows): the patches and
 // the image gradients must agree bit for bit.
-func TestPatchKernelsMatchGo(t *testing.T) {
+func TestPatchKernelsOverwriteScratch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 7))
 	for _, cs := range []struct {
 		c, h, w int

@@ -8,11 +8,11 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 )
 
-// TestReLUKernelsMatchGo runs the float32 ReLU forward and gradient on every path this CPU
+// TestReLUKernelsSpecialValues runs the float32 ReLU forward and gradient on every path this CPU
 // supports (the AVX-512, AVX2 or NEON kernels there are) and with the Go loops
 // (goKernels), on every length up to 40 (full vectors and tails) and values that include
 // NaN, ±0, ±Inf and subnormals: the results must agree bit for bit.
-func TestReLUKernelsMatchGo(t *testing.T) {
+func TestReLUKernelsSpecialValues(t *testing.T) {
 	specials := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)),
 		float32(math.Inf(-1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1, -1}
 	rng := rand.New(rand.NewPCG(38, 64))
