@@ -3,9 +3,9 @@ package checkpoint
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // WriteFile writes f to path atomically: it encodes into a new temporary file in the
@@ -39,13 +39,15 @@ func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) error {
 }
 
 // ReadFile reads and verifies the checkpoint at path, as Decode does. Errors name the
-// path; missing files match fs.ErrNotExist.
+// path; missing files match fs.ErrNotExist. Anything but a regular file (a FIFO, a
+// device, a directory; a symbolic link is followed) is refused with an error matching
+// safeio.ErrNotRegular before a byte is read.
 func ReadFile(path string, opts ...ReadOption) (*File, error) {
 	c, err := newReadConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	fh, err := os.Open(path)
+	fh, err := safeio.Open(path) // a FIFO would block, a device be read up to the limit
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
