@@ -19,6 +19,7 @@ import (
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/internal/filelock"
 	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/internal/strictjson"
 )
 
@@ -442,20 +443,14 @@ func (s *Store) checkHead(l *ledger) error {
 	return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: "the head records another hash for this entry: entries were edited or replaced"}
 }
 
-// readFile reads a store file whole, refusing one that is not a regular file.
+// readFile reads a store file whole, refusing one that is not a regular file (without
+// blocking on a FIFO or following a link).
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := safeio.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	return io.ReadAll(f)
 }
 
@@ -493,7 +488,7 @@ func (s *Store) append(l *ledger, e entry) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safeio.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}

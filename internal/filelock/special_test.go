@@ -18,7 +18,7 @@ import (
 // for ever.
 func TestLockFollowsNoLinks(t *testing.T) {
 	dir := t.TempDir()
-	specials := safeiotest.Specials(t, dir, "x.lock.")
+	specials := safeiotest.Specials(t, dir, "x.lock.*")
 	for _, sp := range specials.List {
 		for name, lock := range map[string]func(string) (*Lock, error){"TryLock": TryLock, "Wait": Wait} {
 			l, err := lock(sp.Path)

@@ -645,8 +645,8 @@ func checkWritable(flagName, path string) error {
 	if path == "" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return exit.Usagef("-%s %s: is a directory; want a file name", flagName, path)
+	if err := cli.CheckOutput("-"+flagName, path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".train-probe-*")

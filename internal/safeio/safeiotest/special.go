@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -24,19 +25,20 @@ type SpecialSet struct {
 // TargetContent is what the symbolic link's target holds.
 const TargetContent = "precious: not to be truncated, replaced or written\n"
 
-// Specials makes in dir, named prefix+"fifo", prefix+"device" and prefix+"symlink": a
+// Specials makes in dir, named after pattern with its "*" replaced by "fifo", "device"
+// and "symlink" (the link's target by "target"): a
 // FIFO; where the process may (as root), a character device node with /dev/zero's
 // numbers (reading it gives endless zeros, writing it is discarded; being in dir, it
 // is harmless even if a bug replaced it); and a symbolic link to a regular file
 // holding TargetContent. A kind this system cannot make is left out.
-func Specials(t testing.TB, dir, prefix string) *SpecialSet {
+func Specials(t testing.TB, dir, pattern string) *SpecialSet {
 	t.Helper()
-	s := &SpecialSet{Target: filepath.Join(dir, prefix+"target"), modes: map[string]os.FileMode{}}
+	s := &SpecialSet{Target: filepath.Join(dir, strings.Replace(pattern, "*", "target", 1)), modes: map[string]os.FileMode{}}
 	if err := os.WriteFile(s.Target, []byte(TargetContent), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	add := func(name, kind string, make func(path string) error) {
-		path := filepath.Join(dir, prefix+name)
+		path := filepath.Join(dir, strings.Replace(pattern, "*", name, 1))
 		if err := make(path); err != nil {
 			t.Logf("no %s here: %v", name, err)
 			return
