@@ -20,17 +20,18 @@ import (
 // The file gets mode 0600: a checkpoint of a seeded run records the noise seed, and
 // anyone holding both could strip the privacy noise from its parameters.
 func WriteFile(path string, f *File) error {
-	return writeFile(path, f, nil)
+	return writeFile(path, f, nil, nil)
 }
 
-// writeFile is WriteFile with a hook for tests that wraps the temporary file's writer,
-// to simulate a disk failing in the middle of a write.
-func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) error {
+// writeFile is WriteFile, in FormatSigned when key is not nil, with a hook for tests
+// that wraps the temporary file's writer, to simulate a disk failing in the middle of a
+// write.
+func writeFile(path string, f *File, key []byte, wrap func(io.Writer) io.Writer) error {
 	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		if wrap != nil {
 			w = wrap(w)
 		}
-		return encode(w, f)
+		return encode(w, f, key)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint: %s: %w", path, err)
