@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -44,5 +45,33 @@ func TestStoreRefusesFIFOs(t *testing.T) {
 		if st, err := os.Lstat(path); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 			t.Errorf("the FIFO at the %s was replaced", which)
 		}
+	}
+}
+
+// A symbolic link at a data set's ledger (to a file outside the store, with a torn last
+// line, which an append would cut) is refused, and its target is left as it was: no open,
+// repair or append of the store's files follows a link.
+func TestStoreFollowsNoLinks(t *testing.T) {
+	s := openStore(t, nil)
+	fill(t, s)
+	path := s.ledgerPath(testFP)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "victim")
+	torn := append(data, []byte("sha256:0123 {\"torn")...)
+	if err := os.WriteFile(outside, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	if err := os.Symlink(outside, path); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if _, err := s.Reserve(testFP, testRun("b"), gauss(fillZ, 1), 0); !errors.Is(err, safeio.ErrNotRegular) {
+		t.Errorf("Reserve with a link as the ledger: %v, want ErrNotRegular", err)
+	}
+	if got, err := os.ReadFile(outside); err != nil || string(got) != string(torn) {
+		t.Errorf("the link's target changed (%v)", err)
 	}
 }

@@ -454,13 +454,28 @@ func readFile(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// truncateRegular cuts the regular file at path to n bytes; like every open of the
+// store's files it follows no link and refuses a FIFO or a device (os.Truncate would
+// follow a link at path and cut its target).
+func truncateRegular(path string, n int64) error {
+	f, err := safeio.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(n); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // append writes e as the next entry of l: it first cuts a torn last line, creates the
 // head before a new ledger, appends the whole line with one write and fsync, then updates
 // the head. Callers hold the lock and have verified l.
 func (s *Store) append(l *ledger, e entry) error {
 	path := s.ledgerPath(l.fp)
 	if l.torn >= 0 {
-		if err := os.Truncate(path, l.torn); err != nil {
+		if err := truncateRegular(path, l.torn); err != nil {
 			return fmt.Errorf("budget: repairing the torn last line of %s: %w", path, err)
 		}
 		l.torn = -1
@@ -504,7 +519,7 @@ func (s *Store) append(l *ledger, e entry) error {
 	// run never starts. If the cut fails too, the entry stays: a head one entry behind is
 	// read as a crash between the two writes, and the entry counts.
 	undo := func(err error) error {
-		if terr := os.Truncate(path, size); terr != nil {
+		if terr := truncateRegular(path, size); terr != nil {
 			return fmt.Errorf("%w (and cutting the unfinished entry off failed: %v; it counts)", err, terr)
 		}
 		return err
