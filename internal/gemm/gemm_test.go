@@ -172,19 +172,28 @@ func BenchmarkGemm(b *testing.B) {
 
 func TestSumSquares(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 5, 31, 32, 33, 64, 100, 1000, 8224} {
+	for _, n := range []int{0, 1, 5, 31, 32, 33, 63, 64, 65, 96, 100, 1000, 8224} {
 		x := randSlice[float32](rng, n)
 		var want float64
 		for _, v := range x {
 			want += float64(v) * float64(v)
 		}
+		perPath := map[cpupath.Path]float64{}
 		for _, p := range cpupath.Supported() {
 			func() {
 				defer cpupath.Force(p)()
-				if got := SumSquares(x); math.Abs(got-want) > 1e-13*want {
+				got := SumSquares(x)
+				if math.Abs(got-want) > 1e-13*want {
 					t.Fatalf("n=%d path %v: %v, want %v", n, p, got, want)
 				}
+				perPath[p] = got
 			}()
+		}
+		// The AVX2 kernel sums in the AVX-512 kernel's lanes and order: bit for bit.
+		a, ok1 := perPath[cpupath.AVX512]
+		b, ok2 := perPath[cpupath.AVX2]
+		if ok1 && ok2 && math.Float64bits(a) != math.Float64bits(b) {
+			t.Fatalf("n=%d: avx2 %v, avx512 %v: not bit for bit", n, b, a)
 		}
 		x64 := make([]float64, n)
 		for i, v := range x {
