@@ -107,9 +107,10 @@ var pinnedAMD64AVX512 = map[string]string{
 }
 
 // The AVX2 path trains bit for bit as the AVX-512 one: recorded from the code, its 26
-// digests came out equal to those above (its GEMM, tanh and layers kernels accumulate each
-// value in the same order as the AVX-512 ones, in 8 lanes instead of 16). Should a change
-// reorder one path's sums and not the other's, give this path its own map.
+// digests came out equal to those above. Its products agree with AVX-512's bit for bit
+// (gemm's TestGemmAVX2MatchesAVX512), its layers kernels with their Go versions and so
+// with the AVX-512 ones (layers' path tests). Should a change reorder one path's
+// arithmetic and not the other's, give this path its own map.
 var pinnedAMD64AVX2 = pinnedAMD64AVX512
 
 // The pure-Go path (gonum's BLAS for the products): recorded from the code (see above).

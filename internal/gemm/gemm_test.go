@@ -221,3 +221,47 @@ func BenchmarkSumSquares(b *testing.B) {
 		})
 	}
 }
+
+// TestGemmAVX2MatchesAVX512: the AVX2 micro-kernels accumulate each C value over k in the
+// AVX-512 ones' order (one FMA per k, bias first, ReLU last), so the two paths' float32
+// products are equal bit for bit — what lets the AVX2 path share the AVX-512 path's
+// training pins (models/pin_test.go). Shapes cross both paths' block edges (8, 16 and 64
+// columns; 6 and 12 rows). On a CPU without AVX-512 there is no pair to compare.
+func TestGemmAVX2MatchesAVX512(t *testing.T) {
+	if !cpupath.Supports(cpupath.AVX512) || !cpupath.Supports(cpupath.AVX2) {
+		t.Logf("this CPU runs %v: nothing to compare", cpupath.Supported())
+		return
+	}
+	rng := rand.New(rand.NewPCG(38, 5))
+	run := func(p cpupath.Path, m, n, k int, a Matrix[float32], b, c, bias []float32, f Flags) []float32 {
+		defer cpupath.Force(p)()
+		c = append([]float32(nil), c...)
+		Gemm(m, n, k, a, b, n, c, n, bias, f)
+		return c
+	}
+	for _, m := range []int{1, 5, 6, 7, 12, 13, 25} {
+		for _, n := range []int{1, 7, 8, 9, 16, 17, 63, 64, 65, 100} {
+			for _, k := range []int{0, 1, 3, 16, 37} {
+				for _, colA := range []bool{false, true} {
+					stride := k
+					if colA {
+						stride = m
+					}
+					a := Matrix[float32]{Data: randSlice[float32](rng, m*k), Stride: stride, ColMajor: colA}
+					b, c, bias := randSlice[float32](rng, k*n), randSlice[float32](rng, m*n), randSlice[float32](rng, n)
+					for _, f := range []Flags{0, ReLU, Accumulate, Accumulate | ReLU} {
+						for _, bs := range [][]float32{nil, bias} {
+							x := run(cpupath.AVX512, m, n, k, a, b, c, bs, f)
+							y := run(cpupath.AVX2, m, n, k, a, b, c, bs, f)
+							for i := range x {
+								if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+									t.Fatalf("m=%d n=%d k=%d colA=%v flags=%d bias=%v: C[%d] avx512 %v, avx2 %v", m, n, k, colA, f, bs != nil, i, x[i], y[i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
