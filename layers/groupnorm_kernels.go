@@ -5,9 +5,10 @@ import "github.com/privtrain/privtrain/internal/num"
 // The per-example loops of GroupNorm on one NHWC image x of p positions × c channels
 // (channel innermost). Every loop runs over contiguous channels with per-channel
 // constants, so that a group of c/Groups channels costs no strided inner loop; the
-// statistics of a group are the sums of its channels' sums. In float32 with AVX-512 and c
-// a multiple of 8 they run as the kernels of groupnorm_amd64.s, which do the same
-// arithmetic in the same order (TestGroupNormAssemblyMatchesGo holds them bit for bit).
+// statistics of a group are the sums of its channels' sums. In float32 with AVX-512 or
+// AVX2 + FMA and c a multiple of 8 they run as the kernels of groupnorm_amd64.s, which do
+// the same arithmetic in the same order (TestGroupNormAssemblyMatchesGo and
+// TestGroupNormKernelsMatchGo hold them bit for bit on every path).
 
 // gnSums sets sa[j] = Σ_q a[q, j] and sab[j] = Σ_q a[q, j]·b[q, j] for each channel j,
 // in float64: even positions and odd positions are summed apart and added at the end

@@ -2,9 +2,10 @@ package layers
 
 import "github.com/privtrain/privtrain/internal/cpupath"
 
-// useAsm selects the AVX-512 kernels of native_amd64.s for float32, useAVX2 the AVX2
-// versions of some of them: the path internal/cpupath decided (the best the CPU runs, or a
-// lower one forced by PRIVTRAIN_CPU or a test).
+// useAsm selects the AVX-512 kernels of this package's assembly for float32, useAVX2 the
+// AVX2 + FMA ones (every AVX-512 kernel has an AVX2 twin, which does its arithmetic in the
+// same order): the path internal/cpupath decided (the best the CPU runs, or a lower one
+// forced by PRIVTRAIN_CPU or a test).
 func useAsm() bool { return !goKernels && cpupath.Current() == cpupath.AVX512 }
 
 func useAVX2() bool {
