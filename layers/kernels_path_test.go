@@ -246,3 +246,49 @@ func ulp32(v float32) float64 {
 	a := float32(math.Abs(float64(v)))
 	return float64(math.Nextafter32(a, float32(math.Inf(1))) - a)
 }
+
+// TestMaxPoolKernelsMatchGo: max-pooling forward (values and winners) and backward on
+// channel counts 1–20 (full vectors of 8 and 16 lanes and every tail), overlapping and
+// padded windows, NaN, ±0 and ties among the inputs and the gradients, bit for bit.
+func TestMaxPoolKernelsMatchGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(38, 6))
+	for _, c := range []int{1, 3, 7, 8, 9, 16, 17, 20} {
+		for _, l := range []MaxPool2D{
+			{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}},
+			{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}},
+		} {
+			in := activation{image: true, nhwc: true, h: 6, w: 5, c: c, n: 30 * c}
+			o, out, err := newMaxPoolOp[float32](l, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 2
+			x, g := randFloat32s(rng, n*in.n), randFloat32s(rng, n*out.n)
+			specials := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, 1}
+			for _, v := range [][]float32{x, g} {
+				for i := range v {
+					if rng.IntN(5) == 0 {
+						v[i] = specials[rng.IntN(len(specials))] // ties too
+					}
+				}
+			}
+			var wy, wdx []float32
+			var widx []int32
+			onPaths(t, fmt.Sprintf("c=%d/stride=%d", c, l.Stride[0]), func(t *testing.T, p cpupath.Path, native bool) {
+				sc := &nativeScratch[float32]{indices: [][]int32{make([]int32, n*out.n)}}
+				y, dx := make([]float32, n*out.n), slices.Repeat([]float32{7}, n*in.n)
+				o.forward(sc, 0, x, y, n, 0)
+				o.backward(sc, 0, nil, nil, g, dx, n, 0)
+				if native {
+					wy, wdx, widx = y, dx, slices.Clone(sc.indices[0])
+					return
+				}
+				sameBits32(t, "y", wy, y)
+				if !slices.Equal(widx, sc.indices[0]) {
+					t.Fatalf("winners differ")
+				}
+				sameBits32(t, "dx", wdx, dx)
+			})
+		}
+	}
+}

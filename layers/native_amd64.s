@@ -362,7 +362,7 @@ m2f_vec:
 	SUBQ BX, CX
 	MOVQ $8, AX
 	CMPQ CX, AX
-	CMOVQGT AX, CX
+	JGE m2f_full
 	NEGQ CX
 	VMOVDQU (R14)(CX*4), Y15
 	MOVLQSX (R8)(R13*4), AX
@@ -393,6 +393,37 @@ m2f_store:
 	ADDQ BX, AX
 	VMASKMOVPS Y0, Y15, (DI)(AX*4)
 	VPMASKMOVD Y1, Y15, (DX)(AX*4)
+	ADDQ $8, BX
+	JMP m2f_vec
+m2f_full:                          // all 8 lanes: plain loads and stores
+	MOVLQSX (R8)(R13*4), AX
+	ADDQ BX, AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ AX, X1
+	VPBROADCASTD X1, Y1
+	VPADDD Y7, Y1, Y1
+	MOVQ R13, CX
+	INCQ CX
+m2ff_cell:
+	CMPQ CX, R15
+	JGE m2ff_store
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	VMOVUPS (SI)(AX*4), Y2
+	VCMPPS $0x1e, Y0, Y2, Y4       // Y2 > Y0
+	VBLENDVPS Y4, Y2, Y0, Y0
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VBLENDVPS Y4, Y3, Y1, Y1
+	INCQ CX
+	JMP m2ff_cell
+m2ff_store:
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVDQU Y1, (DX)(AX*4)
 	ADDQ $8, BX
 	JMP m2f_vec
 m2f_nextpixel:
@@ -427,7 +458,7 @@ m2b_vec:
 	SUBQ BX, CX
 	MOVQ $8, AX
 	CMPQ CX, AX
-	CMOVQGT AX, CX
+	JGE m2b_full
 	NEGQ CX
 	VMOVDQU (R14)(CX*4), Y15
 	MOVQ R12, AX
@@ -454,6 +485,31 @@ m2b_cell:
 m2b_nextvec:
 	ADDQ $8, BX
 	JMP m2b_vec
+m2b_full:
+	// All 8 lanes: dx += (g where this cell won, else +0), a plain load and store. Adding
+	// +0 changes no value: dx starts at +0 and a sum of floats is never −0 from there (round
+	// to nearest), and a NaN stays the same NaN; dx is the first operand, as in Go's +=.
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS (DI)(AX*4), Y0          // gradient
+	VMOVDQU (DX)(AX*4), Y1          // winners
+	MOVQ R13, CX
+m2bf_cell:
+	CMPQ CX, R15
+	JGE m2b_nextvec
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VPCMPEQD Y3, Y1, Y4
+	VANDPS Y0, Y4, Y4
+	VMOVUPS (SI)(AX*4), Y5
+	VADDPS Y4, Y5, Y5
+	VMOVUPS Y5, (SI)(AX*4)
+	INCQ CX
+	JMP m2bf_cell
 m2b_nextpixel:
 	INCQ R12
 	JMP m2b_pixel
@@ -594,8 +650,10 @@ r2f_done:
 	RET
 
 // func patchCopy32AVX2(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
-// patchCopy32 in 8 lanes: rows are zeroed and runs copied 32 bytes at a time, then 16, then
-// 4 (no masked stores: a copy is a copy however it is cut).
+// patchCopy32 in 8 lanes: rows are zeroed 32 bytes at a time, then 16, then 4; runs are
+// copied in blocks of 8 values, a run's last partial block as the run's last 8 values again
+// (overlapping: a copy is a copy however it is cut), runs of 4–7 as two overlapping blocks
+// of 4 and shorter ones value by value (no masked stores).
 TEXT ·patchCopy32AVX2(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ u+8(FP), DX           // row p of u
@@ -647,23 +705,29 @@ pc2_run:
 	MOVLQSX 8(R8)(AX*4), AX    // n
 	LEAQ (SI)(BX*4), BX
 	LEAQ (DX)(DI*4), DI
-pc2_copy:
 	CMPQ AX, $8
-	JL pc2_copy4
+	JL pc2_short
+pc2_copy:                      // n ≥ 8: blocks of 8, then the last 8 again (overlapping)
+	CMPQ AX, $8
+	JLE pc2_last8
 	VMOVUPS (BX), Y1
 	VMOVUPS Y1, (DI)
 	ADDQ $32, BX
 	ADDQ $32, DI
 	SUBQ $8, AX
 	JMP pc2_copy
-pc2_copy4:
+pc2_last8:
+	VMOVUPS -32(BX)(AX*4), Y1
+	VMOVUPS Y1, -32(DI)(AX*4)
+	JMP pc2_nextrun
+pc2_short:                     // n < 8: the first 4 and the last 4 (overlapping), or one by one
 	CMPQ AX, $4
 	JL pc2_copy1
 	VMOVUPS (BX), X1
+	VMOVUPS -16(BX)(AX*4), X2
 	VMOVUPS X1, (DI)
-	ADDQ $16, BX
-	ADDQ $16, DI
-	SUBQ $4, AX
+	VMOVUPS X2, -16(DI)(AX*4)
+	JMP pc2_nextrun
 pc2_copy1:
 	TESTQ AX, AX
 	JZ pc2_nextrun

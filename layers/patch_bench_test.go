@@ -48,3 +48,32 @@ func BenchmarkPatches(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMaxPool times max-pooling forward and backward on one image of the MNIST CNN's
+// two pools (2×2, stride 1, on 14×14×16 and 5×5×32) and a CIFAR-10 CNN's (2×2, stride 2, on
+// 32×32×32), on every CPU path:
+//
+//	go test -run '^$' -bench MaxPool ./layers
+func BenchmarkMaxPool(b *testing.B) {
+	for _, s := range []struct {
+		name      string
+		h, c, str int
+	}{{"mnist-pool1", 14, 16, 1}, {"mnist-pool2", 5, 32, 1}, {"cifar-pool1", 32, 32, 2}} {
+		in := activation{image: true, nhwc: true, h: s.h, w: s.h, c: s.c, n: s.h * s.h * s.c}
+		o, out, err := newMaxPoolOp[float32](MaxPool2D{Kernel: [2]int{2, 2}, Stride: [2]int{s.str, s.str}}, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		x, g := randFloat32s(rng, in.n), randFloat32s(rng, out.n)
+		y, dx := make([]float32, out.n), make([]float32, in.n)
+		sc := &nativeScratch[float32]{indices: [][]int32{make([]int32, out.n)}}
+		benchAsm(b, s.name+"/", func(b *testing.B) {
+			b.SetBytes(int64(4 * in.n))
+			for b.Loop() {
+				o.forward(sc, 0, x, y, 1, 0)
+				o.backward(sc, 0, nil, nil, g, dx, 1, 0)
+			}
+		})
+	}
+}
