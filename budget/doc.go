@@ -13,10 +13,11 @@
 // The store is safe across processes (a file lock around every read and append),
 // crash-safe (one whole line per append with O_APPEND and fsync; a torn last line is
 // ignored and repaired on the next append) and tamper-evident: each entry carries the
-// hash of the previous one (an HMAC-SHA256 when a key is given), and a head file
-// records the last entry, so that an edited, removed (also the last one) or reordered
-// entry fails verification with an error that names the data set and the entry. Without
-// the key anyone who can write the store can rewrite it consistently; with the key he
-// cannot forge an entry, but he can still delete the whole data set's files. See
-// docs/budget.md.
+// hash of the previous one (an HMAC-SHA256 once the ledger is sealed with the store's
+// key, Store.Seal), and a head file records the last entry, so that an edited, removed
+// (also the last one) or reordered entry fails verification with an error that names the
+// data set and the entry. A reservation refuses a witness (a ledger Head recorded by a
+// resumed checkpoint) that the ledger no longer holds: a rollback. Without the key anyone
+// who can write the store can rewrite an unsealed ledger consistently; with it a sealed
+// one; a rollback of both files that no witness reveals goes unseen. See docs/budget.md.
 package budget

@@ -28,8 +28,9 @@ type entry struct {
 	Seq     int    `json:"seq"`
 	Prev    string `json:"prev"`
 	// Kind is "reserve" (a run's planned spend, before its first step), "commit" (what
-	// it spent, when it stopped: replaces its reservation) or "import" (the ledger of a
-	// resumed checkpoint whose lineage the store had not seen).
+	// it spent, when it stopped: replaces its reservation), "import" (the steps of a
+	// resumed checkpoint's ledger that the store did not hold) or "seal" (the data set's
+	// ledger is keyed from this entry on: Store.Seal; no spend).
 	Kind    string  `json:"kind"`
 	Run     string  `json:"run"`
 	Lineage string  `json:"lineage,omitempty"`
@@ -46,6 +47,7 @@ const (
 	kindReserve = "reserve"
 	kindCommit  = "commit"
 	kindImport  = "import"
+	kindSeal    = "seal"
 
 	algPlain = "sha256"
 	algKeyed = "hmac-sha256"
@@ -75,7 +77,7 @@ func digest(alg string, key, body []byte) string {
 
 // encodeEntry returns e's line (with its newline) and its hash.
 func encodeEntry(e *entry, key []byte) ([]byte, string, error) {
-	if err := e.Spend.Validate(); err != nil {
+	if err := e.checkSpend(); err != nil {
 		return nil, "", err
 	}
 	body, err := json.Marshal(e)
@@ -136,7 +138,7 @@ func parseLine(line []byte) (parsedLine, error) {
 		return p, errors.New("a negative position or a previous hash that is not 64 hex digits")
 	}
 	switch e.Kind {
-	case kindReserve, kindCommit, kindImport:
+	case kindReserve, kindCommit, kindImport, kindSeal:
 	default:
 		return p, fmt.Errorf("unknown kind %q", e.Kind)
 	}
@@ -152,10 +154,21 @@ func parseLine(line []byte) (parsedLine, error) {
 	if e.Parent != nil && (e.Parent.Run == "" || e.Parent.Step < 0 || e.Parent.Steps < 0) {
 		return p, errors.New("a parent without a run id or with a negative step")
 	}
-	if err := e.Spend.Validate(); err != nil {
+	if err := e.checkSpend(); err != nil {
 		return p, err
 	}
 	return p, nil
+}
+
+// checkSpend validates the entry's spend: none for a seal, one valid form otherwise.
+func (e *entry) checkSpend() error {
+	if e.Kind == kindSeal {
+		if !e.Spend.isZero() {
+			return errors.New("budget: a seal entry with a spend")
+		}
+		return nil
+	}
+	return e.Spend.Validate()
 }
 
 func isHex64(s string) bool {

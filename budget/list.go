@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -20,6 +21,11 @@ type Dataset struct {
 	Steps int
 	// Last is the time of its most recent run.
 	Last time.Time
+	// Head is the ledger's last entry: keep it elsewhere to compare later (a ledger that
+	// no longer holds it was rolled back).
+	Head Head
+	// Keyed reports a sealed ledger (Store.Seal): its entries from the seal on are keyed.
+	Keyed bool
 	Composition
 }
 
@@ -101,7 +107,7 @@ func (s *Store) Datasets(delta float64) ([]Dataset, error) {
 }
 
 func (l *ledger) summary(delta float64) (Dataset, error) {
-	d := Dataset{Fingerprint: l.fp, Runs: len(l.runs)}
+	d := Dataset{Fingerprint: l.fp, Runs: len(l.runs), Keyed: l.keyed, Head: l.head()}
 	for _, r := range l.runs {
 		if r.first.Kind == kindReserve && r.commit == nil {
 			d.Unsettled++
@@ -158,16 +164,35 @@ func (s *Store) Runs(fp string, delta float64) (Dataset, []RunRecord, error) {
 		return Dataset{}, nil, err
 	}
 	var runs []RunRecord
+	// Each run's own ε: identical spends (a search's trials, repeated plans) are composed
+	// once, and the PLD bound (tens of milliseconds each) only for the first
+	// ownPLDLimit distinct ones, later ones by RDP alone (their Composition says which),
+	// so that a ledger of many runs, honest or hostile, lists in bounded time.
+	own := map[string]Composition{}
 	for _, r := range l.runs {
 		e := r.first
 		t, _ := time.Parse(time.RFC3339Nano, e.Time)
 		rec := RunRecord{ID: e.Run, Import: e.Kind == kindImport, Lineage: e.Lineage, Parent: e.Parent, Tool: e.Tool,
 			Name: e.Name, Command: e.Command, Time: t, Delta: e.Delta, Reserved: e.Spend, Spend: r.spend(), Settled: r.commit != nil}
-		it := []item{{rec.Spend, e.Delta}}
-		if rec.Own, err = compose(it, 0); err != nil {
+		key, err := json.Marshal(struct {
+			S Spend
+			D float64
+		}{rec.Spend, e.Delta})
+		if err != nil {
 			return Dataset{}, nil, fmt.Errorf("data set %s, run %s: %w", match[0], e.Run, err)
 		}
+		c, ok := own[string(key)]
+		if !ok {
+			if c, err = composeItems([]item{{rec.Spend, e.Delta}}, 0, len(own) < ownPLDLimit); err != nil {
+				return Dataset{}, nil, fmt.Errorf("data set %s, run %s: %w", match[0], e.Run, err)
+			}
+			own[string(key)] = c
+		}
+		rec.Own = c
 		runs = append(runs, rec)
 	}
 	return d, runs, nil
 }
+
+// ownPLDLimit is how many distinct runs' own ε Runs bounds by PLD as well as RDP.
+const ownPLDLimit = 32

@@ -94,6 +94,11 @@ func (s Spend) Steps() int {
 	return n
 }
 
+// isZero reports whether s holds no form at all (a seal entry's).
+func (s Spend) isZero() bool {
+	return s.Accountant == "" && s.Segments == nil && s.RDP == nil && s.Approx == nil && !s.Unbounded
+}
+
 // isSegments reports whether s is a segment spend.
 func (s Spend) isSegments() bool { return s.Accountant != "" }
 
@@ -223,8 +228,12 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 	if err != nil {
 		return Composition{}, err
 	}
+	mechs, err := mechanisms(segs)
+	if err != nil {
+		return Composition{}, err
+	}
 	total := make([]float64, len(orders))
-	for _, g := range mergeSegments(segs) {
+	for _, g := range mechs {
 		r, err := accountant.SampledGaussianRDP(g.Q, g.Z, orders)
 		if err != nil {
 			return Composition{}, err
@@ -244,8 +253,8 @@ func composeSpends(spends []Spend, delta float64, withPLD bool) (Composition, er
 		return Composition{}, err
 	}
 	eps, method := spent.Epsilon, "rdp"
-	if len(curves) == 0 && withPLD && pldAffordable(segs, eps) {
-		pld, err := accountant.PLD{}.Epsilon(mergeSegments(segs), rest)
+	if len(curves) == 0 && withPLD && pldAffordable(mechs, eps) {
+		pld, err := accountant.PLD{}.Epsilon(mechs, rest)
 		if err != nil {
 			return Composition{}, err
 		}
@@ -274,6 +283,65 @@ func pldAffordable(segs []accountant.Segment, rdpEps float64) bool {
 		seen[[2]float64{g.Q, g.Z}] = true
 	}
 	return len(seen) <= pldMaxMechanisms
+}
+
+// ErrTooComplex reports steps of more distinct (q, z) than a composition evaluates
+// (MaxMechanisms, after rounding): a ledger no run of privtrain writes, refused in
+// bounded time.
+var ErrTooComplex = errors.New("budget: too many distinct (q, z) step mechanisms to compose")
+
+// The composition's cost grows with the distinct (q, z) of the steps: the RDP of each
+// is evaluated at every order (about a millisecond each on one core). Above
+// roundAbove distinct mechanisms, q is rounded up and z down to the grid (1+r)^k, r =
+// 10⁻³, then 10⁻² if that is not enough: a larger q and a smaller z only increase a
+// step's privacy loss, so the bound stays an upper bound, larger by about r relative at
+// most (ε of the subsampled Gaussian grows at most like q and like 1/z). More than
+// MaxMechanisms left after that is refused (ErrTooComplex): a long ADP-SGD schedule, one
+// z per step, rounds to a few hundred.
+const (
+	roundAbove    = 64
+	MaxMechanisms = 1000
+)
+
+// roundingRatios are the grids tried in turn: the first above roundAbove distinct
+// mechanisms, the second above MaxMechanisms.
+var roundingRatios = [2]float64{1e-3, 1e-2}
+
+// mechanisms are the distinct (q, z) of segs with their steps (mergeSegments), rounded
+// as above when there are more than roundAbove of them.
+func mechanisms(segs []accountant.Segment) ([]accountant.Segment, error) {
+	out := mergeSegments(segs)
+	if len(out) > roundAbove {
+		out = mergeSegments(roundSegments(out, roundingRatios[0]))
+	}
+	if len(out) > MaxMechanisms {
+		out = mergeSegments(roundSegments(out, roundingRatios[1]))
+	}
+	if len(out) > MaxMechanisms {
+		return nil, fmt.Errorf("%w: %d after rounding q up and z down by %g %%, at most %d", ErrTooComplex, len(out), 100*roundingRatios[1], MaxMechanisms)
+	}
+	return out, nil
+}
+
+// roundSegments rounds each q up and each z down to the grid (1+r)^k (q at most 1).
+func roundSegments(segs []accountant.Segment, r float64) []accountant.Segment {
+	lr := math.Log1p(r)
+	out := make([]accountant.Segment, len(segs))
+	for i, g := range segs {
+		q := math.Exp(math.Ceil(math.Log(g.Q)/lr) * lr)
+		for q < g.Q {
+			q *= 1 + r
+		}
+		z := math.Exp(math.Floor(math.Log(g.Z)/lr) * lr)
+		for z > g.Z {
+			z /= 1 + r
+		}
+		if !(z > 0) { // z below the smallest float64 of the grid: keep it exact
+			z = g.Z
+		}
+		out[i] = accountant.Segment{Q: min(q, 1), Z: z, Steps: g.Steps}
+	}
+	return out
 }
 
 // mergeSegments counts the steps of each distinct (q, z), in order of first appearance:

@@ -12,11 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/internal/filelock"
 	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/internal/strictjson"
 )
 
@@ -29,7 +32,51 @@ var (
 	ErrTampered = errors.New("budget: the store fails verification")
 	// ErrKeyRequired reports a store whose entries are keyed, read without the key.
 	ErrKeyRequired = errors.New("budget: the store is keyed (HMAC-SHA256): open it with its key")
+	// ErrRollback reports a reservation refused because a witness (a resumed checkpoint's
+	// record of the ledger) names an entry that the data set's ledger does not hold: the
+	// ledger was rolled back (a *RollbackError, which matches ErrTampered too).
+	ErrRollback = errors.New("budget: the ledger was rolled back")
 )
+
+// Head is a position in a data set's ledger: its entry Seq, whose hash is Hash, in the
+// ledger whose first entry's hash is Ledger (which tells one store's ledger of the data
+// set from another's: their first entries differ). A checkpoint records the head of its
+// data set's ledger when it is written, as a witness that the ledger held that entry
+// (Run.Witnesses); privacy budget prints each data set's head, so that it can be kept
+// elsewhere and compared later.
+type Head struct {
+	Fingerprint string `json:"fingerprint"`
+	Ledger      string `json:"ledger"`
+	Seq         int    `json:"seq"`
+	Hash        string `json:"hash"`
+}
+
+// check reports a head that is not well formed.
+func (h Head) check() error {
+	if !isHex64(h.Fingerprint) || !isHex64(h.Ledger) || !isHex64(h.Hash) || h.Seq < 0 {
+		return fmt.Errorf("budget: a ledger head (fingerprint, ledger, hash: 64 hex digits each; seq ≥ 0) that is not well formed: %+v", h)
+	}
+	return nil
+}
+
+// RollbackError is a witness that the data set's ledger does not hold: the ledger was
+// restored from an older copy, or cut, after the witness was taken.
+type RollbackError struct {
+	Witness Head
+	Entries int // the entries the ledger holds
+}
+
+func (e *RollbackError) Error() string {
+	w := e.Witness
+	held := fmt.Sprintf("it holds %d entries", e.Entries)
+	if w.Seq < e.Entries {
+		held = fmt.Sprintf("its entry %d has another hash", w.Seq)
+	}
+	return fmt.Sprintf("budget store: data set %s: refused as a rollback: the resumed checkpoint recorded the data set's ledger at entry %d (hash %s…), which this ledger does not hold (%s): the ledger was restored from an older copy or cut after that checkpoint was written, and the spend of the runs it lost is unknown",
+		w.Fingerprint, w.Seq, w.Hash[:12], held)
+}
+
+func (e *RollbackError) Unwrap() []error { return []error{ErrRollback, ErrTampered} }
 
 // VerifyError says which data set and entry of a store fail verification, and why.
 type VerifyError struct {
@@ -80,10 +127,12 @@ type Store struct {
 }
 
 // Open opens the store in dir, creating the directory (mode 0700) if needed. A non-nil
-// key (at least one byte) keys the hash chain with HMAC-SHA256: entries are then written
-// keyed, and a keyed entry can be read only with the key. A data set's unkeyed entries
-// are accepted before its first keyed one (a store that was started without the key),
-// never after it: from the first keyed entry on, its ledger and head stay keyed.
+// key (at least one byte) is the store's HMAC-SHA256 key: it verifies keyed entries,
+// keys the entries written to a sealed data set's ledger, and lets Seal seal one. A data
+// set's ledger is keyed only from its seal entry on (Seal, an explicit step): until then
+// its entries are written unkeyed whether or not a key is given, so that a run with the
+// key does not lock out the runs without it. A keyed entry can be read only with the key,
+// and no unkeyed entry may follow a keyed one.
 func Open(dir string, key []byte) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("budget: no store directory")
@@ -180,10 +229,21 @@ type Run struct {
 	// Delta is the run's δ: the data set's default δ is the smallest of its runs'.
 	Delta float64
 	// Inherited is what the lineage spent before this run (a resumed checkpoint's own
-	// ledger). When the store holds no entry of lineage Parent.Run, it is recorded first,
-	// once, as an import entry of that lineage, so that a checkpoint from before the store
-	// (or from another store) is counted.
+	// ledger). What of it the store does not hold for lineage Parent.Run (per (q, z), the
+	// steps beyond those its entries of the lineage count) is recorded first as an import
+	// entry of that lineage, so that a checkpoint from before the store, or whose lineage
+	// ran in another store for a while, is counted in full.
 	Inherited *Spend
+	// Accountant is the accountant whose bound the run reports ("rdp": the RDP bound
+	// alone; "pld": the smaller of the RDP and PLD bounds; "": the RDP bound for
+	// Before and After, both for Commit), so that the run's budget lines agree with its
+	// own ε. The listings always report the smaller of both.
+	Accountant string
+	// Witnesses are heads of the data set's ledger recorded by the checkpoints the run
+	// resumes from (Head). Reserve refuses (a *RollbackError) a witness of this store's
+	// ledger (same fingerprint, same first entry) whose entry the ledger does not hold; a
+	// witness of another data set or of another store's ledger is not compared.
+	Witnesses []Head
 }
 
 // ledger is one data set's verified entries.
@@ -248,7 +308,9 @@ func (s *Store) read(fp string) (*ledger, error) {
 		case p.alg == algKeyed && s.key == nil:
 			return nil, fmt.Errorf("%w (data set %s)", ErrKeyRequired, fp)
 		case p.alg == algPlain && l.keyed:
-			return nil, bad(i, "an unkeyed entry after keyed ones: forged without the key, or written by a run without it (keep PRIVTRAIN_CHECKPOINT_KEY set once a store is keyed)")
+			return nil, bad(i, "an unkeyed entry after keyed ones: forged without the key")
+		case e.Kind == kindSeal && p.alg != algKeyed:
+			return nil, bad(i, "an unkeyed seal entry: forged without the key")
 		case !hmac.Equal([]byte(digest(p.alg, s.key, p.body)), []byte(p.hash)):
 			if p.alg == algKeyed {
 				return nil, bad(i, "its HMAC does not verify: edited, or written with another key")
@@ -269,13 +331,26 @@ func (s *Store) read(fp string) (*ledger, error) {
 				return nil, bad(i, "a commit of run %s, which has no open reservation", e.Run)
 			}
 			r.commit = &l.entriesAppend(e, p.hash)[i]
+		case kindSeal:
+			l.entriesAppend(e, p.hash)
 		}
 		l.keyed = l.keyed || p.alg == algKeyed
 		prev = p.hash
 	}
 	// Entries are appended to a slice that may move: re-point the runs at their entries.
 	l.relink()
-	return l, s.checkHead(l)
+	if err := s.checkHead(l); err != nil {
+		return nil, err
+	}
+	// Refuse here, in bounded time, a ledger whose composition would cost minutes.
+	var segs []accountant.Segment
+	for _, it := range l.items() {
+		segs = append(segs, it.spend.Segments...)
+	}
+	if _, err := mechanisms(segs); err != nil {
+		return nil, fmt.Errorf("%w (data set %s: its ledger %s is hostile, or far beyond what privtrain's runs write; move it aside, with its head, to start the data set anew)", err, fp, s.ledgerPath(fp))
+	}
+	return l, nil
 }
 
 // entriesAppend appends e and its hash and returns the entries.
@@ -290,14 +365,37 @@ func (l *ledger) relink() {
 	l.runs, l.byRun = l.runs[:0], map[string]*runState{}
 	for i := range l.entries {
 		e := &l.entries[i]
-		if e.Kind == kindCommit {
+		switch e.Kind {
+		case kindCommit:
 			l.byRun[e.Run].commit = e
+			continue
+		case kindSeal:
 			continue
 		}
 		r := &runState{first: e}
 		l.byRun[e.Run] = r
 		l.runs = append(l.runs, r)
 	}
+}
+
+// head is the ledger's last entry as a Head (Seq −1 when it holds none).
+func (l *ledger) head() Head {
+	h := Head{Fingerprint: l.fp, Seq: len(l.entries) - 1, Hash: l.hashAt(len(l.entries) - 1)}
+	if len(l.hashes) > 0 {
+		h.Ledger = l.hashes[0]
+	}
+	return h
+}
+
+// checkWitness refuses a witness of this ledger that names an entry it does not hold.
+func (l *ledger) checkWitness(w Head) error {
+	if w.Fingerprint != l.fp || len(l.hashes) == 0 || l.hashes[0] != w.Ledger {
+		return nil // another data set, or another store's ledger: nothing to compare
+	}
+	if w.Seq >= len(l.hashes) || l.hashes[w.Seq] != w.Hash {
+		return &RollbackError{Witness: w, Entries: len(l.hashes)}
+	}
+	return nil
 }
 
 // hashAt is the hash of entry i (the genesis hash for i = −1).
@@ -345,21 +443,30 @@ func (s *Store) checkHead(l *ledger) error {
 	return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: "the head records another hash for this entry: entries were edited or replaced"}
 }
 
-// readFile reads a store file whole, refusing one that is not a regular file.
+// readFile reads a store file whole, refusing one that is not a regular file (without
+// blocking on a FIFO or following a link).
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := safeio.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	return io.ReadAll(f)
+}
+
+// truncateRegular cuts the regular file at path to n bytes; like every open of the
+// store's files it follows no link and refuses a FIFO or a device (os.Truncate would
+// follow a link at path and cut its target).
+func truncateRegular(path string, n int64) error {
+	f, err := safeio.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(n); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // append writes e as the next entry of l: it first cuts a torn last line, creates the
@@ -368,60 +475,104 @@ func readFile(path string) ([]byte, error) {
 func (s *Store) append(l *ledger, e entry) error {
 	path := s.ledgerPath(l.fp)
 	if l.torn >= 0 {
-		if err := os.Truncate(path, l.torn); err != nil {
+		if err := truncateRegular(path, l.torn); err != nil {
 			return fmt.Errorf("budget: repairing the torn last line of %s: %w", path, err)
 		}
 		l.torn = -1
 	}
+	// A sealed ledger's entries and head are keyed; an unsealed one's are not, whether
+	// or not the store has a key (only Seal turns a ledger keyed).
+	key := l.key(s)
+	if e.Kind == kindSeal {
+		key = s.key
+	}
 	if !l.exists {
-		if err := s.writeHead(l.fp, -1, genesis(l.fp)); err != nil {
+		if err := s.writeHead(l.fp, -1, genesis(l.fp), l.key(s)); err != nil {
 			return err
 		}
 	} else if last := len(l.entries) - 1; l.headSeq != last {
 		// A crash between an append and the head's update left the head one entry
 		// behind: bring it up to date first, or a second such crash would leave it two
 		// behind, which reads as removed entries.
-		if err := s.writeHead(l.fp, last, l.hashAt(last)); err != nil {
+		if err := s.writeHead(l.fp, last, l.hashAt(last), l.key(s)); err != nil {
 			return err
 		}
 	}
 	e.Version, e.Seq, e.Prev = entryVersion, len(l.entries), l.hashAt(len(l.entries)-1)
-	line, hash, err := encodeEntry(&e, s.key)
+	line, hash, err := encodeEntry(&e, key)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safeio.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("budget: %w", err)
+	}
+	size := fi.Size() // the ledger before this entry (a torn line was cut above)
+	// undo cuts this entry off again when it cannot be completed (its line not written
+	// whole and synced, or the head not updated: a full or read-only store): the caller
+	// then fails, and a reservation that fails leaves no unsettled run behind, since its
+	// run never starts. If the cut fails too, the entry stays: a head one entry behind is
+	// read as a crash between the two writes, and the entry counts.
+	undo := func(err error) error {
+		if terr := truncateRegular(path, size); terr != nil {
+			return fmt.Errorf("%w (and cutting the unfinished entry off failed: %v; it counts)", err, terr)
+		}
+		return err
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
-		return fmt.Errorf("budget: appending to %s: %w", path, err)
+		return undo(fmt.Errorf("budget: appending to %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("budget: syncing %s: %w", path, err)
+		return undo(fmt.Errorf("budget: syncing %s: %w", path, err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("budget: %w", err)
+		return undo(fmt.Errorf("budget: %w", err))
 	}
 	if !l.exists {
 		if err := syncDir(s.dir); err != nil {
-			return err
+			return undo(err)
 		}
 		l.exists = true
 	}
+	if err := s.writeHead(l.fp, e.Seq, hash, key); err != nil && !s.headNames(l.fp, e.Seq, hash) {
+		// (A head renamed into place whose directory sync failed names the entry
+		// already: then the entry stands.)
+		return undo(err)
+	}
 	l.entriesAppend(e, hash)
 	l.relink()
-	if err := s.writeHead(l.fp, e.Seq, hash); err != nil {
-		return err
-	}
+	l.keyed = l.keyed || key != nil
 	l.headSeq = e.Seq
 	return nil
 }
 
-func (s *Store) writeHead(fp string, seq int, hash string) error {
-	h := newHead(fp, seq, hash, s.key)
+// headNames reports whether data set fp's head file names entry seq with hash.
+func (s *Store) headNames(fp string, seq int, hash string) bool {
+	data, err := readFile(s.headPath(fp))
+	if err != nil {
+		return false
+	}
+	var h headRecord
+	return strictjson.Unmarshal(data, &h) == nil && h.Seq == seq && h.Hash == hash
+}
+
+// key is the key of l's entries and head: the store's once l is sealed, else none.
+func (l *ledger) key(s *Store) []byte {
+	if l.keyed {
+		return s.key
+	}
+	return nil
+}
+
+func (s *Store) writeHead(fp string, seq int, hash string, key []byte) error {
+	h := newHead(fp, seq, hash, key)
 	err := atomicfile.Write(s.headPath(fp), 0o600, func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(h)
 	})
@@ -457,13 +608,45 @@ func (l *ledger) items() []item {
 	return out
 }
 
-func (l *ledger) hasLineage(run string) bool {
+// unheld is the part of a resumed checkpoint's ledger (inherited, of lineage run) that
+// the ledger does not hold, nil when it holds all of it. For segments: per (q, z), the
+// steps of inherited beyond those that the entries of the lineage count (settled at their
+// commit, unsettled at their reservation, imports), so that the data set's steps of the
+// lineage include every step of the checkpoint's ledger however the lineage travelled
+// between stores: composition only grows with more steps, so the data set's ε is then
+// at least the ε of that ledger. Other forms (a non-private lineage): all of inherited,
+// when no entry of the lineage has that form.
+func (l *ledger) unheld(run string, inherited Spend) *Spend {
+	if !inherited.isSegments() {
+		for _, r := range l.runs {
+			if sp := r.spend(); r.first.Lineage == run && !sp.isSegments() {
+				return nil
+			}
+		}
+		return &inherited
+	}
+	held := map[[2]float64]int{}
 	for _, r := range l.runs {
-		if r.first.Lineage == run {
-			return true
+		if sp := r.spend(); r.first.Lineage == run && sp.isSegments() {
+			for _, g := range sp.Segments {
+				held[[2]float64{g.Q, g.Z}] += g.Steps
+			}
 		}
 	}
-	return false
+	var missing Segments
+	for _, g := range inherited.Segments {
+		k := [2]float64{g.Q, g.Z}
+		take := min(held[k], g.Steps)
+		held[k] -= take
+		if g.Steps > take {
+			missing = append(missing, accountant.Segment{Q: g.Q, Z: g.Z, Steps: g.Steps - take})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sp := SegmentSpend(inherited.Accountant, missing)
+	return &sp
 }
 
 // defaultDelta is the δ at which a data set's spend is reported: the smallest δ of its
@@ -513,7 +696,13 @@ type Reservation struct {
 	// bound when only that bound kept the plan within Reserve's budgetEps.
 	Before, After Composition
 	committed     bool
+	head          Head // the ledger after this run's latest entry
+	rdpOnly       bool // Commit reports the RDP bound alone (Run.Accountant "rdp")
 }
+
+// Head returns the data set's ledger head after the run's latest entry (its reservation,
+// then its commit): what a checkpoint written by the run records as its witness.
+func (r *Reservation) Head() Head { return r.head }
 
 // ID returns the run's id in the store.
 func (r *Reservation) ID() string { return r.run }
@@ -543,7 +732,12 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	if run.Time.IsZero() {
 		run.Time = time.Now()
 	}
-	items, after, err := s.reserve(fp, run, planned, budgetEps)
+	for _, w := range run.Witnesses {
+		if err := w.check(); err != nil {
+			return nil, err
+		}
+	}
+	items, after, head, err := s.reserve(fp, run, planned, budgetEps)
 	if err != nil {
 		return nil, err
 	}
@@ -551,35 +745,49 @@ func (s *Store) Reserve(fp string, run Run, planned Spend, budgetEps float64) (*
 	// may take a second or more, and Commit computes it once the run is done); after is
 	// what reserve composed: the RDP bound, or the PLD bound where only that one kept the
 	// plan within budgetEps.
-	before, err := composeItems(items, defaultDelta(append(items, item{planned, run.Delta})), false)
+	d := defaultDelta(append(items, item{planned, run.Delta}))
+	before, err := composeItems(items, d, run.Accountant == "pld")
 	if err != nil {
 		return nil, err
 	}
-	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after}, nil
+	if run.Accountant == "pld" && strings.HasPrefix(after.Method, "rdp") {
+		// The run's accountant is the PLD: its lines report the smaller bound.
+		if after, err = composeItems(append(items, item{planned, run.Delta}), d, true); err != nil {
+			return nil, err
+		}
+	}
+	return &Reservation{store: s, fp: fp, run: run.ID, delta: run.Delta, Fingerprint: fp, Before: before, After: after, head: head, rdpOnly: run.Accountant == "rdp"}, nil
 }
 
 // reserve appends the import (if due) and the reservation under the lock, and returns
 // the data set's runs before this one and their composition with the planned spend
 // (the bound that was checked against budgetEps).
-func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([]item, Composition, error) {
+func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) (_ []item, _ Composition, _ Head, err error) {
 	lk, err := s.lock()
 	if err != nil {
-		return nil, Composition{}, err
+		return nil, Composition{}, Head{}, err
 	}
 	defer lk.Unlock()
 	l, err := s.read(fp)
 	if err != nil {
-		return nil, Composition{}, err
+		return nil, Composition{}, Head{}, err
 	}
 	if l.byRun[run.ID] != nil {
-		return nil, Composition{}, fmt.Errorf("budget: run %s is already recorded", run.ID)
+		return nil, Composition{}, Head{}, fmt.Errorf("budget: run %s is already recorded", run.ID)
+	}
+	for _, w := range run.Witnesses {
+		if err := l.checkWitness(w); err != nil {
+			return nil, Composition{}, Head{}, err
+		}
 	}
 	stamp := run.Time.UTC().Format(time.RFC3339Nano)
-	if p := run.Parent; p != nil && run.Inherited != nil && !l.hasLineage(p.Run) && (run.Inherited.Steps() > 0 || !run.Inherited.isSegments()) {
-		imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
-			Command: "(the ledger of the resumed checkpoint, step " + fmt.Sprint(p.Step) + ")", Time: stamp, Delta: run.Delta, Spend: *run.Inherited}
-		if err := s.append(l, imp); err != nil {
-			return nil, Composition{}, err
+	if p := run.Parent; p != nil && run.Inherited != nil {
+		if missing := l.unheld(p.Run, *run.Inherited); missing != nil {
+			imp := entry{Kind: kindImport, Run: privrand.ID(16), Lineage: p.Run, Tool: run.Tool, Name: run.Name,
+				Command: fmt.Sprintf("(the steps of the resumed checkpoint's ledger, step %d, that this store did not hold)", p.Step), Time: stamp, Delta: run.Delta, Spend: *missing}
+			if err := s.append(l, imp); err != nil {
+				return nil, Composition{}, Head{}, err
+			}
 		}
 	}
 	items := l.items()
@@ -592,18 +800,21 @@ func (s *Store) reserve(fp string, run Run, planned Spend, budgetEps float64) ([
 		after, err = composeItems(all, d, true)
 	}
 	if err != nil {
-		return nil, Composition{}, err
+		return nil, Composition{}, Head{}, err
 	}
 	if budgetEps > 0 && !(after.Epsilon <= budgetEps) {
 		before, err := compose(items, d)
 		if err != nil {
-			return nil, Composition{}, err
+			return nil, Composition{}, Head{}, err
 		}
-		return nil, Composition{}, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
+		return nil, Composition{}, Head{}, &OverBudgetError{Fingerprint: fp, Name: run.Name, Budget: budgetEps, Before: before, After: after}
 	}
 	e := entry{Kind: kindReserve, Run: run.ID, Lineage: run.Lineage, Parent: run.Parent, Tool: run.Tool, Name: run.Name,
 		Command: run.Command, Time: stamp, Delta: run.Delta, Spend: planned}
-	return items, after, s.append(l, e)
+	if err := s.append(l, e); err != nil {
+		return nil, Composition{}, Head{}, err
+	}
+	return items, after, l.head(), nil
 }
 
 // Commit settles the reservation with what the run actually spent (the steps it took,
@@ -618,33 +829,83 @@ func (r *Reservation) Commit(actual Spend) (Composition, error) {
 	if err := actual.Validate(); err != nil {
 		return Composition{}, err
 	}
-	items, err := r.commit(actual)
+	items, head, err := r.commit(actual)
 	if err != nil {
 		return Composition{}, err
 	}
+	r.head = head
 	r.committed = true
-	return compose(items, 0)
+	return composeItems(items, 0, !r.rdpOnly)
 }
 
 // commit appends the commit under the lock and returns the data set's runs.
-func (r *Reservation) commit(actual Spend) ([]item, error) {
+func (r *Reservation) commit(actual Spend) ([]item, Head, error) {
 	s := r.store
+	lk, err := s.lock()
+	if err != nil {
+		return nil, Head{}, err
+	}
+	defer lk.Unlock()
+	l, err := s.read(r.fp)
+	if err != nil {
+		return nil, Head{}, err
+	}
+	st := l.byRun[r.run]
+	if st == nil || st.commit != nil {
+		return nil, Head{}, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
+	}
+	e := entry{Kind: kindCommit, Run: r.run, Time: time.Now().UTC().Format(time.RFC3339Nano), Delta: r.delta, Spend: actual}
+	if err := s.append(l, e); err != nil {
+		return nil, Head{}, err
+	}
+	return l.items(), l.head(), nil
+}
+
+// ErrNoKey reports a Seal on a store opened without a key.
+var ErrNoKey = errors.New("budget: sealing a data set's ledger needs the store's key")
+
+// Seal keys data set fp's ledger from now on: it appends a seal entry, keyed with the
+// store's key, after which every entry and the head must be keyed with it (a run without
+// the key can no longer read or extend the data set's ledger, and no one without it can
+// forge an entry). The entries before the seal stay as they were, and the seal entry
+// chains them: editing them breaks the seal's chain. A data set with no ledger yet gets
+// one that starts with its seal, so that all its entries are keyed. Seal reports whether
+// it sealed the ledger (false: it was sealed already). Sealing is the explicit step that
+// turns a ledger keyed: a store opened with a key writes unkeyed entries to an unsealed
+// ledger.
+func (s *Store) Seal(fp string) (bool, error) {
+	if err := checkFingerprint(fp); err != nil {
+		return false, err
+	}
+	if s.key == nil {
+		return false, ErrNoKey
+	}
+	lk, err := s.lock()
+	if err != nil {
+		return false, err
+	}
+	defer lk.Unlock()
+	l, err := s.read(fp)
+	if err != nil {
+		return false, err
+	}
+	if l.keyed {
+		return false, nil
+	}
+	e := entry{Kind: kindSeal, Run: privrand.ID(16), Tool: "privacy budget -seal", Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := s.append(l, e); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Fingerprints lists the data sets of the store (those with a ledger or a head file),
+// sorted.
+func (s *Store) Fingerprints() ([]string, error) {
 	lk, err := s.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Unlock()
-	l, err := s.read(r.fp)
-	if err != nil {
-		return nil, err
-	}
-	st := l.byRun[r.run]
-	if st == nil || st.commit != nil {
-		return nil, &VerifyError{Fingerprint: r.fp, Entry: -1, Reason: fmt.Sprintf("the reservation of run %s is missing or already settled", r.run)}
-	}
-	e := entry{Kind: kindCommit, Run: r.run, Time: time.Now().UTC().Format(time.RFC3339Nano), Delta: r.delta, Spend: actual}
-	if err := s.append(l, e); err != nil {
-		return nil, err
-	}
-	return l.items(), nil
+	return s.fingerprints()
 }

@@ -3,6 +3,7 @@ package budget
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -127,49 +128,52 @@ func TestReserveOverBudget(t *testing.T) {
 // Every edit, removal (middle or last) or reordering of entries, and every change of the
 // head, is detected and named.
 func TestTamperDetected(t *testing.T) {
+	// o is the position of fill's first entry: 1 in a sealed ledger (the seal is entry 0).
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, s *Store)
-		entry  string
+		tamper func(t *testing.T, s *Store, o int)
+		entry  int // -1: the head
+		reason string
 	}{
-		{"edit a number", func(t *testing.T, s *Store) {
+		{"edit a number", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			if !bytes.Contains(ls[1], []byte(`"steps":5`)) {
-				t.Fatalf("entry 1 has no 5 steps: %s", ls[1])
+			if !bytes.Contains(ls[o+1], []byte(`"steps":5`)) {
+				t.Fatalf("entry %d has no 5 steps: %s", o+1, ls[o+1])
 			}
-			ls[1] = bytes.Replace(ls[1], []byte(`"steps":5`), []byte(`"steps":4`), 1)
+			ls[o+1] = bytes.Replace(ls[o+1], []byte(`"steps":5`), []byte(`"steps":4`), 1)
 			writeLines(t, s, ls)
-		}, "entry 1"},
-		{"remove a middle entry", func(t *testing.T, s *Store) {
+		}, 1, ""},
+		{"remove a middle entry", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			writeLines(t, s, append(ls[:1:1], ls[2:]...))
-		}, "entry 1"},
-		{"remove the last entry", func(t *testing.T, s *Store) {
+			writeLines(t, s, append(ls[:o+1:o+1], ls[o+2:]...))
+		}, 1, ""},
+		{"remove the last entry", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			writeLines(t, s, ls[:3])
-		}, "entry 3"},
-		{"remove the last two entries", func(t *testing.T, s *Store) {
+			writeLines(t, s, ls[:o+3])
+		}, 3, ""},
+		{"remove the last two entries", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			writeLines(t, s, ls[:2])
-		}, "entry 3"},
-		{"cut the last entry's newline", func(t *testing.T, s *Store) {
+			writeLines(t, s, ls[:o+2])
+		}, 3, ""},
+		{"cut the last entry's newline", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			ls[3] = ls[3][:len(ls[3])-1]
+			ls[o+3] = ls[o+3][:len(ls[o+3])-1]
 			writeLines(t, s, ls)
-		}, "entry 3"},
-		{"reorder two entries", func(t *testing.T, s *Store) {
+		}, 3, ""},
+		{"reorder two entries", func(t *testing.T, s *Store, o int) {
 			ls := lines(t, s)
-			ls[1], ls[2] = ls[2], ls[1]
+			ls[o+1], ls[o+2] = ls[o+2], ls[o+1]
 			writeLines(t, s, ls)
-		}, "entry 1"},
-		{"remove every entry", func(t *testing.T, s *Store) { writeLines(t, s, nil) }, "entry 3"},
-		{"delete the ledger", func(t *testing.T, s *Store) { os.Remove(s.ledgerPath(testFP)) }, "entry 3"},
-		{"delete the head", func(t *testing.T, s *Store) { os.Remove(s.headPath(testFP)) }, "head file is missing"},
-		{"edit the head", func(t *testing.T, s *Store) {
+		}, 1, ""},
+		{"remove every entry", func(t *testing.T, s *Store, o int) { writeLines(t, s, nil) }, 3, ""},
+		{"delete the ledger", func(t *testing.T, s *Store, o int) { os.Remove(s.ledgerPath(testFP)) }, 3, ""},
+		{"delete the head", func(t *testing.T, s *Store, o int) { os.Remove(s.headPath(testFP)) }, -1, "head file is missing"},
+		{"edit the head", func(t *testing.T, s *Store, o int) {
 			b, _ := os.ReadFile(s.headPath(testFP))
-			os.WriteFile(s.headPath(testFP), bytes.Replace(b, []byte(`"seq":3`), []byte(`"seq":2`), 1), 0o600)
-		}, "head"},
-		{"copy another data set's ledger", func(t *testing.T, s *Store) {
+			seq := fmt.Sprintf(`"seq":%d`, o+3)
+			os.WriteFile(s.headPath(testFP), bytes.Replace(b, []byte(seq), []byte(fmt.Sprintf(`"seq":%d`, o+2)), 1), 0o600)
+		}, -1, "head"},
+		{"copy another data set's ledger", func(t *testing.T, s *Store, o int) {
 			other := strings.Repeat("f", 64)
 			if _, err := s.Reserve(other, testRun("b"), gauss(6, 3), 0); err != nil {
 				t.Fatal(err)
@@ -178,24 +182,31 @@ func TestTamperDetected(t *testing.T) {
 				b, _ := os.ReadFile(filepath.Join(s.dir, other+ext))
 				os.WriteFile(filepath.Join(s.dir, testFP+ext), b, 0o600)
 			}
-		}, "entry 0"},
+		}, 0, "entry 0"},
 	}
 	for _, key := range [][]byte{nil, testKey} {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				s := openStore(t, key)
+				s, o := openStore(t, key), 0
+				if key != nil {
+					s, o = sealedStore(t), 1
+				}
 				fill(t, s)
 				if _, err := s.Datasets(0); err != nil {
 					t.Fatalf("before tampering: %v", err)
 				}
-				c.tamper(t, s)
+				c.tamper(t, s, o)
 				_, err := s.Datasets(0)
 				var ve *VerifyError
 				if !errors.As(err, &ve) || !errors.Is(err, ErrTampered) {
 					t.Fatalf("tampered store: %v, want a VerifyError", err)
 				}
-				if !strings.Contains(err.Error(), testFP) || !strings.Contains(err.Error(), c.entry) {
-					t.Errorf("error %q does not name the data set and %q", err, c.entry)
+				want := c.reason
+				if want == "" {
+					want = fmt.Sprintf("entry %d", c.entry+o)
+				}
+				if !strings.Contains(err.Error(), testFP) || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name the data set and %q", err, want)
 				}
 				if _, err := s.Reserve(testFP, testRun("a"), gauss(6, 1), 0); !errors.Is(err, ErrTampered) {
 					t.Errorf("a reservation on the tampered store: %v", err)
@@ -206,6 +217,17 @@ func TestTamperDetected(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sealedStore is a store with the test key whose data set testFP is sealed before its
+// first run: all its entries are keyed, the seal being entry 0.
+func sealedStore(t *testing.T) *Store {
+	t.Helper()
+	s := openStore(t, testKey)
+	if ok, err := s.Seal(testFP); !ok || err != nil {
+		t.Fatalf("seal: %v, %v", ok, err)
+	}
+	return s
 }
 
 // With a key, an entry forged without it (unkeyed, or keyed with another key) is
@@ -228,7 +250,7 @@ func TestKeyedForgery(t *testing.T) {
 				continue
 			}
 			e := p.e
-			e.Prev = l.hashAt(i - 1)
+			e.Seq, e.Prev = i, l.hashAt(i-1)
 			if i == from {
 				e.Spend = gauss(6, 1) // the forger lowers the count
 			}
@@ -241,7 +263,7 @@ func TestKeyedForgery(t *testing.T) {
 		}
 		writeLines(t, s, out)
 		f := &Store{dir: s.dir, key: key}
-		if err := f.writeHead(testFP, len(out)-1, l.hashes[len(out)-1]); err != nil {
+		if err := f.writeHead(testFP, len(out)-1, l.hashes[len(out)-1], key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,25 +273,23 @@ func TestKeyedForgery(t *testing.T) {
 		from int
 	}{{"unkeyed tail", nil, 2}, {"unkeyed last", nil, 3}, {"another key", []byte("another key, 16+ bytes long"), 1}} {
 		t.Run(c.name, func(t *testing.T) {
-			s := openStore(t, testKey)
+			s := sealedStore(t)
 			fill(t, s)
-			forge(t, s, c.key, c.from)
+			forge(t, s, c.key, c.from+1)
 			if _, err := s.Datasets(0); !errors.Is(err, ErrTampered) {
 				t.Errorf("forged entries read with the key: %v", err)
 			}
 		})
 	}
-	// A whole ledger rewritten without the key reads as a store started before the key
-	// was set: no stronger than deleting the data set's files, the documented limit.
-	s := openStore(t, testKey)
+	// A whole ledger rewritten without the key (the seal dropped) reads as an unsealed
+	// one: no stronger than deleting the data set's files, the documented limit.
+	s := sealedStore(t)
 	fill(t, s)
+	ls := lines(t, s)
+	writeLines(t, s, ls[1:])
 	forge(t, s, nil, 0)
 	if _, err := s.Datasets(0); err != nil {
 		t.Errorf("an unkeyed ledger read with the key: %v", err)
-	}
-	// Keyed entries may follow unkeyed ones (a store keyed later), not the reverse.
-	if _, err := s.Reserve(testFP, testRun("a"), gauss(fillZ, 1), 0); err != nil {
-		t.Errorf("a keyed entry after unkeyed ones: %v", err)
 	}
 	// The same forgery of an unkeyed store is undetectable: the documented limit.
 	s = openStore(t, nil)
@@ -278,7 +298,7 @@ func TestKeyedForgery(t *testing.T) {
 	if _, err := s.Datasets(0); err != nil {
 		t.Errorf("an unkeyed store rewritten consistently: %v (expected to pass: anyone who can write it can forge it)", err)
 	}
-	k := openStore(t, testKey)
+	k := sealedStore(t)
 	fill(t, k)
 	plain, _ := Open(k.dir, nil)
 	if _, err := plain.Datasets(0); !errors.Is(err, ErrKeyRequired) {
@@ -290,14 +310,14 @@ func TestKeyedForgery(t *testing.T) {
 // append; a head one entry behind (a crash between the append and the head's update) is
 // accepted, two behind is not.
 func TestCrashStates(t *testing.T) {
-	s := openStore(t, testKey)
+	s := sealedStore(t)
 	fill(t, s)
 	before, err := s.Datasets(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.OpenFile(s.ledgerPath(testFP), os.O_WRONLY|os.O_APPEND, 0)
-	f.Write([]byte(`hmac-sha256:0123 {"v":1,"seq":4,"pr`))
+	f.Write([]byte(`hmac-sha256:0123 {"v":1,"seq":5,"pr`))
 	f.Close()
 	after, err := s.Datasets(0)
 	if err != nil || after[0].Epsilon != before[0].Epsilon || after[0].Runs != before[0].Runs {
@@ -307,8 +327,8 @@ func TestCrashStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls := lines(t, s); len(ls) != 5 {
-		t.Errorf("after the repair: %d lines, want 5", len(ls))
+	if ls := lines(t, s); len(ls) != 6 {
+		t.Errorf("after the repair: %d lines, want 6 (the seal, 4 lines of fill, this reservation)", len(ls))
 	}
 	// Head one behind: restore the head from before the commit.
 	head, _ := os.ReadFile(s.headPath(testFP))

@@ -57,3 +57,21 @@ func TestRuleStringCopyFits(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleBounds(t *testing.T) {
+	if b := (clipping.Flat{C: 1.5}).Bound(); b != 1.5 {
+		t.Errorf("Flat{1.5}.Bound() = %v", b)
+	}
+	if b := (clipping.PerLayer{C: []float64{3, 4}}).Bound(); b != 5 {
+		t.Errorf("PerLayer{3, 4}.Bound() = %v, want 5", b)
+	}
+	r := clipping.PerLayerEqual(2, 4)
+	for _, c := range r.C {
+		if c != 1 {
+			t.Errorf("PerLayerEqual(2, 4) threshold %v, want 2/sqrt(4) = 1", c)
+		}
+	}
+	if b := clipping.PerLayerEqual(1, 3).Bound(); math.Abs(b-1) > 1e-15 {
+		t.Errorf("PerLayerEqual(1, 3).Bound() = %v, want 1", b)
+	}
+}

@@ -191,3 +191,39 @@ func TestOracleCatchesWrongGradients(t *testing.T) {
 		t.Logf("%s: %d failures recorded, e.g. %s; %v", tc.name, len(r.errs), r.errs[0], rep)
 	}
 }
+
+// TestOracleLayerNorm: the test-only LayerNorm (layernorm_test.go) without planted bugs
+// passes the oracle.
+func TestOracleLayerNorm(t *testing.T) {
+	for _, n := range []int{2, 5, 16} {
+		rep := layertest.Check(t, layers.LayerNorm{}, []int{n}, layertest.Config{Seed: 6})
+		t.Logf("n = %d: %v", n, rep)
+	}
+}
+
+// TestOracleCatchesNativeMistakes plants in the test-only LayerNorm's native code the two
+// mistakes an independent review made when adding such a layer (issue 39) and asserts that
+// layertest.Check reports each: the input gradient without −mean(g) (seen through the
+// fixed linear map Check puts below the layer) and per-example rows not cleared between
+// Backward calls (seen by running a first, different batch through the same buffers).
+func TestOracleCatchesNativeMistakes(t *testing.T) {
+	for _, tc := range []struct{ bug, want string }{
+		{"no-mean-g", "input gradient"},
+		{"stale-rows", "native example"},
+	} {
+		r := recorder{TB: t}
+		rep := layertest.Check(&r, layers.LayerNorm{Bug: tc.bug}, []int{5}, layertest.Config{Seed: 6})
+		if len(r.errs) == 0 {
+			t.Errorf("bug %s: the oracle reported nothing (%v)", tc.bug, rep)
+			continue
+		}
+		found := false
+		for _, e := range r.errs {
+			found = found || strings.Contains(e, tc.want)
+		}
+		if !found {
+			t.Errorf("bug %s: no failure mentions %q: %v", tc.bug, tc.want, r.errs)
+		}
+		t.Logf("bug %s: %d failures recorded, e.g. %s", tc.bug, len(r.errs), r.errs[0])
+	}
+}

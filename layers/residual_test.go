@@ -134,6 +134,9 @@ func TestOracleWSConv2D(t *testing.T) {
 	}{
 		{layers.WSConv2D{Filters: 3, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, []int{2, 5, 5}},
 		{layers.WSConv2D{Filters: 2, Kernel: [2]int{2, 3}, Stride: [2]int{2, 1}, NoBias: true}, []int{3, 6, 5}},
+		// 2·2·2 = 8 weights per filter: float32 runs the standardisation's chain rule in
+		// assembly where the CPU path has it (the oracle runs float32 on every path).
+		{layers.WSConv2D{Filters: 8, Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}}, []int{2, 4, 4}},
 		{layers.Residual{Body: []layers.Layer{layers.WSConv2D{Filters: 2, Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}, layers.GroupNorm{Groups: 1}, layers.ReLU{}},
 			Shortcut: []layers.Layer{layers.WSConv2D{Filters: 2, Kernel: [2]int{1, 1}}}}, []int{3, 4, 4}},
 	} {

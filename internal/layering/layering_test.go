@@ -27,7 +27,7 @@ var rows = [][]string{
 	{"models", "export"},
 	{"nn"},
 	{"layers", "layers/layertest", "nn/checkpoint"},
-	{"clipping", "scatter", "prior", "smoothing", "dpoptim", "erm", "budget"},
+	{"clipping", "clipping/clippingtest", "scatter", "prior", "smoothing", "dpoptim", "erm", "budget"},
 	{"accountant", "datasets", "datasets/cifar", "datasets/mnist", "datasets/mnist/download", "datasets/datatest", "erm/data", "erm/data/download"},
 }
 

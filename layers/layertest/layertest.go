@@ -22,9 +22,22 @@
 // clipped sum with a huge bound equal Σ_i g_i, and with a bound below every norm (all
 // examples clipped, and each example alone) the clipped sum equals Σ_i (C/‖g_i‖)·g_i and
 // one example's clipped contribution has norm exactly C. The float32 binding of the kind
-// is checked against the same references with a float32 tolerance, and, where the layer
-// has a native kernel, the native engine's kind (its own layout) and sums as the float64
-// one.
+// is checked against the same references with a float32 tolerance.
+//
+// Where the layer has a native kernel, the native engine's kind (its own layout) and sums
+// are checked as the float64 one, in float64 and in float32 on every CPU path the machine
+// supports (internal/cpupath), through layers.Native alone (no per-layer code here):
+//
+//   - each native run first goes through a batch of other inputs and functionals, then
+//     through the checked batch in chunks of one row, so a buffer that is not cleared
+//     between calls or rows (per-example rows accumulated with +=, say) fails;
+//   - the layer's input gradient is checked by running it behind a fixed random linear map
+//     (a Dense for flat inputs, a 1×1 Conv2D for CHW images) and holding every parameter's
+//     per-example gradient, the map's included, to Gorgonia's symbolic gradient of the
+//     pair: the map's gradient is formed from what the layer hands down.
+//
+// This is the whole gate for a new layer: both mistakes that once passed every test (an
+// input gradient missing a term, rows not cleared between calls) fail it.
 package layertest
 
 import (
@@ -39,6 +52,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/cpupath"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 )
 
@@ -84,15 +99,21 @@ type Report struct {
 	// clipped sum against the reference.
 	Symbolic, FiniteDiff, Norm, Clipped, Float32 float64
 	// Native: the native engine's per-example gradients, norms and clipped sums against
-	// the reference; −1 when the layer has no native kernel.
+	// the reference, in float64 (float32, on every CPU path, counts in Float32); −1 when
+	// the layer has no native kernel.
 	Native float64
+	// InputGrad: the native engine's per-example gradients of the layer behind a fixed
+	// random linear map (a Dense, or a 1×1 Conv2D for images), whose parameters' gradients
+	// hold the layer's input gradient, against Gorgonia's symbolic gradient of the pair;
+	// −1 when the layer has no native kernel.
+	InputGrad float64
 	// NumParams is the number of parameters checked per example.
 	NumParams int
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("%d params: symbolic %.2g, finite differences %.2g, norms %.2g, clipped sums %.2g, float32 %.2g, native %.2g",
-		r.NumParams, r.Symbolic, r.FiniteDiff, r.Norm, r.Clipped, r.Float32, r.Native)
+	return fmt.Sprintf("%d params: symbolic %.2g, finite differences %.2g, norms %.2g, clipped sums %.2g, float32 %.2g, native %.2g, input gradient %.2g",
+		r.NumParams, r.Symbolic, r.FiniteDiff, r.Norm, r.Clipped, r.Float32, r.Native, r.InputGrad)
 }
 
 // Check checks layer l's per-example gradients for per-example input shape in (see the
@@ -178,7 +199,7 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 		compare(t, &rep.Symbolic, cfg.Symbolic, fmt.Sprintf("example %d gradient vs Gorgonia's symbolic gradient", i), got, sym[i])
 		compare(t, &rep.FiniteDiff, cfg.FiniteDiff, fmt.Sprintf("example %d gradient vs central finite differences", i), got, fd[i])
 	}
-	p.checkSums(t, ws, sym, cfg.Symbolic, &rep)
+	checkSums(t, p, "", ws, sym, cfg.Symbolic, &rep)
 
 	// The float32 binding of the same tap values.
 	ws32, err := clipping.NewWorkspace(g32, cfg.Batch)
@@ -199,73 +220,178 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 	compare(t, &rep.Float32, cfg.Float32, "float32 clipped sum", sum, clippedRef(sym, nil, c))
 
 	// The native engine's kind (its own layout: NHWC, permuted inputs, patches rebuilt
-	// on demand), where the layer has a native kernel.
-	nws, err := p.native(shapes)
+	// on demand), where the layer has a native kernel: in float64, and in float32 on every
+	// CPU path this machine supports (internal/cpupath), each run after a first, different
+	// batch through the same buffers and then in chunks of one row, so that a buffer
+	// not cleared between calls or rows shows.
+	plain := p.stack(nil)
+	nws, err := runNative[float64](plain, p.in, p.batch, p.x, p.r, cfg.Seed)
 	if errors.Is(err, layers.ErrNotNative) {
-		rep.Native = -1
+		rep.Native, rep.InputGrad = -1, -1
 		return rep, nil
 	}
 	if err != nil {
 		return rep, err
 	}
-	for i := range cfg.Batch {
-		if err := nws.PerExample(i, got); err != nil {
+	checkNative(t, p, "native", nws, sym, cfg.Symbolic, &rep.Native)
+	for _, path := range cpupath.Supported() {
+		restore := cpupath.Force(path)
+		ws, err := runNative[float32](plain, p.in, p.batch, p.x, p.r, cfg.Seed)
+		if err == nil {
+			checkNative(t, p, "native float32 ("+path.String()+" path)", ws, sym, cfg.Float32, &rep.Float32)
+		}
+		restore()
+		if err != nil {
 			return rep, err
 		}
-		compare(t, &rep.Native, cfg.Symbolic, fmt.Sprintf("native example %d gradient vs Gorgonia's symbolic gradient", i), got, sym[i])
 	}
-	var nrep Report
-	p.checkSums(t, nws, sym, cfg.Symbolic, &nrep)
-	rep.Native = max(rep.Native, nrep.Norm, nrep.Clipped)
+
+	// The layer's input gradient: the same behind a fixed random linear map, whose
+	// parameters' gradients are formed from what the layer hands down.
+	pre, err := p.linearMap(rng)
+	if err != nil {
+		return rep, err
+	}
+	withMap := p.stack(pre)
+	ref := make([][]float64, cfg.Batch)
+	for i := range cfg.Batch {
+		if ref[i], err = symbolic(withMap, p.in, p.x[i*prod(p.in):(i+1)*prod(p.in)], p.r[i*prod(p.out):(i+1)*prod(p.out)]); err != nil {
+			return rep, fmt.Errorf("symbolic gradient behind the linear map: %w", err)
+		}
+	}
+	iws, err := runNative[float64](withMap, p.in, p.batch, p.x, p.r, cfg.Seed)
+	if err != nil {
+		return rep, err
+	}
+	checkNative(t, p, "native input gradient (behind a fixed linear map)", iws, ref, cfg.Symbolic, &rep.InputGrad)
+	for _, path := range cpupath.Supported() {
+		restore := cpupath.Force(path)
+		ws, err := runNative[float32](withMap, p.in, p.batch, p.x, p.r, cfg.Seed)
+		if err == nil {
+			checkNative(t, p, "native float32 input gradient (behind a fixed linear map, "+path.String()+" path)", ws, ref, cfg.Float32, &rep.Float32)
+		}
+		restore()
+		if err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
-// native runs the layer, followed by a Flatten, on layers.Native for the whole batch, with
-// the gradient of Σ_i ℓ_i at its output, and returns a Workspace over its tap.
-func (p *problem) native(shapes []clipping.Shape) (*clipping.Workspace[float64], error) {
-	stack := []layers.Layer{p.l, layers.Flatten{}}
-	params := [][][]float64{make([][]float64, len(p.theta)), nil}
-	for j := range p.theta {
-		params[0][j] = slices.Clone(p.theta[j])
+// stacked is a stack of layers with their parameters, for a native run or a symbolic
+// reference.
+type stacked struct {
+	layers []layers.Layer
+	params [][][]float64 // per layer, per ParamSpec
+}
+
+// stack is [pre…, the layer, Flatten] with the problem's θ.
+func (p *problem) stack(pre *stacked) stacked {
+	var s stacked
+	if pre != nil {
+		s.layers, s.params = append(s.layers, pre.layers...), append(s.params, pre.params...)
 	}
-	nv, err := layers.NewNative(stack, p.in, p.batch, params, true)
+	s.layers = append(s.layers, p.l, layers.Flatten{})
+	s.params = append(s.params, p.theta, nil)
+	return s
+}
+
+// linearMap is a parametrised linear layer that keeps the input shape, with random
+// weights: a Dense of n units for a flat input, a 1×1 Conv2D of C filters for a CHW image.
+func (p *problem) linearMap(rng *rand.Rand) (*stacked, error) {
+	var l layers.Layer
+	switch len(p.in) {
+	case 1:
+		l = layers.Dense{Units: p.in[0], NoBias: true}
+	case 3:
+		l = layers.Conv2D{Filters: p.in[0], Kernel: [2]int{1, 1}, NoBias: true}
+	default:
+		return nil, fmt.Errorf("input shape %v is neither flat nor CHW: no linear map to put below the layer", p.in)
+	}
+	if out, err := l.OutputShape(p.in); err != nil || !slices.Equal(out, p.in) {
+		return nil, fmt.Errorf("the linear map below the layer gives %v (%v), want %v", out, err, p.in)
+	}
+	var ps [][]float64
+	for _, s := range l.Params(p.in) {
+		w := normals(rng, prod(s.Shape))
+		scale := 1 / math.Sqrt(float64(p.in[0]))
+		for j := range w {
+			w[j] *= scale
+		}
+		ps = append(ps, w)
+	}
+	return &stacked{layers: []layers.Layer{l}, params: [][][]float64{ps}}, nil
+}
+
+// runNative runs the stack on layers.Native in T with the gradient of Σ_i ℓ_i at its
+// output, twice through the same Native: first on a batch of other inputs and
+// functionals drawn from seed (in chunks of Chunk rows), then on x and r in chunks of one
+// row; it returns a Workspace over the taps of the second run.
+func runNative[T num.Float](s stacked, in []int, batch int, x, r []float64, seed uint64) (*clipping.Workspace[T], error) {
+	params := make([][][]T, len(s.params))
+	for li, ps := range s.params {
+		for _, v := range ps {
+			params[li] = append(params[li], num.Converted[T](v))
+		}
+	}
+	nv, err := layers.NewNative(s.layers, in, batch, params, true)
 	if err != nil {
 		return nil, err
 	}
-	copy(nv.Input(), p.x)
 	nv.Prepare()
-	n := prod(p.out)
-	for lo := 0; lo < p.batch; lo += nv.Chunk() {
-		hi := min(lo+nv.Chunk(), p.batch)
-		nv.Forward(0, lo, hi)
-		y := nv.Logits()[lo*n : hi*n]
-		dy := make([]float64, len(y)) // ∂(Σ r⊙y + ½Σy²)/∂y = r + y (y CHW-flattened)
-		for j, v := range y {
-			dy[j] = p.r[lo*n+j] + v
+	rng := rand.New(rand.NewPCG(seed, 0x57a1e))
+	staleX, staleR := normals(rng, len(x)), normals(rng, len(r))
+	pass := func(x, r []float64, chunk int) {
+		copy(nv.Input(), num.Converted[T](x))
+		n := len(r) / batch
+		for lo := 0; lo < batch; lo += chunk {
+			hi := min(lo+chunk, batch)
+			nv.Forward(0, lo, hi)
+			y := nv.Logits()[lo*n : hi*n]
+			dy := make([]T, len(y)) // ∂(Σ r⊙y + ½Σy²)/∂y = r + y (y CHW-flattened)
+			for j, v := range y {
+				dy[j] = T(r[lo*n+j]) + v
+			}
+			nv.Backward(0, lo, hi, dy)
 		}
-		nv.Backward(0, lo, hi, dy)
 	}
-	taps := nv.Taps()
-	if len(taps) != len(shapes) {
-		return nil, fmt.Errorf("native engine has %d taps, the Gorgonia fragment %d", len(taps), len(shapes))
-	}
-	return clipping.NewWorkspace(taps, p.batch)
+	pass(staleX, staleR, nv.Chunk())
+	pass(x, r, 1)
+	return clipping.NewWorkspace(nv.Taps(), batch)
 }
 
-// checkSums checks the Workspace's norms and sums against the reference gradients ref.
-func (p *problem) checkSums(t testing.TB, ws *clipping.Workspace[float64], ref [][]float64, tol float64, rep *Report) {
+// checkNative holds a native run's per-example gradients, norms and sums to the
+// reference gradients ref.
+func checkNative[T num.Float](t testing.TB, p *problem, what string, ws *clipping.Workspace[T], ref [][]float64, tol float64, worst *float64) {
+	t.Helper()
+	got := make([]float64, ws.NumParams())
+	for i := range p.batch {
+		if err := ws.PerExample(i, got); err != nil {
+			t.Errorf("layertest: %s: %v", what, err)
+			return
+		}
+		compare(t, worst, tol, fmt.Sprintf("%s example %d gradient vs Gorgonia's symbolic gradient", what, i), got, ref[i])
+	}
+	var rep Report
+	checkSums(t, p, what+": ", ws, ref, tol, &rep)
+	*worst = max(*worst, rep.Norm, rep.Clipped)
+}
+
+// checkSums checks the Workspace's norms and sums against the reference gradients ref;
+// prefix starts its messages.
+func checkSums[T num.Float](t testing.TB, p *problem, prefix string, ws *clipping.Workspace[T], ref [][]float64, tol float64, rep *Report) {
 	t.Helper()
 	B := p.batch
 	mask := make([]bool, B) // the last example is padding when there are several
 	for i := range mask {
 		mask[i] = B == 1 || i < B-1
 	}
-	sum := make([]float64, p.nParam)
+	sum := make([]float64, ws.NumParams())
 	if err := ws.Sum(mask, sum); err != nil {
-		t.Errorf("layertest: Sum: %v", err)
+		t.Errorf("layertest: %sSum: %v", prefix, err)
 		return
 	}
-	compare(t, &rep.Clipped, tol, "plain sum vs Σ_i g_i", sum, clippedRef(ref, mask, math.Inf(1)))
+	compare(t, &rep.Clipped, tol, prefix+"plain sum vs Σ_i g_i", sum, clippedRef(ref, mask, math.Inf(1)))
 
 	cmin := minNorm(ref)
 	for _, tc := range []struct {
@@ -275,7 +401,7 @@ func (p *problem) checkSums(t testing.TB, ws *clipping.Workspace[float64], ref [
 		clear(sum)
 		st, err := ws.ClippedSum(mask, clipping.Flat{C: tc.c}, sum)
 		if err != nil {
-			t.Errorf("layertest: ClippedSum: %v", err)
+			t.Errorf("layertest: %sClippedSum: %v", prefix, err)
 			return
 		}
 		for i, real := range mask {
@@ -290,11 +416,11 @@ func (p *problem) checkSums(t testing.TB, ws *clipping.Workspace[float64], ref [
 			e := math.Abs(st.Norms[i]*st.Norms[i]-want*want) / (want * want)
 			rep.Norm = max(rep.Norm, e)
 			if !(e <= tol) {
-				t.Errorf("layertest: %s: example %d squared norm %.17g, the reference's %.17g (relative error %.3g > %.3g)",
-					tc.name, i, st.Norms[i]*st.Norms[i], want*want, e, tol)
+				t.Errorf("layertest: %s%s: example %d squared norm %.17g, the reference's %.17g (relative error %.3g > %.3g)",
+					prefix, tc.name, i, st.Norms[i]*st.Norms[i], want*want, e, tol)
 			}
 		}
-		compare(t, &rep.Clipped, tol, "clipped sum with "+tc.name+" vs Σ_i min(1, C/‖g_i‖)·g_i", sum, clippedRef(ref, mask, tc.c))
+		compare(t, &rep.Clipped, tol, prefix+"clipped sum with "+tc.name+" vs Σ_i min(1, C/‖g_i‖)·g_i", sum, clippedRef(ref, mask, tc.c))
 	}
 	// Each example alone, clipped: its contribution has norm C exactly (up to rounding),
 	// whatever the reference says, and equals (C/‖g_i‖)·g_i.
@@ -304,16 +430,16 @@ func (p *problem) checkSums(t testing.TB, ws *clipping.Workspace[float64], ref [
 		one[i] = true
 		clear(sum)
 		if _, err := ws.ClippedSum(one, clipping.Flat{C: c}, sum); err != nil {
-			t.Errorf("layertest: ClippedSum: %v", err)
+			t.Errorf("layertest: %sClippedSum: %v", prefix, err)
 			return
 		}
 		e := math.Abs(norm(sum)-c) / c
 		rep.Clipped = max(rep.Clipped, e)
 		if !(e <= tol) {
-			t.Errorf("layertest: example %d clipped alone to C = %.6g has norm %.17g (relative error %.3g > %.3g): the norm it was clipped by is not that of the gradient added",
-				i, c, norm(sum), e, tol)
+			t.Errorf("layertest: %sexample %d clipped alone to C = %.6g has norm %.17g (relative error %.3g > %.3g): the norm it was clipped by is not that of the gradient added",
+				prefix, i, c, norm(sum), e, tol)
 		}
-		compare(t, &rep.Clipped, tol, fmt.Sprintf("example %d clipped alone vs (C/‖g_i‖)·g_i", i), sum, clippedRef(ref, one, c))
+		compare(t, &rep.Clipped, tol, prefix+fmt.Sprintf("example %d clipped alone vs (C/‖g_i‖)·g_i", i), sum, clippedRef(ref, one, c))
 	}
 }
 
@@ -445,6 +571,67 @@ func (p *problem) references(i int, h float64) (sym, fd []float64, err error) {
 		}
 	}
 	return sym, fd, nil
+}
+
+// symbolic is Gorgonia's symbolic gradient of one example's loss Σ r⊙y + ½Σy² with
+// respect to every parameter of the stack (layer order, then ParamSpec order), from a
+// batch-of-one graph of the layers' forward fragments.
+func symbolic(s stacked, in []int, x, r []float64) ([]float64, error) {
+	g := G.NewGraph()
+	shape := append([]int{1}, in...)
+	h := G.NewTensor(g, G.Float64, len(shape), G.WithShape(shape...), G.WithName("layertest.x"),
+		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(slices.Clone(x)))))
+	cur := in
+	var nodes G.Nodes
+	var bufs [][]float64
+	for li, l := range s.layers {
+		specs := l.Params(cur)
+		if len(specs) != len(s.params[li]) {
+			return nil, fmt.Errorf("layer %d (%s) has %d parameters, %d given", li, l.Kind(), len(specs), len(s.params[li]))
+		}
+		var ln G.Nodes
+		for j, sp := range specs {
+			gs := sp.GraphShape()
+			n := G.NewTensor(g, G.Float64, len(gs), G.WithShape(gs...), G.WithName(fmt.Sprintf("layertest.layer%d.param%d.%s", li, j, sp.Name)),
+				G.WithValue(tensor.New(tensor.WithShape(gs...), tensor.WithBacking(slices.Clone(s.params[li][j])))))
+			ln = append(ln, n)
+			bufs = append(bufs, make([]float64, prod(sp.Shape)))
+		}
+		nodes = append(nodes, ln...)
+		var err error
+		if h, _, err = l.Apply(h, ln); err != nil {
+			return nil, fmt.Errorf("layer %d (%s): %w", li, l.Kind(), err)
+		}
+		if cur, err = l.OutputShape(cur); err != nil {
+			return nil, err
+		}
+	}
+	if want := prod(cur); prod(h.Shape()) != want || len(r) != want {
+		return nil, fmt.Errorf("output node shape %v, %d functional values, want %d", h.Shape(), len(r), want)
+	}
+	rn := G.NewTensor(g, G.Float64, h.Shape().Dims(), G.WithShape(h.Shape().Clone()...), G.WithName("layertest.r"),
+		G.WithValue(tensor.New(tensor.WithShape(h.Shape().Clone()...), tensor.WithBacking(slices.Clone(r)))))
+	loss, err := lossOf(g, h, rn)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := G.Grad(loss, nodes...)
+	if err != nil {
+		return nil, fmt.Errorf("symbolic gradient: %w", err)
+	}
+	for j := range grads {
+		readInto(grads[j], bufs[j])
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, err
+	}
+	var out []float64
+	for _, b := range bufs {
+		out = append(out, b...)
+	}
+	return out, nil
 }
 
 // tap runs the layer on the whole batch with the summed loss Σ_i ℓ_i, as an engine does,

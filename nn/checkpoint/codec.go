@@ -32,6 +32,7 @@ import (
 //	         nn.architecture  JSON Architecture (if the model has one)
 //	         nn.loss          the model's loss, "focal:GAMMA" (absent: cross-entropy)
 //	         nn.class_names   JSON [string…], the classes' names (if the data named them)
+//	         nn.budget_head   JSON BudgetHead, the budget store's ledger head at save (if recorded)
 //	tensors  params/<name>    F32 or F64 (the model's dtype), the parameter's shape
 //	         optimizer/…      the optimizer's dpoptim.State (see optimizerTensors)
 //	         sampler/state    U8, a seeded sampler's generator
@@ -61,6 +62,7 @@ const (
 	keyArch      = "nn.architecture"
 	keyClasses   = "nn.class_names"
 	keyLoss      = "nn.loss"
+	keyBudget    = "nn.budget_head"
 
 	paramPrefix     = "params/"
 	optimizerPrefix = "optimizer/"
@@ -157,6 +159,16 @@ func (c *Training) file() (*File, error) {
 	if c.Loss != "" {
 		f.Metadata[keyLoss] = c.Loss
 	}
+	if c.BudgetHead != nil {
+		if err := c.BudgetHead.check(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		b, err := json.Marshal(c.BudgetHead)
+		if err != nil {
+			return nil, fmt.Errorf("%w: budget head: %v", ErrInvalid, err)
+		}
+		f.Metadata[keyBudget] = string(b)
+	}
 	f.Metadata[keyKind] = checkpointKind
 	f.Metadata[keyModel] = c.Model
 	f.Metadata[keyDType] = paramDType(c.DType)
@@ -192,7 +204,7 @@ func fromFile(f *File) (*Training, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses, keyLoss}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses, keyLoss, keyBudget}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -262,10 +274,27 @@ func fromFile(f *File) (*Training, error) {
 			return nil, err
 		}
 	}
+	if head, ok := md[keyBudget]; ok {
+		c.BudgetHead = new(BudgetHead)
+		if err := strictJSON(head, c.BudgetHead); err != nil {
+			return nil, bad("%s: %v", keyBudget, err)
+		}
+		if err := c.BudgetHead.check(); err != nil {
+			return nil, bad("%s: %v", keyBudget, err)
+		}
+	}
 	if len(c.Settings) == 0 {
 		c.Settings = nil
 	}
 	return c, nil
+}
+
+// check reports a budget head that is not well formed.
+func (h *BudgetHead) check() error {
+	if !isSHA256Hex(h.Fingerprint) || !isSHA256Hex(h.Ledger) || !isSHA256Hex(h.Hash) || h.Seq < 0 {
+		return errors.New("budget head: want a fingerprint, ledger and hash of 64 lowercase hex digits and a seq ≥ 0")
+	}
+	return nil
 }
 
 // isSHA256Hex reports whether s is a SHA-256 in lower-case hex, as

@@ -82,6 +82,12 @@ type Training struct {
 	// ledger holds LineageSteps steps, Step of them on the current branch.
 	RunID   string
 	Rewinds []Rewind
+	// BudgetHead is the head of the data set's ledger in the budget store when the
+	// checkpoint was written (the ledger after the writing run's latest entry), a witness
+	// that the ledger held that entry: a resume from this checkpoint is refused when the
+	// same store's ledger no longer holds it (rolled back). Nil in checkpoints written
+	// before it was recorded, and by runs that record nothing.
+	BudgetHead *BudgetHead
 
 	// Sampler is SamplerSecure or SamplerSeeded, SamplerState a seeded sampler's
 	// generator state (privrand's encoding; nil for a secure one), Perm the current
@@ -97,6 +103,16 @@ type Training struct {
 	EpochExamples int
 	TestLoss      float64
 	TestAccuracy  float64
+}
+
+// BudgetHead is a position in a budget store's ledger of a data set (budget.Head): entry
+// Seq, whose hash is Hash, of the ledger whose first entry's hash is Ledger, for the data
+// set whose content fingerprint is Fingerprint. All hashes are 64 lowercase hex digits.
+type BudgetHead struct {
+	Fingerprint string `json:"fingerprint"`
+	Ledger      string `json:"ledger"`
+	Seq         int    `json:"seq"`
+	Hash        string `json:"hash"`
 }
 
 // Spent returns the privacy spent by the checkpoint's steps at its plan's δ (+Inf for

@@ -29,14 +29,16 @@ type auditBudget struct {
 
 // reserveBudget records a one-run audit in the budget store before it trains. The private
 // data are its real digits (the canaries are synthetic): the audit is handed them here,
-// as it would load them itself, so that their fingerprint is of exactly what it trains
-// on. The data set's spend is printed once, when the audit has settled (an audit refused
+// as it would load them itself, and its spend is recorded under the fingerprint of the
+// whole embedded MNIST training sample it draws them from (a subset's privacy is spent on
+// the data set it was drawn from). The data set's spend is printed once, when the audit has settled (an audit refused
 // for its configuration stops with one line). The plan depends on how many canaries the coins include, so the reservation is an
 // upper bound: (ε, δ) = (-epsilon, -delta) when the noise is calibrated for -epsilon;
 // with -noise, the subsampled Gaussian at the largest sampling rate and step count any
 // coin outcome gives (the RDP of that mechanism grows with both).
 func (o *options) reserveBudget(command string, stderr io.Writer) (*auditBudget, error) {
 	c := &o.cfg
+	charged := c.Real // the data set the spend is charged to
 	if c.Real == nil {
 		train, _, err := mnist.Embedded()
 		if err != nil {
@@ -45,12 +47,16 @@ func (o *options) reserveBudget(command string, stderr io.Writer) (*auditBudget,
 		if c.Real, err = datasets.StratifiedSubset(train, c.RealExamples); err != nil {
 			return nil, exit.Usagef("-real %d: %v", c.RealExamples, err)
 		}
+		// The audit trains on a subset of the embedded training sample: its spend is on
+		// that whole sample (what train -dataset mnist records under), so that it
+		// composes with every other run on it.
+		charged = train
 	}
 	store, err := cli.OpenStore(o.budgetStore)
 	if err != nil {
 		return nil, err
 	}
-	fp := datasets.ContentFingerprint(c.Real)
+	fp := datasets.ContentFingerprint(charged)
 	realN := c.Real.Len()
 	var planned budget.Spend
 	if c.NoiseMultiplier == 0 {

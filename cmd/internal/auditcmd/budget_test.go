@@ -10,6 +10,8 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/datasets/mnist"
 )
 
 // TestMain keeps every test off the user's budget store.
@@ -53,5 +55,25 @@ func TestBudgetRecorded(t *testing.T) {
 	}
 	if ds, _ := s.Datasets(0); len(ds) != 1 {
 		t.Errorf("multi-run added a data set: %+v", ds)
+	}
+}
+
+// Issue 40, item 8: a one-run audit trains on a subset of the embedded MNIST training
+// sample, and records its spend under the fingerprint of that whole sample (the data set
+// train -dataset mnist records under), so that it composes with the train runs on it.
+func TestBudgetAuditUnderWholeDataset(t *testing.T) {
+	store := t.TempDir()
+	code, _, stderr := runArgs("-canaries", "50", "-real", "100", "-epochs", "1", "-noise", "2", "-budget-store", store, "-seed", "1", "-json")
+	if code != exit.OK && code != exitFlagged {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	train, _, err := mnist.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := budget.Open(store, nil)
+	ds, err := s.Datasets(0)
+	if err != nil || len(ds) != 1 || ds[0].Fingerprint != datasets.ContentFingerprint(train) {
+		t.Errorf("audit recorded %+v (%v); want one data set, the whole embedded training sample %s", ds, err, datasets.ContentFingerprint(train))
 	}
 }

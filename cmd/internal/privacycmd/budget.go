@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 )
 
 const budgetUsage = `usage: privacy budget [-json] [-store DIR] [-fingerprint F] [-delta D]
+       privacy budget -seal [-store DIR] [-fingerprint F]
 
 Lists the data sets of the budget store and what each has spent: the
 composition of every run recorded on it (train, including -validation runs,
@@ -31,17 +33,22 @@ add by basic composition; the method column says which. Runs still running,
 or killed, count at their planned steps (unsettled).
 
 -fingerprint F (a unique prefix is enough) lists that data set's runs.
+Each data set's head (its ledger's last entry and hash) is printed: keep it
+elsewhere; a ledger that no longer holds it was rolled back.
 
 The store is verified first: an edited, removed or reordered entry makes the
-command fail (exit 1) naming the data set and the entry. With
-PRIVTRAIN_CHECKPOINT_KEY set the entries are HMAC-SHA256-keyed and must verify
-under it. See docs/budget.md for what the store proves and what it cannot.
+command fail (exit 1) naming the data set and the entry. -seal keys a data
+set's ledger (-fingerprint F; every data set of the store without it) with
+PRIVTRAIN_BUDGET_KEY: from then on its entries are HMAC-SHA256-keyed, and
+reading or extending it needs the key. See docs/budget.md for what the store
+proves and what it cannot.
 
 Flags:
 `
 
 type budgetOptions struct {
 	json        bool
+	seal        bool
 	store       string
 	fingerprint string
 	delta       float64
@@ -51,10 +58,11 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	var o budgetOptions
 	fset := flag.NewFlagSet("privacy budget", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	fset.BoolVar(&o.json, "json", false, `print {"store", "datasets":[{"fingerprint","name","runs","epsilon","delta",…}]} (with -fingerprint: {"store","dataset","runs"}); ε is null when unbounded`)
+	fset.BoolVar(&o.json, "json", false, `print {"store", "datasets":[{"fingerprint","name","runs","epsilon","delta",…,"sealed","head"}]} (with -fingerprint: {"store","dataset","runs"}); ε is null when unbounded`)
 	fset.StringVar(&o.store, "store", "", "the budget store `DIR` (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget)")
 	fset.StringVar(&o.fingerprint, "fingerprint", "", "list the runs of the data set whose fingerprint (or its unique prefix) is `F`")
 	fset.Float64Var(&o.delta, "delta", 0, "report ε at this δ (default: each data set's smallest δ of its runs, plus the δ of its (ε, δ) runs)")
+	fset.BoolVar(&o.seal, "seal", false, "key the ledger of the data set -fingerprint F (a full fingerprint seals a data set the store has not seen yet), or of every data set of the store, with $"+cli.BudgetKeyEnv+": from then on its entries must be keyed, and every run on it needs the key (see docs/budget.md)")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, budgetUsage)
@@ -73,7 +81,18 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "privacy budget: -delta %v: want δ in (0, 1)\n", o.delta)
 		return exit.Usage
 	}
-	if err := o.list(stdout); err != nil {
+	run := o.list
+	if o.seal {
+		if o.json || o.delta != 0 {
+			fmt.Fprintln(stderr, "privacy budget: -seal lists nothing: -json and -delta do not apply (see privacy budget -help)")
+			return exit.Usage
+		}
+		run = o.sealStore
+	}
+	if err := run(stdout); err != nil {
+		if errors.Is(err, budget.ErrKeyRequired) {
+			err = fmt.Errorf("%w: set %s to the key it was sealed with (%s)", err, cli.BudgetKeyEnv, cli.MigrationHint)
+		}
 		fmt.Fprintf(stderr, "privacy budget: %s\n", exit.OneLine(err.Error()))
 		var ue *exit.UsageError
 		if errors.As(err, &ue) {
@@ -124,15 +143,76 @@ func (o *budgetOptions) list(w io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FINGERPRINT\tNAME\tRUNS\tSTEPS\tε\tδ\tMETHOD\tLAST RUN")
+	fmt.Fprintln(tw, "FINGERPRINT\tNAME\tRUNS\tSTEPS\tε\tδ\tMETHOD\tLAST RUN\tSEALED\tHEAD")
 	for _, d := range ds {
 		runs := fmt.Sprint(d.Runs)
 		if d.Unsettled > 0 {
 			runs += fmt.Sprintf(" (%d unsettled)", d.Unsettled)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%g\t%s\t%s\n", d.Fingerprint[:16], d.Name, runs, d.Steps, epsText(d.Epsilon), d.Delta, d.Method, d.Last.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%g\t%s\t%s\t%s\t%s\n", d.Fingerprint[:16], d.Name, runs, d.Steps, epsText(d.Epsilon), d.Delta, d.Method, d.Last.Local().Format(time.DateTime),
+			yesNo(d.Keyed), headText(d.Head))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "HEAD is each ledger's last entry and its hash: keep it elsewhere; a ledger that no longer holds it was rolled back (-fingerprint F prints it whole)")
+	return nil
+}
+
+// sealStore keys the ledger of the data set -fingerprint, or of every data set.
+func (o *budgetOptions) sealStore(w io.Writer) error {
+	key, err := cli.BudgetKey()
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		return exit.Usagef("-seal: set %s to the key (at least 16 random bytes; keep it apart from the store): the sealed ledgers are keyed with it", cli.BudgetKeyEnv)
+	}
+	store, err := cli.OpenStore(o.store)
+	if err != nil {
+		return err
+	}
+	fps, err := store.Fingerprints()
+	if err != nil {
+		return err
+	}
+	if o.fingerprint != "" {
+		var match []string
+		for _, f := range fps {
+			if strings.HasPrefix(f, strings.ToLower(o.fingerprint)) {
+				match = append(match, f)
+			}
+		}
+		switch {
+		case len(match) == 1:
+		case len(match) > 1:
+			return exit.Usagef("-fingerprint %s matches %d data sets: give more digits", o.fingerprint, len(match))
+		case len(o.fingerprint) == 64:
+			match = []string{strings.ToLower(o.fingerprint)} // a data set with no run yet: all its entries will be keyed
+		default:
+			return exit.Usagef("-fingerprint %s: no such data set in the store %s (give the full 64 digits to seal one that has no run yet)", o.fingerprint, store.Dir())
+		}
+		fps = match
+	}
+	if len(fps) == 0 {
+		fmt.Fprintf(w, "budget store %s: no data sets to seal\n", store.Dir())
+		return nil
+	}
+	for _, fp := range fps {
+		sealed, err := store.Seal(fp)
+		if err != nil {
+			if errors.Is(err, budget.ErrTampered) || errors.Is(err, budget.ErrKeyRequired) {
+				return err
+			}
+			return exit.Usagef("-seal %s: %v", fp, err)
+		}
+		if sealed {
+			fmt.Fprintf(w, "data set %s: sealed: its entries are keyed with %s from now on; every run on it needs the key\n", fp, cli.BudgetKeyEnv)
+		} else {
+			fmt.Fprintf(w, "data set %s: already sealed\n", fp)
+		}
+	}
+	return nil
 }
 
 func (o *budgetOptions) listRuns(w io.Writer, store *budget.Store) error {
@@ -152,6 +232,7 @@ func (o *budgetOptions) listRuns(w io.Writer, store *budget.Store) error {
 	}
 	fmt.Fprintf(w, "data set %s (%s) in %s (%s)\n", d.Fingerprint, d.Name, store.Dir(), keyedText(store))
 	fmt.Fprintf(w, "spent ε = %s at δ = %g (%s) by %d runs, %d steps; δ: %s\n", epsText(d.Epsilon), d.Delta, d.Method, d.Runs, d.Steps, deltaText(o.delta))
+	fmt.Fprintf(w, "head: entry %d, hash %s, of the ledger whose entry 0 has hash %s (%s)\n", d.Head.Seq, d.Head.Hash, d.Head.Ledger, sealedText(d.Keyed))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTARTED\tTOOL\tLINEAGE\tPARENT\tSTEPS\tε (OWN)\tδ\tSTATUS\tCOMMAND")
 	for _, r := range runs {
@@ -203,10 +284,28 @@ func epsText(e float64) string {
 
 func keyedText(s *budget.Store) string {
 	if s.Keyed() {
-		return "keyed: HMAC-SHA256 under PRIVTRAIN_CHECKPOINT_KEY"
+		return "read with " + cli.BudgetKeyEnv + ": sealed ledgers verify under it"
 	}
-	return "unkeyed: set PRIVTRAIN_CHECKPOINT_KEY for forgery-proof entries"
+	return cli.BudgetKeyEnv + " not set: sealed ledgers cannot be read; privacy budget -seal keys a ledger against forgery"
 }
+
+func sealedText(keyed bool) string {
+	if keyed {
+		return "sealed: its entries from the seal on are HMAC-SHA256-keyed"
+	}
+	return "not sealed: its entries are unkeyed; privacy budget -seal keys them"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// headText is a data set's head in the table: its last entry and the first 16 digits of
+// its hash.
+func headText(h budget.Head) string { return fmt.Sprintf("%d:%s", h.Seq, h.Hash[:16]) }
 
 func deltaText(d float64) string {
 	if d == 0 {
@@ -233,11 +332,22 @@ type datasetJSON struct {
 	Steps       int      `json:"steps"`
 	Unsettled   int      `json:"unsettled_runs"`
 	LastRun     string   `json:"last_run"`
+	Sealed      bool     `json:"sealed"`
+	Head        headJSON `json:"head"`
+}
+
+// headJSON is a data set's ledger head: its last entry's position and hash, and the hash
+// of its entry 0 (which tells this store's ledger from another's).
+type headJSON struct {
+	Seq    int    `json:"seq"`
+	Hash   string `json:"hash"`
+	Ledger string `json:"ledger"`
 }
 
 func datasetOf(d budget.Dataset) datasetJSON {
 	return datasetJSON{Fingerprint: d.Fingerprint, Name: d.Name, Runs: d.Runs, Epsilon: jsonnum.FiniteOrNil(d.Epsilon), Delta: d.Delta,
-		Method: d.Method, Unbounded: math.IsInf(d.Epsilon, 1), Steps: d.Steps, Unsettled: d.Unsettled, LastRun: d.Last.UTC().Format(time.RFC3339)}
+		Method: d.Method, Unbounded: math.IsInf(d.Epsilon, 1), Steps: d.Steps, Unsettled: d.Unsettled, LastRun: d.Last.UTC().Format(time.RFC3339),
+		Sealed: d.Keyed, Head: headJSON{Seq: d.Head.Seq, Hash: d.Head.Hash, Ledger: d.Head.Ledger}}
 }
 
 type budgetRunsJSON struct {

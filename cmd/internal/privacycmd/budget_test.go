@@ -3,6 +3,7 @@ package privacycmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"math"
 	"os"
@@ -155,5 +156,74 @@ func TestBudgetRunsAndErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Error("listing created the store")
+	}
+}
+
+// Issue 40, items 2 and 7: privacy budget prints each data set's head (text and -json):
+// its last entry and that entry's hash, as the ledger file holds them; -seal keys a
+// ledger with PRIVTRAIN_BUDGET_KEY (refused without it), after which listing needs the
+// key and names it.
+func TestBudgetHeadAndSeal(t *testing.T) {
+	dir := budgetStore(t)
+	// The head, read independently from the ledger file: its last line's hash.
+	b, err := os.ReadFile(filepath.Join(dir, fpA+".ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	hashOf := func(line string) string {
+		h, _, _ := strings.Cut(line, " ")
+		_, h, _ = strings.Cut(h, ":")
+		return h
+	}
+	last, first := hashOf(ls[len(ls)-1]), hashOf(ls[0])
+	code, out, errs := runPrivacy("budget", "-json", "-store", dir)
+	if code != exit.OK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got struct {
+		Datasets []struct {
+			Fingerprint string `json:"fingerprint"`
+			Sealed      bool   `json:"sealed"`
+			Head        struct {
+				Seq    int    `json:"seq"`
+				Hash   string `json:"hash"`
+				Ledger string `json:"ledger"`
+			} `json:"head"`
+		} `json:"datasets"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if h := got.Datasets[0].Head; got.Datasets[0].Fingerprint != fpA || h.Seq != len(ls)-1 || h.Hash != last || h.Ledger != first || got.Datasets[0].Sealed {
+		t.Errorf("-json data set A: %+v; want head %d %s of ledger %s, not sealed", got.Datasets[0], len(ls)-1, last, first)
+	}
+	code, out, _ = runPrivacy("budget", "-store", dir)
+	if code != exit.OK || !strings.Contains(out, fmt.Sprintf("%d:%s", len(ls)-1, last[:16])) {
+		t.Errorf("table without the head %d:%s: exit %d\n%s", len(ls)-1, last[:16], code, out)
+	}
+	code, out, _ = runPrivacy("budget", "-store", dir, "-fingerprint", fpA)
+	if code != exit.OK || !strings.Contains(out, fmt.Sprintf("head: entry %d, hash %s", len(ls)-1, last)) {
+		t.Errorf("-fingerprint without the whole head: exit %d\n%s", code, out)
+	}
+	// -seal needs the key.
+	os.Unsetenv("PRIVTRAIN_BUDGET_KEY")
+	if code, _, errs := runPrivacy("budget", "-seal", "-store", dir, "-fingerprint", "aaaa"); code != exit.Usage || !strings.Contains(errs, "PRIVTRAIN_BUDGET_KEY") {
+		t.Errorf("-seal without the key: exit %d %s", code, errs)
+	}
+	t.Setenv("PRIVTRAIN_BUDGET_KEY", "a budget key of 16+ bytes")
+	if code, out, errs := runPrivacy("budget", "-seal", "-store", dir, "-fingerprint", "aaaa"); code != exit.OK || !strings.Contains(out, fpA+": sealed") {
+		t.Errorf("-seal: exit %d %s%s", code, out, errs)
+	}
+	if code, out, _ := runPrivacy("budget", "-seal", "-store", dir, "-fingerprint", "aaaa"); code != exit.OK || !strings.Contains(out, "already sealed") {
+		t.Errorf("-seal twice: exit %d %s", code, out)
+	}
+	code, out, _ = runPrivacy("budget", "-json", "-store", dir)
+	if code != exit.OK || !strings.Contains(out, `"sealed": true`) || strings.Count(out, `"sealed": false`) != 1 {
+		t.Errorf("after sealing A: exit %d %s", code, out)
+	}
+	os.Unsetenv("PRIVTRAIN_BUDGET_KEY")
+	if code, _, errs := runPrivacy("budget", "-store", dir); code != exit.Failure || !strings.Contains(errs, "PRIVTRAIN_BUDGET_KEY") || !strings.Contains(errs, fpA) {
+		t.Errorf("a sealed store listed without the key: exit %d %s", code, errs)
 	}
 }

@@ -39,13 +39,19 @@ type runBudget struct {
 	name, desc string
 	start      string        // the line report prints
 	search     *budget.Spend // a -tune search's spend (settleSearch)
+	// settled is the data set's spend once the run settled (nil before, or when
+	// settling failed), for the summary.
+	settled *budget.Composition
 }
 
 // reserveBudget records the run's planned spend in the budget store before its first
 // step (report prints the data set's spend so far and with this run's plan). A resumed run
 // reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
-// the run that took them, or imported now when the store has not seen its lineage).
-func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
+// the run that took them, or imported now when the store has not seen them). cks are the
+// checkpoints read (the one resumed first; nil entries are skipped): the ledger heads they
+// recorded are witnesses that the store must still hold (a rollback is refused).
+func reserveBudget(o *options, t *training.Trainer, cks []*checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
+	ck := cks[0]
 	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
@@ -56,7 +62,8 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 		name += " " + o.data
 	}
 	rb := &runBudget{acct: o.accountant, private: p.Private, stderr: stderr, name: name}
-	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta}
+	// The run's budget lines are by its own accountant, as its plan and summary are.
+	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta, Accountant: o.accountant}
 	var planned budget.Spend
 	if p.Private {
 		rb.base = t.Ledger().Steps()
@@ -79,6 +86,12 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 		}
 		run.Inherited = &inherited
 	}
+	for _, c := range cks {
+		if c != nil && c.BudgetHead != nil {
+			h := c.BudgetHead
+			run.Witnesses = append(run.Witnesses, budget.Head{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash})
+		}
+	}
 	res, err := store.Reserve(fp, run, planned, o.budget.eps)
 	if err != nil {
 		return nil, cli.StoreError("-budget", store, err)
@@ -87,6 +100,16 @@ func reserveBudget(o *options, t *training.Trainer, ck *checkpoint.Training, fp 
 	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
 	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), cli.FormatSpend(res.Before), cli.FormatSpend(res.After))
 	return rb, nil
+}
+
+// head is the data set's ledger head after the run's latest entry in the budget store,
+// which every checkpoint the run writes records (nil without a reservation).
+func (rb *runBudget) head() *checkpoint.BudgetHead {
+	if rb == nil || rb.res == nil {
+		return nil
+	}
+	h := rb.res.Head()
+	return &checkpoint.BudgetHead{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash}
 }
 
 // report prints the data set's spend before the run and with its plan (after the run's
@@ -113,7 +136,29 @@ func (rb *runBudget) settle(t *training.Trainer) {
 		fmt.Fprintf(rb.stderr, "train: warning: settling the run in the budget store: %s (the store keeps this run's planned spend)\n", exit.OneLine(err.Error()))
 		return
 	}
+	rb.settled = &total
 	fmt.Fprintf(rb.stderr, "budget: %s: settled at %s\n", rb.desc, cli.FormatSpend(total))
+}
+
+// datasetSpend is the summary's record of the data set's spend: the composition of every
+// run recorded on it, this one included, as the run settled it (nil when it did not).
+type datasetSpend struct {
+	Fingerprint string   `json:"fingerprint"`
+	Epsilon     *float64 `json:"epsilon"` // null: unbounded
+	Delta       float64  `json:"delta"`
+	Method      string   `json:"method"`
+}
+
+func (rb *runBudget) datasetSpend() *datasetSpend {
+	if rb == nil || rb.settled == nil {
+		return nil
+	}
+	c := *rb.settled
+	var eps *float64
+	if !math.IsInf(c.Epsilon, 1) {
+		eps = &c.Epsilon
+	}
+	return &datasetSpend{Fingerprint: rb.res.Fingerprint, Epsilon: eps, Delta: c.Delta, Method: c.Method}
 }
 
 // dropSteps returns history without its first n steps.

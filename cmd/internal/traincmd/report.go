@@ -289,6 +289,12 @@ type summary struct {
 	FinalClip     float64 `json:"final_clip,omitempty"`
 	GradientNoise float64 `json:"gradient_noise_multiplier,omitempty"`
 
+	// DatasetSpend is the data set's spend, every run recorded in the budget store on it
+	// composed (this one included): epsilon above is this run's lineage's (its ledger).
+	// Absent when the run recorded nothing (a -distributed job's other ranks) or could
+	// not settle.
+	DatasetSpend *datasetSpend `json:"dataset_budget,omitempty"`
+
 	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
 	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
 	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
@@ -441,6 +447,13 @@ func (s *summary) writeText(w io.Writer) {
 			how = fmt.Sprintf("(calibrated for ε = %g)", s.TargetEpsilon)
 		}
 		fmt.Fprintf(w, "noise           multiplier z = %.5g %s, clip %s\n", s.NoiseMultiplier, how, s.Clipping)
+		if d := s.DatasetSpend; d != nil {
+			eps := "∞"
+			if d.Epsilon != nil {
+				eps = fmt.Sprintf("%.4g", *d.Epsilon)
+			}
+			fmt.Fprintf(w, "data set budget ε = %s at δ = %g (%s): data set %s, every run recorded on it composed; the privacy line is this run's (its ledger's)\n", eps, d.Delta, d.Method, d.Fingerprint[:12])
+		}
 		if s.FinalClip > 0 {
 			fmt.Fprintf(w, "adaptive clip   final C = %.4g; gradient noise multiplier z_Δ = %.5g (the count of unclipped examples takes the rest of z)\n", s.FinalClip, s.GradientNoise)
 		}
