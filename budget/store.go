@@ -19,6 +19,7 @@ import (
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/internal/filelock"
 	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/internal/strictjson"
 )
 
@@ -452,21 +453,30 @@ func (s *Store) checkHead(l *ledger, data []byte, name string) error {
 	return &VerifyError{Fingerprint: fp, Entry: h.Seq, Reason: "the head records another hash for this entry: entries were edited or replaced"}
 }
 
-// readFile reads a store file whole, refusing one that is not a regular file.
+// readFile reads a store file whole, refusing one that is not a regular file (without
+// blocking on a FIFO or following a link).
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := safeio.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	return io.ReadAll(f)
+}
+
+// truncateRegular cuts the regular file at path to n bytes; like every open of the
+// store's files it follows no link and refuses a FIFO or a device (os.Truncate would
+// follow a link at path and cut its target).
+func truncateRegular(path string, n int64) error {
+	f, err := safeio.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(n); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // append writes e as the next entry of l and moves the head to it (tx.put). Callers hold
@@ -507,7 +517,7 @@ func (l *ledger) appended(e entry, line []byte, hash string, key []byte) {
 func (s fileStorage) put(l *ledger, line []byte, seq int, hash string, key []byte) error {
 	path := s.ledgerPath(l.fp)
 	if l.torn >= 0 {
-		if err := os.Truncate(path, l.torn); err != nil {
+		if err := truncateRegular(path, l.torn); err != nil {
 			return fmt.Errorf("budget: repairing the torn last line of %s: %w", path, err)
 		}
 		l.torn = -1
@@ -524,7 +534,7 @@ func (s fileStorage) put(l *ledger, line []byte, seq int, hash string, key []byt
 			return err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safeio.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
@@ -540,7 +550,7 @@ func (s fileStorage) put(l *ledger, line []byte, seq int, hash string, key []byt
 	// run never starts. If the cut fails too, the entry stays: a head one entry behind is
 	// read as a crash between the two writes, and the entry counts.
 	undo := func(err error) error {
-		if terr := os.Truncate(path, size); terr != nil {
+		if terr := truncateRegular(path, size); terr != nil {
 			return fmt.Errorf("%w (and cutting the unfinished entry off failed: %v; it counts)", err, terr)
 		}
 		return err

@@ -27,7 +27,8 @@
 // with the activation that follows, per-worker scratch for one chunk of rows) and runs the
 // forward pass and the backward pass to the taps row range by row range. The float32 hot
 // loops — GEMM (package internal/gemm), max-pool, im2col/col2im, the ReLU gradient — are
-// AVX-512 or AVX2 assembly where the CPU has it, with Go versions elsewhere (tested to agree
+// AVX-512 or AVX2 assembly where the CPU has it, NEON assembly on arm64 (the ReLU and its
+// gradient, max-pool forward, im2col/col2im), with Go versions elsewhere (tested to agree
 // bit for bit). nn uses Native whenever every layer of a network is one of these; tests
 // hold it to the Gorgonia graphs to 1e-12 in float64.
 //

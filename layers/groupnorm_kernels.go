@@ -5,9 +5,10 @@ import "github.com/privtrain/privtrain/internal/num"
 // The per-example loops of GroupNorm on one NHWC image x of p positions × c channels
 // (channel innermost). Every loop runs over contiguous channels with per-channel
 // constants, so that a group of c/Groups channels costs no strided inner loop; the
-// statistics of a group are the sums of its channels' sums. In float32 with AVX-512 and c
-// a multiple of 8 they run as the kernels of groupnorm_amd64.s, which do the same
-// arithmetic in the same order (TestGroupNormAssemblyMatchesGo holds them bit for bit).
+// statistics of a group are the sums of its channels' sums. In float32 with AVX-512 or
+// AVX2 + FMA and c a multiple of 8 they run as the kernels of groupnorm_amd64.s, which do
+// the same arithmetic in the same order (TestGroupNormAssemblyMatchesGo and
+// TestGroupNormKernelsMatchGo hold them bit for bit on every path).
 
 // gnSums sets sa[j] = Σ_q a[q, j] and sab[j] = Σ_q a[q, j]·b[q, j] for each channel j,
 // in float64: even positions and odd positions are summed apart and added at the end
@@ -15,12 +16,17 @@ import "github.com/privtrain/privtrain/internal/num"
 // second halves are scratch. With mask, a counts as 0 where mask ≤ 0 (or NaN): the
 // gradient through a fused ReLU whose output is mask.
 func gnSums[T num.Float](a, b, mask []T, p, c int, sa, sab []float64) {
-	if a32, ok := any(a).([]float32); ok && useAsm() && c%8 == 0 && p > 0 {
+	if a32, ok := any(a).([]float32); ok && useAVX2() && c%8 == 0 && p > 0 {
 		b32 := any(b).([]float32)
-		if mask != nil {
+		switch {
+		case mask != nil && useAsm():
 			gnSumsMasked32AVX512(&a32[0], &b32[0], &any(mask).([]float32)[0], &sa[0], &sab[0], p, c)
-		} else {
+		case mask != nil:
+			gnSumsMasked32AVX2(&a32[0], &b32[0], &any(mask).([]float32)[0], &sa[0], &sab[0], p, c)
+		case useAsm():
 			gnSums32AVX512(&a32[0], &b32[0], &sa[0], &sab[0], p, c)
+		default:
+			gnSums32AVX2(&a32[0], &b32[0], &sa[0], &sab[0], p, c)
 		}
 		return
 	}
@@ -65,12 +71,19 @@ func gnCentered[T num.Float](x []T, p, c int, mean, sq []float64) {
 // gnNormalize writes x̂ = (x − mean)·r (in float64, rounded once) and y = γ·x̂ + β (in T)
 // with per-channel mean, r, γ and β; with relu, y = 0 where γ·x̂ + β < 0 (NaN passes).
 func gnNormalize[T num.Float](x, xh, y []T, p, c int, mean, r []float64, gamma, beta []T, relu bool) {
-	if x32, ok := any(x).([]float32); ok && useAsm() && c%8 == 0 && p > 0 {
+	if x32, ok := any(x).([]float32); ok && useAVX2() && c%8 == 0 && p > 0 {
 		xh32, y32 := any(xh).([]float32), any(y).([]float32)
 		g32, b32 := any(gamma).([]float32), any(beta).([]float32)
-		f := gnNorm32AVX512
-		if relu {
+		var f func(x, xh, y *float32, mean, r *float64, gamma, beta *float32, p, c int)
+		switch {
+		case relu && useAsm():
 			f = gnNormReLU32AVX512
+		case relu:
+			f = gnNormReLU32AVX2
+		case useAsm():
+			f = gnNorm32AVX512
+		default:
+			f = gnNorm32AVX2
 		}
 		f(&x32[0], &xh32[0], &y32[0], &mean[0], &r[0], &g32[0], &b32[0], p, c)
 		return
@@ -92,12 +105,17 @@ func gnNormalize[T num.Float](x, xh, y []T, p, c int, mean, r []float64, gamma, 
 // gnInputGrad writes dx = ((dy·g − mg) − x̂·mgx)·r, each step rounded in float64, with
 // per-channel g (γ), mg, mgx and r; with mask, dy counts as 0 where mask ≤ 0 (or NaN).
 func gnInputGrad[T num.Float](dy, xh, mask, dx []T, p, c int, g, mg, mgx, r []float64) {
-	if dy32, ok := any(dy).([]float32); ok && useAsm() && c%8 == 0 && p > 0 {
+	if dy32, ok := any(dy).([]float32); ok && useAVX2() && c%8 == 0 && p > 0 {
 		xh32, dx32 := any(xh).([]float32), any(dx).([]float32)
-		if mask != nil {
+		switch {
+		case mask != nil && useAsm():
 			gnGradMasked32AVX512(&dy32[0], &xh32[0], &any(mask).([]float32)[0], &dx32[0], &g[0], &mg[0], &mgx[0], &r[0], p, c)
-		} else {
+		case mask != nil:
+			gnGradMasked32AVX2(&dy32[0], &xh32[0], &any(mask).([]float32)[0], &dx32[0], &g[0], &mg[0], &mgx[0], &r[0], p, c)
+		case useAsm():
 			gnGrad32AVX512(&dy32[0], &xh32[0], &dx32[0], &g[0], &mg[0], &mgx[0], &r[0], p, c)
+		default:
+			gnGrad32AVX2(&dy32[0], &xh32[0], &dx32[0], &g[0], &mg[0], &mgx[0], &r[0], p, c)
 		}
 		return
 	}

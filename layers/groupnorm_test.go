@@ -270,7 +270,7 @@ func TestGroupNormNativeMatchesGorgonia(t *testing.T) {
 	}
 }
 
-// TestGroupNormAssemblyMatchesGo runs the GroupNorm stacks in float32 with the AVX-512
+// TestGroupNormAssemblyMatchesGo runs the GroupNorm stacks in float32 with each CPU path's
 // kernels of groupnorm_amd64.s and with their Go versions (groupnorm_kernels.go): the
 // same arithmetic in the same order, so logits, input gradients and per-example
 // gradients must agree bit for bit.

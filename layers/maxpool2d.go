@@ -151,6 +151,10 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 			f(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
 			continue
 		}
+		if x32, ok := any(x).([]float32); ok && useNEON() && c%4 == 0 {
+			maxPoolForward32NEON(&x32[0], &any(y).([]float32)[0], &ix[0], &o.cells[0], &o.start[0], o.oh*o.ow, c)
+			continue
+		}
 		for p := range o.oh * o.ow {
 			d, best := y[p*c:(p+1)*c], ix[p*c:(p+1)*c]
 			first := int(o.cells[o.start[p]])

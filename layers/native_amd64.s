@@ -362,7 +362,7 @@ m2f_vec:
 	SUBQ BX, CX
 	MOVQ $8, AX
 	CMPQ CX, AX
-	CMOVQGT AX, CX
+	JGE m2f_full
 	NEGQ CX
 	VMOVDQU (R14)(CX*4), Y15
 	MOVLQSX (R8)(R13*4), AX
@@ -393,6 +393,37 @@ m2f_store:
 	ADDQ BX, AX
 	VMASKMOVPS Y0, Y15, (DI)(AX*4)
 	VPMASKMOVD Y1, Y15, (DX)(AX*4)
+	ADDQ $8, BX
+	JMP m2f_vec
+m2f_full:                          // all 8 lanes: plain loads and stores
+	MOVLQSX (R8)(R13*4), AX
+	ADDQ BX, AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ AX, X1
+	VPBROADCASTD X1, Y1
+	VPADDD Y7, Y1, Y1
+	MOVQ R13, CX
+	INCQ CX
+m2ff_cell:
+	CMPQ CX, R15
+	JGE m2ff_store
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	VMOVUPS (SI)(AX*4), Y2
+	VCMPPS $0x1e, Y0, Y2, Y4       // Y2 > Y0
+	VBLENDVPS Y4, Y2, Y0, Y0
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VBLENDVPS Y4, Y3, Y1, Y1
+	INCQ CX
+	JMP m2ff_cell
+m2ff_store:
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVDQU Y1, (DX)(AX*4)
 	ADDQ $8, BX
 	JMP m2f_vec
 m2f_nextpixel:
@@ -427,7 +458,7 @@ m2b_vec:
 	SUBQ BX, CX
 	MOVQ $8, AX
 	CMPQ CX, AX
-	CMOVQGT AX, CX
+	JGE m2b_full
 	NEGQ CX
 	VMOVDQU (R14)(CX*4), Y15
 	MOVQ R12, AX
@@ -454,6 +485,31 @@ m2b_cell:
 m2b_nextvec:
 	ADDQ $8, BX
 	JMP m2b_vec
+m2b_full:
+	// All 8 lanes: dx += (g where this cell won, else +0), a plain load and store. Adding
+	// +0 changes no value: dx starts at +0 and a sum of floats is never −0 from there (round
+	// to nearest), and a NaN stays the same NaN; dx is the first operand, as in Go's +=.
+	MOVQ R12, AX
+	IMULQ R11, AX
+	ADDQ BX, AX
+	VMOVUPS (DI)(AX*4), Y0          // gradient
+	VMOVDQU (DX)(AX*4), Y1          // winners
+	MOVQ R13, CX
+m2bf_cell:
+	CMPQ CX, R15
+	JGE m2b_nextvec
+	MOVLQSX (R8)(CX*4), AX
+	ADDQ BX, AX
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	VPADDD Y7, Y3, Y3
+	VPCMPEQD Y3, Y1, Y4
+	VANDPS Y0, Y4, Y4
+	VMOVUPS (SI)(AX*4), Y5
+	VADDPS Y4, Y5, Y5
+	VMOVUPS Y5, (SI)(AX*4)
+	INCQ CX
+	JMP m2bf_cell
 m2b_nextpixel:
 	INCQ R12
 	JMP m2b_pixel
@@ -537,5 +593,223 @@ relu_tail:
 	VMAXPS Z1, Z0, Z1
 	VMOVUPS Z1, K1, (DI)
 relu_done:
+	VZEROUPPER
+	RET
+
+// func relu32AVX2(dst, src *float32, n int)
+// relu32AVX512 in 8 lanes (VMAXPS(0, x): x unless 0 > x, so NaN and −0 pass), the last
+// n mod 8 values 4 lanes and then one at a time (VMAXSS, the same rule).
+TEXT ·relu32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+r2f_loop:
+	CMPQ CX, $16
+	JL r2f_one
+	VMOVUPS (SI), Y1
+	VMOVUPS 32(SI), Y2
+	VMAXPS Y1, Y0, Y1
+	VMAXPS Y2, Y0, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP r2f_loop
+r2f_one:
+	CMPQ CX, $8
+	JL r2f_four
+	VMOVUPS (SI), Y1
+	VMAXPS Y1, Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+r2f_four:
+	CMPQ CX, $4
+	JL r2f_scalar
+	VMOVUPS (SI), X1
+	VMAXPS X1, X0, X1
+	VMOVUPS X1, (DI)
+	ADDQ $16, DI
+	ADDQ $16, SI
+	SUBQ $4, CX
+r2f_scalar:
+	TESTQ CX, CX
+	JZ r2f_done
+	VMOVSS (SI), X1
+	VMAXSS X1, X0, X1
+	VMOVSS X1, (DI)
+	ADDQ $4, DI
+	ADDQ $4, SI
+	DECQ CX
+	JMP r2f_scalar
+r2f_done:
+	VZEROUPPER
+	RET
+
+// func patchCopy32AVX2(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
+// patchCopy32 in 8 lanes: rows are zeroed 32 bytes at a time, then 16, then 4; runs are
+// copied in blocks of 8 values, a run's last partial block as the run's last 8 values again
+// (overlapping: a copy is a copy however it is cut), runs of 4–7 as two overlapping blocks
+// of 4 and shorter ones value by value (no masked stores).
+TEXT ·patchCopy32AVX2(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ u+8(FP), DX           // row p of u
+	MOVQ runs+16(FP), R8
+	MOVQ start+24(FP), R9
+	MOVQ padded+32(FP), R10
+	MOVQ npos+40(FP), R11
+	MOVQ k+48(FP), R12
+	SHLQ $2, R12               // row bytes
+	VXORPS Y0, Y0, Y0
+	XORQ R13, R13              // p
+pc2_pos:
+	CMPQ R13, R11
+	JGE pc2_done
+	MOVBQZX (R10)(R13*1), AX
+	TESTQ AX, AX
+	JZ pc2_runs
+	XORQ R14, R14              // zero the row
+pc2_zero:
+	MOVQ R12, AX
+	SUBQ R14, AX
+	CMPQ AX, $32
+	JL pc2_zero16
+	VMOVUPS Y0, (DX)(R14*1)
+	ADDQ $32, R14
+	JMP pc2_zero
+pc2_zero16:
+	CMPQ AX, $16
+	JL pc2_zero4
+	VMOVUPS X0, (DX)(R14*1)
+	ADDQ $16, R14
+	SUBQ $16, AX
+pc2_zero4:
+	TESTQ AX, AX
+	JZ pc2_runs
+	MOVL $0, (DX)(R14*1)
+	ADDQ $4, R14
+	SUBQ $4, AX
+	JMP pc2_zero4
+pc2_runs:
+	MOVLQSX (R9)(R13*4), R14   // first run
+	MOVLQSX 4(R9)(R13*4), R15  // end
+pc2_run:
+	CMPQ R14, R15
+	JGE pc2_nextpos
+	LEAQ (R14)(R14*2), AX
+	MOVLQSX (R8)(AX*4), BX     // src
+	MOVLQSX 4(R8)(AX*4), DI    // dst
+	MOVLQSX 8(R8)(AX*4), AX    // n
+	LEAQ (SI)(BX*4), BX
+	LEAQ (DX)(DI*4), DI
+	CMPQ AX, $8
+	JL pc2_short
+pc2_copy:                      // n ≥ 8: blocks of 8, then the last 8 again (overlapping)
+	CMPQ AX, $8
+	JLE pc2_last8
+	VMOVUPS (BX), Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, AX
+	JMP pc2_copy
+pc2_last8:
+	VMOVUPS -32(BX)(AX*4), Y1
+	VMOVUPS Y1, -32(DI)(AX*4)
+	JMP pc2_nextrun
+pc2_short:                     // n < 8: the first 4 and the last 4 (overlapping), or one by one
+	CMPQ AX, $4
+	JL pc2_copy1
+	VMOVUPS (BX), X1
+	VMOVUPS -16(BX)(AX*4), X2
+	VMOVUPS X1, (DI)
+	VMOVUPS X2, -16(DI)(AX*4)
+	JMP pc2_nextrun
+pc2_copy1:
+	TESTQ AX, AX
+	JZ pc2_nextrun
+	MOVL (BX), CX
+	MOVL CX, (DI)
+	ADDQ $4, BX
+	ADDQ $4, DI
+	DECQ AX
+	JMP pc2_copy1
+pc2_nextrun:
+	INCQ R14
+	JMP pc2_run
+pc2_nextpos:
+	ADDQ R12, DX
+	INCQ R13
+	JMP pc2_pos
+pc2_done:
+	VZEROUPPER
+	RET
+
+// func patchAdd32AVX2(dx, du *float32, runs *int32, start *int32, npos, k int)
+// patchAdd32 in 8 lanes, then 4, then one value at a time: each dx value gets the same
+// additions in the same order as in the Go loop.
+TEXT ·patchAdd32AVX2(SB), NOSPLIT, $0-48
+	MOVQ dx+0(FP), SI
+	MOVQ du+8(FP), DX          // row p of du
+	MOVQ runs+16(FP), R8
+	MOVQ start+24(FP), R9
+	MOVQ npos+32(FP), R11
+	MOVQ k+40(FP), R12
+	SHLQ $2, R12
+	XORQ R13, R13
+pa2_pos:
+	CMPQ R13, R11
+	JGE pa2_done
+	MOVLQSX (R9)(R13*4), R14
+	MOVLQSX 4(R9)(R13*4), R15
+pa2_run:
+	CMPQ R14, R15
+	JGE pa2_nextpos
+	LEAQ (R14)(R14*2), AX
+	MOVLQSX (R8)(AX*4), BX
+	MOVLQSX 4(R8)(AX*4), DI
+	MOVLQSX 8(R8)(AX*4), AX
+	LEAQ (SI)(BX*4), BX        // into dx
+	LEAQ (DX)(DI*4), DI        // from du
+pa2_add:
+	CMPQ AX, $8
+	JL pa2_add4
+	VMOVUPS (BX), Y1
+	VADDPS (DI), Y1, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, AX
+	JMP pa2_add
+pa2_add4:
+	CMPQ AX, $4
+	JL pa2_add1
+	VMOVUPS (BX), X1
+	VADDPS (DI), X1, X1
+	VMOVUPS X1, (BX)
+	ADDQ $16, BX
+	ADDQ $16, DI
+	SUBQ $4, AX
+pa2_add1:
+	TESTQ AX, AX
+	JZ pa2_nextrun
+	VMOVSS (BX), X1
+	VADDSS (DI), X1, X1
+	VMOVSS X1, (BX)
+	ADDQ $4, BX
+	ADDQ $4, DI
+	DECQ AX
+	JMP pa2_add1
+pa2_nextrun:
+	INCQ R14
+	JMP pa2_run
+pa2_nextpos:
+	ADDQ R12, DX
+	INCQ R13
+	JMP pa2_pos
+pa2_done:
 	VZEROUPPER
 	RET

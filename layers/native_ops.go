@@ -31,6 +31,12 @@ func activationGrad[T num.Float](f actFunc, dz, g, y []T) {
 			f(&dz32[0], &g32[0], &y32[0], len(y32))
 			return
 		}
+		if y32, ok := any(y).([]float32); ok && useNEON() && len(y32) > 0 {
+			dz32, g32 := any(dz).([]float32), any(g).([]float32)
+			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
+			reluGrad32NEON(&dz32[0], &g32[0], &y32[0], len(y32))
+			return
+		}
 		for j, v := range y {
 			if v > 0 {
 				dz[j] = g[j]

@@ -62,5 +62,5 @@ func gnGradMasked32AVX512(dy, xh, y, dx *float32, gain, mg, mgx, r *float64, p, 
 	panic("layers: no assembly kernels")
 }
 
-// goKernels: see native_amd64.go (there are no assembly kernels here yet).
+// goKernels: see native_amd64.go (on arm64 it also switches off the NEON kernels).
 var goKernels bool

@@ -364,8 +364,8 @@ func TestNativeRejectsForeignLayers(t *testing.T) {
 	}
 }
 
-// TestNativeAssemblyMatchesGo runs every stack in float32 with the AVX-512 kernels of
-// native_amd64.s (max-pool, im2col, col2im, ReLU gradient) and with their Go versions: the
+// TestNativeAssemblyMatchesGo runs every stack in float32 with each CPU path's kernels of
+// native_amd64.s (max-pool, im2col, col2im, ReLU) and with their Go versions: the
 // same arithmetic in the same order, so the results must agree bit for bit.
 func TestNativeAssemblyMatchesGo(t *testing.T) {
 	const b = 6

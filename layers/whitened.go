@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -179,7 +180,16 @@ func (l Whitened) key(in []int) (string, error) {
 // it from memory), telling progress how far it came; it returns where the map came
 // from. Commands call it to show the one-time computation.
 func (l Whitened) Prepare(in []int, progress prior.Progress) (prior.CacheUse, error) {
-	_, use, err := l.matrix(in, progress)
+	return l.PrepareContext(context.Background(), in, progress)
+}
+
+// PrepareContext is Prepare that stops, with ctx's error, once ctx is done.
+func (l Whitened) PrepareContext(ctx context.Context, in []int, progress prior.Progress) (prior.CacheUse, error) {
+	tr, d, err := l.base(in)
+	if err != nil {
+		return prior.CacheUse{}, err
+	}
+	_, use, err := l.matrixWith(ctx, in, tr, d, progress)
 	return use, err
 }
 
@@ -189,11 +199,12 @@ func (l Whitened) matrix(in []int, progress prior.Progress) ([]float32, prior.Ca
 	if err != nil {
 		return nil, prior.CacheUse{}, err
 	}
-	return l.matrixWith(in, tr, d, progress)
+	return l.matrixWith(context.Background(), in, tr, d, progress)
 }
 
-// matrixWith is matrix given Base's transform tr for in and its output length d.
-func (l Whitened) matrixWith(in []int, tr func([]float32) ([]float32, error), d int, progress prior.Progress) ([]float32, prior.CacheUse, error) {
+// matrixWith is matrix given Base's transform tr for in and its output length d, stopping
+// once ctx is done.
+func (l Whitened) matrixWith(ctx context.Context, in []int, tr func([]float32) ([]float32, error), d int, progress prior.Progress) ([]float32, prior.CacheUse, error) {
 	var use prior.CacheUse
 	key, err := l.key(in)
 	if err != nil {
@@ -219,7 +230,7 @@ func (l Whitened) matrixWith(in []int, tr func([]float32) ([]float32, error), d 
 			copy(dst, f)
 			return nil
 		}
-		return prior.Whitening(l.Prior.Len(), d, rows, l.Floor, progress)
+		return prior.WhiteningContext(ctx, l.Prior.Len(), d, rows, l.Floor, progress)
 	})
 	if err != nil {
 		return nil, use, fmt.Errorf("whitened: %w", err)
@@ -248,7 +259,7 @@ func (l Whitened) NewTransform(in []int) (func(x []float32) ([]float32, error), 
 	if err != nil {
 		return nil, err
 	}
-	M, _, err := l.matrixWith(in, tr, d, nil)
+	M, _, err := l.matrixWith(context.Background(), in, tr, d, nil)
 	if err != nil {
 		return nil, err
 	}

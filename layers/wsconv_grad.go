@@ -62,11 +62,16 @@ func (s *wsConvScratch[T]) Example(worker, i int, grad []T) {
 }
 
 // wsChain maps each of the f rows of k values of grad (∂ℓ/∂ŵ) to ∂ℓ/∂w in place, as
-// r·(G − mean(G) − ŵ·⟨G, ŵ⟩), sums in float64: in float32 with AVX-512 and k a multiple
-// of 8 by wsChain32AVX512, the same steps with the sums in 8 lanes.
+// r·(G − mean(G) − ŵ·⟨G, ŵ⟩), sums in float64: in float32 with AVX-512 or AVX2 + FMA and
+// k a multiple of 8 by wsChain32AVX512 or wsChain32AVX2, the same steps with the sums in
+// 16 lanes (bit for bit alike; within TestWSChainKernels' bound of this loop).
 func wsChain[T num.Float](grad, what, rstd []T, f, k int) {
-	if g32, ok := any(grad).([]float32); ok && useAsm() && k%8 == 0 && f > 0 {
-		wsChain32AVX512(&g32[0], &any(what).([]float32)[0], &any(rstd).([]float32)[0], f, k)
+	if g32, ok := any(grad).([]float32); ok && useAVX2() && k%8 == 0 && f > 0 {
+		kernel := wsChain32AVX512
+		if !useAsm() {
+			kernel = wsChain32AVX2 // bit for bit the AVX-512 kernel's sums
+		}
+		kernel(&g32[0], &any(what).([]float32)[0], &any(rstd).([]float32)[0], f, k)
 		return
 	}
 	for r := range f {

@@ -1,6 +1,7 @@
 package prior
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -53,6 +54,14 @@ const whitenChunk = 512
 // Everything here is computed from the prior's rows alone; the map is the same whatever
 // data it is later applied to.
 func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float32, error) {
+	return WhiteningContext(context.Background(), n, dim, rows, floor, progress)
+}
+
+// WhiteningContext is Whitening that stops, with ctx's error, once ctx is done: between
+// chunks of rows, and during the eigen-decomposition (which goes on in the background
+// until it ends, its result unused). It reports progress before the first chunk too, so
+// that a long computation is announced before its first chunk is computed.
+func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64, progress Progress) ([]float32, error) {
 	if dim <= 0 || dim > MaxDim {
 		return nil, fmt.Errorf("prior: whitening of %d features: want 1 to %d", dim, MaxDim)
 	}
@@ -72,7 +81,11 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 	var shift []float64
 	buf := make([]float32, whitenChunk*dim)
 	prod := make([]float32, dim*dim)
+	progress("covariance", 0, n)
 	for lo := 0; lo < n; lo += whitenChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		hi := min(n, lo+whitenChunk)
 		x := buf[:(hi-lo)*dim]
 		if err := rows(lo, hi, x); err != nil {
@@ -116,8 +129,15 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 	}
 	progress("eigen-decomposition", 0, 0)
 	var eig mat.EigenSym
-	if !eig.Factorize(cov, true) {
-		return nil, errors.New("prior: the eigen-decomposition of the prior's covariance did not converge")
+	factorized := make(chan bool, 1)
+	go func() { factorized <- eig.Factorize(cov, true) }()
+	select {
+	case ok := <-factorized:
+		if !ok {
+			return nil, errors.New("prior: the eigen-decomposition of the prior's covariance did not converge")
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	vals := eig.Values(nil) // ascending
 	var vecs mat.Dense

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // Write creates path with mode perm and the bytes that write puts into its writer. The
@@ -25,7 +27,16 @@ import (
 // earlier process with the same pid, or a Write of this process that panicked; or when
 // the file is older than StaleAge. A temporary file of a writer that may still be running,
 // in this process or another, is left alone.
+//
+// Only a regular file is ever replaced: when path is anything else — a FIFO, a device
+// node, a symbolic link (not followed), a directory — Write refuses with an error
+// wrapping safeio.ErrNotRegular, before it calls write, and checks again just before the
+// rename (what is swapped in between those two checks by another process is replaced:
+// a rename cannot be made conditional on what it replaces).
 func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
+	if err := safeio.CheckOutput(path); err != nil {
+		return err
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -60,6 +71,9 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err er
 	}
 	if BeforeRename != nil {
 		BeforeRename(tmp)
+	}
+	if err = safeio.CheckOutput(path); err != nil {
+		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		return err

@@ -1,10 +1,13 @@
 package cpupath
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -92,9 +95,7 @@ func TestEnvironment(t *testing.T) {
 		return
 	}
 	run := func(v string) string {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestEnvironment$")
-		cmd.Env = append(os.Environ(), "CPUPATH_CHILD=1", Env+"="+v)
-		out, err := cmd.Output()
+		out, err := runChild(os.Args[0], "-test.run=^TestEnvironment$", "CPUPATH_CHILD=1", Env+"="+v)
 		if err != nil {
 			t.Fatalf("%s=%s: %v", Env, v, err)
 		}
@@ -116,4 +117,24 @@ func TestEnvironment(t *testing.T) {
 	if out := run(unsupported); !strings.Contains(out, "path="+best.String()+" err=") || !strings.Contains(out, "cannot run the "+unsupported+" path") {
 		t.Errorf("%s=%s: child says %q", Env, unsupported, out)
 	}
+}
+
+// runChild runs the test binary again with env added. Where the kernel cannot execute it
+// (exec format error: a cross-built binary under qemu-user without binfmt_misc, as
+// .ci/run's arm64 step runs it), it runs it through qemu-user's emulator for GOARCH.
+func runChild(bin, arg string, env ...string) ([]byte, error) {
+	cmd := exec.Command(bin, arg)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if errors.Is(err, syscall.ENOEXEC) {
+		arch := map[string]string{"arm64": "aarch64", "amd64": "x86_64"}[runtime.GOARCH]
+		emu, lerr := exec.LookPath("qemu-" + arch)
+		if arch == "" || lerr != nil {
+			return nil, fmt.Errorf("%w (and no qemu-%s to run it with)", err, arch)
+		}
+		cmd = exec.Command(emu, bin, arg)
+		cmd.Env = append(os.Environ(), env...)
+		out, err = cmd.Output()
+	}
+	return out, err
 }

@@ -18,10 +18,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // ErrChecksum reports a file whose size or SHA-256 digest is not the expected one.
@@ -92,9 +92,10 @@ func Fetch(ctx context.Context, client *http.Client, url, path string, f RemoteF
 
 // VerifyFile checks that the file at path is f. With gunzip, the file is decompressed
 // first, so a gzipped copy verifies against the digest of the uncompressed file. A
-// mismatch wraps ErrChecksum; errors other than opening the file name path.
+// mismatch wraps ErrChecksum; errors other than opening the file name path. A FIFO or a
+// device at path is refused (safeio.ErrNotRegular), not read.
 func VerifyFile(path string, f RemoteFile, gunzip bool) error {
-	file, err := os.Open(path)
+	file, err := safeio.Open(path)
 	if err != nil {
 		return err
 	}

@@ -10,3 +10,6 @@ func useAVX2() bool { p := cpupath.Current(); return p == cpupath.AVX2 || p == c
 
 //go:noescape
 func sumSquares32(x *float32, n int) float64
+
+//go:noescape
+func sumSquares32AVX2(x *float32, n int) float64

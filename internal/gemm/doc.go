@@ -5,11 +5,21 @@
 // B and C are row-major. A is row-major or column-major, so that a product with Aᵀ needs no
 // transposed copy: every GEMM of the private step maps onto this one form without packing.
 //
-// On amd64 CPUs with AVX-512 float32 products run on generated assembly micro-kernels
-// (gen_kernels.go): blocks of up to 12 rows × 64 columns of C held in ZMM registers, B's
-// rows loaded as vectors, A's entries broadcast, the last partial vector of a row masked, and
-// the bias and ReLU applied on the way out. Elsewhere, and for float64, it calls gonum's
-// BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
+// On amd64 float32 products run on generated assembly micro-kernels (gen_kernels.go): with
+// AVX-512, blocks of up to 12 rows × 64 columns of C held in ZMM registers, the last
+// partial vector of a row masked; with AVX2 + FMA, up to 12 rows × 16 columns in YMM
+// registers, the last vector's lanes counted. B's rows are loaded as vectors, A's entries
+// broadcast, and the bias and ReLU applied on the way out; both accumulate each value of C
+// over k in the same order, so the two paths' products are equal bit for bit
+// (TestGemmAVX2MatchesAVX512). On arm64 (cpupath.NEON) they run on generated ASIMD kernels
+// (gen_neon.go): blocks of up to 12 rows × 16 columns in the 32 V registers, FMLA by
+// element from vectors of A, the last 1–3 columns on kernels that load and store them lane
+// by lane. Elsewhere (the generic path of internal/cpupath), and for float64, it calls
+// gonum's BLAS through blas32/blas64.Implementation (OpenBLAS under the openblas build tag).
+//
+// SumSquares, the float64 sum of squares behind per-example norms, runs on AVX-512, AVX2 +
+// FMA or NEON kernels (vector_amd64.s, vector_arm64.s) that sum in the same 32 float64 lanes
+// and so agree bit for bit; the pure-Go loop sums in 4, within 1e-13 relative of either.
 //
 // The activations a product feeds are here too: Tanh and Sigmoid on slices (TanhBias and
 // SigmoidBias add a per-column bias first), and TanhGrad and SigmoidGrad, the backward
@@ -20,4 +30,5 @@
 package gemm
 
 //go:generate go run gen_kernels.go
+//go:generate go run gen_neon.go
 //go:generate go run gen_act.go

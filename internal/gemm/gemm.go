@@ -59,6 +59,10 @@ func Gemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bia
 			sgemmKernels(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 			return
 		}
+		if useNEON() {
+			sgemmNEON(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
+			return
+		}
 		blasGemm(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 	case []float64:
 		blasGemm(m, n, k, any(a).(Matrix[float64]), any(b).([]float64), ldb, c, ldc, any(bias).([]float64), f)

@@ -172,19 +172,28 @@ func BenchmarkGemm(b *testing.B) {
 
 func TestSumSquares(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 5, 31, 32, 33, 64, 100, 1000, 8224} {
+	for _, n := range []int{0, 1, 5, 31, 32, 33, 63, 64, 65, 96, 100, 1000, 8224} {
 		x := randSlice[float32](rng, n)
 		var want float64
 		for _, v := range x {
 			want += float64(v) * float64(v)
 		}
+		perPath := map[cpupath.Path]float64{}
 		for _, p := range cpupath.Supported() {
 			func() {
 				defer cpupath.Force(p)()
-				if got := SumSquares(x); math.Abs(got-want) > 1e-13*want {
+				got := SumSquares(x)
+				if math.Abs(got-want) > 1e-13*want {
 					t.Fatalf("n=%d path %v: %v, want %v", n, p, got, want)
 				}
+				perPath[p] = got
 			}()
+		}
+		// The AVX2 kernel sums in the AVX-512 kernel's lanes and order: bit for bit.
+		a, ok1 := perPath[cpupath.AVX512]
+		b, ok2 := perPath[cpupath.AVX2]
+		if ok1 && ok2 && math.Float64bits(a) != math.Float64bits(b) {
+			t.Fatalf("n=%d: avx2 %v, avx512 %v: not bit for bit", n, b, a)
 		}
 		x64 := make([]float64, n)
 		for i, v := range x {
@@ -192,6 +201,67 @@ func TestSumSquares(t *testing.T) {
 		}
 		if got := SumSquares(x64); math.Abs(got-want) > 1e-13*want {
 			t.Fatalf("float64 n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
+
+// BenchmarkSumSquares times the per-example squared norm of float32 gradients (the MNIST
+// CNN's 26,010 parameters) on every CPU path:
+//
+//	go test -run '^$' -bench SumSquares ./internal/gemm
+func BenchmarkSumSquares(b *testing.B) {
+	x := randSlice[float32](rand.New(rand.NewPCG(1, 2)), 26010)
+	for _, p := range cpupath.Supported() {
+		b.Run("path="+p.String(), func(b *testing.B) {
+			defer cpupath.Force(p)()
+			b.SetBytes(int64(4 * len(x)))
+			for b.Loop() {
+				SumSquares(x)
+			}
+		})
+	}
+}
+
+// TestGemmAVX2MatchesAVX512: the AVX2 micro-kernels accumulate each C value over k in the
+// AVX-512 ones' order (one FMA per k, bias first, ReLU last), so the two paths' float32
+// products are equal bit for bit — what lets the AVX2 path share the AVX-512 path's
+// training pins (models/pin_test.go). Shapes cross both paths' block edges (8, 16 and 64
+// columns; 6 and 12 rows). On a CPU without AVX-512 there is no pair to compare.
+func TestGemmAVX2MatchesAVX512(t *testing.T) {
+	if !cpupath.Supports(cpupath.AVX512) || !cpupath.Supports(cpupath.AVX2) {
+		t.Logf("this CPU runs %v: nothing to compare", cpupath.Supported())
+		return
+	}
+	rng := rand.New(rand.NewPCG(38, 5))
+	run := func(p cpupath.Path, m, n, k int, a Matrix[float32], b, c, bias []float32, f Flags) []float32 {
+		defer cpupath.Force(p)()
+		c = append([]float32(nil), c...)
+		Gemm(m, n, k, a, b, n, c, n, bias, f)
+		return c
+	}
+	for _, m := range []int{1, 5, 6, 7, 12, 13, 25} {
+		for _, n := range []int{1, 7, 8, 9, 16, 17, 63, 64, 65, 100} {
+			for _, k := range []int{0, 1, 3, 16, 37} {
+				for _, colA := range []bool{false, true} {
+					stride := k
+					if colA {
+						stride = m
+					}
+					a := Matrix[float32]{Data: randSlice[float32](rng, m*k), Stride: stride, ColMajor: colA}
+					b, c, bias := randSlice[float32](rng, k*n), randSlice[float32](rng, m*n), randSlice[float32](rng, n)
+					for _, f := range []Flags{0, ReLU, Accumulate, Accumulate | ReLU} {
+						for _, bs := range [][]float32{nil, bias} {
+							x := run(cpupath.AVX512, m, n, k, a, b, c, bs, f)
+							y := run(cpupath.AVX2, m, n, k, a, b, c, bs, f)
+							for i := range x {
+								if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+									t.Fatalf("m=%d n=%d k=%d colA=%v flags=%d bias=%v: C[%d] avx512 %v, avx2 %v", m, n, k, colA, f, bs != nil, i, x[i], y[i])
+								}
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }

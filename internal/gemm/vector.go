@@ -5,9 +5,16 @@ package gemm
 func SumSquares[T Float](x []T) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
-	if x32, ok := any(x).([]float32); ok && useAVX512() && len(x) >= 32 {
+	if x32, ok := any(x).([]float32); ok && (useAVX2() || useNEON()) && len(x) >= 32 {
 		i = len(x) &^ 31
-		s0 = sumSquares32(&x32[0], i)
+		switch {
+		case useAVX512():
+			s0 = sumSquares32(&x32[0], i)
+		case useNEON():
+			s0 = sumSquaresNEON(&x32[0], i) // bit for bit sumSquares32
+		default:
+			s0 = sumSquares32AVX2(&x32[0], i) // bit for bit sumSquares32
+		}
 	}
 	for ; i+4 <= len(x); i += 4 {
 		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])

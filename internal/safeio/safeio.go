@@ -30,24 +30,63 @@ var (
 const MaxLine = 8 << 20
 
 // Open opens path for reading, refusing anything but a regular file (symbolic links are
-// followed) with an error wrapping ErrNotRegular that names path and what it is.
+// followed: a link names what its user chose to read) with an error wrapping
+// ErrNotRegular that names path and what it is.
 func Open(path string) (*os.File, error) {
-	// Without O_NONBLOCK, opening a FIFO for reading waits for a writer, forever. The
-	// type checked is that of what was opened, not what a separate Stat saw, so nothing
-	// can be swapped in between. (Reads of a regular file ignore O_NONBLOCK.)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return open(path, os.O_RDONLY, 0)
+}
+
+// OpenFile is os.OpenFile for a file that is written in place (a log appended to, a lock
+// file): it follows no symbolic link at path, never blocks on what it opens (a FIFO
+// without a reader, a device) and refuses anything but a regular file with an error
+// wrapping ErrNotRegular, before a byte is written. (flag may hold O_TRUNC: it truncates
+// only a regular file, since a FIFO or a device ignores it and a link is not followed.)
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return open(path, flag|oNoFollow, perm)
+}
+
+func open(path string, flag int, perm os.FileMode) (*os.File, error) {
+	// Without O_NONBLOCK, opening a FIFO waits for its other end, forever, and signals
+	// do not interrupt the wait. The type checked is that of what was opened (fstat),
+	// not what a separate Stat saw, so nothing can be swapped in between. O_NONBLOCK is
+	// cleared again before the file is handed out.
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
+		// A link refused by O_NOFOLLOW (ELOOP), a FIFO opened for writing without a
+		// reader (ENXIO), …: say what is there when it is not a regular file.
+		if st, lerr := os.Lstat(path); lerr == nil && !st.Mode().IsRegular() {
+			return nil, CheckRegular(st, path)
+		}
 		return nil, err
 	}
 	st, err := f.Stat()
 	if err == nil {
 		err = CheckRegular(st, path)
 	}
+	if err == nil {
+		err = setBlocking(f)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// CheckOutput is the check before a file is written at path (a new file renamed over
+// it, or one written in place): nil when nothing is at path or a regular file is;
+// otherwise — a FIFO, a device, a socket, a directory, a symbolic link (not followed) —
+// an error wrapping ErrNotRegular that names path and says what it is, since replacing
+// or writing that would destroy or block on something that is not the user's output.
+func CheckOutput(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	return CheckRegular(st, path)
 }
 
 // CheckRegular returns nil when st describes a regular file, else an error wrapping

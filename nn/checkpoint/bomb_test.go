@@ -106,7 +106,7 @@ func TestDecompressionBomb(t *testing.T) {
 		// An honest claim above the reader's limit.
 		{"honest claim above the limit", zstdBomb(safetensorsHead(gib, false), gib+1024, -1), []ReadOption{WithMaxSize(64 << 20)}, ErrTooLarge},
 		// A load with a key refuses a header without a MAC before reading its data.
-		{"no MAC with a key", honestBomb(gib, false), []ReadOption{func(c *readConfig) { c.requireMAC = true }}, ErrAuthentication},
+		{"no MAC with a key", honestBomb(gib, false), []ReadOption{withKey([]byte("0123456789abcdef"))}, ErrAuthentication},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,8 +15,15 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Format is the value of the format marker every checkpoint carries in its metadata.
+// Format is the value of the format marker every checkpoint without a MAC carries in
+// its metadata (and every signed one written before FormatSigned existed).
 const Format = "privtrain-checkpoint/1"
+
+// FormatSigned is the format marker of a checkpoint signed with a key (SaveWithKey):
+// Format with two MACs in the header, one of the header (which commits to every size,
+// so it is checked before anything is allocated) and one of the whole stream in the
+// order the file stores it (checked as it streams). See doc.go.
+const FormatSigned = "privtrain-checkpoint/2"
 
 // Reserved metadata keys, set by Encode and removed by Decode.
 const (
@@ -39,9 +46,15 @@ type File struct {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	maxSize    int64
-	requireMAC bool // refuse content whose header has no MAC before reading its data (load with a key)
+	maxSize int64
+	// key, when not nil, is the key whose MAC the content must carry: Decode refuses
+	// (ErrAuthentication) content without a MAC or whose MAC does not verify, checking
+	// what it can before it allocates the data (see inflate).
+	key []byte
 }
+
+// withKey makes Decode verify the content's MAC under key.
+func withKey(key []byte) ReadOption { return func(c *readConfig) { c.key = key } }
 
 // WithMaxSize sets the largest decompressed size (safetensors header and data) that
 // Decode and ReadFile accept; larger inputs fail with ErrTooLarge before they are
@@ -86,14 +99,15 @@ func (c readConfig) maxCompressed() int64 {
 // are reserved. Every tensor must hold exactly the bytes its dtype and shape require.
 // Encode writes nothing if f is invalid.
 func Encode(w io.Writer, f *File) error {
-	if err := encode(w, f); err != nil {
+	if err := encode(w, f, nil); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }
 
-// encode is Encode without the package prefix on its errors.
-func encode(w io.Writer, f *File) error {
+// encode is Encode without the package prefix on its errors; with a key it writes the
+// format FormatSigned, whose MACs (keyHeaderMAC, keyMAC) it computes under key.
+func encode(w io.Writer, f *File, key []byte) error {
 	if f == nil {
 		return errors.New("nil File")
 	}
@@ -101,9 +115,13 @@ func encode(w io.Writer, f *File) error {
 	if err != nil {
 		return err
 	}
-	metadata := map[string]string{formatKey: Format, checksumKey: strings.Repeat("0", sha256.Size*2)}
+	zeros := strings.Repeat("0", sha256.Size*2)
+	metadata := map[string]string{formatKey: Format, checksumKey: zeros}
+	if key != nil {
+		metadata[formatKey], metadata[keyMAC], metadata[keyHeaderMAC] = FormatSigned, zeros, zeros
+	}
 	for k, v := range f.Metadata {
-		if k == formatKey || k == checksumKey {
+		if k == formatKey || k == checksumKey || k == keyHeaderMAC || (key != nil && k == keyMAC) {
 			return fmt.Errorf("metadata key %q is reserved", k)
 		}
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
@@ -118,6 +136,17 @@ func encode(w io.Writer, f *File) error {
 	var prefix [8]byte
 	binary.LittleEndian.PutUint64(prefix[:], uint64(len(header)))
 
+	if key != nil {
+		// The MACs cover the stream with the digits of both and of the checksum set to
+		// '0', as it is now (doc.go).
+		head := append(prefix[:], header...)
+		hm, dm := headerMAC(key, head), dataMAC(key, head)
+		for _, e := range entries {
+			dm.Write(f.Tensors[e.name].Data)
+		}
+		hex.Encode(header[at[keyHeaderMAC]:], hm)
+		hex.Encode(header[at[keyMAC]:], dm.Sum(nil))
+	}
 	// The checksum covers the whole stream with its own 64 digits set to '0' (doc.go).
 	h := sha256.New()
 	h.Write(prefix[:])
@@ -125,7 +154,7 @@ func encode(w io.Writer, f *File) error {
 	for _, e := range entries {
 		h.Write(f.Tensors[e.name].Data)
 	}
-	hex.Encode(header[at:at+sha256.Size*2], h.Sum(nil))
+	hex.Encode(header[at[checksumKey]:], h.Sum(nil))
 
 	// Trained float weights barely compress at any level (ratio ≈ 1.0 on Gaussian
 	// values, measured in BenchmarkEncode); the fastest level still squeezes the zeros
@@ -297,15 +326,19 @@ func decodeStream(stream []byte) (*File, error) {
 	case !hasFormat:
 		return nil, newFormatError(ErrNotCheckpoint, "metadata lacks the "+formatKey+" marker")
 	case format == Format:
+	case format == FormatSigned:
+		if err := checkSignedHeader(l); err != nil {
+			return nil, err
+		}
 	case strings.HasPrefix(format, formatFamily):
-		return nil, newFormatError(ErrUnsupportedVersion, fmt.Sprintf("format %q, this reader knows %q", format, Format))
+		return nil, newFormatError(ErrUnsupportedVersion, fmt.Sprintf("format %q, this reader knows %q and %q", format, Format, FormatSigned))
 	default:
 		return nil, newFormatError(ErrNotCheckpoint, fmt.Sprintf("%s is %q, not %q", formatKey, format, Format))
 	}
 
 	f := &File{Tensors: make(map[string]Tensor, len(l.entries)), Metadata: make(map[string]string, len(l.metadata))}
 	for k, v := range l.metadata {
-		if k != formatKey && k != checksumKey {
+		if k != formatKey && k != checksumKey && k != keyHeaderMAC {
 			f.Metadata[k] = v
 		}
 	}

@@ -481,7 +481,7 @@ func TestDecodeRejectsForeign(t *testing.T) {
 		{"zstd of safetensors", compress(plain), checkpoint.ErrNotCheckpoint, "without the privtrain.format marker"},
 		{"zstd of nothing", compress(nil), checkpoint.ErrNotCheckpoint, ""},
 		{"skippable frame", append([]byte{0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0}, good...), checkpoint.ErrNotCheckpoint, "skippable"},
-		{"future version", handWritten(t, "privtrain-checkpoint/2", true), checkpoint.ErrUnsupportedVersion, `"privtrain-checkpoint/2"`},
+		{"future version", handWritten(t, "privtrain-checkpoint/3", true), checkpoint.ErrUnsupportedVersion, `"privtrain-checkpoint/3"`},
 		{"other format", handWritten(t, "something-else/1", true), checkpoint.ErrNotCheckpoint, "something-else"},
 		{"no zstd checksum", handWritten(t, "privtrain-checkpoint/1", false), checkpoint.ErrCorrupt, "no content checksum"},
 		{"trailing bytes", append(slices.Clone(good), 0), checkpoint.ErrCorrupt, "1 bytes follow"},

@@ -71,6 +71,32 @@
 //     hex digits of this value replaced by 64 ASCII '0' characters. The writer hashes
 //     the stream with the placeholder in place and then fills in the digits.
 //
+// # Signed checkpoints (privtrain-checkpoint/2)
+//
+// SaveWithKey writes the same container with "privtrain.format" set to
+// "privtrain-checkpoint/2" (FormatSigned) and two more metadata values, each 64
+// lowercase hex digits written plainly:
+//
+//   - "nn.mac.header": HMAC-SHA256 under the key of "privtrain-checkpoint-mac/2
+//     header\n" followed by the length prefix and the header, with the 64 digits of
+//     "privtrain.sha256", "nn.mac" and "nn.mac.header" each replaced by '0' (the head).
+//     The header lays out every tensor, so this MAC commits to every size: a reader with
+//     the key checks it before it allocates anything for the data.
+//   - "nn.mac": HMAC-SHA256 under the key of "privtrain-checkpoint-mac/2 stream\n", the
+//     same head, then the data section as stored: checked as the data is decompressed,
+//     in the file's own order, before the content is handed out.
+//
+// The writer computes both MACs with the three values as zeros, writes them in, then
+// computes "privtrain.sha256" (which so covers the MACs). Decode removes "nn.mac.header"
+// from the metadata it returns and keeps "nn.mac" (the mark of a signed file).
+//
+// Files signed before format 2 are format 1 with "nn.mac" alone: an HMAC-SHA256 of the
+// metadata and then of the tensors in name order (length-prefixed), while the file stores
+// them by dtype, then name. LoadWithKey still reads them: it checks that MAC by
+// decompressing the tensors in name order without keeping them (one pass per dtype at
+// most; more is refused) before allocating them, and refuses such files above 1 GiB
+// (ErrTooLarge), where that pass alone costs about a second of CPU per GiB.
+//
 // # Integrity
 //
 // Three checks cover every byte, each for a reason. The trailer's SHA-256 covers the
@@ -87,7 +113,8 @@
 // and allocates the data only once the size that header describes agrees with the
 // declared content size, the blocks and the size limit, so a zstd bomb costs at most
 // the size a plausible checkpoint header claims, never more (LoadWithKey also
-// refuses a header without a MAC before reading the data).
+// refuses a header without a MAC, or with a MAC that does not verify, before
+// allocating the data).
 //
 // # Inspecting a checkpoint
 //

@@ -1,6 +1,10 @@
 package checkpoint
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/privtrain/privtrain/internal/safeio"
+)
 
 // Errors returned by Decode and ReadFile, to be tested with errors.Is. The returned
 // errors carry a detail message (and the path, for ReadFile) in front of these.
@@ -26,6 +30,11 @@ var (
 	// ErrTooLarge: the checkpoint exceeds the decoder's size limit (see WithMaxSize) or
 	// its header exceeds the safetensors limit of 100,000,000 bytes.
 	ErrTooLarge = errors.New("checkpoint too large")
+
+	// ErrNotRegular: the path given to ReadFile (or Load) is not a regular file but a
+	// FIFO, a device, a directory or a socket, or the path given to WriteFile (or Save)
+	// is any of those or a symbolic link, which a write would replace.
+	ErrNotRegular = safeio.ErrNotRegular
 )
 
 // subKind is a sentinel that is also a kind of a broader sentinel.

@@ -3,9 +3,9 @@ package checkpoint
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/safeio"
 )
 
 // WriteFile writes f to path atomically: it encodes into a new temporary file in the
@@ -20,17 +20,18 @@ import (
 // The file gets mode 0600: a checkpoint of a seeded run records the noise seed, and
 // anyone holding both could strip the privacy noise from its parameters.
 func WriteFile(path string, f *File) error {
-	return writeFile(path, f, nil)
+	return writeFile(path, f, nil, nil)
 }
 
-// writeFile is WriteFile with a hook for tests that wraps the temporary file's writer,
-// to simulate a disk failing in the middle of a write.
-func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) error {
+// writeFile is WriteFile, in FormatSigned when key is not nil, with a hook for tests
+// that wraps the temporary file's writer, to simulate a disk failing in the middle of a
+// write.
+func writeFile(path string, f *File, key []byte, wrap func(io.Writer) io.Writer) error {
 	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		if wrap != nil {
 			w = wrap(w)
 		}
-		return encode(w, f)
+		return encode(w, f, key)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint: %s: %w", path, err)
@@ -39,13 +40,15 @@ func writeFile(path string, f *File, wrap func(io.Writer) io.Writer) error {
 }
 
 // ReadFile reads and verifies the checkpoint at path, as Decode does. Errors name the
-// path; missing files match fs.ErrNotExist.
+// path; missing files match fs.ErrNotExist. Anything but a regular file (a FIFO, a
+// device, a directory; a symbolic link is followed) is refused with an error matching
+// safeio.ErrNotRegular before a byte is read.
 func ReadFile(path string, opts ...ReadOption) (*File, error) {
 	c, err := newReadConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	fh, err := os.Open(path)
+	fh, err := safeio.Open(path) // a FIFO would block, a device be read up to the limit
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}

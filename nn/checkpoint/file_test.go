@@ -110,7 +110,7 @@ func TestWriteFileInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{0, 1, 8, 20, full.Len() / 2, full.Len() - trailerSize, full.Len() - 1} {
-		err := writeFile(path, version(2), func(w io.Writer) io.Writer { return &failingWriter{w, n} })
+		err := writeFile(path, version(2), nil, func(w io.Writer) io.Writer { return &failingWriter{w, n} })
 		if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), path) {
 			t.Errorf("failing after %d of %d bytes: error %v, want the disk failure naming the path", n, full.Len(), err)
 		}

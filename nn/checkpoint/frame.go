@@ -2,10 +2,12 @@ package checkpoint
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
 
@@ -153,7 +155,9 @@ func checkTrailer(frame, rest []byte) error {
 // a safetensors stream is refused after its first bytes; a zstd bomb therefore costs
 // at most the header it claims (≤ 100 MB) or, with a plausible header, the size that
 // header declares, allocated once, never the doubling of an unsized decode. With
-// c.requireMAC it refuses a header without a MAC before reading the data. Errors of
+// c.key it refuses a header without a MAC before reading the data, and checks the MAC
+// before allocating the data (FormatSigned: the header's; Format: the whole MAC, streamed)
+// and, for FormatSigned, the stream's as the data is read. Errors of
 // the content come back as a nil error with the short stream, for decodeStream to
 // classify as it classifies any other stream.
 func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
@@ -167,11 +171,7 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 	if frame.hasSize {
 		limit = min(limit, frame.size)
 	}
-	dec, err := zstd.NewReader(bytes.NewReader(in[:frame.length]),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxMemory(uint64(c.maxSize)),
-		zstd.WithDecoderMaxWindow(max(min(uint64(c.maxSize), maxWindow), zstd.MinWindowSize)))
+	dec, err := newDecoder(in, frame, c)
 	if err != nil {
 		return nil, err
 	}
@@ -203,12 +203,6 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 	if _, err := checkReserved(l); err != nil {
 		return nil, err
 	}
-	if c.requireMAC {
-		if _, ok := l.metadata[keyMAC]; !ok {
-			return nil, fmt.Errorf("%w: %w", ErrAuthentication, ErrNoMAC)
-		}
-	}
-
 	// The size the header claims, checked before it is allocated.
 	total := 8 + n + dataSize
 	switch {
@@ -221,8 +215,41 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 		return nil, newFormatError(classify(stream), fmt.Sprintf(
 			"safetensors header describes %d bytes of content, the zstd blocks hold at most %d", total, frame.maxContent))
 	}
+	// With a key, the MAC is checked as far as it can be before the data is allocated.
+	var mac hash.Hash // FormatSigned: the stream's MAC, fed the data as it comes
+	if c.key != nil {
+		if _, ok := l.metadata[keyMAC]; !ok {
+			return nil, fmt.Errorf("%w: %w", ErrAuthentication, ErrNoMAC)
+		}
+		switch format := l.metadata[formatKey]; format {
+		case FormatSigned:
+			if err := checkSignedHeader(l); err != nil {
+				return nil, err
+			}
+			head := signedHead(stream, len(stream), l)
+			want, err := hexMAC(l.metadata[keyHeaderMAC])
+			if err != nil {
+				return nil, err
+			}
+			if !hmac.Equal(headerMAC(c.key, head), want) {
+				return nil, errMACMismatch
+			}
+			mac = dataMAC(c.key, head)
+		case Format:
+			if err := verifyLegacyMAC(in, frame, c, l, 8+n, dataSize); err != nil {
+				return nil, err
+			}
+		default:
+			return stream, nil // decodeStream says what the format is
+		}
+	}
+
 	stream = append(stream, make([]byte, dataSize)...)
-	if got, err := io.ReadFull(dec, stream[8+n:]); err != nil {
+	var src io.Reader = dec
+	if mac != nil {
+		src = io.TeeReader(dec, mac)
+	}
+	if got, err := io.ReadFull(src, stream[8+n:]); err != nil {
 		if err := zstdError(err, c); err != nil {
 			return nil, err
 		}
@@ -239,7 +266,22 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if mac != nil {
+		if want, err := hexMAC(l.metadata[keyMAC]); err != nil || !hmac.Equal(mac.Sum(nil), want) {
+			return nil, errMACMismatch
+		}
+	}
 	return stream, nil
+}
+
+// newDecoder starts a decoder of the data frame in[:frame.length], within the limits
+// of c: one goroutine, the window and the output bounded.
+func newDecoder(in []byte, frame frameInfo, c readConfig) (*zstd.Decoder, error) {
+	return zstd.NewReader(bytes.NewReader(in[:frame.length]),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(uint64(c.maxSize)),
+		zstd.WithDecoderMaxWindow(max(min(uint64(c.maxSize), maxWindow), zstd.MinWindowSize)))
 }
 
 // zstdError turns an error of the zstd decoder into the package's kinds; the end of

@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -123,8 +125,10 @@ func FuzzParseLayout(f *testing.F) {
 		if total != uint64(len(l.data)) || 8+len(l.header)+len(l.data) != len(in) {
 			t.Fatalf("entries cover %d of %d data bytes", total, len(l.data))
 		}
-		if l.checksumAt >= 0 && string(in[l.checksumAt:l.checksumAt+len(l.metadata[checksumKey])]) != l.metadata[checksumKey] {
-			t.Fatalf("checksum position %d does not hold the value", l.checksumAt)
+		for _, k := range []string{checksumKey, keyMAC, keyHeaderMAC} {
+			if at := *l.at(k); at >= 0 && string(in[at:at+len(l.metadata[k])]) != l.metadata[k] {
+				t.Fatalf("%s position %d does not hold the value", k, at)
+			}
 		}
 		// Rewrite in our canonical form and parse again: same tensors, same metadata.
 		entries := slices.Clone(l.entries)
@@ -155,6 +159,55 @@ func FuzzParseLayout(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeKeyed feeds arbitrary bytes to Decode with a key, the path of LoadWithKey
+// (the MAC fields of the header, the header's MAC before any allocation, the stream's
+// MAC as it is read, format 1's streamed MAC): it must never panic, refuse with a known
+// kind, and whatever it accepts (with its MAC) must survive a re-encode under the key.
+func FuzzDecodeKeyed(f *testing.F) {
+	key := []byte("fuzz key of sixteen bytes")
+	var signed, legacy bytes.Buffer
+	if err := encode(&signed, fuzzSeedFile(), key); err != nil {
+		f.Fatal(err)
+	}
+	old := fuzzSeedFile()
+	old.Metadata[keyMAC] = hex.EncodeToString(legacyFileMAC(old, key))
+	if err := Encode(&legacy, old); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(signed.Bytes())
+	f.Add(legacy.Bytes())
+	f.Add(signed.Bytes()[:signed.Len()/2])
+	f.Add(zstdBomb(keyedHead(1<<20, FormatSigned), 1<<20+600, -1))
+	f.Add(zstdBomb(keyedHead(1<<20, Format), 1<<20+600, -1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Decode(bytes.NewReader(in), WithMaxSize(1<<24), withKey(key))
+		if err != nil {
+			if !isKnownKind(err) && !errors.Is(err, ErrAuthentication) {
+				t.Fatalf("error %v matches no sentinel", err)
+			}
+			return
+		}
+		if _, ok := got.Metadata[keyMAC]; !ok {
+			t.Fatal("accepted without a MAC")
+		}
+		var again bytes.Buffer
+		if err := encode(&again, &File{Tensors: got.Tensors, Metadata: without(got.Metadata, keyMAC)}, key); err != nil {
+			t.Fatalf("re-encoding an accepted checkpoint: %v", err)
+		}
+		back, err := Decode(&again, withKey(key))
+		if err != nil {
+			t.Fatalf("decoding the re-encoded checkpoint: %v", err)
+		}
+		sameFile(t, &File{Tensors: back.Tensors}, &File{Tensors: got.Tensors})
+	})
+}
+
+func without(m map[string]string, key string) map[string]string {
+	out := maps.Clone(m)
+	delete(out, key)
+	return out
 }
 
 func isKnownKind(err error) bool {

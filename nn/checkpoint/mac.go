@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // ErrAuthentication reports a checkpoint whose keyed MAC is missing or does not verify
@@ -22,18 +24,28 @@ var ErrAuthentication = errors.New("nn: checkpoint authentication failed")
 // ErrAuthentication too.
 var ErrNoMAC = errors.New("no MAC (the checkpoint was saved without a key)")
 
-// keyMAC is the metadata key of the keyed MAC (SaveWithKey).
-const keyMAC = "nn.mac"
+// errMACMismatch is the ErrAuthentication of a MAC that does not verify.
+var errMACMismatch = fmt.Errorf("%w: the MAC does not verify (another key, or the file was changed)", ErrAuthentication)
+
+// keyMAC is the metadata key of the keyed MAC (SaveWithKey): in FormatSigned the MAC of
+// the whole stream, in Format (files signed before FormatSigned) the MAC of fileMAC's
+// order. keyHeaderMAC, in FormatSigned only, is the MAC of the header; the container
+// checks it and removes it from File.Metadata.
+const (
+	keyMAC       = "nn.mac"
+	keyHeaderMAC = "nn.mac.header"
+)
 
 // MinKeyLen is the shortest key SaveWithKey and LoadWithKey accept.
 const MinKeyLen = 16
 
-// SaveWithKey is Save with an HMAC-SHA256, under key, of everything the checkpoint holds
-// (every tensor and metadata entry). LoadWithKey with the same key then proves that the
-// file was written by a holder of the key and not changed since: without the key nobody
-// can forge or edit a checkpoint — its ledger included — that LoadWithKey accepts. Keep
-// the key apart from the checkpoints (cmd/train reads it from PRIVTRAIN_CHECKPOINT_KEY).
-// Load, without a key, still reads the file but cannot check the MAC.
+// SaveWithKey is Save with HMAC-SHA256s, under key, of everything the checkpoint holds
+// (every tensor and metadata entry, and the header that lays them out), in the format
+// FormatSigned. LoadWithKey with the same key then proves that the file was written by a
+// holder of the key and not changed since: without the key nobody can forge or edit a
+// checkpoint — its ledger included — that LoadWithKey accepts. Keep the key apart from the
+// checkpoints (cmd/train reads it from PRIVTRAIN_CHECKPOINT_KEY). Load, without a key,
+// still reads the file but cannot check the MAC.
 func SaveWithKey(path string, c *Training, key []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -42,7 +54,11 @@ func SaveWithKey(path string, c *Training, key []byte) error {
 }
 
 // LoadWithKey is Load for a checkpoint written by SaveWithKey: it refuses, with
-// ErrAuthentication, a file without a MAC or whose MAC does not verify under key.
+// ErrAuthentication, a file without a MAC or whose MAC does not verify under key. The
+// MAC is checked before the tensors are allocated: for FormatSigned, the header's MAC,
+// which commits to every size, then the whole stream's as it is decompressed; for a file
+// signed in Format (before FormatSigned), by decompressing the tensors in the MAC's order
+// without keeping them (at most as many passes as the file has dtypes).
 func LoadWithKey(path string, key []byte) (*Training, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -57,44 +73,160 @@ func checkKey(key []byte) error {
 	return nil
 }
 
-// verifyMAC checks the MAC that SaveWithKey stored in f, read from path, under key.
-func verifyMAC(path string, f *File, key []byte) error {
-	stored, ok := f.Metadata[keyMAC]
-	if !ok {
-		return fmt.Errorf("%s: %w: %w", path, ErrAuthentication, ErrNoMAC)
-	}
-	mac, err := hex.DecodeString(stored)
-	if err != nil || !hmac.Equal(mac, fileMAC(f, key)) {
-		return fmt.Errorf("%s: %w: the MAC does not verify (another key, or the file was changed)", path, ErrAuthentication)
+// The MACs of FormatSigned: HMAC-SHA256 under the key of a domain string, then the
+// stream's length prefix and header with the 64 digits of the checksum and of both MACs
+// set to '0' (head), then, for the stream's MAC, the data section as stored.
+const (
+	macDomainHeader = "privtrain-checkpoint-mac/2 header\n"
+	macDomainStream = "privtrain-checkpoint-mac/2 stream\n"
+)
+
+func headerMAC(key, head []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(macDomainHeader))
+	h.Write(head)
+	return h.Sum(nil)
+}
+
+// dataMAC returns the stream's MAC fed with everything but the data section, which the
+// caller writes into it in file order.
+func dataMAC(key, head []byte) hash.Hash {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(macDomainStream))
+	h.Write(head)
+	return h
+}
+
+// checkSignedHeader checks that a FormatSigned header carries its checksum and both
+// MACs as 64 lowercase hex digits written plainly, where the MACs can be recomputed.
+func checkSignedHeader(l *layout) error {
+	for _, k := range []string{keyMAC, keyHeaderMAC} {
+		v, ok := l.metadata[k]
+		if _, err := hex.DecodeString(v); !ok || err != nil || len(v) != 2*sha256.Size || v != strings.ToLower(v) || *l.at(k) < 0 {
+			return newFormatError(ErrCorrupt, fmt.Sprintf("format %s: %s is not 64 lowercase hex digits written plainly", FormatSigned, k))
+		}
 	}
 	return nil
 }
 
-// fileMAC is HMAC-SHA256 under key of f's tensors and metadata (less the MAC itself), in
-// a canonical, length-prefixed order.
-func fileMAC(f *File, key []byte) []byte {
-	h := hmac.New(sha256.New, key)
-	str := func(h hash.Hash, s string) {
+// signedHead returns a copy of stream[:end], the length prefix and header of a
+// FormatSigned stream, with the digits of the checksum and both MACs set to '0'.
+func signedHead(stream []byte, end int, l *layout) []byte {
+	head := slices.Clone(stream[:end])
+	for _, at := range []int{l.checksumAt, l.macAt, l.headerMACAt} {
+		copy(head[at:at+2*sha256.Size], strings.Repeat("0", 2*sha256.Size))
+	}
+	return head
+}
+
+// hexMAC decodes a MAC value; a malformed one is a MAC that does not verify.
+func hexMAC(s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return nil, errMACMismatch
+	}
+	return b, nil
+}
+
+// legacyMACMaxSize bounds the content of a file signed in Format that LoadWithKey
+// checks: its MAC costs a pass of SHA-256 over the whole content (about a second a GiB
+// with the CPU's SHA instructions) before it can be refused, and privtrain's models are
+// far below it.
+const legacyMACMaxSize = 1 << 30
+
+// verifyLegacyMAC checks the MAC of a file signed in Format (before FormatSigned),
+// fileMAC's HMAC of the metadata and of the tensors in name order, under key, without
+// allocating the tensors: the frame is decompressed into the MAC in that order, a
+// decoder started again from the beginning whenever the next tensor lies before the
+// current position. SaveWithKey's files store the tensors by dtype, then by name, so
+// name order takes at most one pass per dtype; a file that needs more was not written
+// by it and is refused before any pass. dataStart is the offset of the data section in
+// the stream, dataSize its size.
+func verifyLegacyMAC(in []byte, frame frameInfo, c readConfig, l *layout, dataStart, dataSize uint64) error {
+	stored, err := hexMAC(l.metadata[keyMAC])
+	if err != nil {
+		return err
+	}
+	if size := dataStart + dataSize; size > legacyMACMaxSize {
+		return newFormatError(ErrTooLarge, fmt.Sprintf("signed in format %s, whose MAC can only be checked by a pass over all of the content: %d bytes, more than the %d this reader checks so (files SaveWithKey writes now are in format %s)",
+			Format, size, legacyMACMaxSize, FormatSigned))
+	}
+	order := slices.Clone(l.entries)
+	slices.SortFunc(order, func(a, b layoutEntry) int { return strings.Compare(a.name, b.name) })
+	passes, dtypes, pos := 1, map[DType]bool{}, uint64(0)
+	for _, e := range order {
+		if e.begin < pos {
+			passes++
+		}
+		pos = e.end
+		dtypes[e.dtype] = true
+	}
+	if passes > max(len(dtypes), 1) {
+		return fmt.Errorf("%w: a MAC of format %s over tensors stored in %d runs of name order, which %d dtypes do not need: not a file SaveWithKey wrote", ErrAuthentication, Format, passes, len(dtypes))
+	}
+
+	h := hmac.New(sha256.New, c.key)
+	str := func(s string) {
 		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(s))))
 		h.Write([]byte(s))
 	}
-	str(h, "privtrain-checkpoint-mac/1")
-	for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
-		if k != keyMAC {
-			str(h, k)
-			str(h, f.Metadata[k])
+	str("privtrain-checkpoint-mac/1")
+	for _, k := range slices.Sorted(maps.Keys(l.metadata)) {
+		if k != keyMAC && k != formatKey && k != checksumKey {
+			str(k)
+			str(l.metadata[k])
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(f.Tensors)) {
-		t := f.Tensors[name]
-		str(h, name)
-		str(h, t.DType.String())
-		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(t.Shape))))
-		for _, d := range t.Shape {
+	var dec io.Reader
+	var closeDec func()
+	defer func() {
+		if closeDec != nil {
+			closeDec()
+		}
+	}()
+	pos = 0
+	for _, e := range order {
+		at := dataStart + e.begin
+		if dec == nil || at < pos {
+			if closeDec != nil {
+				closeDec()
+			}
+			d, err := newDecoder(in, frame, c)
+			if err != nil {
+				return err
+			}
+			dec, closeDec, pos = d, d.Close, 0
+		}
+		if err := copyN(io.Discard, dec, at-pos, c); err != nil {
+			return err
+		}
+		str(e.name)
+		str(e.dtype.String())
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(e.shape))))
+		for _, d := range e.shape {
 			h.Write(binary.LittleEndian.AppendUint64(nil, uint64(d)))
 		}
-		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(t.Data))))
-		h.Write(t.Data)
+		h.Write(binary.LittleEndian.AppendUint64(nil, e.end-e.begin))
+		if err := copyN(h, dec, e.end-e.begin, c); err != nil {
+			return err
+		}
+		pos = at + e.end - e.begin
 	}
-	return h.Sum(nil)
+	if !hmac.Equal(h.Sum(nil), stored) {
+		return errMACMismatch
+	}
+	return nil
+}
+
+// copyN copies n bytes of the decompressed stream to w; a stream that ends first is
+// ErrTruncated-like damage (ErrCorrupt).
+func copyN(w io.Writer, dec io.Reader, n uint64, c readConfig) error {
+	_, err := io.CopyN(w, dec, int64(n))
+	if err == nil {
+		return nil
+	}
+	if zerr := zstdError(err, c); zerr != nil {
+		return zerr
+	}
+	return newFormatError(ErrCorrupt, "safetensors: the content ends before the tensors its header describes")
 }

@@ -39,8 +39,23 @@ type layout struct {
 	entries  []layoutEntry     // in data order
 	metadata map[string]string // nil if the header has no __metadata__
 	// checksumAt is the offset in the stream of the value of the checksum key in
-	// __metadata__ when it is written as a plain 64-character string, else -1.
-	checksumAt int
+	// __metadata__ when it is written as a plain string, else -1; macAt and headerMACAt
+	// are those of the MACs (keyMAC, keyHeaderMAC).
+	checksumAt, macAt, headerMACAt int
+}
+
+// at returns the field of l that records where the value of key is in the stream, for
+// the keys whose values are placeholders while the stream is hashed, else nil.
+func (l *layout) at(key string) *int {
+	switch key {
+	case checksumKey:
+		return &l.checksumAt
+	case keyMAC:
+		return &l.macAt
+	case keyHeaderMAC:
+		return &l.headerMACAt
+	}
+	return nil
 }
 
 // writeOrder sorts tensors as the safetensors writer does: descending dtype, then name.
@@ -54,10 +69,10 @@ func writeOrder(a, b layoutEntry) int {
 // encodeHeader returns the safetensors header for the entries (in the given order,
 // which must be the data order) and metadata: compact JSON with __metadata__ first and
 // its keys sorted, padded with spaces to a multiple of 8 bytes. It also returns the
-// offset in the header of the value of the checksum key, or -1 if there is none.
-func encodeHeader(metadata map[string]string, entries []layoutEntry) ([]byte, int, error) {
+// offsets in the header of the values of the checksum and MAC keys that metadata holds.
+func encodeHeader(metadata map[string]string, entries []layoutEntry) ([]byte, map[string]int, error) {
 	var buf bytes.Buffer
-	at := -1
+	at := map[string]int{}
 	buf.WriteByte('{')
 	if metadata != nil {
 		appendJSONString(&buf, metadataKey)
@@ -68,8 +83,8 @@ func encodeHeader(metadata map[string]string, entries []layoutEntry) ([]byte, in
 			}
 			appendJSONString(&buf, k)
 			buf.WriteByte(':')
-			if k == checksumKey {
-				at = buf.Len() + 1 // past the opening quote
+			if k == checksumKey || k == keyMAC || k == keyHeaderMAC {
+				at[k] = buf.Len() + 1 // past the opening quote
 			}
 			appendJSONString(&buf, metadata[k])
 		}
@@ -96,7 +111,7 @@ func encodeHeader(metadata map[string]string, entries []layoutEntry) ([]byte, in
 		buf.WriteByte(' ')
 	}
 	if buf.Len() > maxHeaderSize {
-		return nil, -1, fmt.Errorf("%w: header of %d bytes exceeds the safetensors limit of %d bytes",
+		return nil, nil, fmt.Errorf("%w: header of %d bytes exceeds the safetensors limit of %d bytes",
 			ErrTooLarge, buf.Len(), maxHeaderSize)
 	}
 	return buf.Bytes(), at, nil
@@ -155,7 +170,7 @@ func parseHeader(stream []byte) (*layout, error) {
 	if n > uint64(len(stream)-8) {
 		return nil, fmt.Errorf("header length %d exceeds the %d bytes that follow it", n, len(stream)-8)
 	}
-	l := &layout{header: stream[8 : 8+n], data: stream[8+n:], checksumAt: -1}
+	l := &layout{header: stream[8 : 8+n], data: stream[8+n:], checksumAt: -1, macAt: -1, headerMACAt: -1}
 	if !utf8.Valid(l.header) {
 		return nil, errors.New("header is not valid UTF-8")
 	}
@@ -239,7 +254,7 @@ func (p *headerParser) parse(l *layout) error {
 		}
 		seen[key] = true
 		if key == metadataKey {
-			if l.metadata, err = p.metadata(&l.checksumAt); err != nil {
+			if l.metadata, err = p.metadata(l); err != nil {
 				return fmt.Errorf("%s: %w", metadataKey, err)
 			}
 			continue
@@ -253,7 +268,7 @@ func (p *headerParser) parse(l *layout) error {
 	return p.delim('}')
 }
 
-func (p *headerParser) metadata(checksumAt *int) (map[string]string, error) {
+func (p *headerParser) metadata(l *layout) (map[string]string, error) {
 	if err := p.delim('{'); err != nil {
 		return nil, err
 	}
@@ -271,14 +286,14 @@ func (p *headerParser) metadata(checksumAt *int) (map[string]string, error) {
 			return nil, fmt.Errorf("%q: %w", k, err)
 		}
 		m[k] = v
-		if k == checksumKey {
+		if at := l.at(k); at != nil {
 			// The token just read ends at InputOffset; record where its characters start
-			// if they are the value itself, unescaped, so the checksum can be recomputed
-			// over the stream with them replaced (see doc.go).
+			// if they are the value itself, unescaped, so the checksum (or MAC) can be
+			// recomputed over the stream with them replaced (see doc.go).
 			end := int(p.dec.InputOffset())
 			start := end - len(v) - 2
 			if start >= 0 && string(p.src[start:end]) == `"`+v+`"` {
-				*checksumAt = 8 + start + 1
+				*at = 8 + start + 1
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"encoding/hex"
 	"fmt"
 	"io"
 )
@@ -20,10 +19,7 @@ func save(path string, c *Training, key []byte) error {
 	if err != nil {
 		return err
 	}
-	if key != nil {
-		f.Metadata[keyMAC] = hex.EncodeToString(fileMAC(f, key))
-	}
-	return WriteFile(path, f) // "checkpoint: PATH: …" already says what and where
+	return writeFile(path, f, key, nil) // "checkpoint: PATH: …" already says what and where
 }
 
 // Load reads and verifies the checkpoint at path. A damaged file gives an error matching
@@ -35,17 +31,12 @@ func Load(path string) (*Training, error) { return load(path, nil) }
 func load(path string, key []byte) (*Training, error) {
 	var opts []ReadOption
 	if key != nil {
-		// A file without a MAC is refused before its data is decompressed.
-		opts = append(opts, func(c *readConfig) { c.requireMAC = true })
+		// The container checks the MAC, before it allocates the tensors.
+		opts = append(opts, withKey(key))
 	}
 	f, err := ReadFile(path, opts...)
 	if err != nil {
 		return nil, err // "checkpoint: PATH: …" already says what and where
-	}
-	if key != nil {
-		if err := verifyMAC(path, f, key); err != nil {
-			return nil, err
-		}
 	}
 	c, err := fromFile(f)
 	if err != nil {

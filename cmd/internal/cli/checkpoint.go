@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -142,6 +143,9 @@ func (s *Signing) warn(format string, a ...any) {
 func loadError(flagName, path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return exit.Usagef("-%s %s: no such file", flagName, path)
+	}
+	if errors.Is(err, safeio.ErrNotRegular) { // a FIFO, a device, a folder: named by mistake
+		return exit.Usagef("-%s %s", flagName, trimPrefixes(err.Error(), ""))
 	}
 	return &fileError{fmt.Sprintf("-%s %s: %s", flagName, path, trimPrefixes(err.Error(), path)), err}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -15,6 +16,13 @@ import (
 // layers.Whitened (-model scatter-prior-linear), saying on w where it comes from and, when
 // it has to be computed (minutes, once per machine), how far that has come.
 func PreparePriors(spec nn.Spec, w io.Writer) error {
+	return PreparePriorsContext(context.Background(), spec, w)
+}
+
+// PreparePriorsContext is PreparePriors that stops, with ctx's error, once ctx is done
+// (train's SIGTERM). A computation says how many images it renders before the first, and
+// then how far it came at every tenth and at least every 10 s.
+func PreparePriorsContext(ctx context.Context, spec nn.Spec, w io.Writer) error {
 	if len(spec.Layers) == 0 {
 		return nil
 	}
@@ -27,7 +35,7 @@ func PreparePriors(spec nn.Spec, w io.Writer) error {
 		dir = "(none: " + err.Error() + ")"
 	}
 	start := time.Now()
-	announced, lastStage, lastTenth := false, "", -1
+	announced, lastStage, lastTenth, lastSaid := false, "", -1, start
 	progress := func(stage string, done, total int) {
 		if !announced {
 			fmt.Fprintf(w, "computing the whitening map of the dead-leaves prior (%d images, no data; once per machine, cached in %s):\n", l.Prior.Len(), dir)
@@ -37,17 +45,17 @@ func PreparePriors(spec nn.Spec, w io.Writer) error {
 		if total > 0 {
 			tenth = 10 * done / total
 		}
-		if stage == lastStage && tenth == lastTenth {
+		if stage == lastStage && tenth == lastTenth && time.Since(lastSaid) < 10*time.Second {
 			return
 		}
-		lastStage, lastTenth = stage, tenth
+		lastStage, lastTenth, lastSaid = stage, tenth, time.Now()
 		if total > 0 {
 			fmt.Fprintf(w, "  %s: %d of %d images (%.0f s)\n", stage, done, total, time.Since(start).Seconds())
 		} else {
 			fmt.Fprintf(w, "  %s… (%.0f s)\n", stage, time.Since(start).Seconds())
 		}
 	}
-	use, err := l.Prepare(spec.InputShape, progress)
+	use, err := l.PrepareContext(ctx, spec.InputShape, progress)
 	if err != nil {
 		return err
 	}

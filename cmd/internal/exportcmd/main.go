@@ -14,6 +14,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/export"
+	"github.com/privtrain/privtrain/internal/safeio"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -68,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if o.path == "" {
 				continue
 			}
+			if err := cli.CheckOutput(o.flag, o.path); err != nil {
+				return err // a FIFO, a device, a link: never replaced by the export
+			}
 			if *ckpt != "" && sameFile(*ckpt, o.path) {
 				return exit.Usagef("%s %s is the checkpoint itself; choose another file", o.flag, o.path)
 			}
@@ -107,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *quiet {
 			return nil
 		}
-		b, err := os.ReadFile(*out)
+		b, err := readBack(*out)
 		if err != nil {
 			return err
 		}
@@ -200,4 +204,15 @@ func sameFile(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// readBack reads the file just written at path (which another process could have
+// replaced since: safeio refuses anything but a regular file).
+func readBack(path string) ([]byte, error) {
+	f, err := safeio.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

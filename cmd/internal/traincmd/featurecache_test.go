@@ -140,7 +140,8 @@ func TestFeatureCacheKeyed(t *testing.T) {
 		t.Errorf("after the rewrite:\n%s", stderr)
 	}
 
-	// A FIFO where the training set's file was: refused, recomputed, replaced.
+	// A FIFO where the training set's file was: refused, recomputed, and left alone (the
+	// write of the recomputed features refuses to replace what is not a regular file).
 	if err := os.Remove(files[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +154,9 @@ func TestFeatureCacheKeyed(t *testing.T) {
 	case stderr := <-done:
 		if !strings.Contains(stderr, "not a regular file") || !strings.Contains(stderr, files[0]) {
 			t.Errorf("FIFO in the cache:\n%s", stderr)
+		}
+		if st, err := os.Lstat(files[0]); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+			t.Errorf("the FIFO in the cache was replaced: %v, %v", st, err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("training hangs on a FIFO in the feature cache")

@@ -12,6 +12,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/filelock"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -50,8 +51,8 @@ func lockCheckpoint(o *options) (*filelock.Lock, error) {
 	if o.checkpoint == "" {
 		return nil, nil
 	}
-	if fi, err := os.Stat(o.checkpoint); err == nil && fi.IsDir() {
-		return nil, exit.Usagef("-checkpoint %s: is a directory; want a file name", o.checkpoint)
+	if err := cli.CheckOutput("-checkpoint", o.checkpoint); err != nil {
+		return nil, err
 	}
 	l, err := filelock.TryLock(lockPath(o.checkpoint))
 	if err == nil {
@@ -65,6 +66,8 @@ func lockCheckpoint(o *options) (*filelock.Lock, error) {
 	case errors.As(err, &held):
 		return nil, exit.Usagef("-checkpoint %s is being written by another train run (it holds %s): wait for it to finish, or choose another -checkpoint",
 			o.checkpoint, held.Path)
+	case errors.Is(err, safeio.ErrNotRegular):
+		return nil, exit.Usagef("-checkpoint %s: cannot lock it: %v", o.checkpoint, err)
 	}
 	return nil, exit.Usagef("-checkpoint %s: cannot lock %s (in %s): %s", o.checkpoint, lockPath(o.checkpoint), filepath.Dir(o.checkpoint), cli.StatReason(err))
 }
@@ -81,7 +84,10 @@ func checkTarget(o *options, ck *checkpoint.Training, stderr io.Writer) error {
 	if o.checkpoint == "" {
 		return nil
 	}
-	fi, err := os.Stat(o.checkpoint)
+	if err := cli.CheckOutput("-checkpoint", o.checkpoint); err != nil {
+		return err // a FIFO or a device has size 0, but is not "nothing to lose"
+	}
+	fi, err := os.Lstat(o.checkpoint)
 	if err != nil || fi.Size() == 0 {
 		return nil // nothing there to lose (checkWritable reports a path that cannot be written)
 	}

@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/jsonnum"
+	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -54,10 +56,15 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 	if path == "" {
 		return l, nil
 	}
+	// Nothing but a regular file is read or written (a FIFO would block train for
+	// ever, a device or a link's target be written).
+	if err := cli.CheckOutput("-metrics", path); err != nil {
+		return nil, err
+	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if resumed {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		old, err := os.Open(path)
+		old, err := safeio.OpenFile(path, os.O_RDONLY, 0)
 		switch {
 		case err == nil:
 			sc := bufio.NewScanner(old)
@@ -77,7 +84,7 @@ func openMetrics(path string, resumed bool) (*metricsLog, error) {
 			return nil, fmt.Errorf("-metrics %s: %w", path, err)
 		}
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := safeio.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, exit.Usagef("-metrics %s: %v", path, err)
 	}

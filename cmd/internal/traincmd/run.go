@@ -226,7 +226,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	} else if note != "" {
 		notes = append(notes, note)
 	}
-	m, cfg, err := o.trainerConfig(trainSet, testSet, dataName, stderr)
+	m, cfg, err := o.trainerConfigContext(ctx, trainSet, testSet, dataName, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -645,8 +645,8 @@ func checkWritable(flagName, path string) error {
 	if path == "" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return exit.Usagef("-%s %s: is a directory; want a file name", flagName, path)
+	if err := cli.CheckOutput("-"+flagName, path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".train-probe-*")
@@ -662,11 +662,17 @@ func checkWritable(flagName, path string) error {
 }
 
 func buildModel(o *options, shape []int, classes int, notes io.Writer) (*nn.Model, error) {
+	return buildModelContext(context.Background(), o, shape, classes, notes)
+}
+
+// buildModelContext is buildModel that stops computing a prior's map once ctx is done
+// (SIGTERM).
+func buildModelContext(ctx context.Context, o *options, shape []int, classes int, notes io.Writer) (*nn.Model, error) {
 	spec, err := modelSpec(o, shape, classes)
 	if err != nil {
 		return nil, err
 	}
-	if err := cli.PreparePriors(spec, notes); err != nil {
+	if err := cli.PreparePriorsContext(ctx, spec, notes); err != nil {
 		return nil, err
 	}
 	opts := []nn.Option{nn.WithLoss(o.lossOf())}
@@ -686,12 +692,18 @@ func buildModel(o *options, shape []int, classes int, notes io.Writer) (*nn.Mode
 // the rule, the feature cache (keyed like a checkpoint), sampling, augmentation and, for
 // a private optimizer, the privacy. Notes on a lowered physical batch go to notes.
 func (o *options) trainerConfig(train, test datasets.Dataset, name string, notes io.Writer) (*nn.Model, training.TrainerConfig, error) {
+	return o.trainerConfigContext(context.Background(), train, test, name, notes)
+}
+
+// trainerConfigContext is trainerConfig that stops building the model (a prior's map)
+// once ctx is done.
+func (o *options) trainerConfigContext(ctx context.Context, train, test datasets.Dataset, name string, notes io.Writer) (*nn.Model, training.TrainerConfig, error) {
 	if o.physicalBatchDefaulted {
 		o.physicalBatch = min(o.physicalBatch, o.batch)
 	}
 	o.augmentPhysicalBatch()
 	clampPhysicalBatch(o, train.Len(), notes)
-	m, err := buildModel(o, train.Shape(), train.NumClasses(), notes)
+	m, err := buildModelContext(ctx, o, train.Shape(), train.NumClasses(), notes)
 	if err != nil {
 		return nil, training.TrainerConfig{}, err
 	}
