@@ -14,6 +14,7 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
@@ -282,6 +283,11 @@ type summary struct {
 	WallSeconds       float64  `json:"wall_seconds"`
 	TrainSeconds      float64  `json:"train_seconds"`
 	ExamplesPerSecond float64  `json:"examples_per_second"`
+	// CPUPath is the native kernels' path the run took (internal/cpupath): "avx512", "avx2",
+	// "neon" or "generic"; CPUPathForced is set when PRIVTRAIN_CPU chose a lower one than
+	// the CPU's best. The time line names it (cpupath.Describe).
+	CPUPath       string `json:"cpu_path"`
+	CPUPathForced bool   `json:"cpu_path_forced,omitempty"`
 
 	// FinalClip and GradientNoise are set for -clipping adaptive: C after the last step
 	// and the gradient's noise multiplier z_Δ (noise_multiplier is the z the ledger
@@ -346,6 +352,8 @@ func newSummary(o *options, t *training.Trainer, res training.Result, dataName s
 		TestExamples:    test.Len(),
 		WallSeconds:     wall.Seconds(),
 		TrainSeconds:    res.Elapsed.Seconds(),
+		CPUPath:         cpupath.Current().String(),
+		CPUPathForced:   cpupath.Current() != cpupath.Supported()[0],
 		LRSchedule:      o.lrSchedule,
 		WarmupSteps:     o.warmupSteps,
 		EMA:             o.ema,
@@ -474,7 +482,7 @@ func (s *summary) writeText(w io.Writer) {
 	if s.EMA > 0 {
 		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the %s accuracy is the average's\n", s.EMA, s.EvalSplit)
 	}
-	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))))
+	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s, CPU path %s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))), cpupath.Describe())
 }
 
 func mustSampling(s string) checkpoint.Sampling {

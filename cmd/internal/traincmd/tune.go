@@ -17,6 +17,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -800,6 +801,7 @@ type tuneSummary struct {
 	CheckpointEpsilon float64 `json:"checkpoint_epsilon"`
 	Checkpoint        string  `json:"checkpoint,omitempty"`
 	Seconds           float64 `json:"seconds"`
+	CPUPath           string  `json:"cpu_path"` // as train's summary: the kernels' path
 }
 
 func (s *tuneSearch) summary(best *tuneTrial, k int, wall time.Duration) *tuneSummary {
@@ -812,6 +814,7 @@ func (s *tuneSearch) summary(best *tuneTrial, k int, wall time.Duration) *tuneSu
 		Score: best.score / float64(s.valSet.Len()), ScoreNoise: s.spec.scoreNoise, ValidationN: s.valSet.Len(),
 		Epsilon: s.searchEps.Epsilon, Delta: s.base.delta, Order: s.searchEps.Order, TrialEpsilon: s.trialEps.Epsilon,
 		CheckpointEpsilon: best.trialEps, Checkpoint: s.base.checkpoint, Seconds: math.Round(wall.Seconds()*10) / 10,
+		CPUPath: cpupath.Current().String(),
 		bestText: s.spec.describe(best.config),
 	}
 	if !s.zGiven || s.z > 0 {
@@ -832,5 +835,5 @@ func (t *tuneSummary) writeText(w io.Writer) {
 		fmt.Fprintf(w, "checkpoint: none written (use -checkpoint FILE to keep the best trial's model)\n")
 	}
 	fmt.Fprintf(w, "not covered by ε (for the data holder; publishing it is a further release): %d trials drawn, the best was trial %d\n", t.Trials, t.BestTrial)
-	fmt.Fprintf(w, "time: %s\n", roundDuration(t.Seconds))
+	fmt.Fprintf(w, "time: %s, CPU path %s\n", roundDuration(t.Seconds), cpupath.Describe())
 }
