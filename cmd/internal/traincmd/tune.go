@@ -814,7 +814,7 @@ func (s *tuneSearch) summary(best *tuneTrial, k int, wall time.Duration) *tuneSu
 		Score: best.score / float64(s.valSet.Len()), ScoreNoise: s.spec.scoreNoise, ValidationN: s.valSet.Len(),
 		Epsilon: s.searchEps.Epsilon, Delta: s.base.delta, Order: s.searchEps.Order, TrialEpsilon: s.trialEps.Epsilon,
 		CheckpointEpsilon: best.trialEps, Checkpoint: s.base.checkpoint, Seconds: math.Round(wall.Seconds()*10) / 10,
-		CPUPath: cpupath.Current().String(),
+		CPUPath:  cpupath.Current().String(),
 		bestText: s.spec.describe(best.config),
 	}
 	if !s.zGiven || s.z > 0 {
