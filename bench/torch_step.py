@@ -9,12 +9,17 @@ Models (names as privtrain's BenchmarkStep cases): the TF Privacy MNIST tutorial
 labels; the cost of a step does not depend on the values, except tanh's a little). Plain SGD
 step: zero_grad, forward, cross-entropy (summed), backward, update.
 
+With -module FILE.py it times instead the network of a module that privtrain's export.PyTorch
+wrote (build_model(), INPUT_SHAPE, NUM_CLASSES, MODEL): any built-in model, exactly as privtrain
+defines it, with PyTorch's own initialisation (bench/paths uses this).
+
 Prints one line per model: "torch <model> <examples/s>" (median over -repeats timed windows).
 Run with 2 threads and the OpenMP build of OpenBLAS, e.g.
   LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp /usr/bin/python3 bench/torch_step.py
 (bench/compare does this for you).
 """
 import argparse
+import runpy
 import statistics
 import time
 
@@ -63,10 +68,10 @@ MODELS = {
 }
 
 
-def time_model(name, model, shape, batch, seconds, repeats, nbatches=16):
+def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes=10):
     n_params = sum(p.numel() for p in model.parameters())
     xs = [torch.rand(batch, *shape) for _ in range(nbatches)]
-    ys = [torch.randint(0, 10, (batch,)) for _ in range(nbatches)]
+    ys = [torch.randint(0, classes, (batch,)) for _ in range(nbatches)]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss(reduction="sum")
 
@@ -78,9 +83,9 @@ def time_model(name, model, shape, batch, seconds, repeats, nbatches=16):
 
     for i in range(20):  # warm-up
         step(i)
-    rates = []
+    rates, cpu_rates = [], []
     for _ in range(repeats):
-        steps, start = 0, time.perf_counter()
+        steps, start, cpu0 = 0, time.perf_counter(), time.process_time()
         while True:
             step(steps)
             steps += 1
@@ -88,8 +93,11 @@ def time_model(name, model, shape, batch, seconds, repeats, nbatches=16):
             if elapsed >= seconds:
                 break
         rates.append(steps * batch / elapsed)
+        # examples per CPU-second of the process, times its threads: what the step would
+        # reach on that many cores of its own (OpenMP's spinning threads count as busy)
+        cpu_rates.append(steps * batch / (time.process_time() - cpu0) * torch.get_num_threads())
     print(f"torch {name} {statistics.median(rates):.1f} params={n_params} "
-          f"min={min(rates):.1f} max={max(rates):.1f}", flush=True)
+          f"min={min(rates):.1f} max={max(rates):.1f} cpu-examples/s={statistics.median(cpu_rates):.1f}", flush=True)
 
 
 def main():
@@ -100,9 +108,15 @@ def main():
     ap.add_argument("-seconds", type=float, default=2.0, help="length of one timed window")
     ap.add_argument("-repeats", type=int, default=3)
     ap.add_argument("-threads", type=int, default=2)
+    ap.add_argument("-module", help="time the model of this module written by privtrain's export.PyTorch instead")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.module:
+        m = runpy.run_path(args.module)
+        time_model(m["MODEL"], m["build_model"]().train(), tuple(m["INPUT_SHAPE"]), args.batch,
+                   args.seconds, args.repeats, classes=m["NUM_CLASSES"])
+        return
     names = list(MODELS) if args.model == "all" else args.model.split(",")
     for name in names:
         if name not in MODELS:

@@ -28,10 +28,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -42,12 +40,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/privtrain/privtrain/bench/internal/benchenv"
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
@@ -87,7 +86,7 @@ func main() {
 			modelNames = append(modelNames, m)
 		}
 	}
-	waitQuiet = func() string { return awaitQuiet(*quiet, *maxWait) }
+	waitQuiet = func() string { return benchenv.AwaitQuiet(*quiet, *maxWait) }
 	quietLimit = *quiet
 
 	if *trainChild > 0 {
@@ -104,7 +103,7 @@ func main() {
 }
 
 func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, tags string, rssSteps int, out, python, blasDir string) error {
-	root, err := repoRoot()
+	root, err := benchenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -130,7 +129,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 		var goForeign, torchForeign float64
 		for attempt := 0; ; attempt++ {
 			busy := waitQuiet()
-			load := loadAvg()
+			load := benchenv.LoadAvg()
 			for _, goSide := range []bool{r%2 == 0, r%2 != 0} {
 				if goSide {
 					var buf bytes.Buffer
@@ -168,7 +167,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 	fmt.Printf("\nthroughput, examples/s (median, min–max over %d rounds)\n", rounds)
 	for _, m := range modelNames {
 		for _, k := range []string{"dp/" + m, "nonprivate/" + m, "torch/" + m} {
-			med, lo, hi := spread(res[k])
+			med, lo, hi := benchenv.Spread(res[k])
 			fmt.Printf("  %-28s %10.0f  (%.0f–%.0f)\n", k, med, lo, hi)
 		}
 	}
@@ -180,7 +179,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 			for r := range rounds {
 				ratios[r] = res[mode+"/"+m][r] / res["torch/"+m][r]
 			}
-			med, lo, hi := spread(ratios)
+			med, lo, hi := benchenv.Spread(ratios)
 			note := ""
 			if t, ok := targets[m]; ok && mode == "dp" {
 				note = fmt.Sprintf("   target ≥ %.1f", t)
@@ -195,7 +194,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 			return err
 		}
 		// The child is this binary: built with the same tags when run as "go run -tags …".
-		rss, rate, err := childRSS(exec.Command(self, "-train-child", strconv.Itoa(rssSteps)))
+		rss, rate, err := benchenv.ChildRSS(exec.Command(self, "-train-child", strconv.Itoa(rssSteps)))
 		if err != nil {
 			return fmt.Errorf("private training run: %w", err)
 		}
@@ -203,7 +202,7 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 		cmd := exec.Command(python, filepath.Join(root, "bench", "torch_step.py"), "-model", "mnistcnn",
 			"-seconds", fmt.Sprint(torchSeconds), "-repeats", "1", "-threads", strconv.Itoa(torchThreads))
 		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+blasDir)
-		trss, _, err := childRSS(cmd)
+		trss, _, err := benchenv.ChildRSS(cmd)
 		if err != nil {
 			return fmt.Errorf("PyTorch run: %w", err)
 		}
@@ -224,69 +223,21 @@ func run(rounds int, benchtime string, torchSeconds float64, torchThreads int, t
 }
 
 func printHeader(tags string, torchThreads int) {
-	cpu := "?"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
-				break
-			}
-		}
-	}
+	cpu, flags, _ := benchenv.CPUInfo()
 	build := "pure Go"
 	if tags != "" {
 		build = "-tags " + tags
 	}
-	fmt.Printf("privtrain (%s, float32, batch %d) vs PyTorch non-private (%d threads); CPU %s, %d logical CPUs\n\n",
-		build, batch, torchThreads, cpu, runtime.NumCPU())
+	fmt.Printf("privtrain (%s, float32, batch %d, CPU path %s) vs PyTorch non-private (%d threads); CPU %s [%s], %d logical CPUs\n\n",
+		build, batch, cpupath.Describe(), torchThreads, cpu, strings.Join(flags, " "), runtime.NumCPU())
 }
 
 var benchLine = regexp.MustCompile(`^BenchmarkStep/(nonprivate|dp)/([\w-]+)/B=256(?:-\d+)?\s.*?\s([0-9.e+]+) examples/s`)
 
-// measured runs cmd and returns its output and the share of the CPUs' time that other
-// processes took while it ran (busy time from /proc/stat less the child's own CPU time).
-func measured(cmd *exec.Cmd) ([]byte, float64, error) {
-	b0, ok0 := busyTicks()
-	t0 := time.Now()
-	outb, err := cmd.Output()
-	wall := time.Since(t0).Seconds()
-	b1, ok1 := busyTicks()
-	foreign := -1.0
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ok0 && ok1 && wall > 0 {
-		own := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-		foreign = max(0, (b1-b0)/100-own) / (wall * float64(runtime.NumCPU()))
-	}
-	return outb, foreign, err
-}
-
-// busyTicks is the CPUs' total non-idle time so far, in USER_HZ ticks (1/100 s).
-func busyTicks() (float64, bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0, false
-	}
-	var busy float64
-	for i, v := range f[1:] {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, false
-		}
-		if i != 3 && i != 4 && i < 8 { // not idle or iowait; guest times are already in user
-			busy += x
-		}
-	}
-	return busy, true
-}
-
 func runGo(bin, benchtime string, raw *bytes.Buffer) (map[string]float64, float64, error) {
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkStep$/^(nonprivate|dp)$/^("+strings.Join(modelNames, "|")+")$/B=256$",
 		"-test.benchtime", benchtime, "-test.count", "1", "-test.benchmem")
-	outb, foreign, err := measured(cmd)
+	outb, foreign, err := benchenv.Measured(cmd)
 	if err != nil {
 		return nil, 0, fmt.Errorf("go benchmarks: %w\n%s", err, outb)
 	}
@@ -315,7 +266,7 @@ func runTorch(root, python, blasDir string, seconds float64, threads int) (map[s
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+blasDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	outb, foreign, err := measured(cmd)
+	outb, foreign, err := benchenv.Measured(cmd)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("PyTorch: %w\n%s%s", err, outb, stderr.Bytes())
 	}
@@ -335,23 +286,6 @@ func runTorch(root, python, blasDir string, seconds float64, threads int) (map[s
 		}
 	}
 	return res, outb, foreign, nil
-}
-
-// childRSS runs cmd and returns its peak resident set in MB (getrusage's ru_maxrss) and
-// the last line it printed.
-func childRSS(cmd *exec.Cmd) (float64, string, error) {
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	outb, err := cmd.Output()
-	if err != nil {
-		return 0, "", fmt.Errorf("%w\n%s", err, stderr.Bytes())
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, "", errors.New("no rusage")
-	}
-	lines := strings.Split(strings.TrimSpace(string(outb)), "\n")
-	return float64(ru.Maxrss) * 1024 / 1e6, lines[len(lines)-1], nil
 }
 
 // trainPrivately is the child of the RSS measurement: DP-SGD on the embedded MNIST sample
@@ -399,18 +333,6 @@ func trainPrivately(steps int) error {
 	return nil
 }
 
-func repoRoot() (string, error) {
-	outb, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(outb))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run from inside the privtrain module")
-	}
-	return filepath.Dir(mod), nil
-}
-
 var (
 	waitQuiet  func() string
 	quietLimit float64 // with -quiet, a round whose sides other processes disturbed more is repeated
@@ -418,66 +340,6 @@ var (
 
 // retries bounds how often a disturbed round is repeated.
 const retries = 5
-
-// awaitQuiet samples how busy the CPUs are (over one second, from /proc/stat) until it is
-// below limit or maxWait has passed, and describes the last sample.
-func awaitQuiet(limit float64, maxWait time.Duration) string {
-	deadline := time.Now().Add(maxWait)
-	for {
-		b := cpuBusy(time.Second)
-		if b < 0 {
-			return "?"
-		}
-		if limit <= 0 || b < limit || time.Now().After(deadline) {
-			return fmt.Sprintf("%.0f%% busy", 100*b)
-		}
-	}
-}
-
-// cpuBusy is the fraction of all CPUs' time spent outside idle over d (−1 if unknown).
-func cpuBusy(d time.Duration) float64 {
-	read := func() (idle, total float64, ok bool) {
-		b, err := os.ReadFile("/proc/stat")
-		if err != nil {
-			return 0, 0, false
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		if len(f) < 5 || f[0] != "cpu" {
-			return 0, 0, false
-		}
-		for i, v := range f[1:] {
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, 0, false
-			}
-			total += x
-			if i == 3 || i == 4 { // idle, iowait
-				idle += x
-			}
-		}
-		return idle, total, true
-	}
-	i0, t0, ok0 := read()
-	time.Sleep(d)
-	i1, t1, ok1 := read()
-	if !ok0 || !ok1 || t1 <= t0 {
-		return -1
-	}
-	return 1 - (i1-i0)/(t1-t0)
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
 
 // ownTags is the -tags setting this binary was built with, so that "go run -tags openblas
 // ./bench/compare" times the OpenBLAS build on both the benchmark and the RSS side.
@@ -490,19 +352,4 @@ func ownTags() string {
 		}
 	}
 	return ""
-}
-
-// spread is the median, minimum and maximum of v.
-func spread(v []float64) (med, lo, hi float64) {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return math.NaN(), math.NaN(), math.NaN()
-	}
-	med = s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
 }
