@@ -68,9 +68,13 @@ MODELS = {
 }
 
 
-def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes=10):
-    n_params = sum(p.numel() for p in model.parameters())
+def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes=10, frontend=0):
     xs = [torch.rand(batch, *shape) for _ in range(nbatches)]
+    if frontend:  # precompute the fixed leading modules' output, as privtrain's trainer does
+        with torch.no_grad():
+            xs = [model[:frontend](x) for x in xs]
+        model = model[frontend:]
+    n_params = sum(p.numel() for p in model.parameters())
     ys = [torch.randint(0, classes, (batch,)) for _ in range(nbatches)]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss(reduction="sum")
@@ -109,13 +113,16 @@ def main():
     ap.add_argument("-repeats", type=int, default=3)
     ap.add_argument("-threads", type=int, default=2)
     ap.add_argument("-module", help="time the model of this module written by privtrain's export.PyTorch instead")
+    ap.add_argument("-frontend", type=int, default=0,
+                    help="with -module: the number of leading fixed modules (a scattering front end) "
+                         "computed once on the batches, outside the timed step")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if args.module:
         m = runpy.run_path(args.module)
         time_model(m["MODEL"], m["build_model"]().train(), tuple(m["INPUT_SHAPE"]), args.batch,
-                   args.seconds, args.repeats, classes=m["NUM_CLASSES"])
+                   args.seconds, args.repeats, classes=m["NUM_CLASSES"], frontend=args.frontend)
         return
     names = list(MODELS) if args.model == "all" else args.model.split(",")
     for name in names:

@@ -25,9 +25,10 @@
 // clipped to norm 1 and summed (nn.Model.ClippedGradient), Gaussian noise on every
 // coordinate, the ledger's record and an SGD update, float32, native engine, on a fixed
 // random batch held in memory. PyTorch's step is zero_grad, forward, summed cross-entropy,
-// backward, SGD update. The scatter-* models run their scattering front end inside the step
-// on both sides (the trainer computes it once per data set instead, so their rows
-// understate training speed; the FLOP count leaves the scattering out).
+// backward, SGD update. The scatter-* models' front end (the scattering and the
+// parameter-free layers after it, nn.Model.FrontEndLayers) runs once on the batch before
+// the timing on both sides, as the trainer runs it once per data set: the step starts from
+// its features.
 //
 // Batch: 256 for models of at most 10 MFLOP per example forward (logistic regression, the
 // MNIST CNNs, scatter models on MNIST), 64 up to 200 MFLOP (the CIFAR-10 CNNs, the scatter
@@ -71,6 +72,7 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/bench/internal/benchenv"
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/internal/cpupath"
@@ -221,7 +223,7 @@ func run(o *options) error {
 	if o.torch {
 		sides = append(sides, torchSide)
 	}
-	batch, flops, modules := map[string]int{}, map[string]float64{}, map[string]string{}
+	batch, flops, modules, fronts := map[string]int{}, map[string]float64{}, map[string]string{}, map[string]int{}
 	for _, name := range o.models {
 		spec := specOf(name)
 		fwd, first, err := forwardFLOPs(spec)
@@ -238,6 +240,7 @@ func run(o *options) error {
 			if err != nil {
 				return err
 			}
+			fronts[name] = len(m.FrontEndLayers())
 			modules[name] = filepath.Join(tmp, name+".py")
 			if err := export.PyTorchFile(modules[name], m, "m", ""); err != nil {
 				return err
@@ -266,7 +269,7 @@ func run(o *options) error {
 				if side == torchSide {
 					cmd = exec.Command(o.python, filepath.Join(root, "bench", "torch_step.py"), "-module", modules[name],
 						"-batch", strconv.Itoa(batch[name]), "-seconds", fmt.Sprint(o.seconds), "-repeats", "1",
-						"-threads", strconv.Itoa(o.torchThreads))
+						"-threads", strconv.Itoa(o.torchThreads), "-frontend", strconv.Itoa(fronts[name]))
 					cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+o.blas)
 				} else {
 					cmd = exec.Command(self, "-child", name, "-batch", strconv.Itoa(batch[name]), "-seconds", fmt.Sprint(o.seconds))
@@ -506,15 +509,31 @@ func runChild(model string, batch int, seconds float64) error {
 	if m.Engine() != nn.EngineNative {
 		return fmt.Errorf("%s runs on the %v engine, not the native one", model, m.Engine())
 	}
+	// A fixed random batch of images (pixels v/255, as the data sets load them); for a
+	// model with a front end, its features, computed once as the trainer computes them
+	// once per data set, and handed to the step as features.
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float32, batch*prod(spec.InputShape))
-	for j := range x {
-		x[j] = rng.Float32()
+	pixels, classes := make([]byte, batch*prod(spec.InputShape)), make([]byte, batch)
+	for j := range pixels {
+		pixels[j] = byte(rng.IntN(256))
 	}
-	labels := make([]int, batch)
+	for i := range classes {
+		classes[i] = byte(rng.IntN(spec.NumClasses))
+	}
+	images, err := datasets.NewImages(spec.InputShape, spec.NumClasses, pixels, classes)
+	if err != nil {
+		return err
+	}
+	data, err := m.FrontEndFeatures(images)
+	if err != nil {
+		return err
+	}
+	row := prod(m.FeatureShape())
+	x, labels := make([]float32, batch*row), make([]int, batch)
 	for i := range labels {
-		labels[i] = rng.IntN(spec.NumClasses)
+		labels[i] = data.Example(i, x[i*row:(i+1)*row])
 	}
+	b := nn.Batch{X: x, Labels: labels, Features: m.HasFrontEnd()}
 	grad, params := make([]float64, m.NumParams()), make([]float64, m.NumParams())
 	rule := clipping.Flat{C: 1}
 	opt, err := dpoptim.NewPrivate(dpoptim.NewSGD(dpoptim.Constant(1e-3)), dpoptim.PrivateConfig{
@@ -526,7 +545,7 @@ func runChild(model string, batch int, seconds float64) error {
 	}
 	step := func() error {
 		clear(grad)
-		if _, err := m.ClippedGradient(nn.Batch{X: x, Labels: labels}, rule, grad); err != nil {
+		if _, err := m.ClippedGradient(b, rule, grad); err != nil {
 			return err
 		}
 		m.Params(params)
