@@ -69,8 +69,10 @@ MODELS = {
 
 
 def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes=10, frontend=0):
+    if frontend:  # the fixed leading modules' output, computed once as privtrain's trainer does
+        nbatches = 2  # (the scattering of 16 batches would take minutes)
     xs = [torch.rand(batch, *shape) for _ in range(nbatches)]
-    if frontend:  # precompute the fixed leading modules' output, as privtrain's trainer does
+    if frontend:
         with torch.no_grad():
             xs = [model[:frontend](x) for x in xs]
         model = model[frontend:]

@@ -30,6 +30,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -54,6 +55,7 @@ func run() int {
 	gflop := flag.Float64("gflop", 2.3, "GFLOP per example of a private step (for the FLOP rate)")
 	peak := flag.Float64("peak", 0, "the machine's FLOP peak in GFLOP/s (0: cores × 64 FLOP/cycle × -ghz)")
 	ghz := flag.Float64("ghz", 2.1, "clock for the default -peak (fp32 FMA on two 512-bit pipes: 64 FLOP/cycle)")
+	memProfile := flag.String("memprofile", "", "write a heap profile (live objects after the last step: what holds the memory) to this file")
 	flag.Parse()
 	if *physical <= 0 {
 		*physical = *batch
@@ -149,6 +151,21 @@ func run() int {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		fmt.Printf("peak RSS: %.0f MiB (ru_maxrss)\n", float64(ru.Maxrss)/1024)
+	}
+	if *memProfile != "" {
+		runtime.GC() // the live heap, as of the last step
+		f, err := os.Create(*memProfile)
+		if err == nil {
+			err = pprof.Lookup("heap").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "wrnstep: -memprofile: %v\n", err)
+			return 1
+		}
+		runtime.KeepAlive(m)
 	}
 	return 0
 }
