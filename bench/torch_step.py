@@ -68,6 +68,15 @@ MODELS = {
 }
 
 
+def peak_rss_mb():
+    """This process's peak resident set since its exec (VmHWM), in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    return float("nan")
+
+
 def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes=10, frontend=0):
     if frontend:  # the fixed leading modules' output, computed once as privtrain's trainer does
         nbatches = 2  # (the scattering of 16 batches would take minutes)
@@ -103,7 +112,8 @@ def time_model(name, model, shape, batch, seconds, repeats, nbatches=16, classes
         # reach on that many cores of its own (OpenMP's spinning threads count as busy)
         cpu_rates.append(steps * batch / (time.process_time() - cpu0) * torch.get_num_threads())
     print(f"torch {name} {statistics.median(rates):.1f} params={n_params} "
-          f"min={min(rates):.1f} max={max(rates):.1f} cpu-examples/s={statistics.median(cpu_rates):.1f}", flush=True)
+          f"min={min(rates):.1f} max={max(rates):.1f} cpu-examples/s={statistics.median(cpu_rates):.1f} "
+          f"rss-mb={peak_rss_mb():.1f}", flush=True)
 
 
 def main():

@@ -281,7 +281,7 @@ func run(o *options) error {
 				if err != nil {
 					return fmt.Errorf("%s on %s: %v\n%s%s", name, side, err, out, stderr.Bytes())
 				}
-				rate, cpu, err := parseRate(out)
+				rate, cpu, rss, err := parseRate(out)
 				if err != nil {
 					return fmt.Errorf("%s on %s: %v", name, side, err)
 				}
@@ -291,7 +291,7 @@ func run(o *options) error {
 					res[name][side] = c
 				}
 				c.rate, c.cpu = append(c.rate, rate), append(c.cpu, cpu)
-				c.rss = max(c.rss, benchenv.MaxRSS(cmd))
+				c.rss = max(c.rss, rss)
 				line = append(line, fmt.Sprintf("%s %.1f (others %.0f%%)", side, rate, 100*foreign))
 			}
 			fmt.Fprintf(os.Stderr, "  %s B=%d: %s\n", name, batch[name], strings.Join(line, ", "))
@@ -305,18 +305,23 @@ func run(o *options) error {
 	return nil
 }
 
-var rateLine = regexp.MustCompile(`(?m)^(?:torch|private) \S+ ([0-9.]+) .*cpu-examples/s=([0-9.]+)`)
+var rateLine = regexp.MustCompile(`(?m)^(?:torch|private) \S+ ([0-9.]+) .*cpu-examples/s=([0-9.]+) rss-mb=([0-9.]+)`)
 
-// parseRate reads a child's examples/s by wall time and by CPU time.
-func parseRate(out []byte) (wall, cpu float64, err error) {
+// parseRate reads a child's examples/s by wall time and by CPU time, and its peak RSS in MB
+// as the child reads it (VmHWM: getrusage's ru_maxrss of a child would include its parent's
+// peak from before the exec).
+func parseRate(out []byte) (wall, cpu, rss float64, err error) {
 	m := rateLine.FindSubmatch(out)
 	if m == nil {
-		return 0, 0, fmt.Errorf("no result in %q", out)
+		return 0, 0, 0, fmt.Errorf("no result in %q", out)
 	}
-	if wall, err = strconv.ParseFloat(string(m[1]), 64); err == nil {
-		cpu, err = strconv.ParseFloat(string(m[2]), 64)
+	v := make([]float64, 3)
+	for i := range v {
+		if v[i], err = strconv.ParseFloat(string(m[i+1]), 64); err != nil {
+			return 0, 0, 0, err
+		}
 	}
-	return wall, cpu, err
+	return v[0], v[1], v[2], nil
 }
 
 func defaultBatch(fwdFLOPs float64) int {
@@ -565,8 +570,8 @@ func runChild(model string, batch int, seconds float64) error {
 		steps++
 	}
 	wall, cpu := time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
-	fmt.Printf("private %s %.2f path=%s steps=%d cpu-examples/s=%.2f\n", model, float64(steps*batch)/wall,
-		cpupath.Current(), steps, float64(steps*batch)/cpu*float64(runtime.GOMAXPROCS(0)))
+	fmt.Printf("private %s %.2f path=%s steps=%d cpu-examples/s=%.2f rss-mb=%.1f\n", model, float64(steps*batch)/wall,
+		cpupath.Current(), steps, float64(steps*batch)/cpu*float64(runtime.GOMAXPROCS(0)), benchenv.PeakRSS())
 	return nil
 }
 

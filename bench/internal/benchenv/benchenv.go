@@ -40,7 +40,8 @@ func Measured(cmd *exec.Cmd) ([]byte, float64, error) {
 }
 
 // MaxRSS is the peak resident set of a finished child, in MB (getrusage's ru_maxrss), or
-// NaN if unknown.
+// NaN if unknown. Linux keeps the parent's peak before the exec in it: a small child of a
+// large parent reports the parent's (PeakRSS in the child does not).
 func MaxRSS(cmd *exec.Cmd) float64 {
 	if cmd.ProcessState == nil {
 		return math.NaN()
@@ -87,6 +88,25 @@ func statCPU() ([]float64, bool) {
 		v[i] = x
 	}
 	return v, true
+}
+
+// PeakRSS is this process's peak resident set in MB since its exec (VmHWM of
+// /proc/self/status; NaN if unknown). Unlike getrusage's ru_maxrss, which a child keeps
+// from its parent across fork and exec, it is the process's own.
+func PeakRSS() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return math.NaN()
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err == nil {
+				return kb * 1024 / 1e6
+			}
+		}
+	}
+	return math.NaN()
 }
 
 // ChildRSS runs cmd and returns its peak resident set in MB (getrusage's ru_maxrss) and
