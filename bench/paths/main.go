@@ -343,7 +343,7 @@ type table struct {
 }
 
 func (t table) write(w io.Writer) {
-	head := []string{"model", "batch", "GFLOP/example", "path", "examples/s (wall) median (min–max)", "× PyTorch per round",
+	head := []string{"model", "batch", "MFLOP/example", "path", "examples/s (wall) median (min–max)", "× PyTorch per round",
 		"examples/s by CPU time", "× PyTorch by CPU time", "GFLOP/s (CPU time)", "% of peak", "peak RSS MB"}
 	var rows [][]string
 	for _, name := range t.o.models {
@@ -374,7 +374,7 @@ func (t table) write(w io.Writer) {
 			if side == torchSide {
 				label = "PyTorch non-private"
 			}
-			rows = append(rows, []string{name, strconv.Itoa(t.batch[name]), fmt.Sprintf("%.4f", t.flops[name]/1e9), label,
+			rows = append(rows, []string{name, strconv.Itoa(t.batch[name]), fmt.Sprintf("%.4g", t.flops[name]/1e6), label,
 				fmt.Sprintf("%s (%s–%s)", num(med), num(lo), num(hi)), ratio,
 				fmt.Sprintf("%s (%s–%s)", num(cmed), num(clo), num(chi)), cratio,
 				fmt.Sprintf("%.1f", gflops), share, fmt.Sprintf("%.0f", c.rss)})
