@@ -31,9 +31,10 @@
 // its features.
 //
 // Batch: 256 for models of at most 10 MFLOP per example forward (logistic regression, the
-// MNIST CNNs, scatter models on MNIST), 64 up to 200 MFLOP (the CIFAR-10 CNNs, the scatter
-// CIFAR-10 models, the 28×28 residual networks), 16 above (wrn-16-4, resnet-klause), so a
-// cell takes seconds on the slowest path; -batch sets one for all. Both sides use it.
+// MNIST CNNs, scatter models on MNIST), 64 above (the CIFAR-10 networks, the residual
+// networks: wrn-16-4's physical batch of issue 38's memory target), so a cell takes
+// seconds (tens on the generic path); -batch sets one for all. Both sides use it. Fewer
+// rows than the clipping workspace's chunk (16 for the residual networks) leave a core idle.
 //
 // FLOPs per example of a private step: 3F − F₁, where F is the forward pass's
 // multiply-adds ×2 in the convolutions and dense layers (2·kh·kw·Cin·Cout·Hout·Wout and
@@ -324,14 +325,13 @@ func parseRate(out []byte) (wall, cpu, rss float64, err error) {
 	return v[0], v[1], v[2], nil
 }
 
+// defaultBatch: 256 for small models, 64 for the rest (at 16 rows a residual network's
+// step is one clipping chunk, which one core runs while the other waits).
 func defaultBatch(fwdFLOPs float64) int {
-	switch {
-	case fwdFLOPs <= 10e6:
+	if fwdFLOPs <= 10e6 {
 		return 256
-	case fwdFLOPs <= 200e6:
-		return 64
 	}
-	return 16
+	return 64
 }
 
 type table struct {
