@@ -114,19 +114,7 @@ func testKillDuringReserveAndCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
-		c.Process.Signal(syscall.SIGKILL)
-		err := c.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
-			t.Fatalf("trial %d: the child stopped by itself: %v\n%s", i, err, stderr.String())
-		}
-		if b, err := os.ReadFile(counter); err == nil && len(b) > 0 {
-			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			total += n
-		}
+		total += killAndCount(t, i, c, &stderr, counter)
 		if b, err := os.ReadFile(s.ledgerPath(testFP)); !onPostgres(t) && err == nil && len(b) > 0 && b[len(b)-1] != '\n' {
 			torn++
 		}
@@ -143,4 +131,25 @@ func testKillDuringReserveAndCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d kills, %d runs recorded, %d steps ran, %d torn last lines seen", trials, len(runs), total, torn)
+}
+
+// killAndCount sends SIGKILL to child c of trial i, fails the test if it had stopped by
+// itself (stderr: what it printed), and returns the steps its counter file says ran.
+func killAndCount(t *testing.T, i int, c *exec.Cmd, stderr *strings.Builder, counter string) int {
+	t.Helper()
+	c.Process.Signal(syscall.SIGKILL)
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("trial %d: the child stopped by itself: %v\n%s", i, err, stderr.String())
+	}
+	b, err := os.ReadFile(counter)
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

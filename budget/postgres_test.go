@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -240,19 +239,7 @@ func TestPostgresRestartDuringRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // it carries on
-		c.Process.Signal(syscall.SIGKILL)
-		err := c.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
-			t.Fatalf("trial %d: the child stopped by itself: %v\n%s", i, err, stderr.String())
-		}
-		if b, err := os.ReadFile(counter); err == nil && len(b) > 0 {
-			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			total += n
-		}
+		total += killAndCount(t, i, c, &stderr, counter)
 		ownerMu.Lock()
 		if ownerConn != nil {
 			ownerConn.Close(context.Background())
