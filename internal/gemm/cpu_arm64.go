@@ -59,23 +59,10 @@ func sgemmNEON(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32
 		} else {
 			slot, mr = 4+w, rows[1]
 		}
-		var biasj, bj *float32
-		if bias != nil {
-			biasj = &bias[j]
-		}
-		if bp != nil {
-			bj = (*float32)(unsafe.Add(unsafe.Pointer(bp), 4*j))
-		}
+		biasj, bj := blockColumn(bias, bp, j)
 		for i := 0; i < m; i += mr {
 			h := min(mr, m-i)
-			var ai *float32
-			if ap != nil {
-				step := i * a.Stride
-				if a.ColMajor {
-					step = i
-				}
-				ai = (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
-			}
+			ai := blockRow(ap, a, i)
 			neonKernels[layout][h][slot](k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, int(f))
 		}
 		j += w

@@ -121,24 +121,10 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 			flags = int(f) | (1<<last-1)<<16 // AVX-512: the lane mask
 		}
 		mr := rows[nv]
-		var biasj *float32
-		if bias != nil {
-			biasj = &bias[j]
-		}
-		var bj *float32
-		if bp != nil {
-			bj = (*float32)(unsafe.Add(unsafe.Pointer(bp), 4*j))
-		}
+		biasj, bj := blockColumn(bias, bp, j)
 		for i := 0; i < m; i += mr {
 			h := min(mr, m-i)
-			var ai *float32
-			if ap != nil {
-				step := i * a.Stride
-				if a.ColMajor {
-					step = i
-				}
-				ai = (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
-			}
+			ai := blockRow(ap, a, i)
 			if useAVX512() {
 				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
 			} else {
@@ -187,4 +173,29 @@ func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int,
 			}
 		}
 	}
+}
+
+// blockColumn is where a block of C's columns from j reads the bias (nil without one) and
+// B (bp: B's first entry, nil when B is never read).
+func blockColumn(bias []float32, bp *float32, j int) (biasj, bj *float32) {
+	if bias != nil {
+		biasj = &bias[j]
+	}
+	if bp != nil {
+		bj = (*float32)(unsafe.Add(unsafe.Pointer(bp), 4*j))
+	}
+	return biasj, bj
+}
+
+// blockRow is where a block of C's rows from i reads A (ap: A's first entry, nil when A
+// is never read): row i of A, or column i's start when A is column-major.
+func blockRow(ap *float32, a Matrix[float32], i int) *float32 {
+	if ap == nil {
+		return nil
+	}
+	step := i * a.Stride
+	if a.ColMajor {
+		step = i
+	}
+	return (*float32)(unsafe.Add(unsafe.Pointer(ap), 4*step))
 }
