@@ -79,21 +79,13 @@ func (o *activationOp[T]) prepare()                {}
 func (o *activationOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, _, _ int) {
 	switch o.f {
 	case actReLU:
-		if in32, ok := any(in).([]float32); ok && useAVX2() && len(in32) > 0 {
-			out32 := any(out).([]float32)
-			_ = out32[len(in32)-1]
-			f := relu32AVX512
-			if !useAsm() {
-				f = relu32AVX2
+		if in32, ok := any(in).([]float32); ok && len(in32) > 0 {
+			if f, ok := kernel(relu32AVX512, relu32AVX2, relu32NEON); ok {
+				out32 := any(out).([]float32)
+				_ = out32[len(in32)-1]
+				f(&out32[0], &in32[0], len(in32))
+				return
 			}
-			f(&out32[0], &in32[0], len(in32))
-			return
-		}
-		if in32, ok := any(in).([]float32); ok && useNEON() && len(in32) > 0 {
-			out32 := any(out).([]float32)
-			_ = out32[len(in32)-1]
-			relu32NEON(&out32[0], &in32[0], len(in32))
-			return
 		}
 		for j, v := range in {
 			if v < 0 {

@@ -256,17 +256,11 @@ func (o *convOp[T]) prepare() {
 // im2col writes the patches of one NHWC image x into u, [positions × k].
 func (o *convOp[T]) im2col(x, u []T) {
 	x, u = x[:o.h*o.w*o.c], u[:o.p*o.k]
-	if x32, ok := any(x).([]float32); ok && useAVX2() {
-		f := patchCopy32
-		if !useAsm() {
-			f = patchCopy32AVX2
+	if x32, ok := any(x).([]float32); ok {
+		if f, ok := kernel(patchCopy32, patchCopy32AVX2, patchCopy32NEON); ok {
+			f(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
+			return
 		}
-		f(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
-		return
-	}
-	if x32, ok := any(x).([]float32); ok && useNEON() {
-		patchCopy32NEON(&x32[0], &any(u).([]float32)[0], &o.runs[0], &o.runStart[0], &o.padded[0], o.p, o.k)
-		return
 	}
 	for p := range o.p {
 		row := u[p*o.k : (p+1)*o.k]
@@ -284,17 +278,11 @@ func (o *convOp[T]) im2col(x, u []T) {
 func (o *convOp[T]) col2im(du, dx []T) {
 	du, dx = du[:o.p*o.k], dx[:o.h*o.w*o.c]
 	clear(dx)
-	if dx32, ok := any(dx).([]float32); ok && useAVX2() {
-		f := patchAdd32
-		if !useAsm() {
-			f = patchAdd32AVX2
+	if dx32, ok := any(dx).([]float32); ok {
+		if f, ok := kernel(patchAdd32, patchAdd32AVX2, patchAdd32NEON); ok {
+			f(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
+			return
 		}
-		f(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
-		return
-	}
-	if dx32, ok := any(dx).([]float32); ok && useNEON() {
-		patchAdd32NEON(&dx32[0], &any(du).([]float32)[0], &o.runs[0], &o.runStart[0], o.p, o.k)
-		return
 	}
 	for p := range o.p {
 		row := du[p*o.k : (p+1)*o.k]

@@ -143,7 +143,7 @@ func (o *maxPoolOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, _ in
 	idx := sc.indices[k][:n*outN]
 	for e := range n {
 		x, y, ix := in[e*inN:(e+1)*inN], out[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if x32, ok := any(x).([]float32); ok && (useAsm() || useAVX2()) {
+		if x32, ok := any(x).([]float32); ok && useAVX2() {
 			f := maxPoolForward32
 			if !useAsm() {
 				f = maxPoolForward32AVX2
@@ -191,7 +191,7 @@ func (o *maxPoolOp[T]) backward(sc *nativeScratch[T], k int, _, _, gOut, gIn []T
 	clear(gIn)
 	for e := range n {
 		dx, g, ix := gIn[e*inN:(e+1)*inN], gOut[e*outN:(e+1)*outN], idx[e*outN:(e+1)*outN]
-		if dx32, ok := any(dx).([]float32); ok && (useAsm() || useAVX2()) {
+		if dx32, ok := any(dx).([]float32); ok && useAVX2() {
 			f := maxPoolBackward32
 			if !useAsm() {
 				f = maxPoolBackward32AVX2

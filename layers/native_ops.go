@@ -21,21 +21,13 @@ func activationGrad[T num.Float](f actFunc, dz, g, y []T) {
 		}
 		copy(dz, g)
 	case actReLU:
-		if y32, ok := any(y).([]float32); ok && (useAsm() || useAVX2()) && len(y32) > 0 {
-			dz32, g32 := any(dz).([]float32), any(g).([]float32)
-			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
-			f := reluGrad32AVX
-			if !useAsm() {
-				f = reluGrad32AVX2
+		if y32, ok := any(y).([]float32); ok && len(y32) > 0 {
+			if f, ok := kernel(reluGrad32AVX, reluGrad32AVX2, reluGrad32NEON); ok {
+				dz32, g32 := any(dz).([]float32), any(g).([]float32)
+				_, _ = dz32[len(y32)-1], g32[len(y32)-1]
+				f(&dz32[0], &g32[0], &y32[0], len(y32))
+				return
 			}
-			f(&dz32[0], &g32[0], &y32[0], len(y32))
-			return
-		}
-		if y32, ok := any(y).([]float32); ok && useNEON() && len(y32) > 0 {
-			dz32, g32 := any(dz).([]float32), any(g).([]float32)
-			_, _ = dz32[len(y32)-1], g32[len(y32)-1]
-			reluGrad32NEON(&dz32[0], &g32[0], &y32[0], len(y32))
-			return
 		}
 		for j, v := range y {
 			if v > 0 {

@@ -55,7 +55,7 @@ func Gemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int, bia
 	case []float32:
 		a32 := any(a).(Matrix[float32])
 		b32, bias32 := any(b).([]float32), any(bias).([]float32)
-		if useAVX512() || useAVX2() {
+		if useAVX2() { // AVX-512 or AVX2 + FMA
 			sgemmKernels(m, n, k, a32, b32, ldb, c, ldc, bias32, f)
 			return
 		}
