@@ -175,21 +175,28 @@ func TestOracleCatchesWrongGradients(t *testing.T) {
 		{"gradient off by 0.1 % in one entry", offScale{layers.Scale{Bias: true}}, "vs Gorgonia's symbolic gradient"},
 		{"squared norm 2 % small", badNormScale{layers.Scale{Bias: true}}, "squared norm"},
 	} {
-		r := recorder{TB: t}
-		rep := layertest.Check(&r, tc.l, []int{6}, cfg)
-		if len(r.errs) == 0 {
-			t.Errorf("%s: the oracle reported nothing (%v)", tc.name, rep)
-			continue
-		}
-		found := false
-		for _, e := range r.errs {
-			found = found || strings.Contains(e, tc.want)
-		}
-		if !found {
-			t.Errorf("%s: no failure mentions %q: %v", tc.name, tc.want, r.errs)
-		}
-		t.Logf("%s: %d failures recorded, e.g. %s; %v", tc.name, len(r.errs), r.errs[0], rep)
+		expectFailure(t, tc.name, tc.l, []int{6}, cfg, tc.want)
 	}
+}
+
+// expectFailure runs the oracle on a broken layer l through a recorder and asserts that
+// it reports failures, one of which mentions want.
+func expectFailure(t *testing.T, name string, l layers.Layer, in []int, cfg layertest.Config, want string) {
+	t.Helper()
+	r := recorder{TB: t}
+	rep := layertest.Check(&r, l, in, cfg)
+	if len(r.errs) == 0 {
+		t.Errorf("%s: the oracle reported nothing (%v)", name, rep)
+		return
+	}
+	found := false
+	for _, e := range r.errs {
+		found = found || strings.Contains(e, want)
+	}
+	if !found {
+		t.Errorf("%s: no failure mentions %q: %v", name, want, r.errs)
+	}
+	t.Logf("%s: %d failures recorded, e.g. %s; %v", name, len(r.errs), r.errs[0], rep)
 }
 
 // TestOracleLayerNorm: the test-only LayerNorm (layernorm_test.go) without planted bugs
@@ -211,19 +218,6 @@ func TestOracleCatchesNativeMistakes(t *testing.T) {
 		{"no-mean-g", "input gradient"},
 		{"stale-rows", "native example"},
 	} {
-		r := recorder{TB: t}
-		rep := layertest.Check(&r, layers.LayerNorm{Bug: tc.bug}, []int{5}, layertest.Config{Seed: 6})
-		if len(r.errs) == 0 {
-			t.Errorf("bug %s: the oracle reported nothing (%v)", tc.bug, rep)
-			continue
-		}
-		found := false
-		for _, e := range r.errs {
-			found = found || strings.Contains(e, tc.want)
-		}
-		if !found {
-			t.Errorf("bug %s: no failure mentions %q: %v", tc.bug, tc.want, r.errs)
-		}
-		t.Logf("bug %s: %d failures recorded, e.g. %s", tc.bug, len(r.errs), r.errs[0])
+		expectFailure(t, "bug "+tc.bug, layers.LayerNorm{Bug: tc.bug}, []int{5}, layertest.Config{Seed: 6}, tc.want)
 	}
 }

@@ -224,26 +224,13 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 	// CPU path this machine supports (internal/cpupath), each run after a first, different
 	// batch through the same buffers and then in chunks of one row, so that a buffer
 	// not cleared between calls or rows shows.
-	plain := p.stack(nil)
-	nws, err := runNative[float64](plain, p.in, p.batch, p.x, p.r, cfg.Seed)
+	err = p.checkStack(t, "native", p.stack(nil), sym, cfg, &rep.Native, &rep.Float32)
 	if errors.Is(err, layers.ErrNotNative) {
 		rep.Native, rep.InputGrad = -1, -1
 		return rep, nil
 	}
 	if err != nil {
 		return rep, err
-	}
-	checkNative(t, p, "native", nws, sym, cfg.Symbolic, &rep.Native)
-	for _, path := range cpupath.Supported() {
-		restore := cpupath.Force(path)
-		ws, err := runNative[float32](plain, p.in, p.batch, p.x, p.r, cfg.Seed)
-		if err == nil {
-			checkNative(t, p, "native float32 ("+path.String()+" path)", ws, sym, cfg.Float32, &rep.Float32)
-		}
-		restore()
-		if err != nil {
-			return rep, err
-		}
 	}
 
 	// The layer's input gradient: the same behind a fixed random linear map, whose
@@ -259,23 +246,36 @@ func check(t testing.TB, l layers.Layer, in []int, cfg Config) (Report, error) {
 			return rep, fmt.Errorf("symbolic gradient behind the linear map: %w", err)
 		}
 	}
-	iws, err := runNative[float64](withMap, p.in, p.batch, p.x, p.r, cfg.Seed)
-	if err != nil {
+	if err := p.checkStack(t, "native input gradient (behind a fixed linear map)", withMap, ref, cfg, &rep.InputGrad, &rep.Float32); err != nil {
 		return rep, err
 	}
-	checkNative(t, p, "native input gradient (behind a fixed linear map)", iws, ref, cfg.Symbolic, &rep.InputGrad)
+	return rep, nil
+}
+
+// checkStack runs stack s natively (runNative) in float64, then in float32 on every CPU
+// path this machine supports, and holds each run to the reference gradients ref (float64
+// to cfg.Symbolic, into *worst64; float32 to cfg.Float32, into *worst32); what names the
+// runs in failures. The first run's error (layers.ErrNotNative for a layer without a
+// native kernel) is returned before anything is checked.
+func (p *problem) checkStack(t testing.TB, what string, s stacked, ref [][]float64, cfg Config, worst64, worst32 *float64) error {
+	t.Helper()
+	ws, err := runNative[float64](s, p.in, p.batch, p.x, p.r, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	checkNative(t, p, what, ws, ref, cfg.Symbolic, worst64)
 	for _, path := range cpupath.Supported() {
-		restore := cpupath.Force(path)
-		ws, err := runNative[float32](withMap, p.in, p.batch, p.x, p.r, cfg.Seed)
+		restore := cpupath.Force(path) // for the sums the checks take too
+		ws, err := runNative[float32](s, p.in, p.batch, p.x, p.r, cfg.Seed)
 		if err == nil {
-			checkNative(t, p, "native float32 input gradient (behind a fixed linear map, "+path.String()+" path)", ws, ref, cfg.Float32, &rep.Float32)
+			checkNative(t, p, what+" in float32 ("+path.String()+" path)", ws, ref, cfg.Float32, worst32)
 		}
 		restore()
 		if err != nil {
-			return rep, err
+			return err
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // stacked is a stack of layers with their parameters, for a native run or a symbolic
