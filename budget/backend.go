@@ -3,10 +3,7 @@ package budget
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
-
-	"github.com/privtrain/privtrain/internal/filelock"
 )
 
 // backend is where a store keeps its ledgers: a directory (fileBackend) or a PostgreSQL
@@ -39,48 +36,6 @@ type storage interface {
 	ledgerName(fp string) string
 	headName() string
 }
-
-// fileBackend is the store directory: a ledger and a head file per data set, and the
-// lock file that serialises every read and append.
-type fileBackend struct{ s *Store }
-
-func (b fileBackend) begin(string) (storage, error) {
-	lk, err := b.s.lock()
-	if err != nil {
-		return nil, err
-	}
-	return fileStorage{b.s, lk}, nil
-}
-
-func (fileBackend) close() error { return nil }
-
-// fileStorage is the store directory under its lock file.
-type fileStorage struct {
-	*Store
-	lk *filelock.Lock
-}
-
-func (s fileStorage) load(fp string) ([]byte, []byte, error) {
-	data, err := readFile(s.ledgerPath(fp))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("budget: %w", err)
-	}
-	head, herr := readFile(s.headPath(fp))
-	if herr != nil && !errors.Is(herr, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("budget: %w", herr)
-	}
-	if head == nil && herr == nil {
-		head = []byte{} // an empty head file is a head that does not parse
-	}
-	return data, head, err
-}
-
-// The ledger file is synced by every append: nothing is left to commit.
-func (s fileStorage) commit() error { return nil }
-func (s fileStorage) end()          { s.lk.Unlock() }
-
-func (s fileStorage) ledgerName(fp string) string { return s.ledgerPath(fp) }
-func (s fileStorage) headName() string            { return "the head file" }
 
 // retryDelays are the waits between the attempts of a reservation or a commit whose
 // database connection failed (a file store's errors are not retried).

@@ -3,8 +3,6 @@ package budget
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"time"
 )
@@ -47,27 +45,6 @@ type RunRecord struct {
 	Settled         bool
 	// Own is the run's own spend at its δ.
 	Own Composition
-}
-
-// fingerprints lists the data sets of the store directory, sorted.
-func (s fileStorage) fingerprints() ([]string, error) {
-	des, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("budget: %w", err)
-	}
-	seen := map[string]bool{}
-	var fps []string
-	for _, de := range des {
-		name := de.Name()
-		for _, ext := range []string{".ledger", ".head"} {
-			if fp, ok := strings.CutSuffix(name, ext); ok && isHex64(fp) && !seen[fp] {
-				seen[fp] = true
-				fps = append(fps, fp)
-			}
-		}
-	}
-	slices.Sort(fps)
-	return fps, nil
 }
 
 // Datasets verifies and summarises every data set of the store, at δ = delta (0: each
