@@ -50,6 +50,7 @@ func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 		EpochExamples:  t.epochExamples,
 		TestLoss:       t.testLoss,
 		TestAccuracy:   t.testAccuracy,
+		BudgetHead:     t.budgetHead(), // budget.go: nil without a reservation
 	}
 	t.model.WriteCheckpoint(c)
 	t.captureAverage(c)
@@ -186,6 +187,7 @@ func (t *Trainer) Restore(c *checkpoint.Training, opts ...RestoreOption) error {
 	t.epochLoss, t.epochCorrect, t.epochExamples = c.EpochLoss, c.EpochCorrect, c.EpochExamples
 	t.testLoss, t.testAccuracy = c.TestLoss, c.TestAccuracy
 	t.plan.NoiseMultiplier, t.plan.Spent = z, spent
+	t.noteRestored(c) // budget.go: the parent and witnesses of the next reservation
 	return nil
 }
 

@@ -252,6 +252,11 @@ type Trainer struct {
 	// its lineage (Restore with AllowRewind), oldest first.
 	runID   string
 	rewinds []checkpoint.Rewind
+	// budget is the run's latest reservation in a budget store (ReserveBudget; nil:
+	// none), whose ledger head the checkpoints record; resumed is what Restore loaded,
+	// for the next reservation.
+	budget  *BudgetRecord
+	resumed *resumedFrom
 	// failed is the error of a step that did not complete. The private step may already
 	// have recorded its (q, z) in the ledger, so continuing would spend privacy that the
 	// plan did not count: the trainer refuses to run or checkpoint after it.

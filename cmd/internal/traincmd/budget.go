@@ -8,12 +8,9 @@ import (
 	"math"
 	"slices"
 
-	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -29,12 +26,10 @@ func addBudgetFlags(fs *flag.FlagSet, b *budgetFlags) {
 	fs.StringVar(&b.store, "budget-store", "", "the budget store where every run records its spend on its data set: a directory, or a PostgreSQL `URL` postgres://… shared by a team (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
 }
 
-// runBudget is a run's reservation in the budget store.
+// runBudget is a run's reservation in the budget store, and the lines it prints.
 type runBudget struct {
-	res        *budget.Reservation
-	acct       string
-	base       int // the ledger's steps when the run reserved (the lineage before it)
-	private    bool
+	rec        *training.BudgetRecord // a training run's record (reserveBudget)
+	res        *budget.Reservation    // the reservation: rec's, or a search's
 	stderr     io.Writer
 	name, desc string
 	start      string        // the line report prints
@@ -45,71 +40,29 @@ type runBudget struct {
 }
 
 // reserveBudget records the run's planned spend in the budget store before its first
-// step (report prints the data set's spend so far and with this run's plan). A resumed run
-// reserves its new steps only (the checkpoint's ledger holds the older ones, recorded by
-// the run that took them, or imported now when the store has not seen them). cks are the
-// checkpoints read (the one resumed first; nil entries are skipped): the ledger heads they
-// recorded are witnesses that the store must still hold (a rollback is refused).
-func reserveBudget(o *options, t *training.Trainer, cks []*checkpoint.Training, fp string, rule dpoptim.Rule, stderr io.Writer) (*runBudget, error) {
-	ck := cks[0]
+// step (training.ReserveBudget: the trainer's remaining plan; for a resumed run the
+// parent, the import of what the store lacks of its checkpoint's ledger and the
+// checkpoints' ledger heads as witnesses); report prints the data set's spend so far
+// and with this run's plan.
+func reserveBudget(o *options, t *training.Trainer, fp string, stderr io.Writer) (*runBudget, error) {
 	store, err := cli.OpenStore(o.budget.store)
 	if err != nil {
 		return nil, err
 	}
-	p := t.Plan()
 	name := o.dataset
 	if o.data != "" {
 		name += " " + o.data
 	}
-	rb := &runBudget{acct: o.accountant, private: p.Private, stderr: stderr, name: name}
 	// The run's budget lines are by its own accountant, as its plan and summary are.
-	run := budget.Run{Lineage: t.RunID(), Tool: "train", Name: name, Command: o.budget.command, Delta: p.Delta, Accountant: o.accountant}
-	var planned budget.Spend
-	if p.Private {
-		rb.base = t.Ledger().Steps()
-		scaler, _ := rule.(dpoptim.NoiseScaler)
-		l := accountant.NewLedger()
-		for step := t.Steps(); step < p.Steps; step++ {
-			if err := l.Record(p.SampleRate, checkpoint.StepMultiplier(p.NoiseMultiplier, scaler, step), 1); err != nil {
-				return nil, err
-			}
-		}
-		planned = budget.SegmentSpend(o.accountant, l.History())
-	} else {
-		planned = budget.Spend{Unbounded: true}
-	}
-	if ck != nil {
-		run.Parent = &budget.Parent{Run: ck.RunID, Step: ck.Step, Steps: ck.LineageSteps()}
-		inherited := budget.Spend{Unbounded: true}
-		if p.Private {
-			inherited = budget.SegmentSpend(o.accountant, t.Ledger().History())
-		}
-		run.Inherited = &inherited
-	}
-	for _, c := range cks {
-		if c != nil && c.BudgetHead != nil {
-			h := c.BudgetHead
-			run.Witnesses = append(run.Witnesses, budget.Head{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash})
-		}
-	}
-	res, err := store.Reserve(fp, run, planned, o.budget.eps)
+	rec, err := training.ReserveBudget(store, t, training.BudgetRun{Fingerprint: fp, Limit: o.budget.eps,
+		Tool: "train", Name: name, Command: o.budget.command, Accountant: o.accountant})
 	if err != nil {
 		return nil, cli.StoreError("-budget", store, err)
 	}
-	rb.res = res
-	rb.desc = fmt.Sprintf("data set %s (%s)", fp[:12], name)
+	res := rec.Reservation()
+	rb := &runBudget{rec: rec, res: res, stderr: stderr, name: name, desc: fmt.Sprintf("data set %s (%s)", fp[:12], name)}
 	rb.start = fmt.Sprintf("budget: %s in %s: spent %s; with this run's plan %s\n", rb.desc, store.Dir(), cli.FormatSpend(res.Before), cli.FormatSpend(res.After))
 	return rb, nil
-}
-
-// head is the data set's ledger head after the run's latest entry in the budget store,
-// which every checkpoint the run writes records (nil without a reservation).
-func (rb *runBudget) head() *checkpoint.BudgetHead {
-	if rb == nil || rb.res == nil {
-		return nil
-	}
-	h := rb.res.Head()
-	return &checkpoint.BudgetHead{Fingerprint: h.Fingerprint, Ledger: h.Ledger, Seq: h.Seq, Hash: h.Hash}
 }
 
 // report prints the data set's spend before the run and with its plan (after the run's
@@ -123,15 +76,11 @@ func (rb *runBudget) report() {
 // settle commits what the run spent (the steps its ledger recorded after the
 // reservation, however it stopped) and prints the data set's settled total. A failure
 // leaves the reservation, which over-counts: a warning, not an error.
-func (rb *runBudget) settle(t *training.Trainer) {
-	if rb == nil || rb.res == nil {
+func (rb *runBudget) settle() {
+	if rb == nil || rb.rec == nil {
 		return
 	}
-	actual := budget.Spend{Unbounded: true}
-	if rb.private && t.Ledger() != nil {
-		actual = budget.SegmentSpend(rb.acct, dropSteps(t.Ledger().History(), rb.base))
-	}
-	total, err := rb.res.Commit(actual)
+	total, err := rb.rec.Commit()
 	if err != nil {
 		fmt.Fprintf(rb.stderr, "train: warning: settling the run in the budget store: %s (the store keeps this run's planned spend)\n", exit.OneLine(err.Error()))
 		return
@@ -159,21 +108,6 @@ func (rb *runBudget) datasetSpend() *datasetSpend {
 		eps = &c.Epsilon
 	}
 	return &datasetSpend{Fingerprint: rb.res.Fingerprint, Epsilon: eps, Delta: c.Delta, Method: c.Method}
-}
-
-// dropSteps returns history without its first n steps.
-func dropSteps(history []accountant.Segment, n int) []accountant.Segment {
-	var out []accountant.Segment
-	for _, s := range history {
-		if n >= s.Steps {
-			n -= s.Steps
-			continue
-		}
-		s.Steps -= n
-		n = 0
-		out = append(out, s)
-	}
-	return out
 }
 
 // reserveSearch records a -tune search in the budget store before its first trial: its

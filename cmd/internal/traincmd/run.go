@@ -134,9 +134,6 @@ type session struct {
 		eps  float64
 	}
 	stderr io.Writer
-	// budget is the run's reservation in the budget store (nil: none, such as a
-	// -distributed job's ranks other than 0): its ledger head goes into every checkpoint.
-	budget *runBudget
 }
 
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
@@ -265,13 +262,12 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	warnUncheckedContent(o, ck, stderr)
 	var spend *runBudget
 	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
-		if spend, err = reserveBudget(o, s.trainer, []*checkpoint.Training{ck, newest}, fingerprint, cfg.Rule, stderr); err != nil { // before any output file is touched
+		if spend, err = reserveBudget(o, s.trainer, fingerprint, stderr); err != nil { // before any output file is touched
 			return 0, err
 		}
 	}
-	s.budget = spend
 	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
-		spend.settle(s.trainer) // no step ran: settles at none
+		spend.settle() // no step ran: settles at none
 		return 0, err
 	}
 	defer s.metrics.close()
@@ -290,14 +286,14 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if err := o.dist.ready(); err != nil {
-		spend.settle(s.trainer) // no step ran: settles at none
+		spend.settle() // no step ran: settles at none
 		return 0, err
 	}
 	spend.report()
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
-	spend.settle(s.trainer)
+	spend.settle()
 	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr == nil || interrupted {
 		o.dist.ran() // every rank stopped after the same step
@@ -371,7 +367,6 @@ func (s *session) save() error {
 	if err != nil {
 		return err
 	}
-	c.BudgetHead = s.budget.head()
 	if err := saveCheckpoint(s.o.checkpoint, c); err != nil {
 		return fileError("checkpoint", s.o.checkpoint, err)
 	}
