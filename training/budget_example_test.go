@@ -24,14 +24,6 @@ import (
 // mechanism: T steps with z = 4 have the RDP Tα/(2z²), which converts (Balle et al. 2020)
 // to ε = 1.847 for T = 3 and 2.714 for T = 6 at δ = 1e-5 (TestBudgetExampleNumbers).
 func ExampleRunBudgeted() {
-	train, _, err := mnist.Embedded()
-	if err != nil {
-		panic(err)
-	}
-	digits, err := datasets.StratifiedSubset(train, 100)
-	if err != nil {
-		panic(err)
-	}
 	dir, err := os.MkdirTemp("", "privtrain-budget")
 	if err != nil {
 		panic(err)
@@ -43,6 +35,14 @@ func ExampleRunBudgeted() {
 	}
 	defer store.Close()
 
+	train, _, err := mnist.Embedded()
+	if err != nil {
+		panic(err)
+	}
+	digits, err := datasets.StratifiedSubset(train, 100)
+	if err != nil {
+		panic(err)
+	}
 	for run := 1; run <= 2; run++ {
 		m, err := nn.New(models.LogisticRegression(), 100, nn.WithSeed(1))
 		if err != nil {

@@ -83,6 +83,19 @@ func budgetTrainer(t *testing.T, train datasets.Dataset, epochs int, onStep func
 	})
 }
 
+// stoppedTrainer is budgetTrainer with a context that its k-th step cancels.
+func stoppedTrainer(t *testing.T, train datasets.Dataset, epochs, k int) (*training.Trainer, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return budgetTrainer(t, train, epochs, func(p training.StepProgress) error {
+		if p.GlobalStep == k {
+			cancel()
+		}
+		return nil
+	}), ctx
+}
+
 func openStore(t *testing.T) *budget.Store {
 	t.Helper()
 	s, err := budget.Open(t.TempDir(), nil)
@@ -270,13 +283,7 @@ func TestBudgetResume(t *testing.T) {
 	fp := datasets.ContentFingerprint(train)
 	const T, k = 5, 2
 	first := openStore(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	tr := budgetTrainer(t, train, T, func(p training.StepProgress) error {
-		if p.GlobalStep == k {
-			cancel()
-		}
-		return nil
-	})
+	tr, ctx := stoppedTrainer(t, train, T, k)
 	if _, _, err := training.RunBudgeted(ctx, first, tr, training.BudgetRun{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -288,34 +295,29 @@ func TestBudgetResume(t *testing.T) {
 		t.Fatalf("checkpoint's budget head %+v; want the commit, entry 1", ck.BudgetHead)
 	}
 
-	t.Run("same store", func(t *testing.T) {
+	// resume runs the rest of the plan from ck with its spend recorded in store.
+	resume := func(t *testing.T, store *budget.Store) []budget.RunRecord {
 		tr2 := budgetTrainer(t, train, T, nil)
 		if err := tr2.Restore(ck); err != nil {
 			t.Fatal(err)
 		}
-		_, total, err := training.RunBudgeted(context.Background(), first, tr2, training.BudgetRun{})
+		_, total, err := training.RunBudgeted(context.Background(), store, tr2, training.BudgetRun{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkSteps(t, "lineage", total, T)
-		_, runs := runsOf(t, first, fp)
+		_, runs := runsOf(t, store, fp)
+		return runs
+	}
+	t.Run("same store", func(t *testing.T) {
+		runs := resume(t, first)
 		if len(runs) != 2 || runs[1].Import || stepsOf(t, "resume", runs[1].Spend) != T-k ||
 			runs[1].Parent == nil || *runs[1].Parent != (budget.Parent{Run: tr.RunID(), Step: k, Steps: k}) || runs[1].Lineage != tr.RunID() {
 			t.Errorf("runs %+v; want the resume's %d steps, parent %s at step %d, no import", runs, T-k, tr.RunID(), k)
 		}
 	})
 	t.Run("other store", func(t *testing.T) {
-		other := openStore(t)
-		tr2 := budgetTrainer(t, train, T, nil)
-		if err := tr2.Restore(ck); err != nil {
-			t.Fatal(err)
-		}
-		_, total, err := training.RunBudgeted(context.Background(), other, tr2, training.BudgetRun{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSteps(t, "lineage", total, T)
-		_, runs := runsOf(t, other, fp)
+		runs := resume(t, openStore(t))
 		if len(runs) != 2 || !runs[0].Import || stepsOf(t, "import", runs[0].Spend) != k || runs[0].Lineage != tr.RunID() ||
 			runs[1].Import || stepsOf(t, "resume", runs[1].Spend) != T-k {
 			t.Errorf("runs %+v; want an import of the checkpoint's %d steps, then the resume's %d", runs, k, T-k)
@@ -344,13 +346,7 @@ func TestBudgetResume(t *testing.T) {
 	})
 	t.Run("steps before the reservation", func(t *testing.T) {
 		store := openStore(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		tr := budgetTrainer(t, train, T, func(p training.StepProgress) error {
-			if p.GlobalStep == k {
-				cancel()
-			}
-			return nil
-		})
+		tr, ctx := stoppedTrainer(t, train, T, k)
 		if _, err := tr.Run(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
