@@ -30,6 +30,9 @@ func Trainers(newTrainer func(Trial) (*training.Trainer, error), validation int)
 // test set of validation examples after the last epoch (rounded from the accuracy; −Inf
 // if the parameters diverged or no evaluation ran), its ledger, its ε and the trainer.
 func TrainTrial(ctx context.Context, t *training.Trainer, validation int) (Outcome, error) {
+	if t == nil || validation < 1 {
+		return Outcome{}, fmt.Errorf("tuning: a trial needs a trainer and a validation part of ≥ 1 examples as its test set (%d given)", validation)
+	}
 	res, err := t.Run(ctx)
 	out := Outcome{Ledger: t.Ledger(), Trainer: t}
 	switch {

@@ -418,6 +418,9 @@ func TestSearchEnds(t *testing.T) {
 	if _, err := (&Search{Accounting: a, Train: s.Train}).Run(context.Background()); err == nil {
 		t.Error("a search without a space ran")
 	}
+	if _, err := TrainTrial(context.Background(), nil, 0); err == nil {
+		t.Error("TrainTrial without a trainer or validation examples ran")
+	}
 }
 
 func TestSpace(t *testing.T) {

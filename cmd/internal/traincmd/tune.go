@@ -32,6 +32,10 @@ import (
 // trial's (accountant.TuningRDP), so the ε printed covers the release of the best trial's
 // model, values and noisy score, the choice among the trials included.
 //
+// The search itself (the draws, the trials, the noisy selection, the accounting) is
+// package tuning; this file parses the spec, turns each trial's values into a trainer
+// from the command line, and prints.
+//
 // SPEC is `;`-separated `KEY=VALUES`:
 //
 //	lr=0.5,1,2;clip=0.5,1;trials=geometric:mean=8;score-noise=10
