@@ -18,10 +18,9 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cpupath"
-	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
+	"github.com/privtrain/privtrain/tuning"
 )
 
 // -tune SPEC runs a private random search (docs/tuning.md): K trials, K drawn from the
@@ -32,6 +31,10 @@ import (
 // released. Papernot and Steinke (ICLR 2022) bound the whole search's Rényi DP from one
 // trial's (accountant.TuningRDP), so the ε printed covers the release of the best trial's
 // model, values and noisy score, the choice among the trials included.
+//
+// The search itself (the draws, the trials, the noisy selection, the accounting) is
+// package tuning; this file parses the spec, turns each trial's values into a trainer
+// from the command line, and prints.
 //
 // SPEC is `;`-separated `KEY=VALUES`:
 //
@@ -240,51 +243,38 @@ func parseTrials(s string) (accountant.Trials, error) {
 }
 
 // tuneConfig is one combination of the spec's values: value[i] for params[i].
-type tuneConfig []string
+type tuneConfig = tuning.Config
+
+// space returns the spec's search space.
+func (s *tuneSpec) space() tuning.Space {
+	sp := make(tuning.Space, len(s.params))
+	for i, p := range s.params {
+		sp[i] = tuning.Param{Name: p.name, Values: p.values}
+	}
+	return sp
+}
 
 // configs returns every combination of the spec's values.
-func (s *tuneSpec) configs() []tuneConfig {
-	out := []tuneConfig{{}}
-	for _, p := range s.params {
-		var next []tuneConfig
-		for _, c := range out {
-			for _, v := range p.values {
-				next = append(next, append(slices.Clone(c), v))
-			}
-		}
-		out = next
-	}
-	return out
-}
+func (s *tuneSpec) configs() []tuneConfig { return s.space().Configs() }
 
 // describe writes a configuration as "lr=1 clip=0.5".
-func (s *tuneSpec) describe(c tuneConfig) string {
-	parts := make([]string, len(c))
-	for i, v := range c {
-		parts[i] = s.params[i].name + "=" + v
-	}
-	return strings.Join(parts, " ")
-}
+func (s *tuneSpec) describe(c tuneConfig) string { return s.space().Describe(c) }
 
 // tuneSearch is a planned search: the spec, the data, the noise multiplier and the
 // accounting.
 type tuneSearch struct {
-	spec      *tuneSpec
-	base      *options
-	args      []string
-	trainSet  datasets.Dataset
-	valSet    datasets.Dataset
-	dataName  string
-	dataFP    string // the content fingerprint of the whole training set (budget.go)
-	notes     []string
-	seeded    bool
-	z         float64 // the noise multiplier of every trial (noiseGiven: per config)
-	zGiven    bool    // -noise or noise= fixes z; otherwise z is calibrated for the search
-	orders    []float64
-	trialRDP  []float64 // one trial's RDP at orders: the most of every configuration, score included
-	searchRDP []float64 // the whole search's, accountant.TuningRDP of trialRDP
-	trialEps  accountant.Spent
-	searchEps accountant.Spent
+	spec     *tuneSpec
+	base     *options
+	args     []string
+	trainSet datasets.Dataset
+	valSet   datasets.Dataset
+	dataName string
+	dataFP   string // the content fingerprint of the whole training set (budget.go)
+	notes    []string
+	seeded   bool
+	z        float64 // the noise multiplier of every trial (noiseGiven: per config)
+	zGiven   bool    // -noise or noise= fixes z; otherwise z is calibrated for the search
+	acc      *tuning.Accounting
 }
 
 // TuneSpend is what a search spends, for the budget store: the search's Rényi DP curve
@@ -299,9 +289,9 @@ type TuneSpend struct {
 // Spend returns the search's spend for the budget store.
 func (s *tuneSearch) Spend() TuneSpend {
 	return TuneSpend{
-		Orders: slices.Clone(s.orders), RDP: slices.Clone(s.searchRDP), Delta: s.base.delta,
+		Orders: slices.Clone(s.acc.Orders), RDP: slices.Clone(s.acc.SearchRDP), Delta: s.base.delta,
 		Description: fmt.Sprintf("train -tune %q: private random search, trials %v, score noise σ = %g; ε = %.4g at δ = %g (Papernot & Steinke 2022)",
-			s.base.tune, s.spec.trials, s.spec.scoreNoise, s.searchEps.Epsilon, s.base.delta),
+			s.base.tune, s.spec.trials, s.spec.scoreNoise, s.acc.Search.Epsilon, s.base.delta),
 	}
 }
 
@@ -364,7 +354,7 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	} else if o.validation == 0 {
 		return nil, exit.Usagef("-validation 0 with -tune: the trials are scored on a validation split of the training set; give a fraction in (0, 1)")
 	}
-	s := &tuneSearch{spec: spec, base: o, args: args, seeded: o.set["seed"], orders: accountant.OrdersUpTo(256)}
+	s := &tuneSearch{spec: spec, base: o, args: args, seeded: o.set["seed"]}
 	s.zGiven = o.set["noise"] || slices.ContainsFunc(spec.params, func(p tuneParam) bool { return p.name == "noise" })
 	if o.set["noise"] {
 		s.z = o.noise
@@ -409,27 +399,15 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 const settingTuneTrial = "tune-trial"
 
 // tuneSplit holds out about fraction of ds for validation, each example by its own
-// content: datasets.HashSplit with the validation domain, the split -validation makes
-// too (validation.go). Adding or removing one example moves no other: neighbouring data
-// sets give trained-on parts and validation parts that differ in that one example at
-// most, which the search's privacy needs. The number held out is binomial rather than
-// exact, and identical examples go to the same part.
+// content (tuning.Split: the split -validation makes too, validation.go), so that
+// neighbouring data sets split alike.
 func tuneSplit(ds datasets.Dataset, fraction float64, seed uint64) (train, val datasets.Dataset, err error) {
-	trainIdx, valIdx, err := datasets.HashSplit(ds, fraction, seed, datasets.DomainValidation)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(valIdx) == 0 || len(trainIdx) == 0 {
+	train, val, err = tuning.Split(ds, fraction, seed)
+	if e := (*tuning.EmptyPartError)(nil); errors.As(err, &e) {
 		return nil, nil, exit.Usagef("-validation %g with -tune: of the %s training examples, %s fall in the validation part and %s in the trained-on part; both must be ≥ 1 (choose another fraction or -split-seed)",
-			fraction, cli.Thousands(ds.Len()), cli.Thousands(len(valIdx)), cli.Thousands(len(trainIdx)))
+			fraction, cli.Thousands(e.Examples), cli.Thousands(e.Held), cli.Thousands(e.Train))
 	}
-	if train, err = datasets.Subset(ds, trainIdx); err != nil {
-		return nil, nil, err
-	}
-	if val, err = datasets.Subset(ds, valIdx); err != nil {
-		return nil, nil, err
-	}
-	return train, val, nil
+	return train, val, err
 }
 
 // trialOptions returns the options of a trial with the values c: the command line again
@@ -477,59 +455,28 @@ func (s *tuneSearch) trialOptions(c tuneConfig, z float64, seed uint64) (*option
 	return o, nil
 }
 
-// trialPlan is what a trial's privacy depends on.
-type trialPlan struct {
-	batch, epochs int
-	z             float64 // 0: the search's z
-}
-
 // trialPlans returns the distinct plans of configs, z given by the configuration when
 // it fixes it (noise=, -noise) and 0 otherwise.
-func (s *tuneSearch) trialPlans(configs []tuneConfig) ([]trialPlan, error) {
+func (s *tuneSearch) trialPlans(configs []tuneConfig) ([]tuning.Plan, error) {
 	n := s.trainSet.Len()
-	var plans []trialPlan
+	var plans []tuning.Plan
 	for _, c := range configs {
 		o, err := s.trialOptions(c, 0, 1)
 		if err != nil {
 			return nil, err
 		}
-		p := trialPlan{o.batch, o.epochs, 0}
+		p := tuning.Plan{BatchSize: o.batch, Epochs: o.epochs}
 		if s.zGiven {
-			p.z = o.noise
+			p.NoiseMultiplier = o.noise
 		}
-		if p.batch > n {
-			return nil, exit.Usagef("-tune %s: -batch %d is larger than the training set (%s examples after the validation split)", s.spec.describe(c), p.batch, cli.Thousands(n))
+		if p.BatchSize > n {
+			return nil, exit.Usagef("-tune %s: -batch %d is larger than the training set (%s examples after the validation split)", s.spec.describe(c), p.BatchSize, cli.Thousands(n))
 		}
 		if !slices.Contains(plans, p) {
 			plans = append(plans, p)
 		}
 	}
 	return plans, nil
-}
-
-// trialRDPAt returns the RDP at s.orders of one trial of every plan, those without their
-// own noise multiplier at z, the score's Gaussian mechanism included, as the most over
-// the plans.
-func (s *tuneSearch) trialRDPAt(plans []trialPlan, z float64) ([]float64, error) {
-	n := s.trainSet.Len()
-	out := make([]float64, len(s.orders))
-	for _, p := range plans {
-		if p.z == 0 {
-			p.z = z
-		}
-		steps := accountant.StepsPerEpoch(n, p.batch) * p.epochs
-		rdp, err := accountant.SampledGaussianRDP(float64(p.batch)/float64(n), p.z, s.orders)
-		if err != nil {
-			return nil, err
-		}
-		for i := range out {
-			out[i] = math.Max(out[i], float64(steps)*rdp[i])
-		}
-	}
-	for i, a := range s.orders {
-		out[i] += a / (2 * s.spec.scoreNoise * s.spec.scoreNoise) // the score: sensitivity 1
-	}
-	return out, nil
 }
 
 // plan fixes z (given, or calibrated for the search's budget) and the accounting.
@@ -539,49 +486,24 @@ func (s *tuneSearch) plan(configs []tuneConfig) error {
 	if err != nil {
 		return err
 	}
-	searchEps := func(z float64) (accountant.Spent, []float64, error) {
-		trial, err := s.trialRDPAt(plans, z)
-		if err != nil {
-			return accountant.Spent{}, nil, err
-		}
-		spent, err := accountant.TuningEpsilon(s.spec.trials, s.orders, trial, o.delta, accountant.Balle)
-		return spent, trial, err
-	}
-	if !s.zGiven {
+	p := tuning.Privacy{Trials: s.spec.trials, Examples: s.trainSet.Len(), Plans: plans, ScoreNoise: s.spec.scoreNoise, Delta: o.delta, Orders: accountant.OrdersUpTo(256)}
+	if s.zGiven {
+		s.acc, err = p.At(s.z)
+	} else {
 		// -epsilon is the budget of the whole search. The score's noise alone sets a floor.
-		floor := make([]float64, len(s.orders))
-		for i, a := range s.orders {
-			floor[i] = a / (2 * s.spec.scoreNoise * s.spec.scoreNoise)
+		s.acc, err = p.Calibrate(o.epsilon)
+		if f := (*tuning.ScoreFloorError)(nil); errors.As(err, &f) {
+			return exit.Usagef("-epsilon %g with -tune: the noisy validation scores alone spend ε = %.4g over a search with trials %v, however much noise the training takes; raise -epsilon or score-noise=σ (now %g)", o.epsilon, f.Floor, s.spec.trials, s.spec.scoreNoise)
 		}
-		f, err := accountant.TuningEpsilon(s.spec.trials, s.orders, floor, o.delta, accountant.Balle)
-		if err != nil {
-			return err
+		if err == nil {
+			s.z = s.acc.NoiseMultiplier
 		}
-		if f.Epsilon >= o.epsilon {
-			return exit.Usagef("-epsilon %g with -tune: the noisy validation scores alone spend ε = %.4g over a search with trials %v, however much noise the training takes; raise -epsilon or score-noise=σ (now %g)", o.epsilon, f.Epsilon, s.spec.trials, s.spec.scoreNoise)
-		}
-		z, _, err := accountant.Calibrate(o.epsilon, func(z float64) (float64, error) {
-			spent, _, err := searchEps(z)
-			return spent.Epsilon, err
-		})
-		if err != nil {
-			return err
-		}
-		s.z = z
 	}
-	spent, trial, err := searchEps(s.z)
 	if err != nil {
 		return err
 	}
-	s.trialRDP, s.searchEps = trial, spent
-	if s.searchRDP, err = accountant.TuningRDP(s.spec.trials, s.orders, trial, accountant.Balle); err != nil {
-		return err
-	}
-	if s.trialEps, err = accountant.EpsilonFromRDP(s.orders, trial, o.delta, accountant.Balle); err != nil {
-		return err
-	}
-	if s.zGiven && o.set["epsilon"] && spent.Epsilon > o.epsilon {
-		return exit.Usagef("-tune: the search spends ε = %.4g at δ = %g, above -epsilon %g; raise the noise, lower the expected number of trials, or raise -epsilon", spent.Epsilon, o.delta, o.epsilon)
+	if s.zGiven && o.set["epsilon"] && s.acc.Search.Epsilon > o.epsilon {
+		return exit.Usagef("-tune: the search spends ε = %.4g at δ = %g, above -epsilon %g; raise the noise, lower the expected number of trials, or raise -epsilon", s.acc.Search.Epsilon, o.delta, o.epsilon)
 	}
 	return nil
 }
@@ -606,89 +528,53 @@ func (s *tuneSearch) header(w io.Writer) {
 	}
 	fmt.Fprintf(w, "tune: %s; score: validation accuracy from the count of correct predictions + N(0, %g²)\n", noise, s.spec.scoreNoise)
 	fmt.Fprintf(w, "privacy: each trial ε ≤ %.4g; the search (the best trial's model, values and noisy score, the choice included): ε = %.4g at δ = %g (Papernot & Steinke 2022, RDP order %g)\n",
-		s.trialEps.Epsilon, s.searchEps.Epsilon, s.base.delta, s.searchEps.Order)
+		s.acc.Trial.Epsilon, s.acc.Search.Epsilon, s.base.delta, s.acc.Search.Order)
 	fmt.Fprintf(w, "tune: the trial lines below (every trial's values and noisy score, and the number of trials) are for the data holder: the ε above does not cover publishing them\n")
 }
 
-// tuneTrial is a finished trial.
-type tuneTrial struct {
-	index    int
-	config   tuneConfig
-	score    float64 // noisy count of correct validation predictions (−Inf: the trial failed)
-	ckpt     *checkpoint.Training
-	trialEps float64 // the trial's own ledger's ε
-}
-
-// run draws the number of trials and runs them, then writes the best.
+// run draws the number of trials and runs them (tuning.Search), then writes the best.
 func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io.Writer) (int, error) {
-	var src *privrand.Source
-	if s.seeded {
-		src = privrand.NewSeeded(s.base.seed, privrand.Tuning)
-	} else {
-		var err error
-		if src, err = privrand.NewSecure(privrand.Tuning); err != nil {
-			return 0, err
-		}
-	}
-	k := s.spec.trials.Draw(src.Float64())
-	if k == 1 {
-		fmt.Fprintf(stderr, "tune: 1 trial drawn\n")
-	} else {
-		fmt.Fprintf(stderr, "tune: %d trials drawn\n", k)
-	}
-	if k == 0 {
-		return 0, fmt.Errorf("the number of trials drawn is 0 (probability e^−%g under %v): nothing trained, nothing released; the search's ε = %.4g is spent all the same", s.spec.trials.Mu, s.spec.trials, s.searchEps.Epsilon)
-	}
-	var best *tuneTrial
 	nVal := s.valSet.Len()
-	for i := 1; i <= k; i++ {
-		c := make(tuneConfig, len(s.spec.params))
-		for j, p := range s.spec.params {
-			c[j] = p.values[src.Rand().IntN(len(p.values))]
-		}
-		seed := src.Uint64()
-		progress := func(epoch, epochs int) {
-			if epoch < epochs {
-				// No accuracy: the trial's only release is its noisy score.
-				fmt.Fprintf(stderr, "tune: trial %d of %d: epoch %d of %d done\n", i, k, epoch, epochs)
+	search := &tuning.Search{
+		Space:      s.spec.space(),
+		Accounting: s.acc,
+		Train: tuning.Trainers(func(t tuning.Trial) (*training.Trainer, error) {
+			return s.newTrainer(t, stderr)
+		}, nVal),
+		OnDrawn: func(k int) {
+			if k == 1 {
+				fmt.Fprintf(stderr, "tune: 1 trial drawn\n")
+			} else {
+				fmt.Fprintf(stderr, "tune: %d trials drawn\n", k)
 			}
-		}
-		tr, trainer, err := s.runTrial(ctx, c, seed, progress)
-		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				fmt.Fprintf(stderr, "tune: interrupted in trial %d of %d; nothing released (the search's ε = %.4g covers what ran)\n", i, k, s.searchEps.Epsilon)
-				return exit.Interrupted, nil
+		},
+		OnTrial: func(t tuning.Scored) {
+			if !math.IsInf(t.Score, -1) {
+				fmt.Fprintf(stderr, "tune: trial %d of %d: %s: noisy validation accuracy %s (%.1f of %s correct); its training ε = %.4g\n",
+					t.Index, t.Of, s.spec.describe(t.Config), percent(t.Score/float64(nVal)), t.Score, cli.Thousands(nVal), t.Epsilon)
+			} else {
+				fmt.Fprintf(stderr, "tune: trial %d of %d: %s: training diverged (score −∞)\n", t.Index, t.Of, s.spec.describe(t.Config))
 			}
-			return 0, err
-		}
-		tr.index = i
-		noise := []float64{0}
-		src.AddGaussian(noise, s.spec.scoreNoise)
-		if !math.IsInf(tr.score, -1) {
-			tr.score += noise[0]
-			fmt.Fprintf(stderr, "tune: trial %d of %d: %s: noisy validation accuracy %s (%.1f of %s correct); its training ε = %.4g\n",
-				i, k, s.spec.describe(c), percent(tr.score/float64(nVal)), tr.score, cli.Thousands(nVal), tr.trialEps)
-		} else {
-			fmt.Fprintf(stderr, "tune: trial %d of %d: %s: training diverged (score −∞)\n", i, k, s.spec.describe(c))
-		}
-		if best == nil || tr.score > best.score {
-			best = tr
-			if !math.IsInf(tr.score, -1) {
-				if tr.ckpt, err = trainer.Checkpoint(); err != nil {
-					return 0, err
-				}
-			}
-		}
+		},
 	}
-	if math.IsInf(best.score, -1) {
-		return 0, fmt.Errorf("every one of the %d trials diverged: nothing released; try lower lr values", k)
+	if s.seeded {
+		seed := s.base.seed
+		search.Seed = &seed
+	}
+	res, err := search.Run(ctx)
+	if ie := (*tuning.InterruptedError)(nil); errors.As(err, &ie) {
+		fmt.Fprintf(stderr, "tune: interrupted in trial %d of %d; nothing released (the search's ε = %.4g covers what ran)\n", ie.Index, ie.Of, s.acc.Search.Epsilon)
+		return exit.Interrupted, nil
+	}
+	if err != nil {
+		return 0, err
 	}
 	if s.base.checkpoint != "" {
-		if err := saveCheckpoint(s.base.checkpoint, best.ckpt); err != nil {
+		if err := saveCheckpoint(s.base.checkpoint, res.Checkpoint); err != nil {
 			return 0, fileError("checkpoint", s.base.checkpoint, err)
 		}
 	}
-	sum := s.summary(best, k, time.Since(start))
+	sum := s.summary(res, time.Since(start))
 	if s.base.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(sum); err != nil {
@@ -700,82 +586,51 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 	return exit.OK, nil
 }
 
-// runTrial trains one trial with the values c and returns it with its un-noised score,
-// and its trainer.
-func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, progress func(epoch, epochs int)) (*tuneTrial, *training.Trainer, error) {
+// newTrainer builds the trainer of trial t: its options (the command line with t's
+// values), its model, the validation part as its test set, progress at its epochs' ends.
+func (s *tuneSearch) newTrainer(t tuning.Trial, stderr io.Writer) (*training.Trainer, error) {
+	c := t.Config
 	z := 0.0
 	if !s.zGiven || s.z > 0 {
 		z = s.z
 	}
-	o, err := s.trialOptions(c, z, seed)
+	o, err := s.trialOptions(c, z, t.Seed)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] {
 		if o.model, err = defaultModel(s.trainSet.Shape()); err != nil {
-			return nil, nil, exit.Usagef("-dataset %s: %v", o.dataset, err)
+			return nil, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
 	if _, err := modelSpec(o, s.trainSet.Shape(), s.trainSet.NumClasses()); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m, cfg, err := o.trainerConfig(s.trainSet, s.valSet, s.dataName, io.Discard)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cfg.OnEpoch = func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil }
+	cfg.OnEpoch = func(m training.EpochMetrics) error {
+		if m.Epoch < o.epochs {
+			// No accuracy: the trial's only release is its noisy score.
+			fmt.Fprintf(stderr, "tune: trial %d of %d: epoch %d of %d done\n", t.Index, t.Of, m.Epoch, o.epochs)
+		}
+		return nil
+	}
 	cfg.Settings[settingValidationSplit] = splitContentHash // as o.settings() has it; kept explicit, the search's split
 	cfg.Settings[settingTuneTrial] = s.spec.describe(c)
-	if s.seeded {
+	if t.Seeded {
+		seed := t.Seed
 		cfg.Seed = &seed
 	}
-	t, err := training.NewTrainer(m, cfg)
+	tr, err := training.NewTrainer(m, cfg)
 	if err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
-			return nil, nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
+			return nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	res, err := t.Run(ctx)
-	tr := &tuneTrial{config: c}
-	switch {
-	case err != nil && errors.Is(err, nn.ErrParams):
-		// Diverged: a function of the noisy training alone, so scoring it −∞ keeps the
-		// score private.
-		tr.score = math.Inf(-1)
-	case err != nil:
-		return nil, nil, err
-	case math.IsNaN(res.TestAccuracy):
-		tr.score = math.Inf(-1)
-	default:
-		tr.score = math.Round(res.TestAccuracy * float64(s.valSet.Len()))
-	}
-	if err := s.checkTrialLedger(t.Ledger()); err != nil {
-		return nil, nil, err
-	}
-	if spent, err := t.Spent(); err == nil {
-		tr.trialEps = spent.Epsilon
-	}
-	return tr, t, nil
-}
-
-// checkTrialLedger refuses a trial whose ledger spent more, at some order, than the
-// search's accounting planned for a trial: the ε printed would not cover it.
-func (s *tuneSearch) checkTrialLedger(l *accountant.Ledger) error {
-	if l == nil {
-		return errors.New("tune: a trial ran without a ledger")
-	}
-	planned := make(map[float64]float64, len(s.orders))
-	for i, a := range s.orders {
-		planned[a] = s.trialRDP[i]
-	}
-	rdp := l.RDP()
-	for i, a := range l.Orders() {
-		if p, ok := planned[a]; ok && rdp[i] > p*(1+1e-9) {
-			return fmt.Errorf("tune: a trial's ledger holds RDP %.6g at order %g, above the %.6g the search's ε was computed with (a bug: please report it)", rdp[i], a, p)
-		}
-	}
-	return nil
+	return tr, nil
 }
 
 // tuneSummary is the final report (the -json object).
@@ -804,18 +659,15 @@ type tuneSummary struct {
 	CPUPath           string  `json:"cpu_path"` // as train's summary: the kernels' path
 }
 
-func (s *tuneSearch) summary(best *tuneTrial, k int, wall time.Duration) *tuneSummary {
-	values := map[string]string{}
-	for i, p := range s.spec.params {
-		values[p.name] = best.config[i]
-	}
+func (s *tuneSearch) summary(res *tuning.Result, wall time.Duration) *tuneSummary {
+	best := res.Best
 	sum := &tuneSummary{
-		Trials: k, Distribution: s.spec.trials.String(), BestTrial: best.index, Best: values, NotCovered: []string{"trials", "best_trial"},
-		Score: best.score / float64(s.valSet.Len()), ScoreNoise: s.spec.scoreNoise, ValidationN: s.valSet.Len(),
-		Epsilon: s.searchEps.Epsilon, Delta: s.base.delta, Order: s.searchEps.Order, TrialEpsilon: s.trialEps.Epsilon,
-		CheckpointEpsilon: best.trialEps, Checkpoint: s.base.checkpoint, Seconds: math.Round(wall.Seconds()*10) / 10,
+		Trials: res.Trials, Distribution: s.spec.trials.String(), BestTrial: best.Index, Best: s.spec.space().Values(best.Config), NotCovered: []string{"trials", "best_trial"},
+		Score: best.Score / float64(s.valSet.Len()), ScoreNoise: s.spec.scoreNoise, ValidationN: s.valSet.Len(),
+		Epsilon: s.acc.Search.Epsilon, Delta: s.base.delta, Order: s.acc.Search.Order, TrialEpsilon: s.acc.Trial.Epsilon,
+		CheckpointEpsilon: best.Epsilon, Checkpoint: s.base.checkpoint, Seconds: math.Round(wall.Seconds()*10) / 10,
 		CPUPath:  cpupath.Current().String(),
-		bestText: s.spec.describe(best.config),
+		bestText: s.spec.describe(best.Config),
 	}
 	if !s.zGiven || s.z > 0 {
 		sum.NoiseMultiplier = s.z
