@@ -123,6 +123,21 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// ADDRUN(L, V, a, b, tail): col2im's run in vectors of L lanes while n (AX) ≥ L: dx (BX) =
+// a + b, a and b dx and du in the order each width has always added them (it decides which
+// NaN's payload a sum of two keeps), V scratch; then on at tail.
+#define ADDRUN(L, V, a, b, tail) \
+add: \
+	CMPQ AX, $L; \
+	JL tail; \
+	VMOVUPS a, V; \
+	VADDPS b, V, V; \
+	VMOVUPS V, (BX); \
+	ADDQ $(4*L), BX; \
+	ADDQ $(4*L), DI; \
+	SUBQ $L, AX; \
+	JMP add
+
 #define RELUGRAD_ARGS \
 	MOVQ dz+0(FP), DI; \
 	MOVQ grad+8(FP), SI; \
@@ -308,16 +323,7 @@ TEXT ·patchAdd32(SB), NOSPLIT, $0-48
 	PATCH_ARGS(dx, du, 32, 40)
 	POSITIONS
 	RUNS
-add:
-	CMPQ AX, $16
-	JL addtail
-	VMOVUPS (DI), Z1
-	VADDPS (BX), Z1, Z1
-	VMOVUPS Z1, (BX)
-	ADDQ $64, BX
-	ADDQ $64, DI
-	SUBQ $16, AX
-	JMP add
+	ADDRUN(16, Z1, (DI), (BX), addtail)
 addtail:
 	TESTQ AX, AX
 	JZ nextrun
@@ -610,16 +616,7 @@ TEXT ·patchAdd32AVX2(SB), NOSPLIT, $0-48
 	PATCH_ARGS(dx, du, 32, 40)
 	POSITIONS
 	RUNS
-add:
-	CMPQ AX, $8
-	JL add4
-	VMOVUPS (BX), Y1
-	VADDPS (DI), Y1, Y1
-	VMOVUPS Y1, (BX)
-	ADDQ $32, BX
-	ADDQ $32, DI
-	SUBQ $8, AX
-	JMP add
+	ADDRUN(8, Y1, (BX), (DI), add4)
 add4:
 	CMPQ AX, $4
 	JL add1
