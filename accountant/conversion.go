@@ -22,24 +22,22 @@ const (
 	Classic
 )
 
+var conversionNames = [...]string{Balle: "balle", Classic: "classic"}
+
 // String returns "balle" or "classic".
 func (c Conversion) String() string {
-	switch c {
-	case Balle:
-		return "balle"
-	case Classic:
-		return "classic"
+	if c < 0 || int(c) >= len(conversionNames) {
+		return fmt.Sprintf("Conversion(%d)", int(c))
 	}
-	return fmt.Sprintf("Conversion(%d)", int(c))
+	return conversionNames[c]
 }
 
 // ParseConversion parses "balle" or "classic".
 func ParseConversion(s string) (Conversion, error) {
-	switch s {
-	case "balle":
-		return Balle, nil
-	case "classic":
-		return Classic, nil
+	for c, name := range conversionNames {
+		if s == name {
+			return Conversion(c), nil
+		}
 	}
 	return 0, fmt.Errorf("accountant: unknown conversion %q (want balle or classic): %w", s, ErrInvalidParameter)
 }

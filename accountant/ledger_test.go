@@ -341,6 +341,12 @@ func TestParseConversion(t *testing.T) {
 	if _, err := ParseConversion("renyi"); !errors.Is(err, ErrInvalidParameter) {
 		t.Errorf("ParseConversion(renyi): %v", err)
 	}
+	// The names are the -conversion flag's values; a value outside the enum names itself.
+	for c, want := range map[Conversion]string{Balle: "balle", Classic: "classic", 2: "Conversion(2)", -1: "Conversion(-1)"} {
+		if got := c.String(); got != want {
+			t.Errorf("Conversion(%d).String() = %q, want %q", int(c), got, want)
+		}
+	}
 }
 
 // The ledger answers through its accountant: what it reports after a mixed

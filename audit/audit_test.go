@@ -172,3 +172,12 @@ func TestLogMixture(t *testing.T) {
 		t.Errorf("logMixture(0.01, 1000) = %v, want %v", got, want)
 	}
 }
+
+// The names are cmd/audit's -score values; a value outside the enum names itself.
+func TestScoreString(t *testing.T) {
+	for s, want := range map[Score]string{StepLikelihood: "step-likelihood", AccumulatedUpdate: "accumulated-update", 2: "Score(2)", -1: "Score(-1)"} {
+		if got := s.String(); got != want {
+			t.Errorf("Score(%d).String() = %q, want %q", int(s), got, want)
+		}
+	}
+}

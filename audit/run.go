@@ -60,15 +60,14 @@ const (
 	AccumulatedUpdate
 )
 
+var scoreNames = [...]string{StepLikelihood: "step-likelihood", AccumulatedUpdate: "accumulated-update"}
+
 // String returns "step-likelihood" or "accumulated-update".
 func (s Score) String() string {
-	switch s {
-	case StepLikelihood:
-		return "step-likelihood"
-	case AccumulatedUpdate:
-		return "accumulated-update"
+	if s < 0 || int(s) >= len(scoreNames) {
+		return fmt.Sprintf("Score(%d)", int(s))
 	}
-	return fmt.Sprintf("Score(%d)", int(s))
+	return scoreNames[s]
 }
 
 // Result is the outcome of an audit. Its JSON field names are those of cmd/audit -json.

@@ -59,10 +59,9 @@ func (h *HeavyBall) State() State {
 
 // SetState restores a state returned by State.
 func (h *HeavyBall) SetState(state State) error {
-	r := readRuleState("HeavyBall", state, []string{"delta"}, nil)
-	delta := r.vector("delta")
-	if r.err != nil {
-		return r.err
+	delta, err := readOneVector("HeavyBall", state, "delta")
+	if err != nil {
+		return err
 	}
 	h.step, h.delta = state.Step, delta
 	return nil

@@ -71,10 +71,9 @@ func (n *Nesterov) State() State {
 
 // SetState restores a state returned by State.
 func (n *Nesterov) SetState(state State) error {
-	r := readRuleState("Nesterov", state, []string{"x"}, nil)
-	x := r.vector("x")
-	if r.err != nil {
-		return r.err
+	x, err := readOneVector("Nesterov", state, "x")
+	if err != nil {
+		return err
 	}
 	n.step, n.x = state.Step, x
 	return nil

@@ -78,10 +78,9 @@ func (s *SGD) State() State {
 
 // SetState restores a state returned by State.
 func (s *SGD) SetState(state State) error {
-	r := readRuleState(s.Name(), state, []string{"velocity"}, nil)
-	v := r.vector("velocity")
-	if r.err != nil {
-		return r.err
+	v, err := readOneVector(s.Name(), state, "velocity")
+	if err != nil {
+		return err
 	}
 	s.step, s.velocity = state.Step, v
 	return nil

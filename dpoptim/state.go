@@ -118,6 +118,14 @@ func readRuleState(rule string, s State, vectors, scalars []string) *stateReader
 	return r
 }
 
+// readOneVector reads s as the state of a rule whose state is its step and the one vector
+// key (momentum's velocity, heavy ball's delta, Nesterov's iterate).
+func readOneVector(rule string, s State, key string) ([]float64, error) {
+	r := readRuleState(rule, s, []string{key}, nil)
+	v := r.vector(key)
+	return v, r.err
+}
+
 func (r *stateReader) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: %s: %s", ErrState, r.rule, fmt.Sprintf(format, args...))

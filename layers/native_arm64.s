@@ -153,6 +153,38 @@ mp_nextpix:
 mp_done:
 	RET
 
+// RUNS … ENDRUNS: im2col's and col2im's loop over position p's runs (src, dst, n) of
+// runs[3·start[p]…3·start[p+1]] (R3 at start[p]; R10 up to R11): for each, R13 points at
+// x[src] (x or dx in R0), R14 at row p (R1) + dst, R15 holds n, and the body goes on at
+// nextrun. ENDRUNS moves on to the next position (R1 a row of k (R6) on, R5 the positions
+// left) at pos.
+#define RUNS \
+runs: \
+	MOVW (R3), R10; \
+	MOVW 4(R3), R11; \
+run: \
+	CMP R11, R10; \
+	BGE nextpos; \
+	ADD R10<<1, R10, R12; \
+	ADD R12<<2, R2, R12; \
+	MOVW (R12), R13; \
+	MOVW 4(R12), R14; \
+	MOVW 8(R12), R15; \
+	ADD R13<<2, R0, R13; \
+	ADD R14<<2, R1, R14
+
+#define ENDRUNS \
+nextrun: \
+	ADD $1, R10, R10; \
+	B run; \
+nextpos: \
+	ADD R6<<2, R1, R1; \
+	ADD $4, R3, R3; \
+	SUB $1, R5, R5; \
+	B pos; \
+done: \
+	RET
+
 // func patchCopy32NEON(x, u *float32, runs *int32, start *int32, padded *uint8, npos, k int)
 // As patchCopy32 (native_amd64.s): im2col of one image. For position p, zero row p of u
 // ([npos × k]) when padded[p], then copy each run (src, dst, n) of runs[3·start[p]…]:
@@ -166,59 +198,38 @@ TEXT ·patchCopy32NEON(SB), NOSPLIT, $0-56
 	MOVD npos+40(FP), R5
 	MOVD k+48(FP), R6
 	VEOR V0.B16, V0.B16, V0.B16
-pc_pos:
-	CBZ R5, pc_done
+pos:
+	CBZ R5, done
 	MOVBU.P 1(R4), R7
-	CBZ R7, pc_runs
+	CBZ R7, runs
 	MOVD R1, R8                 // zero the row
 	MOVD R6, R9
-pc_zero4:
+zero4:
 	CMP $4, R9
-	BLT pc_zero1
+	BLT zero1
 	VST1.P [V0.S4], 16(R8)
 	SUB $4, R9, R9
-	B pc_zero4
-pc_zero1:
-	CBZ R9, pc_runs
+	B zero4
+zero1:
+	CBZ R9, runs
 	MOVW.P ZR, 4(R8)
 	SUB $1, R9, R9
-	B pc_zero1
-pc_runs:
-	MOVW (R3), R10              // first run
-	MOVW 4(R3), R11             // end
-pc_run:
-	CMP R11, R10
-	BGE pc_nextpos
-	ADD R10<<1, R10, R12        // 3·run
-	ADD R12<<2, R2, R12
-	MOVW (R12), R13             // src
-	MOVW 4(R12), R14            // dst
-	MOVW 8(R12), R15            // n
-	ADD R13<<2, R0, R13
-	ADD R14<<2, R1, R14
-pc_copy4:
+	B zero1
+	RUNS
+copy4:
 	CMP $4, R15
-	BLT pc_copy1
+	BLT copy1
 	VLD1.P 16(R13), [V1.S4]
 	VST1.P [V1.S4], 16(R14)
 	SUB $4, R15, R15
-	B pc_copy4
-pc_copy1:
-	CBZ R15, pc_nextrun
+	B copy4
+copy1:
+	CBZ R15, nextrun
 	MOVWU.P 4(R13), R16
 	MOVW.P R16, 4(R14)
 	SUB $1, R15, R15
-	B pc_copy1
-pc_nextrun:
-	ADD $1, R10, R10
-	B pc_run
-pc_nextpos:
-	ADD R6<<2, R1, R1
-	ADD $4, R3, R3
-	SUB $1, R5, R5
-	B pc_pos
-pc_done:
-	RET
+	B copy1
+	ENDRUNS
 
 // func patchAdd32NEON(dx, du *float32, runs *int32, start *int32, npos, k int)
 // As patchAdd32 (native_amd64.s): col2im of one image, dx[src…+n] += du[p·k+dst…+n] for
@@ -231,44 +242,24 @@ TEXT ·patchAdd32NEON(SB), NOSPLIT, $0-48
 	MOVD start+24(FP), R3
 	MOVD npos+32(FP), R5
 	MOVD k+40(FP), R6
-pa_pos:
-	CBZ R5, pa_done
-	MOVW (R3), R10
-	MOVW 4(R3), R11
-pa_run:
-	CMP R11, R10
-	BGE pa_nextpos
-	ADD R10<<1, R10, R12
-	ADD R12<<2, R2, R12
-	MOVW (R12), R13             // src
-	MOVW 4(R12), R14            // dst
-	MOVW 8(R12), R15            // n
-	ADD R13<<2, R0, R13         // into dx
-	ADD R14<<2, R1, R14         // from du
-pa_add4:
+pos:
+	CBZ R5, done
+	RUNS
+add4:
 	CMP $4, R15
-	BLT pa_add1
+	BLT add1
 	VLD1 (R13), [V1.S4]
 	VLD1.P 16(R14), [V2.S4]
 	WORD $0x4e22d421 // FADD V1.4S, V1.4S, V2.4S
 	VST1.P [V1.S4], 16(R13)
 	SUB $4, R15, R15
-	B pa_add4
-pa_add1:
-	CBZ R15, pa_nextrun
+	B add4
+add1:
+	CBZ R15, nextrun
 	FMOVS (R13), F1
 	FMOVS.P 4(R14), F2
 	FADDS F2, F1, F1
 	FMOVS.P F1, 4(R13)
 	SUB $1, R15, R15
-	B pa_add1
-pa_nextrun:
-	ADD $1, R10, R10
-	B pa_run
-pa_nextpos:
-	ADD R6<<2, R1, R1
-	ADD $4, R3, R3
-	SUB $1, R5, R5
-	B pa_pos
-pa_done:
-	RET
+	B add1
+	ENDRUNS

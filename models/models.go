@@ -20,14 +20,13 @@ const (
 	Tanh
 )
 
+var activationNames = [...]string{ReLU: "relu", Tanh: "tanh"}
+
 func (a Activation) String() string {
-	switch a {
-	case ReLU:
-		return "relu"
-	case Tanh:
-		return "tanh"
+	if a < 0 || int(a) >= len(activationNames) {
+		return fmt.Sprintf("Activation(%d)", int(a))
 	}
-	return fmt.Sprintf("Activation(%d)", int(a))
+	return activationNames[a]
 }
 
 func (a Activation) layer() layers.Layer {

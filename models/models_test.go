@@ -126,3 +126,12 @@ func TestFloat32AgreesWithFloat64(t *testing.T) {
 		t.Errorf("loss %v vs %v", s32.Loss, s64.Loss)
 	}
 }
+
+// A value outside the enum names itself.
+func TestActivationString(t *testing.T) {
+	for a, want := range map[Activation]string{ReLU: "relu", Tanh: "tanh", 2: "Activation(2)", -1: "Activation(-1)"} {
+		if got := a.String(); got != want {
+			t.Errorf("Activation(%d).String() = %q, want %q", int(a), got, want)
+		}
+	}
+}

@@ -21,14 +21,13 @@ const (
 	Float64
 )
 
+var dtypeNames = [...]string{Float32: "float32", Float64: "float64"}
+
 func (d DType) String() string {
-	switch d {
-	case Float32:
-		return "float32"
-	case Float64:
-		return "float64"
+	if d < 0 || int(d) >= len(dtypeNames) {
+		return fmt.Sprintf("DType(%d)", int(d))
 	}
-	return fmt.Sprintf("DType(%d)", int(d))
+	return dtypeNames[d]
 }
 
 // Spec describes a network: per-example input shape, number of classes, and the layers

@@ -502,3 +502,12 @@ func TestSpecErrors(t *testing.T) {
 		t.Errorf("bad dtype: %v", err)
 	}
 }
+
+// A value outside the enum names itself.
+func TestDTypeString(t *testing.T) {
+	for d, want := range map[DType]string{Float32: "float32", Float64: "float64", 2: "DType(2)", -1: "DType(-1)"} {
+		if got := d.String(); got != want {
+			t.Errorf("DType(%d).String() = %q, want %q", int(d), got, want)
+		}
+	}
+}

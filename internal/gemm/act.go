@@ -44,7 +44,7 @@ func activate[T Float](dst, src, bias []T, sigmoid bool) {
 	switch d := any(dst).(type) {
 	case []float32:
 		s, b := any(src).([]float32), any(bias).([]float32)
-		if k := actKernel(sigmoid); k != nil {
+		if k := vectorAct(sigmoid).forward; k != nil {
 			kernelBlocks(k, d[:n], s, b)
 			return
 		}
@@ -142,7 +142,7 @@ func activationGrad[T Float](dz, g, y []T, sigmoid bool) {
 	}
 	_, _ = dz[n-1], g[n-1]
 	if y32, ok := any(y).([]float32); ok {
-		if k := gradKernel(sigmoid); k != nil {
+		if k := vectorAct(sigmoid).grad; k != nil {
 			d, g32 := any(dz).([]float32), any(g).([]float32)
 			full := n &^ (actLanes - 1)
 			if full > 0 {
@@ -169,32 +169,32 @@ func activationGrad[T Float](dz, g, y []T, sigmoid bool) {
 	}
 }
 
-func actKernel(sigmoid bool) func(dst, src, bias *float32, n int) {
-	switch {
-	case useAVX512() && sigmoid:
-		return sigmoid32AVX512
-	case useAVX512():
-		return tanh32AVX512
-	case useAVX2() && sigmoid:
-		return sigmoid32AVX2
-	case useAVX2():
-		return tanh32AVX2
-	}
-	return nil
+// actKernels are the vector kernels of one activation on one CPU path.
+type actKernels struct {
+	forward func(dst, src, bias *float32, n int)
+	grad    func(dz, g, y *float32, n int)
 }
 
-func gradKernel(sigmoid bool) func(dz, g, y *float32, n int) {
-	switch {
-	case useAVX512() && sigmoid:
-		return sigmoidGrad32AVX512
-	case useAVX512():
-		return tanhGrad32AVX512
-	case useAVX2() && sigmoid:
-		return sigmoidGrad32AVX2
-	case useAVX2():
-		return tanhGrad32AVX2
+// The AVX-512 and AVX2 kernels of tanh (index 0) and the sigmoid (index 1).
+var (
+	actAVX512 = [2]actKernels{{tanh32AVX512, tanhGrad32AVX512}, {sigmoid32AVX512, sigmoidGrad32AVX512}}
+	actAVX2   = [2]actKernels{{tanh32AVX2, tanhGrad32AVX2}, {sigmoid32AVX2, sigmoidGrad32AVX2}}
+)
+
+// vectorAct returns the kernels of tanh or the sigmoid on the current CPU path: nil functions
+// where it has none.
+func vectorAct(sigmoid bool) actKernels {
+	i := 0
+	if sigmoid {
+		i = 1
 	}
-	return nil
+	switch {
+	case useAVX512():
+		return actAVX512[i]
+	case useAVX2():
+		return actAVX2[i]
+	}
+	return actKernels{}
 }
 
 // expNeg32 is exp(−y) for y in [0, expLimit] (or NaN) by the kernels' method: n =
