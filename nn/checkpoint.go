@@ -10,8 +10,8 @@ import (
 	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
-// The model's side of a checkpoint (package checkpoint holds the data and its file
-// format): Model.WriteCheckpoint writes the architecture and parameters into a
+// The model's side of a checkpoint (package checkpoint holds the data, package
+// tensorfile its file format): Model.WriteCheckpoint writes the architecture and parameters into a
 // checkpoint.Training, ModelFromCheckpoint and LoadModel read them back. The trainer's
 // side (optimizer, ledger, sampler, lineage) is package training's.
 

@@ -18,7 +18,7 @@ import (
 	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
-// The checkpoint codec: a Training laid out as a File (named tensors and
+// The checkpoint codec: a Training laid out as a tensorfile.File (named tensors and
 // string metadata) and read back, with everything checked that can be checked without a
 // trainer. The on-disk schema:
 //
