@@ -16,7 +16,7 @@ import (
 	"github.com/privtrain/privtrain/export"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // exportNormSpec has the normalisation and pooling layers; in PyTorch it is
@@ -220,7 +220,7 @@ func TestExportScattering(t *testing.T) {
 	if err := export.Torch(&buf, m); err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.DecodeSafetensors(buf.Bytes())
+	f, err := tensorfile.DecodeSafetensors(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,9 +234,9 @@ func TestExportScattering(t *testing.T) {
 	}
 	for name, shape := range want {
 		tt, ok := f.Tensors[name]
-		dt := checkpoint.Float64
+		dt := tensorfile.Float64
 		if strings.HasPrefix(name, "2.") {
-			dt = checkpoint.Float32 // the model's own parameters keep its dtype
+			dt = tensorfile.Float32 // the model's own parameters keep its dtype
 		}
 		if !ok || !slices.Equal(tt.Shape, shape) || tt.DType != dt {
 			t.Errorf("%s: %v %v, want %v %v", name, tt.DType, tt.Shape, dt, shape)

@@ -18,7 +18,7 @@ import (
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // Torch writes m's parameters to w as a plain safetensors file laid out for a
@@ -80,7 +80,7 @@ func Torch(w io.Writer, m *nn.Model) error {
 		"privtrain.architecture": string(archJSON),
 		"privtrain.torch":        "nn.Sequential(\n    " + strings.Join(modules, ",\n    ") + ",\n)",
 	}
-	if err := checkpoint.EncodeSafetensors(w, tensors, md); err != nil {
+	if err := tensorfile.EncodeSafetensors(w, tensors, md); err != nil {
 		return fmt.Errorf("nn: export: %w", err)
 	}
 	return nil
@@ -98,18 +98,18 @@ func TorchFile(path string, m *nn.Model) error {
 // torchTensors lays m's parameters out as PyTorch's state_dict of the Sequential and
 // returns each module's PyTorch source and the definitions of the classes they use
 // outside torch.nn.
-func torchTensors(m *nn.Model) (map[string]checkpoint.Tensor, []string, []string, error) {
+func torchTensors(m *nn.Model) (map[string]tensorfile.Tensor, []string, []string, error) {
 	plan, err := m.LayerStates()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tensors := map[string]checkpoint.Tensor{}
+	tensors := map[string]tensorfile.Tensor{}
 	put := func(name string, shape []int, v []float64, f64 bool) {
 		if f64 || m.DType() == nn.Float64 {
-			tensors[name] = checkpoint.F64(shape, v)
+			tensors[name] = tensorfile.F64(shape, v)
 			return
 		}
-		tensors[name] = checkpoint.F32(shape, num.Converted[float32](v))
+		tensors[name] = tensorfile.F32(shape, num.Converted[float32](v))
 	}
 	var modules []string
 	for i, pl := range plan {

@@ -7,10 +7,11 @@ import (
 
 	"github.com/privtrain/privtrain/internal/strictjson"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
-// The model's side of a checkpoint (package checkpoint holds the data and its file
-// format): Model.WriteCheckpoint writes the architecture and parameters into a
+// The model's side of a checkpoint (package checkpoint holds the data, package
+// tensorfile its file format): Model.WriteCheckpoint writes the architecture and parameters into a
 // checkpoint.Training, ModelFromCheckpoint and LoadModel read them back. The trainer's
 // side (optimizer, ledger, sampler, lineage) is package training's.
 
@@ -30,17 +31,17 @@ type (
 var ErrArchitecture = checkpoint.ErrArchitecture
 
 // stored is the element type of d's parameters in a checkpoint.
-func (d DType) stored() checkpoint.DType {
+func (d DType) stored() tensorfile.DType {
 	if d == Float64 {
-		return checkpoint.Float64
+		return tensorfile.Float64
 	}
-	return checkpoint.Float32
+	return tensorfile.Float32
 }
 
 // DTypeOf is the model element type of parameters stored as d (a checkpoint's DType):
-// Float64 for checkpoint.Float64, Float32 otherwise.
-func DTypeOf(d checkpoint.DType) DType {
-	if d == checkpoint.Float64 {
+// Float64 for tensorfile.Float64, Float32 otherwise.
+func DTypeOf(d tensorfile.DType) DType {
+	if d == tensorfile.Float64 {
 		return Float64
 	}
 	return Float32

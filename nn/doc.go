@@ -1,10 +1,10 @@
 // Package nn holds the Model: a network compiled for a fixed physical batch size, its named
 // parameters as one flat vector, the summed loss (the softmax cross-entropy, or the focal
 // loss: WithLoss), the private and non-private gradient steps, and its two engines.
-// Training runs (Trainer) are package training's, the checkpoint's data and file format
-// package checkpoint's (nn/checkpoint), PyTorch export package export's; this package
-// writes and reads the model's part of a checkpoint (Model.WriteCheckpoint,
-// ModelFromCheckpoint, LoadModel).
+// Training runs (Trainer) are package training's, the checkpoint's data package
+// checkpoint's (nn/checkpoint) and its file format package tensorfile's (nn/tensorfile),
+// PyTorch export package export's; this package writes and reads the model's part of a
+// checkpoint (Model.WriteCheckpoint, ModelFromCheckpoint, LoadModel).
 //
 // Build a model from a Spec (package models has ready ones) and use it in physical batches:
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // TestCheckpointKeepsLoss: a checkpoint records the model's loss ("nn.loss", only for the
@@ -26,7 +27,7 @@ func TestCheckpointKeepsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := saveModel(t, focal, t.TempDir(), nil)
-	f, err := checkpoint.ReadFile(path)
+	f, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestCheckpointKeepsLoss(t *testing.T) {
 
 	plain := newModel(t, spec, 4, nn.WithDType(nn.Float64), nn.WithSeed(1))
 	path = saveModel(t, plain, t.TempDir(), nil)
-	if f, err = checkpoint.ReadFile(path); err != nil {
+	if f, err = tensorfile.ReadFile(path); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := f.Metadata["nn.loss"]; ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -272,30 +273,30 @@ func TestEMACheckpointTensors(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := len(c.EMAParams)
-	for name, edit := range map[string]func(f *checkpoint.File){
-		"no decay":       func(f *checkpoint.File) { delete(f.Tensors, "ema/decay") },
-		"decay 1":        func(f *checkpoint.File) { f.Tensors["ema/decay"] = checkpoint.F64(nil, []float64{1}) },
-		"decay vector":   func(f *checkpoint.File) { f.Tensors["ema/decay"] = checkpoint.F64([]int{1}, []float64{0.9}) },
-		"no step":        func(f *checkpoint.File) { delete(f.Tensors, "ema/step") },
-		"other step":     func(f *checkpoint.File) { f.Tensors["ema/step"] = checkpoint.F64([]int{1}, []float64{3}) },
-		"fractional":     func(f *checkpoint.File) { f.Tensors["ema/step"] = checkpoint.F64([]int{1}, []float64{9.5}) },
-		"no values":      func(f *checkpoint.File) { delete(f.Tensors, "ema/params") },
-		"short values":   func(f *checkpoint.File) { f.Tensors["ema/params"] = checkpoint.F64([]int{d - 1}, make([]float64, d-1)) },
-		"float32 values": func(f *checkpoint.File) { f.Tensors["ema/params"] = checkpoint.F32([]int{d}, make([]float32, d)) },
-		"NaN value": func(f *checkpoint.File) {
+	for name, edit := range map[string]func(f *tensorfile.File){
+		"no decay":       func(f *tensorfile.File) { delete(f.Tensors, "ema/decay") },
+		"decay 1":        func(f *tensorfile.File) { f.Tensors["ema/decay"] = tensorfile.F64(nil, []float64{1}) },
+		"decay vector":   func(f *tensorfile.File) { f.Tensors["ema/decay"] = tensorfile.F64([]int{1}, []float64{0.9}) },
+		"no step":        func(f *tensorfile.File) { delete(f.Tensors, "ema/step") },
+		"other step":     func(f *tensorfile.File) { f.Tensors["ema/step"] = tensorfile.F64([]int{1}, []float64{3}) },
+		"fractional":     func(f *tensorfile.File) { f.Tensors["ema/step"] = tensorfile.F64([]int{1}, []float64{9.5}) },
+		"no values":      func(f *tensorfile.File) { delete(f.Tensors, "ema/params") },
+		"short values":   func(f *tensorfile.File) { f.Tensors["ema/params"] = tensorfile.F64([]int{d - 1}, make([]float64, d-1)) },
+		"float32 values": func(f *tensorfile.File) { f.Tensors["ema/params"] = tensorfile.F32([]int{d}, make([]float32, d)) },
+		"NaN value": func(f *tensorfile.File) {
 			v := make([]float64, d)
 			v[3] = math.NaN()
-			f.Tensors["ema/params"] = checkpoint.F64([]int{d}, v)
+			f.Tensors["ema/params"] = tensorfile.F64([]int{d}, v)
 		},
-		"unknown tensor": func(f *checkpoint.File) { f.Tensors["ema/other"] = checkpoint.F64([]int{1}, []float64{1}) },
+		"unknown tensor": func(f *tensorfile.File) { f.Tensors["ema/other"] = tensorfile.F64([]int{1}, []float64{1}) },
 	} {
-		f, err := checkpoint.ReadFile(path)
+		f, err := tensorfile.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit(f)
 		bad := filepath.Join(dir, "bad.ckpt")
-		if err := checkpoint.WriteFile(bad, f); err != nil {
+		if err := tensorfile.WriteFile(bad, f); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := checkpoint.Load(bad); !errors.Is(err, checkpoint.ErrInvalid) {
@@ -303,12 +304,12 @@ func TestEMACheckpointTensors(t *testing.T) {
 		}
 	}
 	// All three removed: a checkpoint of a run without averaging, which this run refuses.
-	f, _ := checkpoint.ReadFile(path)
+	f, _ := tensorfile.ReadFile(path)
 	for _, k := range []string{"ema/decay", "ema/step", "ema/params"} {
 		delete(f.Tensors, k)
 	}
 	plain := filepath.Join(dir, "plain.ckpt")
-	if err := checkpoint.WriteFile(plain, f); err != nil {
+	if err := tensorfile.WriteFile(plain, f); err != nil {
 		t.Fatal(err)
 	}
 	got, err := checkpoint.Load(plain)
@@ -339,7 +340,7 @@ func FuzzEMATensors(f *testing.F) {
 	if err := checkpoint.Save(path, c); err != nil {
 		f.Fatal(err)
 	}
-	base, err := checkpoint.ReadFile(path)
+	base, err := tensorfile.ReadFile(path)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -358,22 +359,22 @@ func FuzzEMATensors(f *testing.F) {
 		if n < 0 || n > 2*d {
 			return
 		}
-		file := &checkpoint.File{Tensors: maps.Clone(base.Tensors), Metadata: base.Metadata}
+		file := &tensorfile.File{Tensors: maps.Clone(base.Tensors), Metadata: base.Metadata}
 		v := make([]float64, n)
 		for i := range v {
 			v[i] = c.EMAParams[i%d] + value*float64(i%2)
 		}
-		file.Tensors["ema/decay"] = checkpoint.F64(nil, []float64{decay})
-		file.Tensors["ema/step"] = checkpoint.F64([]int{1}, []float64{step})
-		file.Tensors["ema/params"] = checkpoint.F64([]int{n}, v)
+		file.Tensors["ema/decay"] = tensorfile.F64(nil, []float64{decay})
+		file.Tensors["ema/step"] = tensorfile.F64([]int{1}, []float64{step})
+		file.Tensors["ema/params"] = tensorfile.F64([]int{n}, v)
 		if drop < 3 { // drop one of the tensors
 			delete(file.Tensors, []string{"ema/decay", "ema/step", "ema/params"}[drop])
 		}
 		var buf bytes.Buffer
-		if err := checkpoint.Encode(&buf, file); err != nil {
+		if err := tensorfile.Encode(&buf, file); err != nil {
 			return
 		}
-		got, err := checkpoint.DecodeTraining(&buf, checkpoint.WithMaxSize(1<<20))
+		got, err := checkpoint.DecodeTraining(&buf, tensorfile.WithMaxSize(1<<20))
 		if err != nil {
 			return
 		}

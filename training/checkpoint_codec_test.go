@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -21,21 +22,21 @@ import (
 func TestLoadOldNoiseLayout(t *testing.T) {
 	dir := t.TempDir()
 	path, c := savedCheckpoint(t, dir, 1)
-	f, err := checkpoint.ReadFile(path)
+	f, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	noise := f.Tensors["optimizer/noise"]
-	if noise.DType != checkpoint.Uint8 {
+	if noise.DType != tensorfile.Uint8 {
 		t.Fatalf("noise stored as %v, want U8", noise.DType)
 	}
 	old := make([]float64, len(noise.Data))
 	for i, b := range noise.Data {
 		old[i] = float64(b)
 	}
-	f.Tensors["optimizer/noise"] = checkpoint.F64([]int{len(old)}, old)
+	f.Tensors["optimizer/noise"] = tensorfile.F64([]int{len(old)}, old)
 	oldPath := filepath.Join(dir, "old.ckpt")
-	if err := checkpoint.WriteFile(oldPath, f); err != nil {
+	if err := tensorfile.WriteFile(oldPath, f); err != nil {
 		t.Fatal(err)
 	}
 	got, err := checkpoint.Load(oldPath)
@@ -72,7 +73,7 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.ReadFile(path)
+	f, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +87,9 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	if !got.OptimizerState.Equal(c.OptimizerState) {
 		t.Errorf("loaded %v, saved %v", got.OptimizerState, c.OptimizerState)
 	}
-	f.Tensors["optimizer/b2"] = checkpoint.F64([]int{1}, []float64{b2}) // the old layout
+	f.Tensors["optimizer/b2"] = tensorfile.F64([]int{1}, []float64{b2}) // the old layout
 	oldPath := filepath.Join(dir, "old.ckpt")
-	if err := checkpoint.WriteFile(oldPath, f); err != nil {
+	if err := tensorfile.WriteFile(oldPath, f); err != nil {
 		t.Fatal(err)
 	}
 	old, err := checkpoint.Load(oldPath)
@@ -175,7 +176,7 @@ func TestPlanJSON(t *testing.T) {
 // JSON.
 func TestStoredLayoutJSON(t *testing.T) {
 	m := newModel(t, models.LogisticRegression(), 2, nn.WithSeed(1))
-	f, err := checkpoint.ReadFile(saveModel(t, m, t.TempDir(), nil))
+	f, err := tensorfile.ReadFile(saveModel(t, m, t.TempDir(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}

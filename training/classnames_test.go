@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // A checkpoint records the class names of its training set (here the MNIST digits of
@@ -19,7 +20,7 @@ func TestCheckpointClassNames(t *testing.T) {
 	if !slices.Equal(c.ClassNames, digits) {
 		t.Fatalf("Checkpoint().ClassNames = %q, want the digits", c.ClassNames)
 	}
-	base, err := checkpoint.ReadFile(path)
+	base, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +28,13 @@ func TestCheckpointClassNames(t *testing.T) {
 		t.Errorf("nn.class_names = %s", got)
 	}
 	decode := func(edit func(md map[string]string)) (*checkpoint.Training, error) {
-		f := &checkpoint.File{Tensors: base.Tensors, Metadata: map[string]string{}}
+		f := &tensorfile.File{Tensors: base.Tensors, Metadata: map[string]string{}}
 		for k, v := range base.Metadata {
 			f.Metadata[k] = v
 		}
 		edit(f.Metadata)
 		var buf bytes.Buffer
-		if err := checkpoint.Encode(&buf, f); err != nil {
+		if err := tensorfile.Encode(&buf, f); err != nil {
 			t.Fatal(err)
 		}
 		return checkpoint.DecodeTraining(&buf)

@@ -4,7 +4,8 @@
 // the front-end feature cache (CachedFrontEndFeatures, featurecache.go),
 // and the trainer's side of a checkpoint (Trainer.Checkpoint captures, Trainer.Restore
 // checks and loads: optimizer state, ledger, sampler, lineage). The model's side of a
-// checkpoint is package nn's, the data type and its file format package checkpoint's.
+// checkpoint is package nn's, the data type package checkpoint's, its file format package
+// tensorfile's.
 //
 // Training. A Trainer runs a whole private plan on a Model: Poisson sampling (each example
 // joins a step with probability q = BatchSize/n; shuffled fixed batches on request),

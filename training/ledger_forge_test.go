@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -33,15 +34,15 @@ func forgedLedger(t *testing.T, q, z float64, steps int) string {
 
 // rewrite applies edit to the checkpoint at path and writes the result with the public
 // writer (so every checksum is recomputed) to a new file.
-func rewrite(t *testing.T, path, name string, edit func(f *checkpoint.File)) string {
+func rewrite(t *testing.T, path, name string, edit func(f *tensorfile.File)) string {
 	t.Helper()
-	f, err := checkpoint.ReadFile(path)
+	f, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(f)
 	out := filepath.Join(filepath.Dir(path), name)
-	if err := checkpoint.WriteFile(out, f); err != nil {
+	if err := tensorfile.WriteFile(out, f); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -60,10 +61,10 @@ func TestForgedLedgerRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := rewrite(t, path, "forged.ckpt", func(f *checkpoint.File) {
+	forged := rewrite(t, path, "forged.ckpt", func(f *tensorfile.File) {
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 100, 4)
 	})
-	if f, err := checkpoint.ReadFile(forged); err != nil {
+	if f, err := tensorfile.ReadFile(forged); err != nil {
 		t.Fatalf("the forged file is a sound container: %v", err)
 	} else if !strings.Contains(f.Metadata["nn.ledger"], "100") {
 		t.Fatal("forgery not written")
@@ -81,7 +82,7 @@ func TestForgedLedgerRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := l.MarshalJSON()
-	partly := rewrite(t, path, "partly.ckpt", func(f *checkpoint.File) { f.Metadata["nn.ledger"] = string(b) })
+	partly := rewrite(t, path, "partly.ckpt", func(f *tensorfile.File) { f.Metadata["nn.ledger"] = string(b) })
 	if _, err := checkpoint.Load(partly); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("one step's z raised by 1%%: Load err = %v, want ErrCheckpoint", err)
 	}
@@ -150,7 +151,7 @@ func TestForgedScheduleRefused(t *testing.T) {
 		t.Fatalf("honest ADP checkpoint: %v", err)
 	}
 	// Every step at the last step's (largest) multiplier: plausible for ADP, but not this plan.
-	forged := rewrite(t, path, "forged.ckpt", func(f *checkpoint.File) {
+	forged := rewrite(t, path, "forged.ckpt", func(f *tensorfile.File) {
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 0.9*sqrt4(27), 8)
 	})
 	fc, err := checkpoint.Load(forged)
@@ -162,7 +163,7 @@ func TestForgedScheduleRefused(t *testing.T) {
 	}
 	// Claiming constant noise instead: the ledger (base z at every step) now passes Load's
 	// constant-z check, but the ADP trainer sees that the plan is not its own.
-	flat := rewrite(t, path, "flat.ckpt", func(f *checkpoint.File) {
+	flat := rewrite(t, path, "flat.ckpt", func(f *tensorfile.File) {
 		f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"noise_schedule":true,`, "", 1)
 		f.Metadata["nn.ledger"] = forgedLedger(t, 0.25, 0.9, 8)
 	})
@@ -174,7 +175,7 @@ func TestForgedScheduleRefused(t *testing.T) {
 		t.Errorf("ADP checkpoint passed off as constant-noise: Restore err = %v, want ErrMismatch", err)
 	}
 	// Dropping the flag but keeping the real, varying ledger fails at Load.
-	noflag := rewrite(t, path, "noflag.ckpt", func(f *checkpoint.File) {
+	noflag := rewrite(t, path, "noflag.ckpt", func(f *tensorfile.File) {
 		f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"noise_schedule":true,`, "", 1)
 	})
 	if _, err := checkpoint.Load(noflag); !errors.Is(err, checkpoint.ErrInvalid) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // TestKeyedCheckpoint: a whole-run forgery — plan and ledger both rewritten to z = 100,
@@ -32,7 +33,7 @@ func TestKeyedCheckpoint(t *testing.T) {
 		t.Errorf("Load (no key) of a keyed checkpoint: %v", err)
 	}
 	z := strconv.FormatFloat(c.Plan.NoiseMultiplier, 'g', -1, 64)
-	forged := rewrite(t, path, "forged.ckpt", func(f *checkpoint.File) {
+	forged := rewrite(t, path, "forged.ckpt", func(f *tensorfile.File) {
 		if !strings.Contains(f.Metadata["nn.plan"], `"noise_multiplier":`+z) {
 			t.Fatalf("plan %s lacks z = %s", f.Metadata["nn.plan"], z)
 		}

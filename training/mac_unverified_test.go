@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // LoadUnverified reports whether a checkpoint carries a MAC without checking it, and
@@ -19,8 +20,8 @@ func TestLoadUnverifiedAndErrNoMAC(t *testing.T) {
 	if err := checkpoint.SaveWithKey(signed, c, key); err != nil {
 		t.Fatal(err)
 	}
-	stripped := rewrite(t, signed, "stripped.ckpt", func(f *checkpoint.File) { delete(f.Metadata, "nn.mac") })
-	edited := rewrite(t, signed, "edited.ckpt", func(f *checkpoint.File) {
+	stripped := rewrite(t, signed, "stripped.ckpt", func(f *tensorfile.File) { delete(f.Metadata, "nn.mac") })
+	edited := rewrite(t, signed, "edited.ckpt", func(f *tensorfile.File) {
 		mac := []byte(f.Metadata["nn.mac"])
 		if mac[0] == 'a' { // another first hex digit
 			mac[0] = 'b'

@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -26,7 +27,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x28\xb5\x2f\xfd"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := checkpoint.DecodeTraining(bytes.NewReader(data), checkpoint.WithMaxSize(1<<20))
+		c, err := checkpoint.DecodeTraining(bytes.NewReader(data), tensorfile.WithMaxSize(1<<20))
 		if err != nil {
 			return
 		}
@@ -39,7 +40,7 @@ func FuzzLoad(f *testing.F) {
 // fuzzing rarely gets past the checksums to.
 func FuzzCheckpointMetadata(f *testing.F) {
 	path, _ := savedCheckpoint(f, f.TempDir(), 1)
-	base, err := checkpoint.ReadFile(path)
+	base, err := tensorfile.ReadFile(path)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -57,13 +58,13 @@ func FuzzCheckpointMetadata(f *testing.F) {
 	f.Add(uint8(len(keys)-1), "focal:2")
 	f.Add(uint8(0), `{"n":1e400}`)
 	f.Fuzz(func(t *testing.T, key uint8, value string) {
-		file := &checkpoint.File{Tensors: base.Tensors, Metadata: map[string]string{}}
+		file := &tensorfile.File{Tensors: base.Tensors, Metadata: map[string]string{}}
 		for k, v := range base.Metadata {
 			file.Metadata[k] = v
 		}
 		file.Metadata[keys[int(key)%len(keys)]] = value
 		var buf bytes.Buffer
-		if err := checkpoint.Encode(&buf, file); err != nil {
+		if err := tensorfile.Encode(&buf, file); err != nil {
 			return // not valid UTF-8
 		}
 		c, err := checkpoint.DecodeTraining(&buf)

@@ -20,6 +20,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 	"github.com/privtrain/privtrain/smoothing"
 	"github.com/privtrain/privtrain/training"
 )
@@ -216,7 +217,7 @@ func TestResumeSecure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.Decode(bytes.NewReader(raw))
+	f, err := tensorfile.Decode(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Model != "logreg" || got.DType != checkpoint.Float32 || got.Step != 8 || got.Epoch != 2 ||
+	if got.Model != "logreg" || got.DType != tensorfile.Float32 || got.Step != 8 || got.Epoch != 2 ||
 		got.Optimizer != "DP-Adam" || got.Noise != "seeded(3)" || !got.Seeded || got.Seed != 3 {
 		t.Errorf("loaded %s %v step %d epoch %d %s noise %s seed %v/%d", got.Model, got.DType, got.Step, got.Epoch, got.Optimizer, got.Noise, got.Seeded, got.Seed)
 	}
@@ -393,12 +394,12 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Errorf("plan after Load %+v, saved %+v", got.Plan, c.Plan)
 	}
 	// Parameters are stored with their real shapes and names, in the model's dtype.
-	f, err := checkpoint.ReadFile(path)
+	f, err := tensorfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := f.Tensors["params/dense1.weight"]
-	if w.DType != checkpoint.Float32 || !slices.Equal(w.Shape, []int{784, 10}) {
+	if w.DType != tensorfile.Float32 || !slices.Equal(w.Shape, []int{784, 10}) {
 		t.Errorf("params/dense1.weight: %v %v, want F32 [784 10]", w.DType, w.Shape)
 	}
 	if _, ok := f.Metadata["nn.ledger"]; !ok {
@@ -431,8 +432,8 @@ func TestLoadBadFiles(t *testing.T) {
 	flipped := slices.Clone(good)
 	flipped[len(flipped)/2] ^= 0x40
 	foreign := filepath.Join(dir, "foreign.ckpt")
-	if err := checkpoint.WriteFile(foreign, &checkpoint.File{
-		Tensors:  map[string]checkpoint.Tensor{"w": checkpoint.F64([]int{2}, []float64{1, 2})},
+	if err := tensorfile.WriteFile(foreign, &tensorfile.File{
+		Tensors:  map[string]tensorfile.Tensor{"w": tensorfile.F64([]int{2}, []float64{1, 2})},
 		Metadata: map[string]string{"framework": "other"},
 	}); err != nil {
 		t.Fatal(err)
@@ -469,89 +470,89 @@ func TestLoadInconsistent(t *testing.T) {
 	path, _ := savedCheckpoint(t, dir, 1)
 	for _, tc := range []struct {
 		name string
-		edit func(f *checkpoint.File)
+		edit func(f *tensorfile.File)
 	}{
-		{"no kind", func(f *checkpoint.File) { delete(f.Metadata, "nn.kind") }},
-		{"future kind", func(f *checkpoint.File) { f.Metadata["nn.kind"] = "privtrain-training/9" }},
-		{"unknown key", func(f *checkpoint.File) { f.Metadata["nn.extra"] = "1" }},
-		{"no ledger", func(f *checkpoint.File) { delete(f.Metadata, "nn.ledger") }},
-		{"ledger garbage", func(f *checkpoint.File) { f.Metadata["nn.ledger"] = "{" }},
-		{"ledger steps", func(f *checkpoint.File) {
+		{"no kind", func(f *tensorfile.File) { delete(f.Metadata, "nn.kind") }},
+		{"future kind", func(f *tensorfile.File) { f.Metadata["nn.kind"] = "privtrain-training/9" }},
+		{"unknown key", func(f *tensorfile.File) { f.Metadata["nn.extra"] = "1" }},
+		{"no ledger", func(f *tensorfile.File) { delete(f.Metadata, "nn.ledger") }},
+		{"ledger garbage", func(f *tensorfile.File) { f.Metadata["nn.ledger"] = "{" }},
+		{"ledger steps", func(f *tensorfile.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":3`, 1)
 		}},
-		{"run id", func(f *checkpoint.File) {
+		{"run id", func(f *tensorfile.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"run_id":"`, `"run_id":"x`, 1)
 		}},
-		{"rewind without its steps in the ledger", func(f *checkpoint.File) {
+		{"rewind without its steps in the ledger", func(f *tensorfile.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[4,2]]`, 1)
 		}},
-		{"rewind beyond the plan", func(f *checkpoint.File) {
+		{"rewind beyond the plan", func(f *tensorfile.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":4,"rewinds":[[99,0]]`, 1)
 		}},
-		{"step beyond plan", func(f *checkpoint.File) {
+		{"step beyond plan", func(f *tensorfile.File) {
 			f.Metadata["nn.position"] = strings.Replace(f.Metadata["nn.position"], `"step":4`, `"step":99`, 1)
 		}},
-		{"plan q", func(f *checkpoint.File) {
+		{"plan q", func(f *tensorfile.File) {
 			f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `"q":0.25`, `"q":0.5`, 1)
 		}},
-		{"plan JSON field", func(f *checkpoint.File) {
+		{"plan JSON field", func(f *tensorfile.File) {
 			f.Metadata["nn.plan"] = strings.Replace(f.Metadata["nn.plan"], `{`, `{"extra":1,`, 1)
 		}},
-		{"trailing JSON", func(f *checkpoint.File) { f.Metadata["nn.settings"] += "{}" }},
-		{"dtype", func(f *checkpoint.File) { f.Metadata["nn.dtype"] = "float64" }},
-		{"noise kind", func(f *checkpoint.File) { f.Metadata["nn.noise"] = "secure" }},
-		{"seed", func(f *checkpoint.File) { f.Metadata["nn.seed"] = "x" }},
-		{"missing parameter", func(f *checkpoint.File) { delete(f.Tensors, "params/dense1.bias") }},
-		{"extra parameter", func(f *checkpoint.File) { f.Tensors["params/extra"] = checkpoint.F32([]int{1}, []float32{1}) }},
-		{"unknown tensor", func(f *checkpoint.File) { f.Tensors["other"] = checkpoint.F32([]int{1}, []float32{1}) }},
-		{"parameter shape", func(f *checkpoint.File) {
-			f.Tensors["params/dense1.bias"] = checkpoint.F32([]int{2, 5}, make([]float32, 10))
+		{"trailing JSON", func(f *tensorfile.File) { f.Metadata["nn.settings"] += "{}" }},
+		{"dtype", func(f *tensorfile.File) { f.Metadata["nn.dtype"] = "float64" }},
+		{"noise kind", func(f *tensorfile.File) { f.Metadata["nn.noise"] = "secure" }},
+		{"seed", func(f *tensorfile.File) { f.Metadata["nn.seed"] = "x" }},
+		{"missing parameter", func(f *tensorfile.File) { delete(f.Tensors, "params/dense1.bias") }},
+		{"extra parameter", func(f *tensorfile.File) { f.Tensors["params/extra"] = tensorfile.F32([]int{1}, []float32{1}) }},
+		{"unknown tensor", func(f *tensorfile.File) { f.Tensors["other"] = tensorfile.F32([]int{1}, []float32{1}) }},
+		{"parameter shape", func(f *tensorfile.File) {
+			f.Tensors["params/dense1.bias"] = tensorfile.F32([]int{2, 5}, make([]float32, 10))
 		}},
-		{"NaN parameter", func(f *checkpoint.File) {
-			f.Tensors["params/dense1.bias"] = checkpoint.F32([]int{10}, []float32{float32(math.NaN()), 0, 0, 0, 0, 0, 0, 0, 0, 0})
+		{"NaN parameter", func(f *tensorfile.File) {
+			f.Tensors["params/dense1.bias"] = tensorfile.F32([]int{10}, []float32{float32(math.NaN()), 0, 0, 0, 0, 0, 0, 0, 0, 0})
 		}},
-		{"NaN optimizer state", func(f *checkpoint.File) {
-			f.Tensors["optimizer/rule/m"] = checkpoint.F64([]int{1}, []float64{math.NaN()})
+		{"NaN optimizer state", func(f *tensorfile.File) {
+			f.Tensors["optimizer/rule/m"] = tensorfile.F64([]int{1}, []float64{math.NaN()})
 		}},
-		{"optimizer step", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{3}) }},
-		{"optimizer state dtype", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.I64([]int{1}, []int64{4}) }},
+		{"optimizer step", func(f *tensorfile.File) { f.Tensors["optimizer/step"] = tensorfile.F64([]int{1}, []float64{3}) }},
+		{"optimizer state dtype", func(f *tensorfile.File) { f.Tensors["optimizer/step"] = tensorfile.I64([]int{1}, []int64{4}) }},
 		// Cases that dpoptim.State's types rule out, refused where the floats are decoded.
-		{"optimizer step fraction", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{3.5}) }},
-		{"optimizer step NaN", func(f *checkpoint.File) {
-			f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{math.NaN()})
+		{"optimizer step fraction", func(f *tensorfile.File) { f.Tensors["optimizer/step"] = tensorfile.F64([]int{1}, []float64{3.5}) }},
+		{"optimizer step NaN", func(f *tensorfile.File) {
+			f.Tensors["optimizer/step"] = tensorfile.F64([]int{1}, []float64{math.NaN()})
 		}},
-		{"optimizer step negative", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{1}, []float64{-4}) }},
-		{"optimizer step two values", func(f *checkpoint.File) { f.Tensors["optimizer/step"] = checkpoint.F64([]int{2}, []float64{4, 4}) }},
-		{"optimizer step missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/step") }},
-		{"rule step missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/rule/step") }},
-		{"noise missing", func(f *checkpoint.File) { delete(f.Tensors, "optimizer/noise") }},
-		{"noise float > 255", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 300}) }},
-		{"noise float fraction", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.F64([]int{2}, []float64{100, 1.5}) }},
-		{"noise corrupt", func(f *checkpoint.File) { f.Tensors["optimizer/noise"] = checkpoint.U8([]int{3}, []byte{1, 2, 3}) }},
-		{"rule state nested twice", func(f *checkpoint.File) {
-			f.Tensors["optimizer/rule/rule/step"] = checkpoint.F64([]int{1}, []float64{4})
+		{"optimizer step negative", func(f *tensorfile.File) { f.Tensors["optimizer/step"] = tensorfile.F64([]int{1}, []float64{-4}) }},
+		{"optimizer step two values", func(f *tensorfile.File) { f.Tensors["optimizer/step"] = tensorfile.F64([]int{2}, []float64{4, 4}) }},
+		{"optimizer step missing", func(f *tensorfile.File) { delete(f.Tensors, "optimizer/step") }},
+		{"rule step missing", func(f *tensorfile.File) { delete(f.Tensors, "optimizer/rule/step") }},
+		{"noise missing", func(f *tensorfile.File) { delete(f.Tensors, "optimizer/noise") }},
+		{"noise float > 255", func(f *tensorfile.File) { f.Tensors["optimizer/noise"] = tensorfile.F64([]int{2}, []float64{100, 300}) }},
+		{"noise float fraction", func(f *tensorfile.File) { f.Tensors["optimizer/noise"] = tensorfile.F64([]int{2}, []float64{100, 1.5}) }},
+		{"noise corrupt", func(f *tensorfile.File) { f.Tensors["optimizer/noise"] = tensorfile.U8([]int{3}, []byte{1, 2, 3}) }},
+		{"rule state nested twice", func(f *tensorfile.File) {
+			f.Tensors["optimizer/rule/rule/step"] = tensorfile.F64([]int{1}, []float64{4})
 		}},
-		{"private optimizer without its rule", func(f *checkpoint.File) {
+		{"private optimizer without its rule", func(f *tensorfile.File) {
 			for name := range f.Tensors {
 				if strings.HasPrefix(name, "optimizer/rule/") {
 					delete(f.Tensors, name)
 				}
 			}
 		}},
-		{"optimizer matrix", func(f *checkpoint.File) { f.Tensors["optimizer/rule/m"] = checkpoint.F64([]int{1, 1}, []float64{0}) }},
-		{"sampler kind", func(f *checkpoint.File) { f.Metadata["nn.sampler"] = "secure" }},
-		{"dataset size", func(f *checkpoint.File) {
+		{"optimizer matrix", func(f *tensorfile.File) { f.Tensors["optimizer/rule/m"] = tensorfile.F64([]int{1, 1}, []float64{0}) }},
+		{"sampler kind", func(f *tensorfile.File) { f.Metadata["nn.sampler"] = "secure" }},
+		{"dataset size", func(f *tensorfile.File) {
 			f.Metadata["nn.dataset"] = strings.Replace(f.Metadata["nn.dataset"], `"size":200`, `"size":201`, 1)
 		}},
-		{"layout", func(f *checkpoint.File) { f.Metadata["nn.layout"] = `[{"name":"dense1.weight","shape":[784,-10]}]` }},
+		{"layout", func(f *tensorfile.File) { f.Metadata["nn.layout"] = `[{"name":"dense1.weight","shape":[784,-10]}]` }},
 	} {
-		f, err := checkpoint.ReadFile(path)
+		f, err := tensorfile.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tc.edit(f)
 		bad := filepath.Join(dir, "bad.ckpt")
-		if err := checkpoint.WriteFile(bad, f); err != nil {
+		if err := tensorfile.WriteFile(bad, f); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if _, err := checkpoint.Load(bad); !errors.Is(err, checkpoint.ErrInvalid) {

@@ -28,7 +28,7 @@ var rows = [][]string{
 	{"nn"},
 	{"layers", "layers/layertest", "nn/checkpoint"},
 	{"clipping", "clipping/clippingtest", "scatter", "prior", "smoothing", "dpoptim", "erm", "budget"},
-	{"accountant", "datasets", "datasets/cifar", "datasets/mnist", "datasets/mnist/download", "datasets/datatest", "erm/data", "erm/data/download"},
+	{"accountant", "datasets", "datasets/cifar", "datasets/mnist", "datasets/mnist/download", "datasets/datatest", "erm/data", "erm/data/download", "nn/tensorfile"},
 }
 
 // pkg is one package of the module: its path below the module and what it imports from

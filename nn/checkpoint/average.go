@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // Tensor names of the parameter average.
@@ -29,7 +31,7 @@ func (c *Training) ModelParams() []float64 {
 }
 
 // averageTensors lays c's average out as the ema/ tensors.
-func (c *Training) averageTensors(dst map[string]Tensor) error {
+func (c *Training) averageTensors(dst map[string]tensorfile.Tensor) error {
 	if c.EMA == 0 {
 		if c.EMAParams != nil || c.EMASteps != 0 {
 			return fmt.Errorf("%w: a parameter average without its decay", ErrInvalid)
@@ -39,17 +41,17 @@ func (c *Training) averageTensors(dst map[string]Tensor) error {
 	if c.EMAParams != nil && len(c.EMAParams) != len(c.Params) {
 		return fmt.Errorf("%w: parameter average of %d values for %d parameters", ErrInvalid, len(c.EMAParams), len(c.Params))
 	}
-	dst[emaDecay] = F64(nil, []float64{c.EMA})
-	dst[emaStep] = F64([]int{1}, []float64{float64(c.EMASteps)})
+	dst[emaDecay] = tensorfile.F64(nil, []float64{c.EMA})
+	dst[emaStep] = tensorfile.F64([]int{1}, []float64{float64(c.EMASteps)})
 	if c.EMAParams != nil {
-		dst[emaParams] = F64([]int{len(c.EMAParams)}, c.EMAParams)
+		dst[emaParams] = tensorfile.F64([]int{len(c.EMAParams)}, c.EMAParams)
 	}
 	return nil
 }
 
 // setAverage reads the ema/ tensors (none: a run without averaging) and checks them
 // against the checkpoint's parameters and step.
-func (c *Training) setAverage(tensors map[string]Tensor) error {
+func (c *Training) setAverage(tensors map[string]tensorfile.Tensor) error {
 	found := false
 	for name := range tensors {
 		if strings.HasPrefix(name, emaPrefix) {

@@ -15,9 +15,10 @@ import (
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/internal/strictjson"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
-// The checkpoint codec: a Training laid out as a File (named tensors and
+// The checkpoint codec: a Training laid out as a tensorfile.File (named tensors and
 // string metadata) and read back, with everything checked that can be checked without a
 // trainer. The on-disk schema:
 //
@@ -84,19 +85,19 @@ type positionJSON struct {
 }
 
 // file lays c out as named tensors and metadata.
-func (c *Training) file() (*File, error) {
+func (c *Training) file() (*tensorfile.File, error) {
 	if len(c.Params) != layoutSize(c.Layout) {
 		return nil, fmt.Errorf("%w: %d parameters for a layout of %d", ErrInvalid, len(c.Params), layoutSize(c.Layout))
 	}
-	f := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
+	f := &tensorfile.File{Tensors: map[string]tensorfile.Tensor{}, Metadata: map[string]string{}}
 	off := 0
 	for _, p := range c.Layout {
 		v := c.Params[off : off+p.Size()]
 		off += p.Size()
-		if c.DType == Float32 {
-			f.Tensors[paramPrefix+p.Name] = F32(p.Shape, num.Converted[float32](v))
+		if c.DType == tensorfile.Float32 {
+			f.Tensors[paramPrefix+p.Name] = tensorfile.F32(p.Shape, num.Converted[float32](v))
 		} else {
-			f.Tensors[paramPrefix+p.Name] = F64(p.Shape, v)
+			f.Tensors[paramPrefix+p.Name] = tensorfile.F64(p.Shape, v)
 		}
 	}
 	optimizerTensors(f.Tensors, optimizerPrefix, c.OptimizerState)
@@ -104,10 +105,10 @@ func (c *Training) file() (*File, error) {
 		return nil, err
 	}
 	if c.SamplerState != nil {
-		f.Tensors[tensorSampler] = U8([]int{len(c.SamplerState)}, c.SamplerState)
+		f.Tensors[tensorSampler] = tensorfile.U8([]int{len(c.SamplerState)}, c.SamplerState)
 	}
 	if c.Perm != nil {
-		f.Tensors[tensorPerm] = I64([]int{len(c.Perm)}, num.Converted[int64](c.Perm))
+		f.Tensors[tensorPerm] = tensorfile.I64([]int{len(c.Perm)}, num.Converted[int64](c.Perm))
 	}
 	pos := positionJSON{
 		Step: c.Step, EpochLoss: jsonnum.FiniteOrNil(c.EpochLoss), EpochCorrect: c.EpochCorrect,
@@ -192,7 +193,7 @@ func layoutSize(layout []ParamInfo) int {
 // fromFile checks a decoded container and turns it into a Training. Everything that can
 // be checked without a trainer is checked here, so that a checkpoint that loads is
 // internally consistent.
-func fromFile(f *File) (*Training, error) {
+func fromFile(f *tensorfile.File) (*Training, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
 	}
@@ -204,7 +205,7 @@ func fromFile(f *File) (*Training, error) {
 	if kind != checkpointKind {
 		return nil, bad("kind %q, want %q", kind, checkpointKind)
 	}
-	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, keyMAC, keyClasses, keyLoss, keyBudget}
+	known := []string{keyKind, keyModel, keyDType, keyLayout, keyOptimizer, keyLedger, keyPosition, keyNoise, keySeed, keyDataset, keySettings, keyPlan, keySampler, keyArch, tensorfile.MACKey, keyClasses, keyLoss, keyBudget}
 	for k := range md {
 		if !slices.Contains(known, k) {
 			return nil, bad("unknown metadata key %q", k)
@@ -221,9 +222,9 @@ func fromFile(f *File) (*Training, error) {
 	}
 	switch md[keyDType] {
 	case "float32":
-		c.DType = Float32
+		c.DType = tensorfile.Float32
 	case "float64":
-		c.DType = Float64
+		c.DType = tensorfile.Float64
 	default:
 		return nil, bad("dtype %q", md[keyDType])
 	}
@@ -313,11 +314,11 @@ func isSHA256Hex(s string) bool {
 
 // paramDType names the parameters' element type as the "nn.dtype" metadata stores it
 // (nn.DType's names).
-func paramDType(d DType) string {
+func paramDType(d tensorfile.DType) string {
 	switch d {
-	case Float32:
+	case tensorfile.Float32:
 		return "float32"
-	case Float64:
+	case tensorfile.Float64:
 		return "float64"
 	}
 	return d.String()
@@ -335,7 +336,7 @@ const maxLossName = 64
 // limit bounds the data; this keeps the layout arithmetic far from overflow).
 const maxParams = 1 << 40
 
-func (c *Training) setLayoutAndParams(tensors map[string]Tensor) error {
+func (c *Training) setLayoutAndParams(tensors map[string]tensorfile.Tensor) error {
 	if len(c.Layout) == 0 {
 		return errors.New("empty parameter layout")
 	}
@@ -378,13 +379,13 @@ func (c *Training) setLayoutAndParams(tensors map[string]Tensor) error {
 		t := tensors[paramPrefix+p.Name]
 		var v []float64
 		switch {
-		case c.DType == Float32 && t.DType == Float32:
+		case c.DType == tensorfile.Float32 && t.DType == tensorfile.Float32:
 			v32, err := t.Float32s()
 			if err != nil {
 				return fmt.Errorf("parameter %s: %v", p.Name, err)
 			}
 			v = num.Converted[float64](v32)
-		case c.DType == Float64 && t.DType == Float64:
+		case c.DType == tensorfile.Float64 && t.DType == tensorfile.Float64:
 			var err error
 			if v, err = t.Float64s(); err != nil {
 				return fmt.Errorf("parameter %s: %v", p.Name, err)
@@ -483,17 +484,17 @@ func (c *Training) setPrivacy(md map[string]string) error {
 	return nil
 }
 
-func (c *Training) setOptimizerAndSampler(tensors map[string]Tensor) error {
+func (c *Training) setOptimizerAndSampler(tensors map[string]tensorfile.Tensor) error {
 	for name, t := range tensors {
 		switch {
 		case strings.HasPrefix(name, paramPrefix), strings.HasPrefix(name, optimizerPrefix), strings.HasPrefix(name, emaPrefix):
 		case name == tensorSampler:
-			if t.DType != Uint8 || len(t.Shape) != 1 {
+			if t.DType != tensorfile.Uint8 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler state: %v of shape %v, want a U8 vector", t.DType, t.Shape)
 			}
 			c.SamplerState, _ = t.Uint8s()
 		case name == tensorPerm:
-			if t.DType != Int64 || len(t.Shape) != 1 {
+			if t.DType != tensorfile.Int64 || len(t.Shape) != 1 {
 				return fmt.Errorf("sampler permutation: %v of shape %v, want an I64 vector", t.DType, t.Shape)
 			}
 			v, err := t.Int64s()
@@ -591,16 +592,16 @@ const (
 // noise generator's bytes as U8, each vector as a F64 vector, each scalar as a rank-0 F64
 // tensor, and the nested rule's state under prefix+"rule/". Vector and scalar names must
 // not be "step", "noise" or start with "rule/" (no dpoptim rule uses them).
-func optimizerTensors(dst map[string]Tensor, prefix string, s dpoptim.State) {
-	dst[prefix+stateStep] = F64([]int{1}, []float64{float64(s.Step)})
+func optimizerTensors(dst map[string]tensorfile.Tensor, prefix string, s dpoptim.State) {
+	dst[prefix+stateStep] = tensorfile.F64([]int{1}, []float64{float64(s.Step)})
 	if s.Noise != nil {
-		dst[prefix+stateNoise] = U8([]int{len(s.Noise)}, s.Noise)
+		dst[prefix+stateNoise] = tensorfile.U8([]int{len(s.Noise)}, s.Noise)
 	}
 	for k, v := range s.Vectors {
-		dst[prefix+k] = F64([]int{len(v)}, v)
+		dst[prefix+k] = tensorfile.F64([]int{len(v)}, v)
 	}
 	for k, v := range s.Scalars {
-		dst[prefix+k] = F64(nil, []float64{v})
+		dst[prefix+k] = tensorfile.F64(nil, []float64{v})
 	}
 	if s.Rule != nil {
 		optimizerTensors(dst, prefix+stateRule, *s.Rule)
@@ -612,7 +613,7 @@ func optimizerTensors(dst map[string]Tensor, prefix string, s dpoptim.State) {
 // also reads the layout of files written before State, which stored the noise generator
 // as one float64 per byte and a rule's scalars as vectors of length 1 (dpoptim's rules
 // accept those where they had scalars).
-func optimizerState(tensors map[string]Tensor, prefix string, nest int) (dpoptim.State, error) {
+func optimizerState(tensors map[string]tensorfile.Tensor, prefix string, nest int) (dpoptim.State, error) {
 	var s dpoptim.State
 	hasRule := false
 	for name, t := range tensors {
@@ -641,7 +642,7 @@ func optimizerState(tensors map[string]Tensor, prefix string, nest int) (dpoptim
 			}
 			s.Noise = b
 		default:
-			if t.DType != Float64 || len(t.Shape) > 1 {
+			if t.DType != tensorfile.Float64 || len(t.Shape) > 1 {
 				return s, fmt.Errorf("optimizer state %q: %v of shape %v, want a F64 vector or scalar", name, t.DType, t.Shape)
 			}
 			v, err := t.Float64s()
@@ -684,11 +685,11 @@ func optimizerState(tensors map[string]Tensor, prefix string, nest int) (dpoptim
 
 // noiseBytes reads a serialised noise generator: U8, or F64 with one byte per element as
 // files written before dpoptim.State stored it.
-func noiseBytes(t Tensor) ([]byte, error) {
+func noiseBytes(t tensorfile.Tensor) ([]byte, error) {
 	if len(t.Shape) != 1 {
 		return nil, fmt.Errorf("shape %v, want a vector", t.Shape)
 	}
-	if t.DType == Uint8 {
+	if t.DType == tensorfile.Uint8 {
 		return t.Uint8s()
 	}
 	v, err := t.Float64s()

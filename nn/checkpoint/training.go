@@ -6,12 +6,13 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 var (
 	// ErrInvalid reports a file that is a sound privtrain checkpoint container but not a
 	// valid training checkpoint: a foreign one (no training metadata), or one whose tensors
-	// and metadata do not fit together. Damaged files give this package's container errors
+	// and metadata do not fit together. Damaged files give the container's errors
 	// (ErrCorrupt, ErrTruncated, ErrChecksum, ErrNotCheckpoint) instead.
 	ErrInvalid = errors.New("nn: invalid training checkpoint")
 )
@@ -30,12 +31,12 @@ var (
 // computed on raw training data and are not covered by ε: share the parameters, not the
 // checkpoint.
 type Training struct {
-	// Model, DType and Layout describe the network (DType is Float32 or Float64, the
-	// element type of the parameters as stored: nn.DTypeOf names the model's); Params
-	// are its parameters in Layout order (stored as one named tensor per entry, with its
-	// real shape).
+	// Model, DType and Layout describe the network (DType is tensorfile.Float32 or
+	// Float64, the element type of the parameters as stored: nn.DTypeOf names the
+	// model's); Params are its parameters in Layout order (stored as one named tensor per
+	// entry, with its real shape).
 	Model  string
-	DType  DType
+	DType  tensorfile.DType
 	Layout []ParamInfo
 	Params []float64
 	// EMA is the decay of the run's parameter average (TrainerConfig.EMA; 0: none),

@@ -17,7 +17,7 @@ import (
 	"github.com/privtrain/privtrain/internal/safeio"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 const usageHeader = `usage: export -checkpoint FILE -pytorch FILE.py      (module and FILE.safetensors)
@@ -115,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return err
 		}
-		f, err := checkpoint.DecodeSafetensors(b)
+		f, err := tensorfile.DecodeSafetensors(b)
 		if err != nil {
 			return fmt.Errorf("reading back %s: %w", *out, err)
 		}
@@ -150,7 +150,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // fixedTensors counts the tensors of the layers without parameters (Scattering2D's
 // filters): the exported file's tensors that are no trained parameters.
-func fixedTensors(m *nn.Model, tensors map[string]checkpoint.Tensor) (int, error) {
+func fixedTensors(m *nn.Model, tensors map[string]tensorfile.Tensor) (int, error) {
 	plan, err := m.LayerStates()
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 func runExport(args ...string) (int, string, string) {
@@ -36,7 +37,7 @@ func TestExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.DecodeSafetensors(b)
+	f, err := tensorfile.DecodeSafetensors(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestExport(t *testing.T) {
 		t.Errorf("%d tensors, want %d", len(f.Tensors), len(want))
 	}
 	for name, shape := range want {
-		if tt, ok := f.Tensors[name]; !ok || !slices.Equal(tt.Shape, shape) || tt.DType != checkpoint.Float32 {
+		if tt, ok := f.Tensors[name]; !ok || !slices.Equal(tt.Shape, shape) || tt.DType != tensorfile.Float32 {
 			t.Errorf("%s: %+v, want F32 %v", name, tt.Shape, shape)
 		}
 	}
@@ -135,7 +136,7 @@ func TestExportParams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := checkpoint.DecodeSafetensors(b)
+		f, err := tensorfile.DecodeSafetensors(b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // its metadata (and every signed one written before FormatSigned existed).
 const Format = "privtrain-checkpoint/1"
 
-// FormatSigned is the format marker of a checkpoint signed with a key (SaveWithKey):
+// FormatSigned is the format marker of a checkpoint signed with a key (WriteFileWithKey):
 // Format with two MACs in the header, one of the header (which commits to every size,
 // so it is checked before anything is allocated) and one of the whole stream in the
 // order the file stores it (checked as it streams). See doc.go.
@@ -50,11 +50,17 @@ type readConfig struct {
 	// key, when not nil, is the key whose MAC the content must carry: Decode refuses
 	// (ErrAuthentication) content without a MAC or whose MAC does not verify, checking
 	// what it can before it allocates the data (see inflate).
-	key []byte
+	key   []byte
+	keyed bool // WithKey was given: key must pass CheckKey
 }
 
-// withKey makes Decode verify the content's MAC under key.
-func withKey(key []byte) ReadOption { return func(c *readConfig) { c.key = key } }
+// WithKey makes Decode and ReadFile verify the content's MAC under key, the key the file
+// was written with (WriteFileWithKey): they refuse, with ErrAuthentication, content
+// without a MAC (ErrNoMAC) or whose MAC does not verify, checking it before the tensors
+// are allocated (see the package documentation). A key shorter than MinKeyLen is refused.
+func WithKey(key []byte) ReadOption {
+	return func(c *readConfig) { c.key, c.keyed = key, true }
+}
 
 // WithMaxSize sets the largest decompressed size (safetensors header and data) that
 // Decode and ReadFile accept; larger inputs fail with ErrTooLarge before they are
@@ -72,6 +78,11 @@ func newReadConfig(opts []ReadOption) (readConfig, error) {
 	}
 	if c.maxSize < 16 {
 		return c, fmt.Errorf("checkpoint: maximum size %d is below the 16-byte minimum", c.maxSize)
+	}
+	if c.keyed {
+		if err := CheckKey(c.key); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -106,7 +117,7 @@ func Encode(w io.Writer, f *File) error {
 }
 
 // encode is Encode without the package prefix on its errors; with a key it writes the
-// format FormatSigned, whose MACs (keyHeaderMAC, keyMAC) it computes under key.
+// format FormatSigned, whose MACs (keyHeaderMAC, MACKey) it computes under key.
 func encode(w io.Writer, f *File, key []byte) error {
 	if f == nil {
 		return errors.New("nil File")
@@ -118,10 +129,10 @@ func encode(w io.Writer, f *File, key []byte) error {
 	zeros := strings.Repeat("0", sha256.Size*2)
 	metadata := map[string]string{formatKey: Format, checksumKey: zeros}
 	if key != nil {
-		metadata[formatKey], metadata[keyMAC], metadata[keyHeaderMAC] = FormatSigned, zeros, zeros
+		metadata[formatKey], metadata[MACKey], metadata[keyHeaderMAC] = FormatSigned, zeros, zeros
 	}
 	for k, v := range f.Metadata {
-		if k == formatKey || k == checksumKey || k == keyHeaderMAC || (key != nil && k == keyMAC) {
+		if k == formatKey || k == checksumKey || k == keyHeaderMAC || (key != nil && k == MACKey) {
 			return fmt.Errorf("metadata key %q is reserved", k)
 		}
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
@@ -145,7 +156,7 @@ func encode(w io.Writer, f *File, key []byte) error {
 			dm.Write(f.Tensors[e.name].Data)
 		}
 		hex.Encode(header[at[keyHeaderMAC]:], hm)
-		hex.Encode(header[at[keyMAC]:], dm.Sum(nil))
+		hex.Encode(header[at[MACKey]:], dm.Sum(nil))
 	}
 	// The checksum covers the whole stream with its own 64 digits set to '0' (doc.go).
 	h := sha256.New()

@@ -1,4 +1,4 @@
-package checkpoint_test
+package tensorfile_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // TestZstdCLI checks the documented inspection path: the reference zstd tool
@@ -19,7 +19,7 @@ func TestZstdCLI(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.ckpt")
-	if err := checkpoint.WriteFile(path, smallCheckpoint()); err != nil {
+	if err := tensorfile.WriteFile(path, smallCheckpoint()); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(zstdPath, "-q", "-t", path).CombinedOutput(); err != nil {

@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"errors"
@@ -31,9 +31,9 @@ var (
 	// its header exceeds the safetensors limit of 100,000,000 bytes.
 	ErrTooLarge = errors.New("checkpoint too large")
 
-	// ErrNotRegular: the path given to ReadFile (or Load) is not a regular file but a
-	// FIFO, a device, a directory or a socket, or the path given to WriteFile (or Save)
-	// is any of those or a symbolic link, which a write would replace.
+	// ErrNotRegular: the path given to ReadFile (or checkpoint.Load) is not a regular
+	// file but a FIFO, a device, a directory or a socket, or the path given to WriteFile
+	// (or checkpoint.Save) is any of those or a symbolic link, which a write would replace.
 	ErrNotRegular = safeio.ErrNotRegular
 )
 

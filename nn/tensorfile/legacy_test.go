@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"errors"
 	"hash"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,60 +16,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// legacySignedKey is the key testdata/signed-v1.ckpt was signed with.
-const legacySignedKey = "legacy test key, not secret"
-
-// TestLegacySignedLoads: testdata/signed-v1.ckpt was written by SaveWithKey before the
-// MAC of format 2 existed (commit 3351d00: savedCheckpoint of package training's tests,
-// one epoch of logistic regression on 200 MNIST examples, batch 50, signed with
-// legacySignedKey). Files of that format still load with their key, and only with it.
-func TestLegacySignedLoads(t *testing.T) {
-	const path = "testdata/signed-v1.ckpt"
-	c, err := LoadWithKey(path, []byte(legacySignedKey))
-	if err != nil {
-		t.Fatalf("LoadWithKey of a format-1 signed checkpoint: %v", err)
-	}
-	// 784·10 weights and 10 biases; 200 examples in batches of 50: 4 steps.
-	if c.Model != "logreg" || len(c.Params) != 7850 || c.Step != 4 {
-		t.Errorf("loaded model %q, %d parameters, step %d; want logreg, 7850, 4", c.Model, len(c.Params), c.Step)
-	}
-	if _, err := LoadWithKey(path, []byte("another key of sixteen bytes")); !errors.Is(err, ErrAuthentication) {
-		t.Errorf("another key: %v, want ErrAuthentication", err)
-	}
-	if _, signed, err := LoadUnverified(path); err != nil || !signed {
-		t.Errorf("LoadUnverified: signed %v, %v", signed, err)
-	}
-	// The file stores its tensors in another order than the names' (the order the
-	// format-1 MAC covers them in), which is what makes that MAC costly to check.
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := zstd.NewReader(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	stream, err := dec.DecodeAll(b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := parseLayout(stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range l.entries {
-		names = append(names, e.name)
-	}
-	if slices.IsSorted(names) {
-		t.Errorf("tensors stored in name order %v: the test file does not exercise the format-1 MAC's order", names)
-	}
-}
-
-// legacyFileMAC is the MAC of format 1 as SaveWithKey computed it before format 2 (the
-// code of commit 3351d00, kept here as the oracle of verifyLegacyMAC, which streams the
-// same function): HMAC-SHA256 under key of f's metadata (less the MAC) and tensors in name
+// legacyFileMAC is the MAC of format 1 as checkpoint.SaveWithKey computed it before
+// format 2 (the code of commit 3351d00, kept here as the oracle of verifyLegacyMAC, which
+// streams the same function): HMAC-SHA256 under key of f's metadata (less the MAC) and tensors in name
 // order, length-prefixed.
 func legacyFileMAC(f *File, key []byte) []byte {
 	h := hmac.New(sha256.New, key)
@@ -80,7 +28,7 @@ func legacyFileMAC(f *File, key []byte) []byte {
 	}
 	str(h, "privtrain-checkpoint-mac/1")
 	for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
-		if k != keyMAC {
+		if k != MACKey {
 			str(h, k)
 			str(h, f.Metadata[k])
 		}
@@ -121,7 +69,7 @@ func interleaved() *File {
 func TestLegacyMACStreamed(t *testing.T) {
 	key := []byte("legacy key of sixteen bytes")
 	sign := func(f *File) []byte {
-		f.Metadata[keyMAC] = hex.EncodeToString(legacyFileMAC(f, key))
+		f.Metadata[MACKey] = hex.EncodeToString(legacyFileMAC(f, key))
 		var b bytes.Buffer
 		if err := Encode(&b, f); err != nil {
 			t.Fatal(err)
@@ -129,31 +77,31 @@ func TestLegacyMACStreamed(t *testing.T) {
 		return b.Bytes()
 	}
 	good := sign(interleaved())
-	got, err := Decode(bytes.NewReader(good), withKey(key))
+	got, err := Decode(bytes.NewReader(good), WithKey(key))
 	if err != nil {
 		t.Fatalf("format-1 file signed under the key: %v", err)
 	}
 	if v, _ := got.Tensors["e"].Float32s(); !slices.Equal(v, []float32{7, 8}) {
 		t.Errorf("tensor e = %v", v)
 	}
-	if _, err := Decode(bytes.NewReader(good), withKey([]byte("another key of sixteen"))); !errors.Is(err, ErrAuthentication) {
+	if _, err := Decode(bytes.NewReader(good), WithKey([]byte("another key of sixteen"))); !errors.Is(err, ErrAuthentication) {
 		t.Errorf("another key: %v", err)
 	}
 	changed := interleaved()
 	mac := legacyFileMAC(changed, key)
 	changed.Tensors["c"] = F64(nil, []float64{6.5})
-	changed.Metadata[keyMAC] = hex.EncodeToString(mac)
+	changed.Metadata[MACKey] = hex.EncodeToString(mac)
 	var b bytes.Buffer
 	Encode(&b, changed)
-	if _, err := Decode(bytes.NewReader(b.Bytes()), withKey(key)); !errors.Is(err, ErrAuthentication) {
+	if _, err := Decode(bytes.NewReader(b.Bytes()), WithKey(key)); !errors.Is(err, ErrAuthentication) {
 		t.Errorf("a changed tensor under the old MAC: %v", err)
 	}
 	changed = interleaved()
-	changed.Metadata[keyMAC] = hex.EncodeToString(mac)
+	changed.Metadata[MACKey] = hex.EncodeToString(mac)
 	changed.Metadata["user"] = "y"
 	b.Reset()
 	Encode(&b, changed)
-	if _, err := Decode(bytes.NewReader(b.Bytes()), withKey(key)); !errors.Is(err, ErrAuthentication) {
+	if _, err := Decode(bytes.NewReader(b.Bytes()), WithKey(key)); !errors.Is(err, ErrAuthentication) {
 		t.Errorf("changed metadata under the old MAC: %v", err)
 	}
 }
@@ -161,25 +109,25 @@ func TestLegacyMACStreamed(t *testing.T) {
 // TestSignedFormat: SaveWithKey's format 2 round-trips under its key; a file whose header
 // or data was changed by someone without the key (the checksums made right again, as
 // anyone can) is refused with ErrAuthentication (a changed header before the data is
-// allocated: TestLoadWithKeyHonestBomb); without a key it reads as a signed file.
+// allocated: TestKeyedReadHonestBomb); without a key it reads as a signed file.
 func TestSignedFormat(t *testing.T) {
 	key := []byte("format 2 key, sixteen+")
 	var b bytes.Buffer
 	if err := encode(&b, interleaved(), key); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Decode(bytes.NewReader(b.Bytes()), withKey(key))
+	got, err := Decode(bytes.NewReader(b.Bytes()), WithKey(key))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := got.Metadata[keyHeaderMAC]; ok || got.Metadata[keyMAC] == "" || got.Metadata["user"] != "x" {
+	if _, ok := got.Metadata[keyHeaderMAC]; ok || got.Metadata[MACKey] == "" || got.Metadata["user"] != "x" {
 		t.Errorf("metadata after a keyed decode: %v", got.Metadata)
 	}
-	if _, err := Decode(bytes.NewReader(b.Bytes()), withKey([]byte("another key of sixteen"))); !errors.Is(err, ErrAuthentication) {
+	if _, err := Decode(bytes.NewReader(b.Bytes()), WithKey([]byte("another key of sixteen"))); !errors.Is(err, ErrAuthentication) {
 		t.Errorf("another key: %v", err)
 	}
 	plain, err := Decode(bytes.NewReader(b.Bytes()))
-	if err != nil || plain.Metadata[keyMAC] == "" {
+	if err != nil || plain.Metadata[MACKey] == "" {
 		t.Errorf("without a key: %v, metadata %v", err, plain.Metadata)
 	}
 	dec, _ := zstd.NewReader(nil)
@@ -205,7 +153,7 @@ func TestSignedFormat(t *testing.T) {
 		if _, err := Decode(bytes.NewReader(in)); err != nil {
 			t.Fatalf("%s changed: the resealed file does not decode without a key: %v", tc.name, err)
 		}
-		if _, err := Decode(bytes.NewReader(in), withKey(key)); !errors.Is(err, ErrAuthentication) {
+		if _, err := Decode(bytes.NewReader(in), WithKey(key)); !errors.Is(err, ErrAuthentication) {
 			t.Errorf("%s changed: %v, want ErrAuthentication", tc.name, err)
 		}
 	}

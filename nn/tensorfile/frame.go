@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -218,7 +218,7 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 	// With a key, the MAC is checked as far as it can be before the data is allocated.
 	var mac hash.Hash // FormatSigned: the stream's MAC, fed the data as it comes
 	if c.key != nil {
-		if _, ok := l.metadata[keyMAC]; !ok {
+		if _, ok := l.metadata[MACKey]; !ok {
 			return nil, fmt.Errorf("%w: %w", ErrAuthentication, ErrNoMAC)
 		}
 		switch format := l.metadata[formatKey]; format {
@@ -267,7 +267,7 @@ func inflate(in []byte, frame frameInfo, c readConfig) ([]byte, error) {
 		}
 	}
 	if mac != nil {
-		if want, err := hexMAC(l.metadata[keyMAC]); err != nil || !hmac.Equal(mac.Sum(nil), want) {
+		if want, err := hexMAC(l.metadata[MACKey]); err != nil || !hmac.Equal(mac.Sum(nil), want) {
 			return nil, errMACMismatch
 		}
 	}

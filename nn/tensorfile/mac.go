@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"crypto/hmac"
@@ -14,12 +14,11 @@ import (
 	"strings"
 )
 
-// ErrAuthentication reports a checkpoint whose keyed MAC is missing or does not verify
-// with the key given to LoadWithKey: it was not written with that key, or it was changed
-// since.
+// ErrAuthentication reports a file whose keyed MAC is missing or does not verify with
+// the key given to WithKey: it was not written with that key, or it was changed since.
 var ErrAuthentication = errors.New("nn: checkpoint authentication failed")
 
-// ErrNoMAC is the ErrAuthentication of a checkpoint that carries no MAC at all (saved
+// ErrNoMAC is the ErrAuthentication of a file that carries no MAC at all (written
 // without a key), as opposed to one whose MAC does not verify; errors matching it match
 // ErrAuthentication too.
 var ErrNoMAC = errors.New("no MAC (the checkpoint was saved without a key)")
@@ -27,46 +26,21 @@ var ErrNoMAC = errors.New("no MAC (the checkpoint was saved without a key)")
 // errMACMismatch is the ErrAuthentication of a MAC that does not verify.
 var errMACMismatch = fmt.Errorf("%w: the MAC does not verify (another key, or the file was changed)", ErrAuthentication)
 
-// keyMAC is the metadata key of the keyed MAC (SaveWithKey): in FormatSigned the MAC of
-// the whole stream, in Format (files signed before FormatSigned) the MAC of fileMAC's
-// order. keyHeaderMAC, in FormatSigned only, is the MAC of the header; the container
-// checks it and removes it from File.Metadata.
+// MACKey is the metadata key of the keyed MAC (WriteFileWithKey): in FormatSigned the MAC
+// of the whole stream, in Format (files signed before FormatSigned) the MAC of the metadata
+// and the tensors in name order. Decode keeps it in File.Metadata, the mark of a signed
+// file. keyHeaderMAC, in FormatSigned only, is the MAC of the header; Decode checks it and
+// removes it from File.Metadata.
 const (
-	keyMAC       = "nn.mac"
+	MACKey       = "nn.mac"
 	keyHeaderMAC = "nn.mac.header"
 )
 
-// MinKeyLen is the shortest key SaveWithKey and LoadWithKey accept.
+// MinKeyLen is the shortest key WriteFileWithKey and WithKey accept.
 const MinKeyLen = 16
 
-// SaveWithKey is Save with HMAC-SHA256s, under key, of everything the checkpoint holds
-// (every tensor and metadata entry, and the header that lays them out), in the format
-// FormatSigned. LoadWithKey with the same key then proves that the file was written by a
-// holder of the key and not changed since: without the key nobody can forge or edit a
-// checkpoint — its ledger included — that LoadWithKey accepts. Keep the key apart from the
-// checkpoints (cmd/train reads it from PRIVTRAIN_CHECKPOINT_KEY). Load, without a key,
-// still reads the file but cannot check the MAC.
-func SaveWithKey(path string, c *Training, key []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	return save(path, c, key)
-}
-
-// LoadWithKey is Load for a checkpoint written by SaveWithKey: it refuses, with
-// ErrAuthentication, a file without a MAC or whose MAC does not verify under key. The
-// MAC is checked before the tensors are allocated: for FormatSigned, the header's MAC,
-// which commits to every size, then the whole stream's as it is decompressed; for a file
-// signed in Format (before FormatSigned), by decompressing the tensors in the MAC's order
-// without keeping them (at most as many passes as the file has dtypes).
-func LoadWithKey(path string, key []byte) (*Training, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	return load(path, key)
-}
-
-func checkKey(key []byte) error {
+// CheckKey reports a key shorter than MinKeyLen, which WriteFileWithKey and WithKey refuse.
+func CheckKey(key []byte) error {
 	if len(key) < MinKeyLen {
 		return fmt.Errorf("nn: checkpoint key of %d bytes, want at least %d", len(key), MinKeyLen)
 	}
@@ -100,7 +74,7 @@ func dataMAC(key, head []byte) hash.Hash {
 // checkSignedHeader checks that a FormatSigned header carries its checksum and both
 // MACs as 64 lowercase hex digits written plainly, where the MACs can be recomputed.
 func checkSignedHeader(l *layout) error {
-	for _, k := range []string{keyMAC, keyHeaderMAC} {
+	for _, k := range []string{MACKey, keyHeaderMAC} {
 		v, ok := l.metadata[k]
 		if _, err := hex.DecodeString(v); !ok || err != nil || len(v) != 2*sha256.Size || v != strings.ToLower(v) || *l.at(k) < 0 {
 			return newFormatError(ErrCorrupt, fmt.Sprintf("format %s: %s is not 64 lowercase hex digits written plainly", FormatSigned, k))
@@ -128,8 +102,8 @@ func hexMAC(s string) ([]byte, error) {
 	return b, nil
 }
 
-// legacyMACMaxSize bounds the content of a file signed in Format that LoadWithKey
-// checks: its MAC costs a pass of SHA-256 over the whole content (about a second a GiB
+// legacyMACMaxSize bounds the content of a file signed in Format that a keyed read
+// (WithKey) checks: its MAC costs a pass of SHA-256 over the whole content (about a second a GiB
 // with the CPU's SHA instructions) before it can be refused, and privtrain's models are
 // far below it.
 const legacyMACMaxSize = 1 << 30
@@ -138,12 +112,12 @@ const legacyMACMaxSize = 1 << 30
 // fileMAC's HMAC of the metadata and of the tensors in name order, under key, without
 // allocating the tensors: the frame is decompressed into the MAC in that order, a
 // decoder started again from the beginning whenever the next tensor lies before the
-// current position. SaveWithKey's files store the tensors by dtype, then by name, so
+// current position. Signed files store the tensors by dtype, then by name, so
 // name order takes at most one pass per dtype; a file that needs more was not written
 // by it and is refused before any pass. dataStart is the offset of the data section in
 // the stream, dataSize its size.
 func verifyLegacyMAC(in []byte, frame frameInfo, c readConfig, l *layout, dataStart, dataSize uint64) error {
-	stored, err := hexMAC(l.metadata[keyMAC])
+	stored, err := hexMAC(l.metadata[MACKey])
 	if err != nil {
 		return err
 	}
@@ -172,7 +146,7 @@ func verifyLegacyMAC(in []byte, frame frameInfo, c readConfig, l *layout, dataSt
 	}
 	str("privtrain-checkpoint-mac/1")
 	for _, k := range slices.Sorted(maps.Keys(l.metadata)) {
-		if k != keyMAC && k != formatKey && k != checksumKey {
+		if k != MACKey && k != formatKey && k != checksumKey {
 			str(k)
 			str(l.metadata[k])
 		}

@@ -1,4 +1,4 @@
-package checkpoint_test
+package tensorfile_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 func ExampleWriteFile() {
@@ -18,18 +18,18 @@ func ExampleWriteFile() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "run.ckpt")
 
-	f := &checkpoint.File{
-		Tensors: map[string]checkpoint.Tensor{
-			"dense.w": checkpoint.F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
-			"step":    checkpoint.I64(nil, []int64{600}),
+	f := &tensorfile.File{
+		Tensors: map[string]tensorfile.Tensor{
+			"dense.w": tensorfile.F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
+			"step":    tensorfile.I64(nil, []int64{600}),
 		},
 		Metadata: map[string]string{"model": "logreg"},
 	}
-	if err := checkpoint.WriteFile(path, f); err != nil {
+	if err := tensorfile.WriteFile(path, f); err != nil {
 		log.Fatal(err)
 	}
 
-	g, err := checkpoint.ReadFile(path)
+	g, err := tensorfile.ReadFile(path)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func ExampleReadFile_errors() {
 	if err := os.WriteFile(path, []byte("hello"), 0o600); err != nil {
 		log.Fatal(err)
 	}
-	_, err = checkpoint.ReadFile(path)
-	fmt.Println(errors.Is(err, checkpoint.ErrNotCheckpoint))
+	_, err = tensorfile.ReadFile(path)
+	fmt.Println(errors.Is(err, tensorfile.ErrNotCheckpoint))
 	// Output: true
 }

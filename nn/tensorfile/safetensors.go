@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ type layout struct {
 	metadata map[string]string // nil if the header has no __metadata__
 	// checksumAt is the offset in the stream of the value of the checksum key in
 	// __metadata__ when it is written as a plain string, else -1; macAt and headerMACAt
-	// are those of the MACs (keyMAC, keyHeaderMAC).
+	// are those of the MACs (MACKey, keyHeaderMAC).
 	checksumAt, macAt, headerMACAt int
 }
 
@@ -50,7 +50,7 @@ func (l *layout) at(key string) *int {
 	switch key {
 	case checksumKey:
 		return &l.checksumAt
-	case keyMAC:
+	case MACKey:
 		return &l.macAt
 	case keyHeaderMAC:
 		return &l.headerMACAt
@@ -83,7 +83,7 @@ func encodeHeader(metadata map[string]string, entries []layoutEntry) ([]byte, ma
 			}
 			appendJSONString(&buf, k)
 			buf.WriteByte(':')
-			if k == checksumKey || k == keyMAC || k == keyHeaderMAC {
+			if k == checksumKey || k == MACKey || k == keyHeaderMAC {
 				at[k] = buf.Len() + 1 // past the opening quote
 			}
 			appendJSONString(&buf, metadata[k])

@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -106,7 +106,7 @@ func TestDecompressionBomb(t *testing.T) {
 		// An honest claim above the reader's limit.
 		{"honest claim above the limit", zstdBomb(safetensorsHead(gib, false), gib+1024, -1), []ReadOption{WithMaxSize(64 << 20)}, ErrTooLarge},
 		// A load with a key refuses a header without a MAC before reading its data.
-		{"no MAC with a key", honestBomb(gib, false), []ReadOption{withKey([]byte("0123456789abcdef"))}, ErrAuthentication},
+		{"no MAC with a key", honestBomb(gib, false), []ReadOption{WithKey([]byte("0123456789abcdef"))}, ErrAuthentication},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,11 +125,10 @@ func TestDecompressionBomb(t *testing.T) {
 	}
 }
 
-// TestLoadWithKeyBomb: LoadWithKey, as cmd/train and cmd/predict call it with
-// PRIVTRAIN_CHECKPOINT_KEY set, refuses a 1 GiB bomb without a MAC with
-// ErrAuthentication and a few MiB of heap, and one with a forged MAC entry with
-// ErrAuthentication, after decompressing no more than its honest claim.
-func TestLoadWithKeyBomb(t *testing.T) {
+// TestKeyedReadBomb: ReadFile with WithKey, as checkpoint.LoadWithKey calls it (cmd/train
+// and cmd/predict with PRIVTRAIN_CHECKPOINT_KEY set), refuses a 1 GiB bomb without a MAC
+// with ErrAuthentication and a few MiB of heap.
+func TestKeyedReadBomb(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bomb.ckpt")
 	const gib = 1 << 30
@@ -137,11 +136,11 @@ func TestLoadWithKeyBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	got := allocated(func() { _, err = LoadWithKey(path, []byte("0123456789abcdef")) })
+	got := allocated(func() { _, err = ReadFile(path, WithKey([]byte("0123456789abcdef"))) })
 	if !errors.Is(err, ErrAuthentication) {
-		t.Errorf("LoadWithKey error %v, want ErrAuthentication", err)
+		t.Errorf("keyed ReadFile error %v, want ErrAuthentication", err)
 	}
 	if got > 64<<20 {
-		t.Errorf("LoadWithKey allocated %d MiB, want < 64", got>>20)
+		t.Errorf("keyed ReadFile allocated %d MiB, want < 64", got>>20)
 	}
 }

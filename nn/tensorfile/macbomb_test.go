@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"encoding/binary"
@@ -25,14 +25,15 @@ func keyedHead(n int64, format string) []byte {
 	return append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
 }
 
-// TestLoadWithKeyHonestBomb (issue 40, item 6): a keyed checkpoint whose header honestly
+// TestKeyedReadHonestBomb (issue 40, item 6): a keyed checkpoint whose header honestly
 // describes nearly 4 GiB of tensors (the default limit), with a wrong MAC, is refused by
-// LoadWithKey with ErrAuthentication having allocated a few MiB, in either format. Before,
-// the MAC covered the tensors in name order while the file stores them in another, so
-// it was checked only once the whole content was in memory: 4.2 GB and 44–65 s. Format 1,
-// whose MAC can only be checked by a pass over everything, is checked up to 1 GiB
-// (legacyMACMaxSize) and refused as too large above.
-func TestLoadWithKeyHonestBomb(t *testing.T) {
+// ReadFile with WithKey (the read of checkpoint.LoadWithKey) with ErrAuthentication
+// having allocated a few MiB, in either format. Before, the MAC covered the tensors in
+// name order while the file stores them in another, so it was checked only once the
+// whole content was in memory: 4.2 GB and 44–65 s. Format 1, whose MAC can only be
+// checked by a pass over everything, is checked up to 1 GiB (legacyMACMaxSize) and
+// refused as too large above.
+func TestKeyedReadHonestBomb(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		format string
@@ -50,12 +51,12 @@ func TestLoadWithKeyHonestBomb(t *testing.T) {
 			t.Fatal(err)
 		}
 		var err error
-		got := allocated(func() { _, err = LoadWithKey(path, []byte("0123456789abcdef")) })
+		got := allocated(func() { _, err = ReadFile(path, WithKey([]byte("0123456789abcdef"))) })
 		if !errors.Is(err, tc.want) || errors.Is(err, ErrNoMAC) {
-			t.Errorf("%s, %d bytes: LoadWithKey error %v, want %v", format, n, err, tc.want)
+			t.Errorf("%s, %d bytes: keyed ReadFile error %v, want %v", format, n, err, tc.want)
 		}
 		if got > 64<<20 {
-			t.Errorf("%s: LoadWithKey allocated %d MiB refusing a wrong MAC, want < 64", format, got>>20)
+			t.Errorf("%s: keyed ReadFile allocated %d MiB refusing a wrong MAC, want < 64", format, got>>20)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"fmt"
@@ -21,6 +21,18 @@ import (
 // anyone holding both could strip the privacy noise from its parameters.
 func WriteFile(path string, f *File) error {
 	return writeFile(path, f, nil, nil)
+}
+
+// WriteFileWithKey is WriteFile in the format FormatSigned: the header carries
+// HMAC-SHA256s under key of the header itself (which lays out every tensor) and of the
+// whole stream, and ReadFile with WithKey(key) then proves that the file was written by a
+// holder of the key and not changed since. f's metadata may not hold MACKey. A key
+// shorter than MinKeyLen is refused.
+func WriteFileWithKey(path string, f *File, key []byte) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	return writeFile(path, f, key, nil)
 }
 
 // writeFile is WriteFile, in FormatSigned when key is not nil, with a hook for tests

@@ -1,4 +1,4 @@
-package checkpoint_test
+package tensorfile_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // hexBytes decodes a hex literal; the test's expected encodings are written out by
@@ -36,7 +36,7 @@ type expected struct {
 	data  []byte
 }
 
-func allDTypesFile() (*checkpoint.File, map[string]expected) {
+func allDTypesFile() (*tensorfile.File, map[string]expected) {
 	want := map[string]expected{
 		// 1.5 = 0x3FF8000000000000, -0.0 = 0x8000000000000000, NaN payload kept bit for bit.
 		"b.f64":      {"F64", []int{3}, hexBytes("000000000000F83F 0000000000000080 010000000000F87F")},
@@ -57,25 +57,25 @@ func allDTypesFile() (*checkpoint.File, map[string]expected) {
 		"f8e4m3":     {"F8_E4M3", []int{1}, []byte{0x38}},             // 1.0
 		"ünïcode<&>": {"U8", []int{1, 1}, []byte{7}},
 	}
-	f := &checkpoint.File{
-		Tensors: map[string]checkpoint.Tensor{
-			"b.f64":      checkpoint.F64([]int{3}, []float64{1.5, math.Copysign(0, -1), math.Float64frombits(0x7FF8000000000001)}),
-			"a.empty":    checkpoint.F64([]int{0, 3}, nil),
-			"f32":        checkpoint.F32([]int{1, 2}, []float32{-2, 0.5}),
-			"i64":        checkpoint.I64(nil, []int64{-2}),
-			"u8":         checkpoint.U8([]int{3}, []byte{1, 2, 255}),
-			"bool":       {DType: checkpoint.Bool, Shape: []int{2}, Data: []byte{1, 0}},
-			"i8":         {DType: checkpoint.Int8, Shape: []int{1}, Data: []byte{0x80}},
-			"i16":        {DType: checkpoint.Int16, Shape: []int{1}, Data: []byte{2, 1}},
-			"u16":        {DType: checkpoint.Uint16, Shape: []int{1}, Data: []byte{0xFF, 0xFF}},
-			"f16":        {DType: checkpoint.Float16, Shape: []int{1}, Data: []byte{0, 0x3C}},
-			"bf16":       {DType: checkpoint.BFloat16, Shape: []int{1}, Data: []byte{0x80, 0x3F}},
-			"i32":        {DType: checkpoint.Int32, Shape: []int{1}, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF}},
-			"u32":        {DType: checkpoint.Uint32, Shape: []int{1}, Data: []byte{0x78, 0x56, 0x34, 0x12}},
-			"u64":        {DType: checkpoint.Uint64, Shape: []int{1}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0x80}},
-			"f8e5m2":     {DType: checkpoint.Float8E5M2, Shape: []int{1}, Data: []byte{0x3C}},
-			"f8e4m3":     {DType: checkpoint.Float8E4M3, Shape: []int{1}, Data: []byte{0x38}},
-			"ünïcode<&>": checkpoint.U8([]int{1, 1}, []byte{7}),
+	f := &tensorfile.File{
+		Tensors: map[string]tensorfile.Tensor{
+			"b.f64":      tensorfile.F64([]int{3}, []float64{1.5, math.Copysign(0, -1), math.Float64frombits(0x7FF8000000000001)}),
+			"a.empty":    tensorfile.F64([]int{0, 3}, nil),
+			"f32":        tensorfile.F32([]int{1, 2}, []float32{-2, 0.5}),
+			"i64":        tensorfile.I64(nil, []int64{-2}),
+			"u8":         tensorfile.U8([]int{3}, []byte{1, 2, 255}),
+			"bool":       {DType: tensorfile.Bool, Shape: []int{2}, Data: []byte{1, 0}},
+			"i8":         {DType: tensorfile.Int8, Shape: []int{1}, Data: []byte{0x80}},
+			"i16":        {DType: tensorfile.Int16, Shape: []int{1}, Data: []byte{2, 1}},
+			"u16":        {DType: tensorfile.Uint16, Shape: []int{1}, Data: []byte{0xFF, 0xFF}},
+			"f16":        {DType: tensorfile.Float16, Shape: []int{1}, Data: []byte{0, 0x3C}},
+			"bf16":       {DType: tensorfile.BFloat16, Shape: []int{1}, Data: []byte{0x80, 0x3F}},
+			"i32":        {DType: tensorfile.Int32, Shape: []int{1}, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF}},
+			"u32":        {DType: tensorfile.Uint32, Shape: []int{1}, Data: []byte{0x78, 0x56, 0x34, 0x12}},
+			"u64":        {DType: tensorfile.Uint64, Shape: []int{1}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0x80}},
+			"f8e5m2":     {DType: tensorfile.Float8E5M2, Shape: []int{1}, Data: []byte{0x3C}},
+			"f8e4m3":     {DType: tensorfile.Float8E4M3, Shape: []int{1}, Data: []byte{0x38}},
+			"ünïcode<&>": tensorfile.U8([]int{1, 1}, []byte{7}),
 		},
 		Metadata: map[string]string{"model": "cnn", "note": "ε = 3, \"quoted\"\n<tag>", "empty": ""},
 	}
@@ -86,10 +86,10 @@ func allDTypesFile() (*checkpoint.File, map[string]expected) {
 // writer lays tensors out by descending position here, then by name.
 var safetensorsOrder = []string{"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64"}
 
-func encode(t testing.TB, f *checkpoint.File) []byte {
+func encode(t testing.TB, f *tensorfile.File) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := checkpoint.Encode(&buf, f); err != nil {
+	if err := tensorfile.Encode(&buf, f); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -216,7 +216,7 @@ func TestEncodeLayoutByHand(t *testing.T) {
 	}
 
 	// And back through Decode.
-	g, err := checkpoint.Decode(bytes.NewReader(compressed))
+	g, err := tensorfile.Decode(bytes.NewReader(compressed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestEncodeLayoutByHand(t *testing.T) {
 
 // assertSameFile compares two files tensor by tensor; a nil and an empty shape are
 // both a scalar.
-func assertSameFile(t testing.TB, got, want *checkpoint.File) {
+func assertSameFile(t testing.TB, got, want *tensorfile.File) {
 	t.Helper()
 	if len(got.Tensors) != len(want.Tensors) {
 		t.Errorf("%d tensors, want %d", len(got.Tensors), len(want.Tensors))
@@ -254,13 +254,13 @@ func TestAccessors(t *testing.T) {
 	f64 := []float64{1.5, -2, math.Inf(1), math.SmallestNonzeroFloat64}
 	f32 := []float32{1.5, -2, float32(math.Inf(-1)), math.MaxFloat32}
 	i64 := []int64{math.MinInt64, -1, 0, math.MaxInt64}
-	f := &checkpoint.File{Tensors: map[string]checkpoint.Tensor{
-		"f64": checkpoint.F64([]int{2, 2}, f64),
-		"f32": checkpoint.F32([]int{4}, f32),
-		"i64": checkpoint.I64([]int{4, 1}, i64),
-		"u8":  checkpoint.U8([]int{2}, []byte{0, 255}),
+	f := &tensorfile.File{Tensors: map[string]tensorfile.Tensor{
+		"f64": tensorfile.F64([]int{2, 2}, f64),
+		"f32": tensorfile.F32([]int{4}, f32),
+		"i64": tensorfile.I64([]int{4, 1}, i64),
+		"u8":  tensorfile.U8([]int{2}, []byte{0, 255}),
 	}}
-	g, err := checkpoint.Decode(bytes.NewReader(encode(t, f)))
+	g, err := tensorfile.Decode(bytes.NewReader(encode(t, f)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestAccessors(t *testing.T) {
 	if _, err := g.Tensors["f32"].Float64s(); err == nil || !strings.Contains(err.Error(), "F32, not F64") {
 		t.Errorf("Float64s of F32: %v", err)
 	}
-	bad := checkpoint.Tensor{DType: checkpoint.Float64, Shape: []int{2}, Data: make([]byte, 9)}
+	bad := tensorfile.Tensor{DType: tensorfile.Float64, Shape: []int{2}, Data: make([]byte, 9)}
 	if _, err := bad.Float64s(); err == nil {
 		t.Error("Float64s of a tensor with 9 bytes for 2 elements succeeded")
 	}
@@ -294,30 +294,30 @@ func TestAccessors(t *testing.T) {
 }
 
 func TestEncodeRejects(t *testing.T) {
-	ok := checkpoint.F64([]int{1}, []float64{1})
+	ok := tensorfile.F64([]int{1}, []float64{1})
 	tests := []struct {
 		name string
-		file *checkpoint.File
+		file *tensorfile.File
 		want string
 	}{
 		{"nil", nil, "nil File"},
-		{"short data", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": checkpoint.F64([]int{2, 2}, []float64{1, 2, 3})}}, "needs 32 data bytes, has 24"},
-		{"scalar with two", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": checkpoint.F64(nil, []float64{1, 2})}}, "needs 8 data bytes"},
-		{"negative dim", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": {DType: checkpoint.Uint8, Shape: []int{-1}}}}, "invalid shape"},
-		{"bad dtype", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": {DType: 99, Shape: []int{1}, Data: []byte{1}}}}, "invalid dtype"},
-		{"zero dtype", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": {Shape: []int{1}, Data: []byte{1}}}}, "invalid dtype"},
-		{"overflow", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": {DType: checkpoint.Float64, Shape: []int{1 << 40, 1 << 40}}}}, "invalid shape"},
-		{"empty name", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"": ok}}, "empty tensor name"},
-		{"metadata name", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"__metadata__": ok}}, "reserved"},
-		{"bad utf8 name", &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"\xff": ok}}, "UTF-8"},
-		{"reserved key", &checkpoint.File{Metadata: map[string]string{"privtrain.format": "x"}}, "reserved"},
-		{"reserved sum", &checkpoint.File{Metadata: map[string]string{"privtrain.sha256": "x"}}, "reserved"},
-		{"bad utf8 value", &checkpoint.File{Metadata: map[string]string{"k": "\xfe"}}, "UTF-8"},
+		{"short data", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": tensorfile.F64([]int{2, 2}, []float64{1, 2, 3})}}, "needs 32 data bytes, has 24"},
+		{"scalar with two", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": tensorfile.F64(nil, []float64{1, 2})}}, "needs 8 data bytes"},
+		{"negative dim", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": {DType: tensorfile.Uint8, Shape: []int{-1}}}}, "invalid shape"},
+		{"bad dtype", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": {DType: 99, Shape: []int{1}, Data: []byte{1}}}}, "invalid dtype"},
+		{"zero dtype", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": {Shape: []int{1}, Data: []byte{1}}}}, "invalid dtype"},
+		{"overflow", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": {DType: tensorfile.Float64, Shape: []int{1 << 40, 1 << 40}}}}, "invalid shape"},
+		{"empty name", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"": ok}}, "empty tensor name"},
+		{"metadata name", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"__metadata__": ok}}, "reserved"},
+		{"bad utf8 name", &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"\xff": ok}}, "UTF-8"},
+		{"reserved key", &tensorfile.File{Metadata: map[string]string{"privtrain.format": "x"}}, "reserved"},
+		{"reserved sum", &tensorfile.File{Metadata: map[string]string{"privtrain.sha256": "x"}}, "reserved"},
+		{"bad utf8 value", &tensorfile.File{Metadata: map[string]string{"k": "\xfe"}}, "UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			err := checkpoint.Encode(&buf, tt.file)
+			err := tensorfile.Encode(&buf, tt.file)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Encode error %v, want one mentioning %q", err, tt.want)
 			}
@@ -329,7 +329,7 @@ func TestEncodeRejects(t *testing.T) {
 }
 
 func TestEmptyFile(t *testing.T) {
-	g, err := checkpoint.Decode(bytes.NewReader(encode(t, &checkpoint.File{})))
+	g, err := tensorfile.Decode(bytes.NewReader(encode(t, &tensorfile.File{})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,13 +339,13 @@ func TestEmptyFile(t *testing.T) {
 }
 
 // smallCheckpoint is the checkpoint the corruption tests damage.
-func smallCheckpoint() *checkpoint.File {
-	return &checkpoint.File{
-		Tensors: map[string]checkpoint.Tensor{
-			"dense.w": checkpoint.F32([]int{3, 4}, []float32{.1, .2, .3, .4, .5, .6, .7, .8, .9, 1, 1.1, 1.2}),
-			"dense.b": checkpoint.F32([]int{4}, []float32{0, 0, 0, 1}),
-			"step":    checkpoint.I64(nil, []int64{1234}),
-			"adam.m":  checkpoint.F64([]int{4}, []float64{1e-3, -2e-3, 3e-3, 0}),
+func smallCheckpoint() *tensorfile.File {
+	return &tensorfile.File{
+		Tensors: map[string]tensorfile.Tensor{
+			"dense.w": tensorfile.F32([]int{3, 4}, []float32{.1, .2, .3, .4, .5, .6, .7, .8, .9, 1, 1.1, 1.2}),
+			"dense.b": tensorfile.F32([]int{4}, []float32{0, 0, 0, 1}),
+			"step":    tensorfile.I64(nil, []int64{1234}),
+			"adam.m":  tensorfile.F64([]int{4}, []float64{1e-3, -2e-3, 3e-3, 0}),
 		},
 		Metadata: map[string]string{"model": "logreg", "epoch": "2"},
 	}
@@ -353,7 +353,7 @@ func smallCheckpoint() *checkpoint.File {
 
 // isOurError reports whether err matches one of the package's sentinels.
 func isOurError(err error) bool {
-	for _, s := range []error{checkpoint.ErrCorrupt, checkpoint.ErrNotCheckpoint, checkpoint.ErrUnsupportedVersion, checkpoint.ErrTooLarge} {
+	for _, s := range []error{tensorfile.ErrCorrupt, tensorfile.ErrNotCheckpoint, tensorfile.ErrUnsupportedVersion, tensorfile.ErrTooLarge} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -370,7 +370,7 @@ func TestEveryByteFlipDetected(t *testing.T) {
 		for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF} {
 			bad := slices.Clone(good)
 			bad[i] ^= mask
-			_, err := checkpoint.Decode(bytes.NewReader(bad))
+			_, err := tensorfile.Decode(bytes.NewReader(bad))
 			if err == nil {
 				t.Errorf("byte %d of %d ^ %#x: damage not detected", i, len(good), mask)
 			} else if !isOurError(err) {
@@ -386,13 +386,13 @@ func TestSampledByteFlipsLarge(t *testing.T) {
 	for i := range v {
 		v[i] = math.Sin(float64(i)) * float64(i%97)
 	}
-	good := encode(t, &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": checkpoint.F64([]int{300, 200}, v)}})
+	good := encode(t, &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": tensorfile.F64([]int{300, 200}, v)}})
 	stride := max(1, len(good)/400)
 	for i := 0; i < len(good); i += stride {
 		for _, mask := range []byte{0x01, 0x55} {
 			bad := slices.Clone(good)
 			bad[i] ^= mask
-			_, err := checkpoint.Decode(bytes.NewReader(bad))
+			_, err := tensorfile.Decode(bytes.NewReader(bad))
 			if err == nil {
 				t.Errorf("byte %d of %d ^ %#x: damage not detected", i, len(good), mask)
 			} else if !isOurError(err) {
@@ -405,8 +405,8 @@ func TestSampledByteFlipsLarge(t *testing.T) {
 func TestEveryTruncationDetected(t *testing.T) {
 	good := encode(t, smallCheckpoint())
 	for n := range len(good) {
-		_, err := checkpoint.Decode(bytes.NewReader(good[:n]))
-		if !errors.Is(err, checkpoint.ErrTruncated) || !errors.Is(err, checkpoint.ErrCorrupt) {
+		_, err := tensorfile.Decode(bytes.NewReader(good[:n]))
+		if !errors.Is(err, tensorfile.ErrTruncated) || !errors.Is(err, tensorfile.ErrCorrupt) {
 			t.Errorf("first %d of %d bytes: error %v, want ErrTruncated", n, len(good), err)
 		}
 	}
@@ -441,7 +441,7 @@ func handWritten(t testing.TB, format string, crc bool) []byte {
 }
 
 func TestDecodeHandWritten(t *testing.T) {
-	g, err := checkpoint.Decode(bytes.NewReader(handWritten(t, "privtrain-checkpoint/1", true)))
+	g, err := tensorfile.Decode(bytes.NewReader(handWritten(t, "privtrain-checkpoint/1", true)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,25 +473,25 @@ func TestDecodeRejectsForeign(t *testing.T) {
 		want  error
 		say   string
 	}{
-		{"empty", nil, checkpoint.ErrTruncated, "0 bytes"},
-		{"text", []byte("hello, world\n"), checkpoint.ErrNotCheckpoint, "not a zstd stream"},
-		{"gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}, checkpoint.ErrNotCheckpoint, "not a zstd stream"},
-		{"plain safetensors", plain, checkpoint.ErrNotCheckpoint, "uncompressed safetensors"},
-		{"zstd of text", compress([]byte(strings.Repeat("some log line\n", 100))), checkpoint.ErrNotCheckpoint, "safetensors"},
-		{"zstd of safetensors", compress(plain), checkpoint.ErrNotCheckpoint, "without the privtrain.format marker"},
-		{"zstd of nothing", compress(nil), checkpoint.ErrNotCheckpoint, ""},
-		{"skippable frame", append([]byte{0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0}, good...), checkpoint.ErrNotCheckpoint, "skippable"},
-		{"future version", handWritten(t, "privtrain-checkpoint/3", true), checkpoint.ErrUnsupportedVersion, `"privtrain-checkpoint/3"`},
-		{"other format", handWritten(t, "something-else/1", true), checkpoint.ErrNotCheckpoint, "something-else"},
-		{"no zstd checksum", handWritten(t, "privtrain-checkpoint/1", false), checkpoint.ErrCorrupt, "no content checksum"},
-		{"trailing bytes", append(slices.Clone(good), 0), checkpoint.ErrCorrupt, "1 bytes follow"},
-		{"two checkpoints", append(slices.Clone(good), good...), checkpoint.ErrCorrupt, "follow the trailer"},
-		{"no trailer", good[:len(good)-48], checkpoint.ErrTruncated, "0 bytes into the 48-byte trailer"},
-		{"foreign trailer", append(slices.Clone(good[:len(good)-48]), 0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0), checkpoint.ErrCorrupt, "no valid trailer"},
+		{"empty", nil, tensorfile.ErrTruncated, "0 bytes"},
+		{"text", []byte("hello, world\n"), tensorfile.ErrNotCheckpoint, "not a zstd stream"},
+		{"gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}, tensorfile.ErrNotCheckpoint, "not a zstd stream"},
+		{"plain safetensors", plain, tensorfile.ErrNotCheckpoint, "uncompressed safetensors"},
+		{"zstd of text", compress([]byte(strings.Repeat("some log line\n", 100))), tensorfile.ErrNotCheckpoint, "safetensors"},
+		{"zstd of safetensors", compress(plain), tensorfile.ErrNotCheckpoint, "without the privtrain.format marker"},
+		{"zstd of nothing", compress(nil), tensorfile.ErrNotCheckpoint, ""},
+		{"skippable frame", append([]byte{0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0}, good...), tensorfile.ErrNotCheckpoint, "skippable"},
+		{"future version", handWritten(t, "privtrain-checkpoint/3", true), tensorfile.ErrUnsupportedVersion, `"privtrain-checkpoint/3"`},
+		{"other format", handWritten(t, "something-else/1", true), tensorfile.ErrNotCheckpoint, "something-else"},
+		{"no zstd checksum", handWritten(t, "privtrain-checkpoint/1", false), tensorfile.ErrCorrupt, "no content checksum"},
+		{"trailing bytes", append(slices.Clone(good), 0), tensorfile.ErrCorrupt, "1 bytes follow"},
+		{"two checkpoints", append(slices.Clone(good), good...), tensorfile.ErrCorrupt, "follow the trailer"},
+		{"no trailer", good[:len(good)-48], tensorfile.ErrTruncated, "0 bytes into the 48-byte trailer"},
+		{"foreign trailer", append(slices.Clone(good[:len(good)-48]), 0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0), tensorfile.ErrCorrupt, "no valid trailer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := checkpoint.Decode(bytes.NewReader(tt.input))
+			_, err := tensorfile.Decode(bytes.NewReader(tt.input))
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.say) {
 				t.Errorf("error %v, want %v mentioning %q", err, tt.want, tt.say)
 			}
@@ -504,17 +504,17 @@ func TestDecodeRejectsForeign(t *testing.T) {
 
 func TestDecodeSizeLimits(t *testing.T) {
 	v := make([]float64, 1<<17) // 1 MiB of zeros compresses to almost nothing
-	big := encode(t, &checkpoint.File{Tensors: map[string]checkpoint.Tensor{"w": checkpoint.F64([]int{len(v)}, v)}})
+	big := encode(t, &tensorfile.File{Tensors: map[string]tensorfile.Tensor{"w": tensorfile.F64([]int{len(v)}, v)}})
 	if len(big) > 1<<12 {
 		t.Fatalf("1 MiB of zeros compressed to %d bytes; the test wants a bomb", len(big))
 	}
-	if _, err := checkpoint.Decode(bytes.NewReader(big), checkpoint.WithMaxSize(1<<19)); !errors.Is(err, checkpoint.ErrTooLarge) {
+	if _, err := tensorfile.Decode(bytes.NewReader(big), tensorfile.WithMaxSize(1<<19)); !errors.Is(err, tensorfile.ErrTooLarge) {
 		t.Errorf("1 MiB checkpoint with a 512 KiB limit: %v, want ErrTooLarge", err)
 	}
-	if _, err := checkpoint.Decode(bytes.NewReader(big), checkpoint.WithMaxSize(1<<21)); err != nil {
+	if _, err := tensorfile.Decode(bytes.NewReader(big), tensorfile.WithMaxSize(1<<21)); err != nil {
 		t.Errorf("1 MiB checkpoint with a 2 MiB limit: %v", err)
 	}
-	if _, err := checkpoint.Decode(bytes.NewReader(big), checkpoint.WithMaxSize(0)); err == nil {
+	if _, err := tensorfile.Decode(bytes.NewReader(big), tensorfile.WithMaxSize(0)); err == nil {
 		t.Error("WithMaxSize(0) accepted")
 	}
 
@@ -523,7 +523,7 @@ func TestDecodeSizeLimits(t *testing.T) {
 	lie := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe4} // FCS 8 bytes, single segment, checksum
 	lie = binary.LittleEndian.AppendUint64(lie, 1<<40)
 	lie = append(lie, 0x09, 0, 0, 'x', 0, 0, 0, 0) // last raw block of 1 byte, checksum
-	if _, err := checkpoint.Decode(bytes.NewReader(lie)); !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), "declares") {
+	if _, err := tensorfile.Decode(bytes.NewReader(lie)); !errors.Is(err, tensorfile.ErrCorrupt) || !strings.Contains(err.Error(), "declares") {
 		t.Errorf("lying content size: %v", err)
 	}
 	// The same lie within the blocks' capacity but above the limit.
@@ -538,7 +538,7 @@ func TestDecodeSizeLimits(t *testing.T) {
 		rle = append(rle, byte(bh), byte(bh>>8), byte(bh>>16), 0)
 	}
 	rle = append(rle, 0, 0, 0, 0)
-	if _, err := checkpoint.Decode(bytes.NewReader(rle), checkpoint.WithMaxSize(1<<20)); !errors.Is(err, checkpoint.ErrTooLarge) {
+	if _, err := tensorfile.Decode(bytes.NewReader(rle), tensorfile.WithMaxSize(1<<20)); !errors.Is(err, tensorfile.ErrTooLarge) {
 		t.Errorf("5 MiB RLE bomb with a 1 MiB limit: %v, want ErrTooLarge", err)
 	}
 }
@@ -552,7 +552,7 @@ func TestEncodeDeterministic(t *testing.T) {
 	for i := range v {
 		v[i] = math.Sqrt(float64(i))
 	}
-	files := []*checkpoint.File{smallCheckpoint(), {Tensors: map[string]checkpoint.Tensor{"a": checkpoint.F64([]int{len(v)}, v), "b": checkpoint.F64([]int{len(v)}, v)}}}
+	files := []*tensorfile.File{smallCheckpoint(), {Tensors: map[string]tensorfile.Tensor{"a": tensorfile.F64([]int{len(v)}, v), "b": tensorfile.F64([]int{len(v)}, v)}}}
 	for i, f := range files {
 		first := encode(t, f)
 		for range 5 {

@@ -1,4 +1,4 @@
-package checkpoint_test
+package tensorfile_test
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // benchFile is a checkpoint of n float32 parameters with Adam's two float64 moments,
 // filled with Gaussian values so that compression sees realistic, incompressible-ish
 // mantissas.
-func benchFile(n int) *checkpoint.File {
+func benchFile(n int) *tensorfile.File {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := make([]float32, n)
 	m, v := make([]float64, n), make([]float64, n)
@@ -22,14 +22,14 @@ func benchFile(n int) *checkpoint.File {
 		m[i] = r.NormFloat64() * 1e-3
 		v[i] = r.ExpFloat64() * 1e-6
 	}
-	return &checkpoint.File{Tensors: map[string]checkpoint.Tensor{
-		"params": checkpoint.F32([]int{n}, p),
-		"adam.m": checkpoint.F64([]int{n}, m),
-		"adam.v": checkpoint.F64([]int{n}, v),
+	return &tensorfile.File{Tensors: map[string]tensorfile.Tensor{
+		"params": tensorfile.F32([]int{n}, p),
+		"adam.m": tensorfile.F64([]int{n}, m),
+		"adam.v": tensorfile.F64([]int{n}, v),
 	}}
 }
 
-func rawSize(f *checkpoint.File) int64 {
+func rawSize(f *tensorfile.File) int64 {
 	var n int64
 	for _, t := range f.Tensors {
 		n += int64(len(t.Data))
@@ -47,7 +47,7 @@ func BenchmarkEncode(b *testing.B) {
 			var out bytes.Buffer
 			for b.Loop() {
 				out.Reset()
-				if err := checkpoint.Encode(&out, f); err != nil {
+				if err := tensorfile.Encode(&out, f); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -60,13 +60,13 @@ func BenchmarkDecode(b *testing.B) {
 	for _, n := range benchSizes {
 		f := benchFile(n)
 		var enc bytes.Buffer
-		if err := checkpoint.Encode(&enc, f); err != nil {
+		if err := tensorfile.Encode(&enc, f); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("params=%d", n), func(b *testing.B) {
 			b.SetBytes(rawSize(f))
 			for b.Loop() {
-				if _, err := checkpoint.Decode(bytes.NewReader(enc.Bytes())); err != nil {
+				if _, err := tensorfile.Decode(bytes.NewReader(enc.Bytes())); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -80,7 +80,7 @@ func BenchmarkWriteFile(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "run.ckpt")
 	b.SetBytes(rawSize(f))
 	for b.Loop() {
-		if err := checkpoint.WriteFile(path, f); err != nil {
+		if err := tensorfile.WriteFile(path, f); err != nil {
 			b.Fatal(err)
 		}
 	}

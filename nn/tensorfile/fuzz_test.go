@@ -1,4 +1,4 @@
-package checkpoint
+package tensorfile
 
 import (
 	"bytes"
@@ -125,7 +125,7 @@ func FuzzParseLayout(f *testing.F) {
 		if total != uint64(len(l.data)) || 8+len(l.header)+len(l.data) != len(in) {
 			t.Fatalf("entries cover %d of %d data bytes", total, len(l.data))
 		}
-		for _, k := range []string{checksumKey, keyMAC, keyHeaderMAC} {
+		for _, k := range []string{checksumKey, MACKey, keyHeaderMAC} {
 			if at := *l.at(k); at >= 0 && string(in[at:at+len(l.metadata[k])]) != l.metadata[k] {
 				t.Fatalf("%s position %d does not hold the value", k, at)
 			}
@@ -161,9 +161,9 @@ func FuzzParseLayout(f *testing.F) {
 	})
 }
 
-// FuzzDecodeKeyed feeds arbitrary bytes to Decode with a key, the path of LoadWithKey
-// (the MAC fields of the header, the header's MAC before any allocation, the stream's
-// MAC as it is read, format 1's streamed MAC): it must never panic, refuse with a known
+// FuzzDecodeKeyed feeds arbitrary bytes to Decode with a key (WithKey, the read of
+// checkpoint.LoadWithKey: the MAC fields of the header, the header's MAC before any
+// allocation, the stream's MAC as it is read, format 1's streamed MAC): it must never panic, refuse with a known
 // kind, and whatever it accepts (with its MAC) must survive a re-encode under the key.
 func FuzzDecodeKeyed(f *testing.F) {
 	key := []byte("fuzz key of sixteen bytes")
@@ -172,7 +172,7 @@ func FuzzDecodeKeyed(f *testing.F) {
 		f.Fatal(err)
 	}
 	old := fuzzSeedFile()
-	old.Metadata[keyMAC] = hex.EncodeToString(legacyFileMAC(old, key))
+	old.Metadata[MACKey] = hex.EncodeToString(legacyFileMAC(old, key))
 	if err := Encode(&legacy, old); err != nil {
 		f.Fatal(err)
 	}
@@ -182,21 +182,21 @@ func FuzzDecodeKeyed(f *testing.F) {
 	f.Add(zstdBomb(keyedHead(1<<20, FormatSigned), 1<<20+600, -1))
 	f.Add(zstdBomb(keyedHead(1<<20, Format), 1<<20+600, -1))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got, err := Decode(bytes.NewReader(in), WithMaxSize(1<<24), withKey(key))
+		got, err := Decode(bytes.NewReader(in), WithMaxSize(1<<24), WithKey(key))
 		if err != nil {
 			if !isKnownKind(err) && !errors.Is(err, ErrAuthentication) {
 				t.Fatalf("error %v matches no sentinel", err)
 			}
 			return
 		}
-		if _, ok := got.Metadata[keyMAC]; !ok {
+		if _, ok := got.Metadata[MACKey]; !ok {
 			t.Fatal("accepted without a MAC")
 		}
 		var again bytes.Buffer
-		if err := encode(&again, &File{Tensors: got.Tensors, Metadata: without(got.Metadata, keyMAC)}, key); err != nil {
+		if err := encode(&again, &File{Tensors: got.Tensors, Metadata: without(got.Metadata, MACKey)}, key); err != nil {
 			t.Fatalf("re-encoding an accepted checkpoint: %v", err)
 		}
-		back, err := Decode(&again, withKey(key))
+		back, err := Decode(&again, WithKey(key))
 		if err != nil {
 			t.Fatalf("decoding the re-encoded checkpoint: %v", err)
 		}
