@@ -147,7 +147,11 @@ func (c *checkpointInfo) writeText(w io.Writer) {
 		for _, r := range c.Rewinds {
 			rw = append(rw, fmt.Sprintf("%d→%d", r.From, r.To))
 		}
-		lineage = fmt.Sprintf("%d rewinds (%s), whose discarded steps stay in the ledger", len(c.Rewinds), strings.Join(rw, ", "))
+		plural := "s"
+		if len(c.Rewinds) == 1 {
+			plural = ""
+		}
+		lineage = fmt.Sprintf("%d rewind%s (%s), whose discarded steps stay in the ledger", len(c.Rewinds), plural, strings.Join(rw, ", "))
 	}
 	fmt.Fprintf(w, "run               %s: step %d of %d planned (epoch %d of %d); its lineage took %d steps, %s\n",
 		c.RunID, c.Step, p.Steps, c.Epoch, p.Epochs, c.LineageSteps, lineage)

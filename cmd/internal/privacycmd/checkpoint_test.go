@@ -133,6 +133,69 @@ func TestEpsilonOfCheckpoint(t *testing.T) {
 	}
 }
 
+// TestEpsilonOfRewoundCheckpoint: a run that went back to its epoch-1 checkpoint
+// (a rewind, training.AllowRewind) and ran to the end again took 12 + 8 steps, and its
+// ε is the accountant's for all 20: the discarded steps stay spent. The lineage says so.
+func TestEpsilonOfRewoundCheckpoint(t *testing.T) {
+	train, _ := clitest.MNIST(t, ckptN)
+	m, err := nn.New(models.LogisticRegression(), 64, nn.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(3)
+	var tr *training.Trainer
+	var first *checkpoint.Training
+	tr, err = training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
+		Rule:    dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
+		BatchSize: ckptBatch, Epochs: ckptEpochs, Seed: &seed,
+		OnEpoch: func(training.EpochMetrics) (err error) {
+			if first == nil {
+				first, err = tr.Checkpoint()
+			}
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Restore(first, training.AllowRewind()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rewound.ckpt")
+	if err := checkpoint.Save(path, c); err != nil {
+		t.Fatal(err)
+	}
+	const perEpoch = ckptN / ckptBatch
+	taken := ckptEpochs*perEpoch + (ckptEpochs-1)*perEpoch // 12, then 8 again from step 4
+	want, err := accountant.RDP{}.Epsilon([]accountant.Segment{{Q: float64(ckptBatch) / ckptN, Z: ckptZ, Steps: taken}}, ckptDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runJSON(t, "epsilon", "-checkpoint", path, "-accountant", "rdp")
+	if r.Epsilon != want.Epsilon || r.Steps != taken {
+		t.Errorf("ε = %v over %d steps; the accountant gives %v for the %d steps taken", r.Epsilon, r.Steps, want.Epsilon, taken)
+	}
+	info := r.Checkpoint
+	if info == nil || info.Step != ckptEpochs*perEpoch || info.LineageSteps != taken || info.LedgerSteps != taken ||
+		len(info.Rewinds) != 1 || info.Rewinds[0] != (checkpoint.Rewind{From: ckptEpochs * perEpoch, To: perEpoch}) {
+		t.Errorf("checkpoint object %+v; want step 12, lineage 20, one rewind 12→4", info)
+	}
+	code, out, _ := runArgs("epsilon", "-checkpoint", path)
+	if code != exit.OK || !strings.Contains(out, "its lineage took 20 steps, 1 rewind (12→4), whose discarded steps stay in the ledger") {
+		t.Errorf("text: exit %d:\n%s", code, out)
+	}
+}
+
 // TestEpsilonOfCheckpointRefuses: -checkpoint with plan flags, a non-private run, a
 // missing file; a -tune trial's checkpoint gets a warning that the search's ε is larger.
 func TestEpsilonOfCheckpointRefuses(t *testing.T) {
