@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -45,6 +46,10 @@ type ImageFolder struct {
 	*Images
 	ClassNames []string // class c is the subfolder ClassNames[c]
 	Files      []string // example i was read from Files[i], relative to the folder
+	// Skipped are the files of class folders that were not read because they are not
+	// images (README.txt, Thumbs.db, …), relative to the folder, in class then name
+	// order; callers should say how many were skipped.
+	Skipped []string
 }
 
 var _ Dataset = (*ImageFolder)(nil)
@@ -56,9 +61,11 @@ var _ Dataset = (*ImageFolder)(nil)
 //	dir/cat/002.jpg
 //	dir/dog/xyz.jpeg
 //
-// Class c is the c-th subfolder in sorted (byte) order, here cat = 0, dog = 1. Every
-// regular file in a class folder must be a PNG or JPEG image (recognised by content);
-// names starting with "." are skipped, and so are regular files directly in dir. Nested
+// Class c is the c-th subfolder in sorted (byte) order, here cat = 0, dog = 1. The
+// regular files of a class folder are PNG or JPEG images, recognised by content; a file
+// that is not one is skipped and listed in Skipped (README.txt, Thumbs.db), unless its
+// name ends in .png, .jpg or .jpeg: an image that cannot be read is an error. Names
+// starting with "." are skipped silently, and so are regular files directly in dir. Nested
 // folders are an error. Examples are in class order, then file-name order. Pixel values
 // are scaled as b/255, which depends on nothing but the format (alpha is dropped: pixels
 // are taken as premultiplied, i.e. composed over black).
@@ -123,6 +130,16 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 			if !f.Type().IsRegular() {
 				continue
 			}
+			if !namedImage(f.Name()) {
+				isImage, err := looksLikeImage(fsys, name, where)
+				if err != nil {
+					return nil, err
+				}
+				if !isImage {
+					out.Skipped = append(out.Skipped, name)
+					continue
+				}
+			}
 			img, err := decodeImage(func() (io.ReadCloser, error) { return openRegular(fsys, name, where) }, where, opts.MaxPixels, nil)
 			if err != nil {
 				return nil, err
@@ -131,7 +148,7 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 				w, h = img.Bounds().Dx(), img.Bounds().Dy()
 			}
 			if b := img.Bounds(); opts.Width == 0 && (b.Dx() != w || b.Dy() != h) {
-				return nil, fmt.Errorf("datasets: %w: %s is %d×%d, but %s is %d×%d; resize the images to one size (or ask the loader to resize them)",
+				return nil, fmt.Errorf("datasets: %w: %s is %d×%d, but %s is %d×%d; resize the images to one size, or have them resized as they are read (ImageFolderOptions Width and Height; privtrain train -image-size WxH)",
 					ErrImage, where, b.Dx(), b.Dy(), filepath.Join(dir, filepath.FromSlash(out.Files[0])), w, h)
 			}
 			at := len(pixels)
@@ -172,6 +189,37 @@ func loadImageFolder(fsys fs.FS, dir string, opts ImageFolderOptions) (*ImageFol
 	}
 	out.Images = m
 	return out, nil
+}
+
+// namedImage says whether a file's name ends in .png, .jpg or .jpeg (any case).
+func namedImage(name string) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".png", ".jpg", ".jpeg":
+		return true
+	}
+	return false
+}
+
+// Magic numbers of the image formats an image folder reads.
+var (
+	pngMagic  = []byte("\x89PNG\r\n\x1a\n")
+	jpegMagic = []byte{0xff, 0xd8, 0xff}
+)
+
+// looksLikeImage says whether the file name of fsys starts as a PNG or a JPEG image does.
+func looksLikeImage(fsys fs.FS, name, where string) (bool, error) {
+	f, err := openRegular(fsys, name, where)
+	if err != nil {
+		return false, fmt.Errorf("datasets: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, len(pngMagic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return false, fmt.Errorf("datasets: %s: %w", where, err)
+	}
+	head = head[:n]
+	return bytes.HasPrefix(head, pngMagic) || bytes.HasPrefix(head, jpegMagic), nil
 }
 
 // DefaultMaxPixels bounds width×height of one image where no other bound is given: 16.8

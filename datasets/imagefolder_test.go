@@ -165,6 +165,33 @@ func TestLoadImageFolderSizes(t *testing.T) {
 	}
 }
 
+// TestLoadImageFolderSkipsNonImages: files of a class folder that are not images
+// (README.txt, Thumbs.db, a PNG's content under any other name is one) are skipped and
+// listed, as torchvision's ImageFolder skips them; an image under a name without an
+// image extension is read as before.
+func TestLoadImageFolderSkipsNonImages(t *testing.T) {
+	ok := pngBytes(t, grayImage(2, 2, func(x, y int) byte { return 1 }))
+	dir := writeFiles(t, map[string][]byte{
+		"a/x.png":       ok,
+		"a/README.txt":  []byte("photos of a"),
+		"a/Thumbs.db":   {0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1},
+		"b/y":           ok, // a PNG without an extension: read
+		"b/empty":       nil,
+		"b/.DS_Store":   []byte("Bud1"), // hidden: skipped silently, as before
+		"b/z.jpeg.part": []byte("partial download"),
+	})
+	f, err := LoadImageFolder(dir, ImageFolderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Files, []string{"a/x.png", "b/y"}) || f.Len() != 2 {
+		t.Errorf("files %v (%d examples); want a/x.png and b/y", f.Files, f.Len())
+	}
+	if want := []string{"a/README.txt", "a/Thumbs.db", "b/empty", "b/z.jpeg.part"}; !slices.Equal(f.Skipped, want) {
+		t.Errorf("skipped %v; want %v", f.Skipped, want)
+	}
+}
+
 func TestLoadImageFolderErrors(t *testing.T) {
 	ok := pngBytes(t, grayImage(2, 2, func(x, y int) byte { return 1 }))
 	big := pngBytes(t, grayImage(300, 300, func(x, y int) byte { return 1 }))
@@ -174,7 +201,9 @@ func TestLoadImageFolderErrors(t *testing.T) {
 		want  string
 	}{
 		{map[string][]byte{"x.png": ok}, ImageFolderOptions{}, "no class folders"},
-		{map[string][]byte{"a/x.png": ok, "b/notes.txt": []byte("hello")}, ImageFolderOptions{}, filepath.Join("b", "notes.txt") + ": not a PNG or JPEG"},
+		{map[string][]byte{"a/x.png": ok, "b/notes.png": []byte("hello")}, ImageFolderOptions{}, filepath.Join("b", "notes.png") + ": not a PNG or JPEG"},
+		{map[string][]byte{"a/x.png": ok, "b/notes.txt": []byte("hello")}, ImageFolderOptions{}, string(filepath.Separator) + "b has no images"},
+		{map[string][]byte{"a/x.png": ok, "a/y.png": pngBytes(t, grayImage(3, 2, func(x, y int) byte { return 1 }))}, ImageFolderOptions{}, filepath.Join("a", "x.png") + " is 2×2; resize the images to one size, or have them resized as they are read (ImageFolderOptions Width and Height; privtrain train -image-size WxH)"},
 		{map[string][]byte{"a/x.png": ok[:40]}, ImageFolderOptions{}, filepath.Join("a", "x.png")},
 		{map[string][]byte{"a/x.png": ok, "b/.hidden": ok}, ImageFolderOptions{}, "has no images"},
 		{map[string][]byte{"a/x.png": ok, "a/sub/y.png": ok}, ImageFolderOptions{}, "is a folder"},

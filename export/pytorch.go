@@ -25,8 +25,13 @@ import (
 // pixel/255), and returns logits; predict_proba returns their softmax, Predictor's
 // Probabilities, and predict the classes. name is the module's import name (for its
 // docstring), params the parameter file's path relative to the module's folder: the
-// default of load_model's path ("" for none).
-func PyTorch(w io.Writer, m *nn.Model, name, params string) error {
+// default of load_model's path ("" for none). CLASSES names the classes (WithClassNames,
+// else the class numbers), as the parameter file's metadata does.
+func PyTorch(w io.Writer, m *nn.Model, name, params string, opts ...Option) error {
+	o, err := options(m, opts)
+	if err != nil {
+		return err
+	}
 	_, modules, defs, err := torchTensors(m)
 	if err != nil {
 		return err
@@ -78,6 +83,7 @@ func PyTorch(w io.Writer, m *nn.Model, name, params string) error {
 		"Scaling":      scaling,
 		"Shape":        strings.Join(shape, ", ") + map[bool]string{true: ",", false: ""}[len(shape) == 1],
 		"Classes":      m.NumClasses(),
+		"ClassNames":   pythonStrings(o.classes),
 		"DType":        dtype,
 		"ArchLit":      strconv.QuoteToASCII(string(archJSON)),
 		"Definitions":  strings.Join(defs, "\n\n"),
@@ -93,11 +99,21 @@ func PyTorch(w io.Writer, m *nn.Model, name, params string) error {
 
 // PyTorchFile writes PyTorch's module to path atomically (mode 0644), with import name
 // and parameter file as PyTorch takes them.
-func PyTorchFile(path string, m *nn.Model, name, params string) error {
-	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return PyTorch(w, m, name, params) }); err != nil {
+func PyTorchFile(path string, m *nn.Model, name, params string, opts ...Option) error {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return PyTorch(w, m, name, params, opts...) }); err != nil {
 		return fmt.Errorf("nn: export to %s: %w", path, err)
 	}
 	return nil
+}
+
+// pythonStrings is the Python list literal of names (ASCII, each quoted as Go quotes it:
+// the escapes \\, \", \n, \xhh, \uhhhh and \Uhhhhhhhh mean the same in Python).
+func pythonStrings(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.QuoteToASCII(n)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // definitions returns the Python source of the classes the layers of m that are not in
@@ -134,7 +150,8 @@ var pythonModule = template.Must(template.New("module").Parse(`"""The privtrain 
 
 {{.Scaling}}
 Output: model(x) returns the logits [N, {{.Classes}}]; predict_proba(model, x) their softmax, the
-probabilities predict prints; predict(model, x) the class predict prints.
+probabilities predict prints; predict(model, x) the class predict prints, and CLASSES[k]
+the name of class k (predict's label).
 {{- if .ScatterNote}}
 
 The first module, Scattering2D, is the scattering transform, with its fixed filters read
@@ -158,6 +175,8 @@ from torch import nn
 MODEL = {{.ModelLit}}
 INPUT_SHAPE = ({{.Shape}})
 NUM_CLASSES = {{.Classes}}
+# The name of each class, in class-index order: CLASSES[predict(model, x)[i]] names row i's class.
+CLASSES = {{.ClassNames}}
 DTYPE = {{.DType}}
 # The parameter file written with this module, relative to this file's folder.
 PARAMETERS = {{.ParamsLit}}

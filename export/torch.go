@@ -60,8 +60,14 @@ import (
 // same NCHW input (to float rounding). The tensors have the model's element type (F32 or
 // F64: call .double() on the PyTorch model for F64). The metadata holds "format": "pt",
 // "privtrain.model" (the model's name), "privtrain.architecture" (the Architecture as
-// JSON, input shape included) and "privtrain.torch" (the Sequential as PyTorch source).
-func Torch(w io.Writer, m *nn.Model) error {
+// JSON, input shape included), "privtrain.torch" (the Sequential as PyTorch source) and
+// "privtrain.classes" (the class names as a JSON list of strings, class 0 first: those
+// of WithClassNames, else the class numbers "0", "1", …).
+func Torch(w io.Writer, m *nn.Model, opts ...Option) error {
+	o, err := options(m, opts)
+	if err != nil {
+		return err
+	}
 	tensors, modules, _, err := torchTensors(m)
 	if err != nil {
 		return err
@@ -74,11 +80,16 @@ func Torch(w io.Writer, m *nn.Model) error {
 	if err != nil {
 		return fmt.Errorf("nn: export: architecture: %v", err)
 	}
+	classesJSON, err := json.Marshal(o.classes)
+	if err != nil {
+		return fmt.Errorf("nn: export: class names: %v", err)
+	}
 	md := map[string]string{
 		"format":                 "pt",
 		"privtrain.model":        m.Name(),
 		"privtrain.architecture": string(archJSON),
 		"privtrain.torch":        "nn.Sequential(\n    " + strings.Join(modules, ",\n    ") + ",\n)",
+		"privtrain.classes":      string(classesJSON),
 	}
 	if err := tensorfile.EncodeSafetensors(w, tensors, md); err != nil {
 		return fmt.Errorf("nn: export: %w", err)
@@ -88,8 +99,8 @@ func Torch(w io.Writer, m *nn.Model) error {
 
 // TorchFile writes Torch's file to path atomically (mode 0644: the parameters
 // are what a private training run publishes).
-func TorchFile(path string, m *nn.Model) error {
-	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Torch(w, m) }); err != nil {
+func TorchFile(path string, m *nn.Model, opts ...Option) error {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Torch(w, m, opts...) }); err != nil {
 		return fmt.Errorf("nn: export to %s: %w", path, err)
 	}
 	return nil

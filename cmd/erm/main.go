@@ -12,7 +12,8 @@
 // then each example scaled to unit L2 norm. That step reads the whole data
 // set and is not itself private. Labels of classification losses must take
 // two values (mapped to ±1). -synthetic draws the DP accelerated methods
-// paper's data (covariates in [0,1]^d, not normalised).
+// paper's data (covariates in [0,1]^d, not normalised unless -normalize, or
+// for dp-scd and seq-dp-scd, which need unit-norm rows, unless -raw).
 //
 // Bad flags exit with status 2 and a one-line message naming the flag.
 package main

@@ -390,6 +390,9 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
 		}
+		if len(f.Skipped) > 0 {
+			notes = append(notes, SkippedWarning(f.Skipped))
+		}
 		all, classes = f, f.ClassNames
 	}
 	if len(classes) < 2 {
@@ -405,6 +408,22 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		return nil, nil, "", nil, exit.Usagef("-test-fraction %v: %s (choose another fraction or -split-seed)", o.TestFraction, strings.TrimPrefix(err.Error(), "datasets: "))
 	}
 	return train, test, dataset, notes, nil
+}
+
+// SkippedWarning is the one line that says which files of an image folder's class
+// folders were skipped for not being PNG or JPEG images (the first three named).
+func SkippedWarning(skipped []string) string {
+	const show = 3
+	names := skipped[:min(len(skipped), show)]
+	more := ""
+	if len(skipped) > show {
+		more = ", …"
+	}
+	plural := "s that are"
+	if len(skipped) == 1 {
+		plural = " that is"
+	}
+	return fmt.Sprintf("warning: skipped %s file%s not a PNG or JPEG image (%s%s)", Thousands(len(skipped)), plural, strings.Join(names, ", "), more)
 }
 
 // dataError makes a data fault a one-line error: bad content or a missing file is the

@@ -58,7 +58,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-synthetic", "extra"}, "unexpected argument"},
 		{[]string{"-synthetic", "-nosuchflag"}, "-nosuchflag"},
 		{[]string{"-synthetic", "-n", "500", "-d", "5", "-loss", "hinge", "-solver", "dp-nag"}, "-solver"},
-		{[]string{"-synthetic", "-n", "500", "-d", "5", "-solver", "dp-scd"}, "-solver"}, // rows of norm > 1 without -normalize
+		{[]string{"-synthetic", "-n", "500", "-d", "5", "-solver", "dp-scd", "-raw"}, "-solver dp-scd: DP-SCD needs examples of norm ≤ 1"}, // rows of norm > 1 kept by -raw
+		{[]string{"-synthetic", "-normalize", "-raw"}, "-normalize and -raw"},
 		{[]string{"-synthetic", "-loss", "squared"}, "-loss"},
 		{[]string{"reproduce", "-seeds", "1"}, "-seeds"},
 		{[]string{"reproduce", "-bogus"}, "-bogus"},
@@ -75,6 +76,33 @@ func TestBadInput(t *testing.T) {
 		if !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: message %q does not name %q", c.args, stderr, c.want)
 		}
+	}
+}
+
+// TestSyntheticDefaults: erm -synthetic runs with its own defaults (issue 41: the
+// default solver, dp-scd, refused the unnormalised data with "add -normalize", and
+// "erm:" twice): the data are normalised to unit rows for the solver that needs them,
+// and the run spends the default ε = 1 at δ = 10⁻³. Other solvers keep the paper's data
+// as drawn; -raw keeps them for dp-scd, which then refuses them with one "erm:".
+func TestSyntheticDefaults(t *testing.T) {
+	code, out, stderr := runCapture("-synthetic", "-seed", "1", "-json")
+	if code != 0 {
+		t.Fatalf("erm -synthetic: exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	if r["solver"] != "dp-scd" || r["epsilon"].(float64) > 1 || r["delta"].(float64) != 1e-3 || !strings.Contains(r["data"].(string), "normalised to unit rows") {
+		t.Errorf("erm -synthetic: %s", out)
+	}
+	code, out, _ = runCapture("-synthetic", "-n", "500", "-d", "5", "-solver", "dp-nag", "-seed", "1", "-json")
+	if code != 0 || strings.Contains(out, "normalised") {
+		t.Errorf("-solver dp-nag: exit %d, %s; want the data as drawn", code, out)
+	}
+	_, _, stderr = runCapture("-synthetic", "-n", "500", "-d", "5", "-raw")
+	if strings.Count(stderr, "erm:") != 1 || !strings.HasSuffix(stderr, "(leave out -raw)\n") {
+		t.Errorf("-raw: %q; want one \"erm:\" and the hint to leave out -raw", stderr)
 	}
 }
 

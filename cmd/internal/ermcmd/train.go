@@ -54,20 +54,23 @@ type trainOptions struct {
 	solver, loss, dataPath, format string
 	synthetic, raw, jsonOut        bool
 	normalize                      bool
-	n, d                           int
-	dataSeed                       uint64
-	epsilon, delta                 float64
-	lambda, l1, radius             float64
-	iters, epochs, batch, inner    int
-	clip, step, eta, x0            float64
-	newtonSteps                    int
-	spectralL                      bool
-	sampling                       string
-	bb                             bool   // -bb: SVRG-BB step sizes (dp-svrg)
-	output                         string // -output: last or random-iterate (dp-gd-pl)
-	ball                           string // -ball: l2 (default) or l1, dp-accmd's constraint
-	seed                           int64
-	budget                         ermBudget // -budget-store (budget.go)
+	// normalizedByDefault: -synthetic data normalised because the solver needs rows of
+	// norm ≤ 1 (unitRows), without -normalize.
+	normalizedByDefault         bool
+	n, d                        int
+	dataSeed                    uint64
+	epsilon, delta              float64
+	lambda, l1, radius          float64
+	iters, epochs, batch, inner int
+	clip, step, eta, x0         float64
+	newtonSteps                 int
+	spectralL                   bool
+	sampling                    string
+	bb                          bool   // -bb: SVRG-BB step sizes (dp-svrg)
+	output                      string // -output: last or random-iterate (dp-gd-pl)
+	ball                        string // -ball: l2 (default) or l1, dp-accmd's constraint
+	seed                        int64
+	budget                      ermBudget // -budget-store (budget.go)
 }
 
 // solverInfo describes a solver for -help and the report.
@@ -118,8 +121,8 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.IntVar(&o.n, "n", 100000, "examples of -synthetic data")
 	fs.IntVar(&o.d, "d", 20, "features of -synthetic data")
 	fs.Uint64Var(&o.dataSeed, "data-seed", 1, "seed of -synthetic data")
-	fs.BoolVar(&o.normalize, "normalize", false, "normalise -synthetic data too (needed by DP-SCD; files are always normalised unless -raw)")
-	fs.BoolVar(&o.raw, "raw", false, "do not normalise a -data file (private solvers then refuse it: no declared norm bound)")
+	fs.BoolVar(&o.normalize, "normalize", false, "normalise -synthetic data to unit rows (the default for dp-scd and seq-dp-scd, which need rows of norm ≤ 1; the other solvers get the paper's data as drawn); files are always normalised unless -raw")
+	fs.BoolVar(&o.raw, "raw", false, "do not normalise a -data file, or -synthetic data for dp-scd and seq-dp-scd (private solvers then refuse it: no declared norm bound)")
 	fs.Float64Var(&o.epsilon, "epsilon", 1, "privacy budget ε > 0 (inf: noise off, the non-private reference)")
 	fs.Float64Var(&o.delta, "delta", 1e-3, "δ in (0,1) of the (ε, δ) solvers (the Laplace solvers are pure ε-DP)")
 	fs.Float64Var(&o.lambda, "lambda", 0.01, "ridge coefficient λ of (λ/2)‖w‖² (the accelerated paper's λ‖x‖² with λ = 0.01 is 0.02 here)")
@@ -155,6 +158,10 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	return o, o.validate()
 }
 
+// unitRows are the solvers that need examples of norm ≤ 1: -synthetic data, drawn in
+// [0,1]^d (norm up to √d), are normalised for them unless -raw.
+var unitRows = map[string]bool{"dp-scd": true, "seq-dp-scd": true}
+
 func (o *trainOptions) validate() error {
 	if _, ok := solvers[o.solver]; !ok {
 		return exit.Usagef("erm: -solver %q: unknown (want one of %s)", o.solver, solverNames())
@@ -173,6 +180,12 @@ func (o *trainOptions) validate() error {
 	}
 	if o.synthetic && (o.n < 1 || o.d < 1) {
 		return exit.Usagef("erm: -n and -d must be ≥ 1 (got %d, %d)", o.n, o.d)
+	}
+	if o.normalize && o.raw {
+		return exit.Usagef("erm: -normalize and -raw: give one of them")
+	}
+	if o.synthetic && !o.normalize && !o.raw && unitRows[o.solver] {
+		o.normalize, o.normalizedByDefault = true, true
 	}
 	if !(o.epsilon > 0) {
 		return exit.Usagef("erm: -epsilon %v: must be > 0 (inf for no noise)", o.epsilon)
@@ -318,6 +331,9 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 		if o.normalize {
 			ds.Normalize()
 			desc += ", normalised to unit rows"
+			if o.normalizedByDefault {
+				desc += fmt.Sprintf(" (-solver %s needs rows of norm ≤ 1; -raw keeps the data as drawn)", o.solver)
+			}
 		}
 		return ds, desc, nil
 	}
@@ -431,10 +447,13 @@ func (o *trainOptions) train() (*report, error) {
 	if err != nil {
 		if refused {
 			hint := ""
-			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "norm") {
+			if o.synthetic && !o.normalize && strings.Contains(err.Error(), "examples of norm") {
 				hint = " (add -normalize)"
+				if o.raw {
+					hint = " (leave out -raw)"
+				}
 			}
-			return nil, exit.Usagef("erm: -solver %s: %v%s", o.solver, err, hint)
+			return nil, exit.Usagef("erm: -solver %s: %s%s", o.solver, strings.TrimPrefix(err.Error(), "erm: "), hint)
 		}
 		return nil, err
 	}

@@ -98,13 +98,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fmt.Errorf("-checkpoint %s: %w", *ckpt, err)
 		}
-		if err := export.TorchFile(*out, m); err != nil {
+		classes, _ := cli.ClassNames(c, m.NumClasses()) // as predict and evaluate name them
+		if err := export.TorchFile(*out, m, export.WithClassNames(classes)); err != nil {
 			return err
 		}
 		var name string
 		if *pyOut != "" {
 			name = strings.TrimSuffix(filepath.Base(*pyOut), ".py")
-			if err := export.PyTorchFile(*pyOut, m, name, paramsPath(*pyOut, *out)); err != nil {
+			if err := export.PyTorchFile(*pyOut, m, name, paramsPath(*pyOut, *out), export.WithClassNames(classes)); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,10 @@ const usageHeader = `usage: predict -checkpoint FILE [-json] [-scale S] INPUT...
 
 Prints the predicted class and the class probabilities of each input with the model of
 a checkpoint. INPUT: PNG/JPEG images or directories of them (the model's height and
-width; grayscale for 1-channel models, RGB for 3-channel ones; pixel v becomes v/255),
+width; grayscale for 1-channel models, RGB for 3-channel ones; pixel v becomes v/255;
+a directory without images directly in it is read as class folders, DIR/<class>/*.png,
+as train -dataset images:DIR reads them: each image's folder is its true class, printed
+beside the prediction as true_label, and the accuracy goes to stderr),
 CSV files (a row per example, CHW order, divided by -scale; a non-numeric first row is a
 header) or IDX image files (MNIST format, raw or .gz; pixel v becomes v/255).
 A model trained on -dataset csv:PATH reads CSV files with the run's -scale ranges,
@@ -59,6 +62,9 @@ func Main(args []string) int { return run(args, os.Stdout, os.Stderr) }
 type example struct {
 	name string
 	x    []float32
+	// truth is the name of the class folder the example was read from (predict DIR of
+	// DIR/<class>/*.png), "" for any other input.
+	truth string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -94,13 +100,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			examples = append(examples, ex...)
 		}
 		names, _ := cli.ClassNames(c, p.NumClasses())
-		return predict(p, names, examples, *jsonOut, stdout)
+		return predict(p, names, examples, *jsonOut, stdout, stderr)
 	})
 }
 
 // predict runs the model on the examples and writes one line per example; names are the
-// classes' names.
-func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, stdout io.Writer) error {
+// classes' names. Examples read from class folders (example.truth) get their folder's
+// name beside the prediction (CSV column true_label, JSON field true_label), and stderr
+// gets the accuracy on those whose folder names a class of the model.
+func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, stdout, stderr io.Writer) error {
 	L, K := p.ExampleLen(), p.NumClasses()
 	x := make([]float32, 0, len(examples)*L)
 	for _, e := range examples {
@@ -110,11 +118,16 @@ func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, 
 	if err := p.Logits(x, logits); err != nil {
 		return err
 	}
+	truths := slices.ContainsFunc(examples, func(e example) bool { return e.truth != "" })
+	var acc accuracy
 	w := bufio.NewWriter(stdout)
 	var cw *csv.Writer
 	if !jsonOut {
 		cw = csv.NewWriter(w)
 		head := []string{"input", "class", "label"}
+		if truths {
+			head = append(head, "true_label")
+		}
 		for k := range K {
 			head = append(head, fmt.Sprintf("p%d", k))
 		}
@@ -125,14 +138,16 @@ func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, 
 		z := logits[i*K : (i+1)*K]
 		nn.Softmax(probs, z)
 		class := nn.Argmax(z)
+		acc.add(e.truth, names[class], names)
 		if jsonOut {
 			b, err := json.Marshal(struct {
 				Input         string    `json:"input"`
 				Class         int       `json:"class"`
 				Label         string    `json:"label"`
+				TrueLabel     string    `json:"true_label,omitempty"`
 				Probabilities []float64 `json:"probabilities"`
 				Logits        []float64 `json:"logits"`
-			}{e.name, class, names[class], probs, z})
+			}{e.name, class, names[class], e.truth, probs, z})
 			if err != nil {
 				return err
 			}
@@ -141,6 +156,9 @@ func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, 
 			continue
 		}
 		rec := []string{e.name, strconv.Itoa(class), names[class]}
+		if truths {
+			rec = append(rec, e.truth)
+		}
 		for _, v := range probs {
 			rec = append(rec, strconv.FormatFloat(v, 'g', 6, 64))
 		}
@@ -152,7 +170,55 @@ func predict(p *nn.Predictor, names []string, examples []example, jsonOut bool, 
 			return err
 		}
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if truths {
+		acc.report(stderr, names)
+	}
+	return nil
+}
+
+// nameList lists names, the first dozen of a longer list.
+func nameList(names []string) string {
+	const show = 12
+	if len(names) > show {
+		return fmt.Sprintf("%s, … (%d in all)", strings.Join(names[:show], ", "), len(names))
+	}
+	return strings.Join(names, ", ")
+}
+
+// accuracy counts the predictions of examples read from class folders.
+type accuracy struct {
+	counted, correct int
+	// unknown are the folder names that name no class of the model, in order of appearance.
+	unknown []string
+}
+
+// add counts one prediction, named predicted, of an example of true class truth ("":
+// not from a class folder; a name not among names: not counted).
+func (a *accuracy) add(truth, predicted string, names []string) {
+	switch {
+	case truth == "":
+	case slices.Contains(names, truth):
+		a.counted++
+		if truth == predicted {
+			a.correct++
+		}
+	case !slices.Contains(a.unknown, truth):
+		a.unknown = append(a.unknown, truth)
+	}
+}
+
+// report writes the accuracy line (as evaluate's, on the images whose folder names a
+// class) and a warning naming the folders that name none.
+func (a *accuracy) report(w io.Writer, names []string) {
+	if len(a.unknown) > 0 {
+		fmt.Fprintf(w, "predict: warning: class folders %s name no class of the model (%s); their images are not counted in the accuracy\n", strings.Join(a.unknown, ", "), nameList(names))
+	}
+	if a.counted > 0 {
+		fmt.Fprintf(w, "predict: accuracy %.2f%% (%s of %s images correct; the true class is each image's folder)\n", 100*float64(a.correct)/float64(a.counted), cli.Thousands(a.correct), cli.Thousands(a.counted))
+	}
 }
 
 // reader turns inputs into examples of the model's input shape.
@@ -230,7 +296,7 @@ func (r *reader) read(path string) ([]example, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []example{{path, x}}, nil
+		return []example{{name: path, x: x}}, nil
 	}
 	f, err := safeio.Open(path)
 	if err != nil {
@@ -247,7 +313,7 @@ func (r *reader) read(path string) ([]example, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []example{{path, x}}, nil
+		return []example{{name: path, x: x}}, nil
 	case bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, idxMagic):
 		return r.decodeIDX(path, br)
 	}
@@ -296,7 +362,38 @@ func describe(head []byte) string {
 	return fmt.Sprintf("binary data starting % x", head[:min(len(head), 8)])
 }
 
+// readDir reads the images of dir: those directly in it or, when it holds none, those
+// of its class folders as -dataset images:DIR training reads them (DIR/<class>/*.png;
+// each example then carries its folder's name as its true class). Other files (and
+// names starting with ".") are skipped, as training skips them.
 func (r *reader) readDir(dir string) ([]example, error) {
+	out, err := r.readImages(dir, "")
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		ex, err := r.readImages(filepath.Join(dir, e.Name()), e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ex...)
+	}
+	if len(out) == 0 {
+		return nil, exit.Usagef("%s: no .png, .jpg or .jpeg files in the directory or in its class folders (DIR/<class>/*.png)", dir)
+	}
+	return out, nil
+}
+
+// readImages reads the .png, .jpg and .jpeg files directly in dir, in name order, as
+// examples of true class truth ("": unknown).
+func (r *reader) readImages(dir, truth string) ([]example, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -304,7 +401,7 @@ func (r *reader) readDir(dir string) ([]example, error) {
 	var out []example
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".png" && ext != ".jpg" && ext != ".jpeg") {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
@@ -312,10 +409,7 @@ func (r *reader) readDir(dir string) ([]example, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, example{path, x})
-	}
-	if len(out) == 0 {
-		return nil, exit.Usagef("%s: no .png, .jpg or .jpeg files in the directory", dir)
+		out = append(out, example{name: path, x: x, truth: truth})
 	}
 	return out, nil
 }
@@ -427,7 +521,7 @@ func (r *reader) decodeCSV(path string, in io.Reader) ([]example, error) {
 			}
 			x[j] = float32(v / float64(r.scale))
 		}
-		out = append(out, example{fmt.Sprintf("%s:%d", path, len(out)), x})
+		out = append(out, example{name: fmt.Sprintf("%s:%d", path, len(out)), x: x})
 	}
 	if len(out) == 0 {
 		return nil, exit.Usagef("%s: no rows", path)
@@ -486,7 +580,7 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	for i := range out {
 		x := make([]float32, L)
 		t.Example(i, x)
-		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
+		out[i] = example{name: fmt.Sprintf("%s:%d", path, i), x: x}
 	}
 	return out, nil
 }
@@ -515,7 +609,7 @@ func (r *reader) decodeIDX(path string, in io.Reader) ([]example, error) {
 		for j, v := range px[i*L : (i+1)*L] {
 			x[j] = float32(v) / 255
 		}
-		out[i] = example{fmt.Sprintf("%s:%d", path, i), x}
+		out[i] = example{name: fmt.Sprintf("%s:%d", path, i), x: x}
 	}
 	return out, nil
 }

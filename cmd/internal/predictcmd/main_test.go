@@ -35,6 +35,7 @@ type line struct {
 	Input         string    `json:"input"`
 	Class         int       `json:"class"`
 	Label         string    `json:"label"`
+	TrueLabel     string    `json:"true_label"`
 	Probabilities []float64 `json:"probabilities"`
 	Logits        []float64 `json:"logits"`
 }

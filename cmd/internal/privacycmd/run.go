@@ -11,13 +11,15 @@ import (
 	"strings"
 
 	"github.com/privtrain/privtrain/accountant"
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 )
 
 const topUsage = `usage: privacy <command> [flags]
 
 Commands:
-  epsilon   the (ε, δ) spent by a training plan with a given noise multiplier
+  epsilon   the (ε, δ) spent by a training plan with a given noise multiplier, or by
+            the run of a checkpoint (-checkpoint FILE: its privacy ledger)
   noise     the smallest noise multiplier that meets a target ε
   budget    what each data set has spent over all recorded runs (the budget store)
 
@@ -64,6 +66,9 @@ type options struct {
 	accountant      string
 	json            bool
 	set             map[string]bool // flags given on the command line
+	// checkpoint is epsilon's -checkpoint FILE, loaded under signing's rules.
+	checkpoint string
+	signing    *cli.Signing
 }
 
 func newFlagSet(cmd string, o *options) *flag.FlagSet {
@@ -75,7 +80,9 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.Float64Var(&o.q, "q", 0, "sampling rate in (0, 1] (instead of -n and -batch)")
 	fs.IntVar(&o.steps, "steps", 0, "number of steps (instead of -epochs)")
 	if cmd == "epsilon" {
-		fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z > 0: noise standard deviation over clipping norm (required)")
+		fs.Float64Var(&o.noise, "noise", 0, "noise multiplier z > 0: noise standard deviation over clipping norm (required, unless -checkpoint)")
+		fs.StringVar(&o.checkpoint, "checkpoint", "", "a checkpoint `FILE` written by train -checkpoint: the ε its run spent (Opacus's get_epsilon for a saved run), from its privacy ledger (every step of its lineage), at the plan's δ unless -delta is given, with the run's plan, steps and lineage; replaces -n, -batch, -epochs, -q, -steps and -noise")
+		o.signing = cli.SigningFlag(fs, "privacy", nil)
 	} else {
 		fs.Float64Var(&o.epsilon, "epsilon", 0, "target ε > 0 (required)")
 	}
@@ -93,16 +100,21 @@ func printCommandUsage(w io.Writer, cmd string, fs *flag.FlagSet) {
 	case "epsilon":
 		fmt.Fprint(w, `usage: privacy epsilon -n N -batch B -epochs E -noise Z [flags]
        privacy epsilon -q Q -steps T -noise Z [flags]
+       privacy epsilon -checkpoint FILE [flags]
 
 Prints the ε for which the plan is (ε, δ)-DP by the RDP accountant (with the
 Rényi order that gives it) and by the PLD accountant, side by side, and the
 sampling rate and number of steps assumed. -accountant rdp or pld prints one.
 Both are upper bounds; the PLD one is tighter (typically 5–10 % lower ε).
+With -checkpoint, the ε that a saved run spent: every step its privacy ledger
+records (resumes and rewinds included), at the plan's δ, with the run's plan,
+steps and lineage; the RDP accountant uses the run's own orders and conversion.
 
 Example (TF Privacy's MNIST tutorial; the README's 3.01 is -conversion classic
 with -steps 14040, i.e. 234 steps per epoch):
   privacy epsilon -n 60000 -batch 256 -epochs 60 -noise 1.1 -delta 1e-5
   privacy epsilon -accountant pld -q 0.0042667 -steps 14063 -noise 1.1 -delta 1e-5 -json
+  privacy epsilon -checkpoint m.ckpt
 
 Flags:
 `)
@@ -142,6 +154,14 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.set["checkpoint"] {
+		o.signing.Stderr = stderr
+		if err := checkpointEpsilon(o, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "privacy %s: %s\n", cmd, exit.OneLine(strings.TrimPrefix(err.Error(), "accountant: ")))
+			return exit.Status(err)
+		}
+		return exit.OK
+	}
 
 	p, err := o.plan(cmd)
 	if err != nil {
@@ -172,8 +192,7 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "privacy: warning: δ = %g is not below 1/n = %.3g; a δ that large admits publishing a random example outright\n", o.delta, 1/float64(p.n))
 	}
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(r); err != nil {
+		if err := encodeResult(stdout, r); err != nil {
 			fmt.Fprintf(stderr, "privacy %s: %v\n", cmd, err)
 			return exit.Failure
 		}
@@ -186,6 +205,9 @@ func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	return exit.OK
 }
+
+// encodeResult writes r as one JSON object and a newline.
+func encodeResult(w io.Writer, r result) error { return json.NewEncoder(w).Encode(r) }
 
 // run computes the command's result with the accountants the flags select:
 // for both, the RDP result carries the PLD one in its PLD field.
@@ -380,6 +402,8 @@ type result struct {
 	Discretisation float64 `json:"discretisation,omitempty"`
 	// PLD holds the PLD result beside the RDP one (-accountant both).
 	PLD *result `json:"pld,omitempty"`
+	// Checkpoint describes the run of epsilon -checkpoint FILE (absent for a plan).
+	Checkpoint *checkpointInfo `json:"checkpoint,omitempty"`
 }
 
 func (p *plan) result(acct string, z float64, spent accountant.Spent) result {
