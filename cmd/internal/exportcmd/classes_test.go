@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/nn/tensorfile"
 )
 
 // TestExportClassNames: export -pytorch writes the checkpoint's class names (those that
@@ -39,7 +40,7 @@ func TestExportClassNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.DecodeSafetensors(b)
+	f, err := tensorfile.DecodeSafetensors(b)
 	if err != nil {
 		t.Fatal(err)
 	}
