@@ -82,6 +82,9 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 	if o.activation == "tanh" {
 		act = models.Tanh
 	}
+	if isModelFile(o.model) {
+		return modelFileSpec(o, shape, classes)
+	}
 	var spec nn.Spec
 	switch o.model {
 	case "logreg":

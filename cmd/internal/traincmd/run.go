@@ -218,6 +218,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
+	if o.printModel {
+		return exit.OK, printModel(o, trainSet.Shape(), trainSet.NumClasses(), stdout)
+	}
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
 	}
@@ -529,8 +532,11 @@ func (o *options) settings() map[string]string {
 		"sampling":    o.sampling,
 		"float64":     strconv.FormatBool(o.float64),
 	}
-	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" {
+	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" && !isModelFile(o.model) {
 		s["activation"] = o.activation
+	}
+	if o.modelFileSum != "" {
+		s[settingModelFile] = o.modelFileSum
 	}
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
