@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
+	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -145,6 +146,19 @@ func TestPrintModel(t *testing.T) {
 		b, _ := nn.ArchitectureOf(fromFile)
 		if a.String() != b.String() {
 			t.Errorf("%s: printed and read back\n%v\nwant\n%v", info.name, b, a)
+		}
+	}
+}
+
+// TestModelFileDocs: docs/models.md documents every layer type the registry stores.
+func TestModelFileDocs(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/models.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range layers.Codecs() {
+		if !strings.Contains(string(b), "`"+c.Kind+"`") {
+			t.Errorf("docs/models.md does not document layer type %q", c.Kind)
 		}
 	}
 }
