@@ -162,3 +162,42 @@ func TestModelFileDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFile: -config gives flags, the command line wins over it and it over -recipe;
+// the checkpoint records the run's settings, which a resume without -config takes over.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "run.conf")
+	if err := os.WriteFile(config, []byte("# logistic regression, one epoch\nmodel = logreg\nepochs = 1\nlr = 0.5\nbatch = 500\nclip = 0.7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "m.ckpt")
+	s := decodeSummary(t, mustRun(t, "-config", config, "-lr", "2", "-checkpoint", ckpt, "-json"))
+	if s["model"] != "logreg" || s["learning_rate"].(float64) != 2 || s["clip"].(float64) != 0.7 || s["steps"].(float64) != 16 {
+		t.Errorf("summary %v; want logreg, lr 2 (the command line's), clip 0.7, 16 steps (1 epoch of batch 500)", s)
+	}
+	c, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings["lr"] != "2" || c.Settings["clip"] != "0.7" || c.Settings["model"] != "logreg" || c.Settings["batch"] != "500" {
+		t.Errorf("checkpoint settings %v", c.Settings)
+	}
+	// A resume without -config takes the run's settings from the checkpoint.
+	s = decodeSummary(t, mustRun(t, "-resume", ckpt, "-json"))
+	if s["learning_rate"].(float64) != 2 || s["clip"].(float64) != 0.7 {
+		t.Errorf("resumed summary %v", s)
+	}
+	// Over a recipe: the file's -epochs wins over the recipe's.
+	if err := os.WriteFile(config, []byte("recipe = mnist-cnn\nepochs = 1\nbatch = 1000\nphysical-batch = 500\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = decodeSummary(t, mustRun(t, "-config", config, "-model", "logreg", "-json"))
+	if s["steps"].(float64) != 8 {
+		t.Errorf("-config with a recipe: %v steps, want 8 (1 epoch of batch 1000)", s["steps"])
+	}
+	code, _, stderr := runCmd(t, context.Background(), "-config", filepath.Join(dir, "none.conf"))
+	if code != exit.Usage || !strings.Contains(stderr, "none.conf") {
+		t.Errorf("missing -config: exit %d, %q", code, stderr)
+	}
+}

@@ -62,6 +62,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.config != "" { // before the recipe: the command line, then -config, then -recipe
+		names, err := cli.ApplyConfig(flags, o.config, "config", o.set)
+		if err != nil {
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+			return exit.Usage
+		}
+		for _, name := range names {
+			o.set[name] = true
+		}
+	}
 	if err := o.applyRecipe(flags); err != nil {
 		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
 		return exit.Usage
