@@ -19,18 +19,34 @@ import (
 var ErrCSV = errors.New("bad CSV data")
 
 // CSVError is an ErrCSV at a place in the file: its line and, for a bad cell, its column
-// (from 0, the label column counted; −1: the whole row). errors.As finds it, so that a
-// caller can name the place in its own words; errors.Is(err, ErrCSV) holds.
+// (Column from 0, the label column counted; −1: the whole row; Name the header's name of
+// the column, "" without a header). errors.As finds it, so that a caller can name the
+// place in its own words; errors.Is(err, ErrCSV) holds. Its message counts columns from
+// 1, as spreadsheets and editors do: "line 7: column 3 "age": …".
 type CSVError struct {
 	Line, Column int
+	Name         string
 	Msg          string // what is wrong, without the place
+	// NotNumber: the cell is in a column read as numbers and is no number (perhaps a
+	// category to declare, or the label column). MissingCell: the cell is missing and
+	// its column has no declared value.
+	NotNumber, MissingCell bool
 }
 
 func (e *CSVError) Error() string {
 	if e.Column >= 0 {
-		return fmt.Sprintf("%v: line %d: column %d: %s", ErrCSV, e.Line, e.Column, e.Msg)
+		return fmt.Sprintf("%v: line %d: %s: %s", ErrCSV, e.Line, e.Place(), e.Msg)
 	}
 	return fmt.Sprintf("%v: line %d: %s", ErrCSV, e.Line, e.Msg)
+}
+
+// Place names the column of e, counted from 1, with its header name when it has one:
+// `column 3 "age"`.
+func (e *CSVError) Place() string {
+	if e.Name != "" {
+		return fmt.Sprintf("column %d %q", e.Column+1, e.Name)
+	}
+	return fmt.Sprintf("column %d", e.Column+1)
 }
 
 func (e *CSVError) Unwrap() error { return ErrCSV }
@@ -110,6 +126,108 @@ type CSVOptions struct {
 	// empty). The Table then has no classes: NumClasses is 0 and every example's label
 	// 0. For new data to predict, read as the training file was.
 	Unlabelled bool
+	// Categorical declares the columns (by header name) whose cells are categories, each
+	// with its list of categories: such a column becomes one 0/1 feature per declared
+	// category, in the declared order (one-hot), and a cell that is none of them is an
+	// error. The list is declared, not read from the data: which values occur in the data
+	// would leak. Ranges then count the numeric columns only.
+	Categorical []Categorical
+	// Missing declares, per column (by header name), the value a missing cell takes: a
+	// cell that is empty or one of MissingCells. A missing cell of a column not declared
+	// here is an error naming it. The value is read as the column's cells are (a number
+	// in the column's units, or one of its declared categories).
+	Missing []Missing
+	// MissingIndicator adds after the features of each column of Missing a 0/1 feature
+	// that is 1 where the cell was missing.
+	MissingIndicator bool
+}
+
+// Categorical is a categorical column of a CSV file and its declared categories.
+type Categorical struct {
+	Column     string
+	Categories []string
+}
+
+// Missing is the value that replaces a missing cell of a column of a CSV file.
+type Missing struct{ Column, Value string }
+
+// MissingCells are the cells (besides an empty one, and compared without regard to case)
+// that mean "no value" in a CSV file.
+var MissingCells = []string{"?", "NA", "N/A", "NaN", "null", "None"}
+
+func isMissing(cell string) bool {
+	return cell == "" || slices.ContainsFunc(MissingCells, func(m string) bool { return strings.EqualFold(cell, m) })
+}
+
+// ParseCategorical reads "NAME=A,B,…;NAME=…": each categorical column's header name and
+// its categories (at least two, distinct, not a missing-value cell).
+func ParseCategorical(s string) ([]Categorical, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Categorical
+	for _, part := range strings.Split(s, ";") {
+		name, list, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("datasets: categorical column %q: want NAME=A,B,… (columns separated by ;)", part)
+		}
+		c := Categorical{Column: name}
+		for _, v := range strings.Split(list, ",") {
+			v = strings.TrimSpace(v)
+			switch {
+			case isMissing(v):
+				return nil, fmt.Errorf("datasets: categorical column %q: category %q means a missing value; declare a fill value for missing cells instead", name, v)
+			case slices.Contains(c.Categories, v):
+				return nil, fmt.Errorf("datasets: categorical column %q: category %q twice", name, v)
+			}
+			c.Categories = append(c.Categories, v)
+		}
+		if len(c.Categories) < 2 {
+			return nil, fmt.Errorf("datasets: categorical column %q: %d category; want at least 2", name, len(c.Categories))
+		}
+		if slices.ContainsFunc(out, func(o Categorical) bool { return o.Column == name }) {
+			return nil, fmt.Errorf("datasets: categorical column %q declared twice", name)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ParseMissing reads "NAME=VALUE;NAME=VALUE…": the value each named column's missing
+// cells take.
+func ParseMissing(s string) ([]Missing, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Missing
+	for _, part := range strings.Split(s, ";") {
+		name, value, ok := strings.Cut(part, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || isMissing(value) {
+			return nil, fmt.Errorf("datasets: missing value %q: want NAME=VALUE with a value that is not itself missing (columns separated by ;)", part)
+		}
+		if slices.ContainsFunc(out, func(o Missing) bool { return o.Column == name }) {
+			return nil, fmt.Errorf("datasets: missing value of column %q declared twice", name)
+		}
+		out = append(out, Missing{name, value})
+	}
+	return out, nil
+}
+
+// EncodedFeatures is the number of features of a row of raw raw feature cells (the label
+// cell not counted) under the categorical and missing-value declarations of o: each
+// categorical column gives one per category, each column of Missing one more with
+// MissingIndicator.
+func (o CSVOptions) EncodedFeatures(raw int) int {
+	n := raw
+	for _, c := range o.Categorical {
+		n += len(c.Categories) - 1
+	}
+	if o.MissingIndicator {
+		n += len(o.Missing)
+	}
+	return n
 }
 
 // Table is an in-memory Dataset of numeric features read from a CSV file, of shape
@@ -272,6 +390,13 @@ func startTable(first []string, opts CSVOptions, cells *labelCells) (t *Table, r
 	if opts.Header == HeaderNo && byName {
 		return nil, nil, false, fmt.Errorf("%w: label column %q given by name, but the file has no header", ErrCSV, opts.Label)
 	}
+	declared := len(opts.Categorical) + len(opts.Missing)
+	if declared > 0 {
+		if opts.Header == HeaderNo {
+			return nil, nil, false, fmt.Errorf("%w: categorical columns and missing values are declared by column name, but the file has no header", ErrCSV)
+		}
+		header = true
+	}
 	if opts.Header == HeaderAuto && !header {
 		for j, s := range first {
 			if _, err := parseFeature(s); j != label && err != nil {
@@ -280,60 +405,190 @@ func startTable(first []string, opts CSVOptions, cells *labelCells) (t *Table, r
 			}
 		}
 	}
-	features := width
-	if label >= 0 {
-		features--
+	cols, numeric, err := csvColumns(first, label, header, opts)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	switch len(opts.Ranges) {
 	case 0:
-		return nil, nil, false, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
-	case 1, features:
+		if numeric > 0 {
+			return nil, nil, false, fmt.Errorf("%w: no feature range declared: give the range of the features (LO:HI, or one per feature); scaling by the data's own min and max is not private", ErrCSV)
+		}
+	case 1, numeric:
 	default:
-		return nil, nil, false, fmt.Errorf("%w: %d feature ranges for %d features: give one for all or one per feature", ErrCSV, len(opts.Ranges), features)
+		what := "features"
+		if len(opts.Categorical) > 0 {
+			what = "numeric features (categorical columns take none)"
+		}
+		return nil, nil, false, fmt.Errorf("%w: %d feature ranges for %d %s: give one for all or one per feature", ErrCSV, len(opts.Ranges), numeric, what)
 	}
 	for _, rg := range opts.Ranges {
 		if err := rg.check(); err != nil {
 			return nil, nil, false, fmt.Errorf("%w: %v", ErrCSV, strings.TrimPrefix(err.Error(), "datasets: "))
 		}
 	}
-	t = &Table{features: features}
-	if header {
-		for j, s := range first {
-			if j != label {
-				t.FeatureNames = append(t.FeatureNames, strings.TrimSpace(s))
-			}
+	t = &Table{}
+	for _, c := range cols {
+		if c.label {
+			continue
 		}
+		if c.cats != nil {
+			for _, v := range c.cats {
+				t.FeatureNames = append(t.FeatureNames, c.name+"="+v)
+			}
+		} else {
+			t.FeatureNames = append(t.FeatureNames, c.name)
+		}
+		if c.indicator {
+			t.FeatureNames = append(t.FeatureNames, c.name+" missing")
+		}
+	}
+	t.features = len(t.FeatureNames)
+	if !header {
+		t.FeatureNames = nil
 	}
 	row = func(rec []string, line int) error {
 		if len(rec) != width {
 			return bad(line, "%d fields, want %d as in the first row", len(rec), width)
 		}
-		k := 0
 		for j, s := range rec {
-			if j == label {
+			c := &cols[j]
+			if c.label {
 				cells.names = append(cells.names, strings.TrimSpace(s))
 				cells.lines = append(cells.lines, line)
 				continue
 			}
-			x, err := parseFeature(s)
-			if err != nil {
-				return &CSVError{Line: line, Column: j, Msg: err.Error()}
+			cell := strings.TrimSpace(s)
+			missing := isMissing(cell)
+			if missing {
+				if c.fill == nil {
+					return &CSVError{Line: line, Column: j, Name: c.name, Msg: fmt.Sprintf("missing value %q; declare the value a missing cell of this column takes", s), MissingCell: true}
+				}
+				cell = *c.fill
 			}
-			rg := opts.Ranges[0]
-			if len(opts.Ranges) > 1 {
-				rg = opts.Ranges[k]
+			if err := c.encode(t, cell, opts.Ranges); err != nil {
+				err.Line, err.Column, err.Name = line, j, c.name
+				return err
 			}
-			v := (x - rg.Min) / (rg.Max - rg.Min)
-			if v < 0 || v > 1 {
-				t.Clipped++
-				v = min(max(v, 0), 1)
+			if c.indicator {
+				t.values = append(t.values, float32(b2f(missing)))
 			}
-			t.values = append(t.values, float32(v))
-			k++
 		}
 		return nil
 	}
 	return t, row, header, nil
+}
+
+// csvColumn is how a column of a CSV file becomes features.
+type csvColumn struct {
+	name      string // the header's, "" without one
+	label     bool
+	cats      []string // a categorical column's categories; nil for a numeric one
+	rangeAt   int      // a numeric column's index among the numeric columns
+	fill      *string  // the declared value of a missing cell; nil: none
+	indicator bool
+}
+
+// csvColumns lays out the columns of a file whose first row is first: which is the
+// label, which categorical, which numeric (and their count, numeric), and the missing
+// values. Every declared column must be named in the header, and no declaration may be
+// the label column's.
+func csvColumns(first []string, label int, header bool, opts CSVOptions) (cols []csvColumn, numeric int, err error) {
+	cols = make([]csvColumn, len(first))
+	at := map[string]int{}
+	for j, s := range first {
+		cols[j].label = j == label
+		if header {
+			cols[j].name = strings.TrimSpace(s)
+			if _, dup := at[cols[j].name]; !dup {
+				at[cols[j].name] = j
+			}
+		}
+	}
+	find := func(name, what string) (*csvColumn, error) {
+		j, ok := at[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: %s column %q: no column of that name in the header (%s)", ErrCSV, what, name, strings.Join(first, ","))
+		case j == label:
+			return nil, fmt.Errorf("%w: %s column %q is the label column", ErrCSV, what, name)
+		}
+		return &cols[j], nil
+	}
+	for _, c := range opts.Categorical {
+		col, err := find(c.Column, "categorical")
+		if err != nil {
+			return nil, 0, err
+		}
+		col.cats = c.Categories
+	}
+	for _, m := range opts.Missing {
+		col, err := find(m.Column, "missing-value")
+		if err != nil {
+			return nil, 0, err
+		}
+		v := m.Value
+		col.fill, col.indicator = &v, opts.MissingIndicator
+	}
+	for j := range cols {
+		c := &cols[j]
+		if c.label {
+			continue
+		}
+		if c.cats == nil {
+			c.rangeAt = numeric
+			numeric++
+		}
+		if c.fill == nil {
+			continue
+		}
+		// The declared value must be one the column can hold.
+		if c.cats != nil && !slices.Contains(c.cats, *c.fill) {
+			return nil, 0, fmt.Errorf("%w: missing value of column %q: %q is not one of its declared categories (%s)", ErrCSV, c.name, *c.fill, strings.Join(c.cats, ", "))
+		}
+		if _, err := parseFeature(*c.fill); c.cats == nil && err != nil {
+			return nil, 0, fmt.Errorf("%w: missing value of column %q: %v", ErrCSV, c.name, err)
+		}
+	}
+	return cols, numeric, nil
+}
+
+// encode appends the features of one cell of c (not missing) to t: its scaled value for a
+// numeric column (by ranges, one for all or one per numeric column), its one-hot vector
+// for a categorical one.
+func (c *csvColumn) encode(t *Table, cell string, ranges []Range) *CSVError {
+	if c.cats != nil {
+		k := slices.Index(c.cats, cell)
+		if k < 0 {
+			return &CSVError{Msg: fmt.Sprintf("%q is not one of the declared categories (%s)", cell, strings.Join(c.cats, ", "))}
+		}
+		for i := range c.cats {
+			t.values = append(t.values, float32(b2f(i == k)))
+		}
+		return nil
+	}
+	x, err := parseFeature(cell)
+	if err != nil {
+		return &CSVError{Msg: err.Error(), NotNumber: true}
+	}
+	rg := ranges[0]
+	if len(ranges) > 1 {
+		rg = ranges[c.rangeAt]
+	}
+	v := (x - rg.Min) / (rg.Max - rg.Min)
+	if v < 0 || v > 1 {
+		t.Clipped++
+		v = min(max(v, 0), 1)
+	}
+	t.values = append(t.values, float32(v))
+	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // parseFeature reads one feature cell: a finite decimal number.

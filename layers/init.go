@@ -122,7 +122,7 @@ func (p ParamSpec) Fill(dst []float64, rng *rand.Rand) error {
 // the zero value of the layer that stored it holds.
 func kernelInit(s string) (Initializer, error) {
 	switch s {
-	case GlorotUniform{}.String():
+	case "", GlorotUniform{}.String(): // "": left out of a hand-written architecture
 		return nil, nil
 	case HeNormal{}.String():
 		return HeNormal{}, nil

@@ -65,6 +65,11 @@ type DataFlags struct {
 	ImageSize            string
 	Channels             int
 	Labels               string
+	// Categorical, Missing, MissingIndicator: csv: the declared categorical columns
+	// ("NAME=A,B,…;…"), the values of missing cells ("NAME=VALUE;…") and whether each
+	// such column gets an indicator feature (datasets.CSVOptions).
+	Categorical, Missing string
+	MissingIndicator     bool
 	// LegacySplit: the train/test split of csv: and images: is datasets.HoldOut's, as
 	// for a checkpoint written before SettingTestSplit (set by FromSettings and
 	// SplitFromSettings); false for new runs, whose split is datasets.HashHoldOut's.
@@ -73,11 +78,14 @@ type DataFlags struct {
 
 // DataFlagNames are the names of the flags of DataFlags, which are also the keys of
 // their settings.
-var DataFlagNames = []string{"label", "header", "scale", "test-fraction", "split-seed", "image-size", "channels", "labels"}
+var DataFlagNames = []string{"label", "header", "scale", "test-fraction", "split-seed", "image-size", "channels", "labels", "categorical", "missing", "missing-indicator"}
 
 // AddDataFlags defines the flags of DataFlags in fs, as cmd/train has them.
 func AddDataFlags(fs *flag.FlagSet, o *DataFlags) {
 	fs.StringVar(&o.Label, "label", "", "csv: the label column, by header name or 0-based index (default: the last column)")
+	fs.StringVar(&o.Categorical, "categorical", "", "csv: the categorical columns, by header name, each with its categories: `NAME=A,B,…` (several separated by ;), e.g. sex=F,M; each becomes one 0/1 feature per category. Declared, not read from the data: which values occur would leak")
+	fs.StringVar(&o.Missing, "missing", "", "csv: the value a missing cell (empty, ?, NA, N/A, NaN, null, None) of a column takes: `NAME=VALUE` (several separated by ;), a number in the column's units or one of its categories; a missing cell elsewhere is an error")
+	fs.BoolVar(&o.MissingIndicator, "missing-indicator", false, "csv: add after each column of -missing a 0/1 feature that is 1 where its cell was missing")
 	fs.StringVar(&o.Header, "header", "auto", "csv: does the first row name the columns: auto (yes when a feature cell is not a number) | yes | no")
 	fs.StringVar(&o.Scale, "scale", "", "csv (required): the features' range LO:HI, or one LO:HI per feature separated by commas; values are scaled to [0,1] and clipped to the range. Declared, not computed from the data: min/max scaling would leak")
 	fs.Float64Var(&o.TestFraction, "test-fraction", DefaultTestFraction, "csv, images: fraction of the examples held out for testing, each example by a hash of its own content and -split-seed (so the number held out is about, not exactly, this fraction, and classes are not stratified)")
@@ -112,6 +120,13 @@ func (o *DataFlags) Settings(dataset string, s map[string]string) {
 	switch kind {
 	case "csv":
 		s["label"], s["header"], s["scale"] = o.Label, o.Header, o.Scale
+		if o.Categorical != "" { // only when given: the settings of older runs stay as they were
+			s["categorical"] = o.Categorical
+		}
+		if o.Missing != "" {
+			s["missing"] = o.Missing
+			s["missing-indicator"] = strconv.FormatBool(o.MissingIndicator)
+		}
 	case "images":
 		s["image-size"], s["channels"] = o.ImageSize, strconv.Itoa(o.Channels)
 	}
@@ -164,6 +179,12 @@ func (o *DataFlags) FromSettings(settings map[string]string, given map[string]bo
 			o.Channels, err = strconv.Atoi(v)
 		case "labels":
 			o.Labels = v
+		case "categorical":
+			o.Categorical = v
+		case "missing":
+			o.Missing = v
+		case "missing-indicator":
+			o.MissingIndicator, err = strconv.ParseBool(v)
 		}
 		if err != nil {
 			return fmt.Errorf("setting %s=%q: %w", name, v, err)
@@ -197,7 +218,8 @@ func (o *DataFlags) Validate(dataset string) error {
 		if _, err := datasets.ParseHeader(o.Header); err != nil {
 			return exit.Usagef("-header %q: unknown (want auto, yes, no)", o.Header)
 		}
-		return nil
+		_, err := o.CSVOptions()
+		return err
 	}
 	if o.Channels != 0 && o.Channels != 1 && o.Channels != 3 {
 		return exit.Usagef("-channels %d: want 1, 3 or 0 (by the data)", o.Channels)
@@ -206,6 +228,34 @@ func (o *DataFlags) Validate(dataset string) error {
 		return err
 	}
 	return nil
+}
+
+// CSVOptions are the options of datasets.ReadCSV that the flags declare: the label
+// column, the header rule, the ranges, the categorical columns and missing values; a value
+// that does not parse is a usage error naming its flag. An unknown -header (from a
+// checkpoint's settings; Validate refuses it on the command line) reads as auto.
+func (o *DataFlags) CSVOptions() (datasets.CSVOptions, error) {
+	usage := func(flag, value string, err error) error {
+		return exit.Usagef("-%s %s: %s", flag, value, strings.TrimPrefix(err.Error(), "datasets: "))
+	}
+	opts := datasets.CSVOptions{Label: o.Label, MissingIndicator: o.MissingIndicator}
+	opts.Header, _ = datasets.ParseHeader(o.Header)
+	var err error
+	if o.Scale != "" {
+		if opts.Ranges, err = datasets.ParseRanges(o.Scale); err != nil {
+			return opts, usage("scale", o.Scale, err)
+		}
+	}
+	if opts.Categorical, err = datasets.ParseCategorical(o.Categorical); err != nil {
+		return opts, usage("categorical", o.Categorical, err)
+	}
+	if opts.Missing, err = datasets.ParseMissing(o.Missing); err != nil {
+		return opts, usage("missing", o.Missing, err)
+	}
+	if o.MissingIndicator && o.Missing == "" {
+		return opts, exit.Usagef("-missing-indicator: give -missing NAME=VALUE for the columns it marks")
+	}
+	return opts, nil
 }
 
 // ParseImageSize reads -image-size WxH; "" is 0, 0 (no resizing).
@@ -365,12 +415,11 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 	var classes []string
 	switch kind {
 	case "csv":
-		ranges, err := datasets.ParseRanges(o.Scale)
+		opts, err := o.CSVOptions()
 		if err != nil {
-			return nil, nil, "", nil, exit.Usagef("-scale %s: %s", o.Scale, strings.TrimPrefix(err.Error(), "datasets: "))
+			return nil, nil, "", nil, err
 		}
-		header, _ := datasets.ParseHeader(o.Header) // checked by Validate; as before, a checkpoint's unknown value reads as auto
-		t, err := datasets.LoadCSV(path, datasets.CSVOptions{Label: o.Label, Header: header, Ranges: ranges})
+		t, err := datasets.LoadCSV(path, opts)
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
 		}
@@ -433,6 +482,18 @@ func dataError(flagValue string, err error) error {
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "datasets: "), path+": ")
 	if kind, _ := OwnDataKind(flagValue); kind == "csv" && errors.Is(err, safeio.ErrNotRegular) {
 		return exit.Usagef("-dataset %s: %s; csv:PATH names a CSV file (one example per row; a folder with a subfolder of images per class is images:DIR)", flagValue, strings.TrimSuffix(msg, "; give a plain file"))
+	}
+	var ce *datasets.CSVError
+	if errors.As(err, &ce) && (ce.NotNumber || ce.MissingCell) {
+		name := ce.Name
+		if name == "" {
+			name = "NAME"
+		}
+		if ce.NotNumber {
+			msg += fmt.Sprintf("; if the column is categorical, declare its categories: -categorical %s=A,B,…; if it is the label, -label %s", name, name)
+		} else {
+			msg += fmt.Sprintf(": -missing %s=VALUE", name)
+		}
 	}
 	if errors.Is(err, datasets.ErrCSV) || errors.Is(err, datasets.ErrImage) || errors.Is(err, fs.ErrNotExist) {
 		return exit.Usagef("-dataset %s: %s", flagValue, msg)

@@ -125,6 +125,19 @@ func TestPyTorchEveryModel(t *testing.T) {
 		}
 		cases = append(cases, c)
 	}
+	// A network written as JSON (train -model FILE.json), none of the built-in ones.
+	var own nn.Architecture
+	if b, err := os.ReadFile("../../../examples/models/small-res-cnn.json"); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &own); err != nil {
+		t.Fatal(err)
+	}
+	own.InputShape, own.NumClasses = []int{1, 28, 28}, 10
+	ownSpec, err := nn.SpecOf(&own, "small-res-cnn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, testCase{spec: ownSpec, train: mnistTrain, x: digits})
 	f64 := models.ScatterLinearMNIST()
 	f64.Name += "-float64"
 	cases = append(cases, testCase{spec: f64, train: mnistTrain, x: digits, opts: []nn.Option{nn.WithDType(nn.Float64)}})

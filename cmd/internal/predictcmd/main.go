@@ -236,10 +236,12 @@ type reader struct {
 	trainedOn string
 }
 
-// tableFormat is how cmd/train read the CSV file of a run on -dataset csv:PATH.
+// tableFormat is how cmd/train read the CSV file of a run on -dataset csv:PATH: its
+// options (label column, header rule, declared ranges, categorical columns, missing
+// values) and the number of raw feature columns, label not counted.
 type tableFormat struct {
-	label, header string
-	ranges        []datasets.Range
+	opts datasets.CSVOptions
+	raw  int
 }
 
 // fromSettings sets up the reader for a model trained on your own data, by the settings
@@ -258,10 +260,22 @@ func (r *reader) fromSettings(c *checkpoint.Training, ckpt string, scaleGiven bo
 		if scaleGiven {
 			return exit.Usagef("-scale: the model of %s was trained on %s with -scale %s (declared ranges), which predict applies to CSV input itself; leave -scale out", ckpt, dataset, scale)
 		}
-		if n := r.size(); len(ranges) != 1 && len(ranges) != n {
-			return fmt.Errorf("-checkpoint %s: setting scale=%q has %d ranges for %d features", ckpt, scale, len(ranges), n)
+		var flags cli.DataFlags
+		if err := flags.FromSettings(c.Settings, nil); err != nil {
+			return fmt.Errorf("-checkpoint %s: %v", ckpt, err)
 		}
-		r.table = &tableFormat{label: c.Settings["label"], header: c.Settings["header"], ranges: ranges}
+		opts, err := flags.CSVOptions()
+		if err != nil {
+			return fmt.Errorf("-checkpoint %s: setting %s", ckpt, strings.TrimPrefix(err.Error(), "-"))
+		}
+		raw := r.size() - opts.EncodedFeatures(0)
+		if n := raw - len(opts.Categorical); n < 0 || len(ranges) != 1 && len(ranges) != n {
+			return fmt.Errorf("-checkpoint %s: setting scale=%q has %d ranges for %d numeric features", ckpt, scale, len(ranges), n)
+		}
+		if opts.Header, err = datasets.ParseHeader(c.Settings["header"]); err != nil {
+			opts.Header = datasets.HeaderAuto // a checkpoint from before -header: training's default
+		}
+		r.table = &tableFormat{opts: opts, raw: raw}
 	case "images":
 		r.folder, r.resize = true, c.Settings["image-size"] != ""
 	}
@@ -551,26 +565,21 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	if err != nil {
 		return nil, exit.Usagef("%s: %v", path, err)
 	}
-	L := r.size()
-	header, err := datasets.ParseHeader(r.table.header)
-	if err != nil {
-		header = datasets.HeaderAuto // a checkpoint from before -header: training's default
-	}
-	opts := datasets.CSVOptions{Header: header, Ranges: r.table.ranges}
+	L := r.table.raw
+	opts := r.table.opts
 	switch len(first) {
 	case L + 1:
-		opts.Label = r.table.label
 	case L:
-		opts.Unlabelled = true
+		opts.Label, opts.Unlabelled = "", true
 	default:
-		return nil, exit.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d features, with or without the label column", path, len(first), r.trainedOn, L)
+		return nil, exit.Usagef("%s row 1 has %d values; the model (trained on %s) expects %d feature columns, with or without the label column", path, len(first), r.trainedOn, L)
 	}
 	t, err := datasets.ReadCSV(bytes.NewReader(b), opts)
 	if err != nil {
 		var ce *datasets.CSVError
 		switch {
 		case errors.As(err, &ce) && ce.Column >= 0:
-			return nil, exit.Usagef("%s line %d column %d: %s", path, ce.Line, ce.Column, ce.Msg)
+			return nil, exit.Usagef("%s line %d %s: %s", path, ce.Line, ce.Place(), ce.Msg)
 		case errors.As(err, &ce):
 			return nil, exit.Usagef("%s line %d: %s", path, ce.Line, ce.Msg)
 		}
@@ -578,7 +587,7 @@ func (r *reader) decodeTable(path string, in io.Reader) ([]example, error) {
 	}
 	out := make([]example, t.Len())
 	for i := range out {
-		x := make([]float32, L)
+		x := make([]float32, r.size())
 		t.Example(i, x)
 		out[i] = example{name: fmt.Sprintf("%s:%d", path, i), x: x}
 	}

@@ -259,7 +259,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0, 0, 8, 3, 255, 255, 255, 255, 0, 0, 0, 2, 0, 0, 0, 2})
 	f.Add([]byte("x1,x2,kind,x3,x4\n1,2,a,3,4\n-5,9e9,b,0,1\n"))
 	r := &reader{shape: []int{1, 2, 2}, scale: 1}
-	table := &reader{shape: []int{4}, table: &tableFormat{label: "kind", header: "auto", ranges: []datasets.Range{{Min: 0, Max: 10}}}}
+	table := &reader{shape: []int{4}, table: &tableFormat{opts: datasets.CSVOptions{Label: "kind", Ranges: []datasets.Range{{Min: 0, Max: 10}}}, raw: 4}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(ex []example, err error) {
 			for _, e := range ex {

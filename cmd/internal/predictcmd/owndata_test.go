@@ -1,6 +1,7 @@
 package predictcmd
 
 import (
+	"fmt"
 	"image"
 	"os"
 	"path/filepath"
@@ -112,8 +113,8 @@ func TestPredictCSVModel(t *testing.T) {
 		want string
 	}{
 		{[]string{"-scale", "255", path}, "trained on csv:" + path + " with -scale 0:10,0:10,-2:12"},
-		{[]string{wide}, "row 1 has 5 values; the model (trained on csv:" + path + ") expects 3 features"},
-		{[]string{nan}, `line 2 column 1: "NaN" is not a finite number`},
+		{[]string{wide}, "row 1 has 5 values; the model (trained on csv:" + path + ") expects 3 feature columns"},
+		{[]string{nan}, `line 2 column 2 "x2": missing value "NaN"`},
 	} {
 		code, _, stderr := runPredict(append([]string{"-checkpoint", ckpt}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
@@ -177,5 +178,76 @@ func TestPredictImageFolderModel(t *testing.T) {
 	writePNG(t, ok, image.NewRGBA(image.Rect(0, 0, 4, 4)))
 	if code, _, stderr = runPredict("-checkpoint", ckpt4, ok); code != 0 {
 		t.Errorf("4×4 image: exit %d, %q", code, stderr)
+	}
+}
+
+// TestPredictCSVCategorical: a model trained on a table with a categorical column (sex,
+// declared F, M), missing values (declared for age and sex, with indicators) and a named
+// label column in the middle (status) predicts new rows without labels, with missing
+// cells, exactly as the model does on the features written out by hand from the
+// declarations recorded in its checkpoint: age/100 (missing: 50), its indicator, sex
+// one-hot (missing: M), its indicator, weight/200.
+func TestPredictCSVCategorical(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("age,sex,status,weight\n")
+	for i := range 60 {
+		age, sex := fmt.Sprint(20+i), []string{"F", "M"}[i%2]
+		if i%7 == 0 {
+			age = ""
+		}
+		if i%11 == 0 {
+			sex = "?"
+		}
+		fmt.Fprintf(&b, "%s,%s,%s,%d\n", age, sex, []string{"healthy", "ill"}[(i/2)%2], 50+i)
+	}
+	path := filepath.Join(dir, "patients.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own := cli.DataFlags{Label: "status", Header: "auto", Scale: "0:100,0:200", Categorical: "sex=F,M", Missing: "age=50;sex=M",
+		MissingIndicator: true, TestFraction: 0.3, SplitSeed: 7, Labels: "fine"}
+	ckpt, _, _ := clitest.OwnData(t, dir, flat(), "csv:"+path, "", own)
+
+	newRows := filepath.Join(dir, "new.csv")
+	if err := os.WriteFile(newRows, []byte("age,sex,weight\n,F,70\n30,NA,90\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPredict("-checkpoint", ckpt, "-json", newRows)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	x := []float32{0.5, 1, 1, 0, 0, 0.35, 0.3, 0, 0, 1, 1, 0.45}
+	p, err := nn.LoadPredictor(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ExampleLen() != 6 || p.NumClasses() != 2 {
+		t.Fatalf("model of %d features and %d classes, want 6 and 2", p.ExampleLen(), p.NumClasses())
+	}
+	z := make([]float64, 4)
+	if err := p.Logits(x, z); err != nil {
+		t.Fatal(err)
+	}
+	sameLogits(t, "categorical", parseLines(t, stdout), [][]float64{z[:2], z[2:]})
+	for _, l := range parseLines(t, stdout) {
+		if l.Label != []string{"healthy", "ill"}[l.Class] {
+			t.Errorf("%s: class %d label %q", l.Input, l.Class, l.Label)
+		}
+	}
+	// A category that was not declared, and a missing cell of a column without a value.
+	if err := os.WriteFile(newRows, []byte("age,sex,weight\n40,X,70\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runPredict("-checkpoint", ckpt, newRows)
+	if code != 2 || !strings.Contains(stderr, `line 2 column 2 "sex": "X" is not one of the declared categories (F, M)`) {
+		t.Errorf("an undeclared category: exit %d, %q", code, stderr)
+	}
+	if err := os.WriteFile(newRows, []byte("age,sex,weight\n40,F,\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runPredict("-checkpoint", ckpt, newRows)
+	if code != 2 || !strings.Contains(stderr, `line 2 column 3 "weight": missing value`) {
+		t.Errorf("a missing weight: exit %d, %q", code, stderr)
 	}
 }

@@ -47,6 +47,9 @@ var (
 // options are the parsed flags.
 type options struct {
 	model, activation      string
+	modelFileSum           string          // SHA-256 of -model FILE.json (modelfile.go)
+	printModel             bool            // -print-model (modelfile.go)
+	config                 string          // -config FILE (config.go)
 	recipe                 string          // -recipe NAME (recipe.go)
 	distributed            string          // -distributed mpi (distributed.go)
 	dist                   *distributedRun // this process's place in the job; nil: one process
@@ -111,7 +114,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported in one line by run
 	fs.StringVar(&o.recipe, "recipe", "", "a named set of flag values (see Recipes below): "+strings.Join(recipeNames, " | ")+"; flags given override the recipe's values")
-	fs.StringVar(&o.model, "model", "", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end: the scattering and the parameter-free GroupNorm after it, and for scatter-linear the Flatten, are computed once before training; C×28×28 or C×32×32); see Models below. Default: by the data, cnn for 28×28 images (mnist, fashion-mnist, images:DIR), cifar-cnn for 32×32 (cifar10, cifar100, images:DIR), logreg for csv:PATH")
+	fs.StringVar(&o.model, "model", "", "network: logreg | mlp (one hidden layer of -hidden units) | cnn (the MNIST CNN, C×28×28) | cifar-cnn (C×32×32) | cifar-tb-cnn (C×32×32) | scatter-linear | scatter-cnn (ScatterNet front end: the scattering and the parameter-free GroupNorm after it, and for scatter-linear the Flatten, are computed once before training; C×28×28 or C×32×32); or FILE.json, your own network in the architecture JSON that checkpoints store (-print-model prints any model's; docs/models.md); see Models below. Default: by the data, cnn for 28×28 images (mnist, fashion-mnist, images:DIR), cifar-cnn for 32×32 (cifar10, cifar100, images:DIR), logreg for csv:PATH")
 	fs.StringVar(&o.activation, "activation", defaultActivation, "hidden activation of mlp, cnn, cifar-cnn, cifar-tb-cnn and scatter-cnn: relu | tanh (logreg and scatter-linear have no hidden layer)")
 	fs.StringVar(&o.dataset, "dataset", "mnist", "data set: mnist | fashion-mnist | cifar10 | cifar100 | csv:PATH (numeric features and a label column; see -label, -scale) | images:DIR (one subfolder of PNG/JPEG images per class; see -image-size, -channels)")
 	fs.StringVar(&o.data, "data", "", "data directory (default: mnist: the embedded 8,000/2,000 sample; fashion-mnist: "+mnist.DebianFashionDir+"; cifar10, cifar100: required)")
@@ -137,6 +140,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.sampling, "sampling", "poisson", "batch sampling: poisson (what ε assumes) | shuffle (fixed-size shuffled batches; ε then assumes Poisson sampling)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
+	fs.StringVar(&o.config, "config", "", "read flags from `FILE`: one name = value a line (# starts a comment line); a flag on the command line wins over the file, the file over -recipe; the checkpoint records the run's settings whichever way they were given (docs/train.md)")
+	fs.BoolVar(&o.printModel, "print-model", false, "print -model's network as the architecture JSON that -model FILE.json reads (for -dataset's examples) and exit: a starting point for your own network (docs/models.md)")
 	fs.StringVar(&o.featureCache, "feature-cache", "", "keep the front-end features of scatter models (the scattering of the training and test sets and the parameter-free GroupNorm and Flatten after it, computed before the first step) in directory `DIR` and re-use them in later runs on identical data and front end (file named by a SHA-256 of the front end's settings, the dtype and every raw example; checksummed, keyed by PRIVTRAIN_CHECKPOINT_KEY when it is set so that an edited file is refused, and recomputed with a warning when damaged). Stored raw, 4 bytes per value: 1.1 GB for the 70,000 images of MNIST or Fashion-MNIST, 3.7 GB for CIFAR-10. The files hold features of the private training data: protect DIR as the data. No effect for other models")
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "also write the checkpoint every N steps (0: epochs only)")
@@ -174,8 +179,10 @@ func oneOf(flagName, v string, allowed []string) error {
 // validate checks the flags that need no data; resolve has filled the defaults that depend
 // on other flags.
 func (o *options) validate() error {
-	if err := oneOf("model", o.model, modelNames); err != nil {
-		return err
+	if !isModelFile(o.model) {
+		if err := oneOf("model", o.model, modelNames); err != nil {
+			return err
+		}
 	}
 	if err := oneOf("activation", o.activation, []string{"relu", "tanh"}); err != nil {
 		return err

@@ -43,7 +43,7 @@ func (o *options) validateOwnData() error {
 		return ""
 	}
 	if kind == "" {
-		if f := given("label", "header", "scale", "test-fraction", "image-size", "channels"); f != "" {
+		if f := given("label", "header", "scale", "categorical", "missing", "missing-indicator", "test-fraction", "image-size", "channels"); f != "" {
 			return exit.Usagef("-%s applies to -dataset csv:PATH or images:DIR, not %s", f, o.dataset)
 		}
 		if o.set["split-seed"] && o.validation == 0 {
@@ -65,7 +65,7 @@ func (o *options) validateOwnData() error {
 			return exit.Usagef("-%s applies to -dataset images:DIR, not csv", f)
 		}
 	case "images":
-		if f := given("label", "header", "scale"); f != "" {
+		if f := given("label", "header", "scale", "categorical", "missing", "missing-indicator"); f != "" {
 			return exit.Usagef("-%s applies to -dataset csv:PATH, not images (pixels are scaled by /255)", f)
 		}
 	}
@@ -81,6 +81,9 @@ func modelSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 	act := models.ReLU
 	if o.activation == "tanh" {
 		act = models.Tanh
+	}
+	if isModelFile(o.model) {
+		return modelFileSpec(o, shape, classes)
 	}
 	var spec nn.Spec
 	switch o.model {

@@ -15,6 +15,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
+	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // writeBlobsCSV writes n rows of two well separated classes ("left" around 2, "right"
@@ -228,6 +229,55 @@ func TestOwnDataBadFlags(t *testing.T) {
 		code, stdout, stderr := runCmd(t, context.Background(), tc.args...)
 		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("train %s: exit %d, stderr %q; want 2 and one line mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// TestCSVTable: a real table — the label named and in the middle, a categorical column,
+// missing cells — trains with its declarations, which the checkpoint records; without
+// them the errors name the column by header and count from 1, and say which flag fixes it.
+func TestCSVTable(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("age,sex,status,weight\n")
+	for i := range 80 {
+		age := fmt.Sprint(20 + i%50)
+		if i%9 == 4 {
+			age = "NA"
+		}
+		fmt.Fprintf(&b, "%s,%s,%s,%d\n", age, []string{"F", "M"}[i%2], []string{"healthy", "ill"}[(i/3)%2], 50+i)
+	}
+	path := filepath.Join(dir, "patients.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "m.ckpt")
+	common := []string{"-dataset", "csv:" + path, "-epochs", "2", "-batch", "20"}
+	s := decodeSummary(t, mustRun(t, append(common, "-scale", "0:100,0:200", "-label", "status", "-categorical", "sex=F,M", "-missing", "age=45",
+		"-missing-indicator", "-checkpoint", ckpt, "-json")...))
+	if s["parameters"].(float64) != 2*(5+1) {
+		t.Errorf("%v parameters, want 12: logreg on age, its indicator, sex=F, sex=M, weight (2 classes)", s["parameters"])
+	}
+	c, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings["categorical"] != "sex=F,M" || c.Settings["missing"] != "age=45" || c.Settings["missing-indicator"] != "true" || c.Settings["label"] != "status" {
+		t.Errorf("checkpoint settings %v", c.Settings)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `line 2: column 2 "sex": "F" is not a number; if the column is categorical, declare its categories: -categorical sex=A,B,…; if it is the label, -label sex`},
+		{[]string{"-label", "status"}, `-categorical sex=A,B,…`},
+		{[]string{"-label", "status", "-categorical", "sex=F,M"}, `line 6: column 1 "age": missing value "NA"; declare the value a missing cell of this column takes: -missing age=VALUE`},
+		{[]string{"-label", "status", "-categorical", "sex=F"}, "-categorical sex=F: categorical column \"sex\": 1 category; want at least 2"},
+		{[]string{"-label", "status", "-missing-indicator"}, "-missing-indicator: give -missing"},
+	} {
+		code, _, stderr := runCmd(t, context.Background(), append(append(common, "-scale", "0:200"), tc.args...)...)
+		if code != exit.Usage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want a one-line usage error saying %q", tc.args, code, stderr, tc.want)
 		}
 	}
 }

@@ -62,6 +62,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.config != "" { // before the recipe: the command line, then -config, then -recipe
+		names, err := cli.ApplyConfig(flags, o.config, "config", o.set)
+		if err != nil {
+			fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+			return exit.Usage
+		}
+		for _, name := range names {
+			o.set[name] = true
+		}
+	}
 	if err := o.applyRecipe(flags); err != nil {
 		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
 		return exit.Usage
@@ -214,6 +224,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
 			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
+	}
+	if o.printModel {
+		return exit.OK, printModel(o, trainSet.Shape(), trainSet.NumClasses(), stdout)
 	}
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
 		return 0, err
@@ -524,8 +537,11 @@ func (o *options) settings() map[string]string {
 		"sampling":    o.sampling,
 		"float64":     strconv.FormatBool(o.float64),
 	}
-	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" {
+	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" && !isModelFile(o.model) {
 		s["activation"] = o.activation
+	}
+	if o.modelFileSum != "" {
+		s[settingModelFile] = o.modelFileSum
 	}
 	o.optimizerSettings(s)
 	o.ownDataSettings(s)
