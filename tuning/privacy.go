@@ -49,6 +49,9 @@ type Accounting struct {
 	TrialRDP, SearchRDP []float64
 	// Trial and Search are their ε at Delta (the order that gives each).
 	Trial, Search accountant.Spent
+	// Training is the ε at Delta of one trial's training alone (the most over the plans,
+	// without its noisy score): what a trial's own ledger reports at most.
+	Training accountant.Spent
 }
 
 // ScoreFloorError is Calibrate's refusal of a budget that the noisy scores alone exceed,
@@ -159,6 +162,13 @@ func (p Privacy) At(z float64) (*Accounting, error) {
 		return nil, err
 	}
 	if a.Trial, err = accountant.EpsilonFromRDP(a.Orders, a.TrialRDP, p.Delta, accountant.Balle); err != nil {
+		return nil, err
+	}
+	training := make([]float64, len(a.Orders))
+	for i, o := range a.Orders {
+		training[i] = a.TrialRDP[i] - p.scoreRDP(o)
+	}
+	if a.Training, err = accountant.EpsilonFromRDP(a.Orders, training, p.Delta, accountant.Balle); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -158,7 +158,7 @@ func TestBudgetLineageAcrossStores(t *testing.T) {
 // ε does not cover (docs/tuning.md), are kept off the released lines of -tune's summary
 // and marked as not covered by ε, in text and in -json.
 func TestTuneSummaryMarksUncovered(t *testing.T) {
-	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-budget-store", t.TempDir(), "-tune", "lr=1,2;trials=poisson:mean=2")
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-no-checkpoint", "-budget-store", t.TempDir(), "-tune", "lr=1,2;trials=poisson:mean=2")
 	code, out, stderr := runCmd(t, context.Background(), args...)
 	if code != exit.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -370,7 +370,7 @@ func TestBudgetFlag(t *testing.T) {
 // -budget refuses a search past it before the first trial.
 func TestBudgetTuneSearch(t *testing.T) {
 	store := t.TempDir()
-	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-budget-store", store, "-tune", "lr=1,2;trials=poisson:mean=2")
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-no-checkpoint", "-budget-store", store, "-tune", "lr=1,2;trials=poisson:mean=2")
 	code, out, stderr := runCmd(t, context.Background(), args...)
 	if code != exit.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)

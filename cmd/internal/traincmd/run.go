@@ -82,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.dist, err = startDistributed(o.distributed); err != nil {
 		return status(0, err, stderr)
 	}
+	if o.noCheckpoint && (o.tune == "" || o.checkpoint != "") {
+		return status(0, exit.Usagef("-no-checkpoint applies to a -tune search without -checkpoint"), stderr)
+	}
 	if o.tune != "" {
 		if o.distributed != "" {
 			return status(0, exit.Usagef("-tune runs its trials in one process: drop -distributed %s", o.distributed), stderr)

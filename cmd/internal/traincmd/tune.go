@@ -373,6 +373,9 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.checkpoint == "" && !o.noCheckpoint { // before any data is read or ε spent
+		return nil, exit.Usagef("-tune without -checkpoint FILE: the search spends its ε on the data set and would keep no model; give -checkpoint FILE to keep the best trial's model, or -no-checkpoint to run it for its numbers only")
+	}
 	if err := checkWritable("checkpoint", o.checkpoint); err != nil {
 		return nil, err
 	}
@@ -527,14 +530,32 @@ func (s *tuneSearch) header(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "tune: %s; score: validation accuracy from the count of correct predictions + N(0, %g²)\n", noise, s.spec.scoreNoise)
-	fmt.Fprintf(w, "privacy: each trial ε ≤ %.4g; the search (the best trial's model, values and noisy score, the choice included): ε = %.4g at δ = %g (Papernot & Steinke 2022, RDP order %g)\n",
-		s.acc.Trial.Epsilon, s.acc.Search.Epsilon, s.base.delta, s.acc.Search.Order)
+	fmt.Fprintf(w, "privacy: each trial's training ε ≤ %.4g (the ε its line below prints), with its noisy score ε ≤ %.4g; the search (the best trial's model, values and noisy score, the choice included): ε = %.4g at δ = %g (Papernot & Steinke 2022, RDP order %g)\n",
+		s.acc.Training.Epsilon, s.acc.Trial.Epsilon, s.acc.Search.Epsilon, s.base.delta, s.acc.Search.Order)
+	steps := 0
+	for _, p := range s.acc.Plans {
+		steps = max(steps, accountant.StepsPerEpoch(s.trainSet.Len(), p.BatchSize)*p.Epochs)
+	}
+	fmt.Fprintf(w, "tune: expect about %.3g trials (the mean of %v; the number itself is drawn at random), each a full training run of up to %s steps on %s examples: about %.3g times one such run's time; a line after each trial says how long the rest should take\n",
+		s.spec.trials.Mean(), s.spec.trials, cli.Thousands(steps), cli.Thousands(s.trainSet.Len()), s.spec.trials.Mean())
 	fmt.Fprintf(w, "tune: the trial lines below (every trial's values and noisy score, and the number of trials) are for the data holder: the ε above does not cover publishing them\n")
+}
+
+// eta says, after trial k of n, how long the search has run and how long the rest should
+// take at the mean time per trial so far.
+func (s *tuneSearch) eta(k, n int, start time.Time, w io.Writer) {
+	if k >= n {
+		return
+	}
+	took := time.Since(start)
+	left := time.Duration(float64(took) / float64(k) * float64(n-k))
+	fmt.Fprintf(w, "tune: %d of %d trials in %s; about %s to go\n", k, n, took.Round(time.Second), left.Round(time.Second))
 }
 
 // run draws the number of trials and runs them (tuning.Search), then writes the best.
 func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io.Writer) (int, error) {
 	nVal := s.valSet.Len()
+	searchStart := time.Now()
 	search := &tuning.Search{
 		Space:      s.spec.space(),
 		Accounting: s.acc,
@@ -542,6 +563,7 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 			return s.newTrainer(t, stderr)
 		}, nVal),
 		OnDrawn: func(k int) {
+			searchStart = time.Now()
 			if k == 1 {
 				fmt.Fprintf(stderr, "tune: 1 trial drawn\n")
 			} else {
@@ -549,6 +571,7 @@ func (s *tuneSearch) run(ctx context.Context, start time.Time, stdout, stderr io
 			}
 		},
 		OnTrial: func(t tuning.Scored) {
+			defer s.eta(t.Index, t.Of, searchStart, stderr)
 			if !math.IsInf(t.Score, -1) {
 				fmt.Fprintf(stderr, "tune: trial %d of %d: %s: noisy validation accuracy %s (%.1f of %s correct); its training ε = %.4g\n",
 					t.Index, t.Of, s.spec.describe(t.Config), percent(t.Score/float64(nVal)), t.Score, cli.Thousands(nVal), t.Epsilon)

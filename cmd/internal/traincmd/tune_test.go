@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,7 +161,7 @@ func sameSummary(a, b tuneSummary) bool {
 // meets it; recomputing the search's ε at the reported z gives the reported ε. Poisson
 // trials: the seed is one whose draw is not zero.
 func TestTuneCalibrated(t *testing.T) {
-	args := append(slices.Clone(tinySearch), "-epsilon", "4",
+	args := append(slices.Clone(tinySearch), "-epsilon", "4", "-no-checkpoint",
 		"-tune", "batch=256,512;lr=2;trials=poisson:mean=3")
 	code, out, stderr := runCmd(t, context.Background(), args...)
 	if code != exit.OK {
@@ -183,7 +185,7 @@ func TestTuneCalibrated(t *testing.T) {
 func TestTuneSpend(t *testing.T) {
 	o := &options{}
 	fs := newFlagSet(o)
-	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-tune", "lr=1,2;trials=negbin:eta=0.5,gamma=0.2")
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "3", "-no-checkpoint", "-tune", "lr=1,2;trials=negbin:eta=0.5,gamma=0.2")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +212,9 @@ func TestTuneRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
+		{[]string{"-tune", "lr=1,2;trials=geometric:mean=4"}, "-tune without -checkpoint FILE"},
+		{[]string{"-no-checkpoint"}, "-no-checkpoint applies to a -tune search without -checkpoint"},
+		{[]string{"-no-checkpoint", "-checkpoint", "m.ckpt", "-tune", "lr=1;trials=geometric:mean=4"}, "-no-checkpoint applies"},
 		{[]string{"-tune", "lr=1,2"}, "no trials="},
 		{[]string{"-tune", "trials=geometric:mean=4"}, "no values to search"},
 		{[]string{"-tune", "lr=1;trials=geometric:mean=1"}, "mean"},
@@ -243,6 +248,9 @@ func TestTuneRefuses(t *testing.T) {
 		{[]string{"-validation", "0", "-tune", "lr=1;trials=geometric:mean=4"}, "-validation 0"},
 	} {
 		args := append(slices.Clone(base), c.args...)
+		if !strings.Contains(c.want, "checkpoint") {
+			args = append(args, "-no-checkpoint")
+		}
 		code, _, stderr := runCmd(t, context.Background(), args...)
 		if code != exit.Usage || !strings.Contains(stderr, c.want) {
 			t.Errorf("train %s: exit %d, stderr %q; want exit 2 naming %q", strings.Join(c.args, " "), code, stderr, c.want)
@@ -332,7 +340,7 @@ func TestTuneInterrupted(t *testing.T) {
 // TestTuneDiverged: a trial whose parameters overflow scores −∞ and is never the best;
 // when every trial diverges, nothing is released (exit 1).
 func TestTuneDiverged(t *testing.T) {
-	args := []string{"-model", "logreg", "-epochs", "1", "-seed", "3", "-noise", "3", "-json"}
+	args := []string{"-model", "logreg", "-epochs", "1", "-seed", "3", "-noise", "3", "-json", "-no-checkpoint"}
 	code, out, stderr := runCmd(t, context.Background(), append(slices.Clone(args), "-tune", "lr=1,1e38;clip=1e30;trials=geometric:3")...)
 	if code != exit.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -416,5 +424,40 @@ func TestTuneSplit(t *testing.T) {
 		if moved != 0 || lost != 1 {
 			t.Errorf("removing example %d: %d examples changed part, %d lost (want 0 and 1)", drop, moved, lost)
 		}
+	}
+}
+
+// TestTunePlanAgreesWithTrials: the header's bound on a trial's training ε is the ε each
+// trial's line prints (one plan: equal to the printed digits), the bound with the score
+// is larger by the score's share, the expected number of trials is announced before the
+// first, and each trial but the last is followed by the time to go.
+func TestTunePlanAgreesWithTrials(t *testing.T) {
+	args := append(slices.Clone(tinySearch), "-batch", "512", "-noise", "2", "-no-checkpoint",
+		"-tune", "lr=1,2;trials=geometric:mean=3;score-noise=20")
+	code, _, stderr := runCmd(t, context.Background(), args...)
+	if code != exit.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var bound, withScore float64
+	if _, err := fmt.Sscanf(stderr[strings.Index(stderr, "each trial's training ε ≤ "):], "each trial's training ε ≤ %g (the ε its line below prints), with its noisy score ε ≤ %g", &bound, &withScore); err != nil {
+		t.Fatalf("no bound in the header: %v\n%s", err, stderr)
+	}
+	if !(withScore > bound) {
+		t.Errorf("with the score ε ≤ %v, training alone ≤ %v: the score adds nothing", withScore, bound)
+	}
+	if !strings.Contains(stderr, "tune: expect about 3 trials (the mean of geometric") {
+		t.Errorf("no expected number of trials up front:\n%s", stderr)
+	}
+	trials := 0
+	for _, l := range strings.Split(stderr, "\n") {
+		if i := strings.Index(l, "its training ε = "); i >= 0 {
+			trials++
+			if got := l[i+len("its training ε = "):]; got != strconv.FormatFloat(bound, 'g', 4, 64) {
+				t.Errorf("trial line %q: ε %s, header's bound %v", l, got, bound)
+			}
+		}
+	}
+	if etas := strings.Count(stderr, "to go\n"); trials < 2 || etas != trials-1 {
+		t.Errorf("%d trials, %d time-to-go lines (seed 5 draws more than one trial):\n%s", trials, etas, stderr)
 	}
 }
