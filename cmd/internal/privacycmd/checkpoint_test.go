@@ -146,8 +146,8 @@ func TestEpsilonOfRewoundCheckpoint(t *testing.T) {
 	var tr *training.Trainer
 	var first *checkpoint.Training
 	tr, err = training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule:    dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
 		BatchSize: ckptBatch, Epochs: ckptEpochs, Seed: &seed,
 		OnEpoch: func(training.EpochMetrics) (err error) {
 			if first == nil {
