@@ -4,7 +4,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,28 +16,11 @@ import (
 )
 
 // Run parses args with flags and runs body, printing a one-line message on stderr for an
-// error; it returns the exit status. -help prints header and the flags on stdout.
+// error; it returns the exit status. -help prints header and the flags on stdout. It is
+// Command.Run for a command that runs the network kernels and checks its own arguments.
 func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr io.Writer, body func() error) int {
-	flags.SetOutput(io.Discard)
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, header)
-			flags.SetOutput(stdout)
-			flags.PrintDefaults()
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, exit.OneLine(err.Error()), name)
-		return exit.Usage
-	}
-	if err := CPUPathError(); err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, err)
-		return exit.Usage
-	}
-	err := body()
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, exit.OneLine(err.Error()))
-	}
-	return exit.Status(err)
+	c := Command{Name: name, Flags: flags, Header: header, ParseHint: " (see " + name + " -help)", Args: true, CPU: true}
+	return c.Run(args, stdout, stderr, body)
 }
 
 // CPUPathError is the usage error for a PRIVTRAIN_CPU that names an unknown path or one this

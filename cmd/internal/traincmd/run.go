@@ -44,21 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	o := &options{}
 	flags := newFlagSet(o)
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout, flags)
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "train: %s (see train -help)\n", exit.OneLine(err.Error()))
-		return exit.Usage
-	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(stderr, "train: unexpected argument %q (flags only; see train -help)\n", flags.Arg(0))
-		return exit.Usage
-	}
-	if err := cli.CPUPathError(); err != nil {
-		fmt.Fprintf(stderr, "train: %s\n", err)
-		return exit.Usage
+	if code, ok := command(flags).Parse(args, stdout, stderr); !ok {
+		return code
 	}
 	o.set = map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -107,16 +94,13 @@ func status(code int, err error, stderr io.Writer) int {
 	return code
 }
 
-func printUsage(w io.Writer, flags *flag.FlagSet) {
-	fmt.Fprint(w, usageHeader)
-	flags.SetOutput(w)
-	flags.PrintDefaults()
-	flags.SetOutput(io.Discard)
-	printModels(w)
-	printRecipes(w)
+// command is train's command line: its -help ends with the models and the recipes.
+func command(flags *flag.FlagSet) *cli.Command {
+	return &cli.Command{Name: "train", Flags: flags, Header: usageHeader, Footer: func(w io.Writer) {
+		printModels(w)
+		printRecipes(w)
+	}, ParseHint: " (see train -help)", ArgsHint: " (flags only; see train -help)", CPU: true}
 }
-
-// oneLine keeps an error message on one line.
 
 // run state shared by the callbacks.
 type session struct {
