@@ -76,9 +76,5 @@ func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	return checkpoint.Load(path)
 }
 
-func saveCheckpoint(path string, c *checkpoint.Training) error {
-	if k, ok := os.LookupEnv(keyEnv); ok {
-		return checkpoint.SaveWithKey(path, c, []byte(k))
-	}
-	return checkpoint.Save(path, c)
-}
+// saveCheckpoint writes -checkpoint, signed when keyEnv is set (cli.SaveCheckpoint).
+func saveCheckpoint(path string, c *checkpoint.Training) error { return cli.SaveCheckpoint(path, c) }
