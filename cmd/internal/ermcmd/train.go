@@ -307,7 +307,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 		if err != nil {
 			return nil, "", exit.Usagef("erm: -synthetic: %v", err)
 		}
-		o.budget.fingerprint = dataFingerprint(ds)
+		o.budget.fingerprint = ds.Fingerprint()
 		if !loss.Classification() {
 			return nil, "", exit.Usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
 		}
@@ -322,7 +322,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 	if err != nil {
 		return nil, "", exit.Usagef("erm: -data: %v", err)
 	}
-	o.budget.fingerprint = dataFingerprint(ds)
+	o.budget.fingerprint = ds.Fingerprint()
 	if loss.Classification() {
 		if err := ds.BinaryLabels(); err != nil {
 			return nil, "", exit.Usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
