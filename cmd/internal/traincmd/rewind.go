@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -52,19 +51,6 @@ func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*ch
 	return other, nil
 }
 
-// keyEnv names the environment variable that holds the checkpoint key (cli.KeyEnv).
-const keyEnv = cli.KeyEnv
-
-// checkpointKey returns the key of keyEnv, nil when the variable is not set; a key too
-// short to be a key is a usage error.
-func checkpointKey() ([]byte, error) { return cli.CheckpointKey() }
-
-// checkKey refuses a key too short to be a key.
-func checkKey() error {
-	_, err := checkpointKey()
-	return err
-}
-
 func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	key, err := checkpointKey()
 	if err != nil {
@@ -75,6 +61,3 @@ func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	}
 	return checkpoint.Load(path)
 }
-
-// saveCheckpoint writes -checkpoint, signed when keyEnv is set (cli.SaveCheckpoint).
-func saveCheckpoint(path string, c *checkpoint.Training) error { return cli.SaveCheckpoint(path, c) }
