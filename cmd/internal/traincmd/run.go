@@ -14,6 +14,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
@@ -95,6 +96,8 @@ func command(flags *flag.FlagSet) *cli.Command {
 	}, ParseHint: " (see train -help)", ArgsHint: " (flags only; see train -help)", CPU: true}
 }
 
+// train runs the parsed options o: it resumes or starts the run, loads its data, builds
+// the trainer, reserves the budget, trains, and writes the outputs and the summary.
 func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time, stdout, stderr io.Writer) (int, error) {
 	if o.dist.leader() { // in a -distributed job rank 0 alone writes -checkpoint
 		lock, err := lockCheckpoint(o) // before any work: one writer of -checkpoint at a time
@@ -103,40 +106,84 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 		defer lock.Unlock()
 	}
-	var ck *checkpoint.Training
-	var err error
-	if o.resume != "" {
-		if ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
-			return 0, err
-		}
-		if err := o.checkResumeIterates(ck); err != nil {
-			return 0, err
-		}
-		if err := o.applyCheckpoint(ck, flags); err != nil {
-			return 0, err
-		}
-		if err := o.applyCheckpointSplits(ck, stderr); err != nil { // validation.go
-			return 0, err
-		}
-	}
-	if err := checkTarget(o, ck, stderr); err != nil {
-		return 0, err
-	}
-	newest, err := newerCheckpoint(o, ck, stderr)
+	r, err := resumeRun(o, flags, stderr)
 	if err != nil {
 		return 0, err
 	}
+	if err := o.complete(r.ck); err != nil {
+		return 0, err
+	}
+	d, err := loadRunData(o)
+	if err != nil {
+		return 0, err
+	}
+	s, rule, err := newSession(ctx, o, r, d, stderr)
+	if err != nil {
+		return 0, err
+	}
+	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
+		if s.budget, err = reserveBudget(o, s.trainer, []*checkpoint.Training{r.ck, r.newest}, d.fingerprint, rule, stderr); err != nil { // before any output file is touched
+			return 0, err
+		}
+	}
+	if s.metrics, err = openMetrics(o.metrics, r.ck != nil); err != nil {
+		s.budget.settle(s.trainer) // no step ran: settles at none
+		return 0, err
+	}
+	defer s.metrics.close()
+	if err := s.begin(r.ck, d, rule); err != nil {
+		return 0, err
+	}
+	res, interrupted, err := s.run(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.finish(res, interrupted, r.ck != nil, d, start, stdout)
+}
+
+// resumed is what a run continues: the checkpoint of -resume (nil: a fresh run) and, with
+// -allow-rewind, the newer state of the run at -checkpoint whose steps it keeps (nil:
+// none).
+type resumed struct{ ck, newest *checkpoint.Training }
+
+// resumeRun loads -resume's checkpoint and takes the flags not given from it, and checks
+// what -checkpoint would overwrite (lock.go, rewind.go).
+func resumeRun(o *options, flags *flag.FlagSet, stderr io.Writer) (r resumed, err error) {
+	if o.resume != "" {
+		if r.ck, _, err = o.protect.signing(stderr).Load("resume", o.resume); err != nil {
+			return r, err
+		}
+		if err := o.checkResumeIterates(r.ck); err != nil {
+			return r, err
+		}
+		if err := o.applyCheckpoint(r.ck, flags); err != nil {
+			return r, err
+		}
+		if err := o.applyCheckpointSplits(r.ck, stderr); err != nil { // validation.go
+			return r, err
+		}
+	}
+	if err := checkTarget(o, r.ck, stderr); err != nil {
+		return r, err
+	}
+	r.newest, err = newerCheckpoint(o, r.ck, stderr)
+	return r, err
+}
+
+// complete fills the defaults, validates the options (and a resumed run's against its
+// checkpoint ck) and checks that the output files can be written.
+func (o *options) complete(ck *checkpoint.Training) error {
 	o.resolve()
 	if err := o.validate(); err != nil {
-		return 0, err
+		return err
 	}
 	o.dist.dropOutputs(o) // only rank 0 writes
 	if ck != nil {
 		if err := o.checkResumedValidation(ck); err != nil {
-			return 0, err
+			return err
 		}
 		if err := o.checkResumedData(ck); err != nil { // validation.go
-			return 0, err
+			return err
 		}
 	}
 	if ck == nil && private(o.optimizer) && !o.set["noise"] {
@@ -145,12 +192,28 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	for _, out := range []struct{ flag, path string }{{"checkpoint", o.checkpoint}, {"plot", o.plot}, {"metrics", o.metrics}} {
 		if err := checkWritable(out.flag, out.path); err != nil {
-			return 0, err
+			return err
 		}
 	}
+	return nil
+}
+
+// runData is the data a run trains and evaluates on.
+type runData struct {
+	train, test datasets.Dataset // with -validation, test is the held-out part of the training set
+	name        string
+	notes       []string // what the user should know about the data
+	// fingerprint is the data set the run is charged to in the budget store: the
+	// training set before -validation's split.
+	fingerprint string
+}
+
+// loadRunData loads the data, splits off -validation's part, and fits the model's
+// default and the batch to it.
+func loadRunData(o *options) (*runData, error) {
 	trainSet, testSet, dataName, notes, err := loadData(o)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	fingerprint := datasets.ContentFingerprint(trainSet) // before -validation's split: the whole set is charged
 	if o.validation > 0 {
@@ -159,7 +222,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		all := trainSet.Len()
 		var more []string
 		if trainSet, testSet, more, err = splitValidation(o, trainSet); err != nil {
-			return 0, err
+			return nil, err
 		}
 		notes = append(append(notes, validationNote(o, testSet.Len(), all)), more...)
 		if o.legacyValidationSplit {
@@ -171,72 +234,73 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	if kind, _ := cli.OwnDataKind(o.dataset); kind == "images" && !o.set["model"] && !contains(o.fromCheckpoint, "model") {
 		if o.model, err = defaultModel(trainSet.Shape()); err != nil {
-			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
+			return nil, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
 	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if note, err := o.fitBatch(trainSet.Len()); err != nil {
-		return 0, err
+		return nil, err
 	} else if note != "" {
 		notes = append(notes, note)
 	}
-	m, cfg, err := o.trainerConfigContext(ctx, trainSet, testSet, dataName, stderr)
+	return &runData{train: trainSet, test: testSet, name: dataName, notes: notes, fingerprint: fingerprint}, nil
+}
+
+// newSession builds the trainer, with the session's callbacks, in the state the run
+// resumes (r); rule is its update rule.
+func newSession(ctx context.Context, o *options, r resumed, d *runData, stderr io.Writer) (s *session, rule dpoptim.Rule, err error) {
+	m, cfg, err := o.trainerConfigContext(ctx, d.train, d.test, d.name, stderr)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
 	if o.validation == 0 {
-		cfg.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
+		cfg.ContentFingerprint = d.fingerprint // computed once: the budget store's key is the resume check's
 	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
 		cfg.Seed = &seed
 	}
 	cfg.Reducer = o.dist.reducer()
-	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
+	s = &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, nn.ErrTrainConfig) {
-			return 0, exit.Usagef("%v", err)
+			return nil, nil, exit.Usagef("%v", err)
 		}
-		return 0, err
+		return nil, nil, err
 	}
-	if newest != nil {
+	if r.newest != nil {
 		// Take over the newest state of the run first, so that the rewind to ck keeps
 		// the steps that the newest copy has and ck does not.
-		if err := s.trainer.Restore(newest); err != nil {
-			return 0, fmt.Errorf("-checkpoint %s: %w", o.checkpoint, err)
+		if err := s.trainer.Restore(r.newest); err != nil {
+			return nil, nil, fmt.Errorf("-checkpoint %s: %w", o.checkpoint, err)
 		}
-		if err := s.trainer.Restore(ck, training.AllowRewind()); err != nil {
-			return 0, fmt.Errorf("-resume %s -allow-rewind: %w", o.resume, err)
+		if err := s.trainer.Restore(r.ck, training.AllowRewind()); err != nil {
+			return nil, nil, fmt.Errorf("-resume %s -allow-rewind: %w", o.resume, err)
 		}
-	} else if ck != nil {
-		if err := s.trainer.Restore(ck); err != nil {
-			return 0, fileError("resume", o.resume, err)
-		}
-	}
-	warnUncheckedContent(o, ck, stderr)
-	var spend *runBudget
-	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
-		if spend, err = reserveBudget(o, s.trainer, []*checkpoint.Training{ck, newest}, fingerprint, cfg.Rule, stderr); err != nil { // before any output file is touched
-			return 0, err
+	} else if r.ck != nil {
+		if err := s.trainer.Restore(r.ck); err != nil {
+			return nil, nil, fileError("resume", o.resume, err)
 		}
 	}
-	s.budget = spend
-	if s.metrics, err = openMetrics(o.metrics, ck != nil); err != nil {
-		spend.settle(s.trainer) // no step ran: settles at none
-		return 0, err
-	}
-	defer s.metrics.close()
-	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, cfg.Rule, o.planSteps)
+	warnUncheckedContent(o, r.ck, stderr)
+	return s, cfg.Rule, nil
+}
+
+// begin prints the plan and the data's notes, notes what the ledger on disk records (the
+// resumed checkpoint ck's, or none), and waits for the job's other ranks.
+func (s *session) begin(ck *checkpoint.Training, d *runData, rule dpoptim.Rule) error {
+	o := s.o
+	s.metrics.ema, s.metrics.rate = o.ema, rateSchedule(o, rule, o.planSteps)
 	s.metrics.split = o.evalSplit()
-	s.out.header(o, s.trainer, trainSet, testSet, dataName)
-	o.dist.describe(stderr, trainSet.Len())
-	for _, n := range notes {
-		fmt.Fprintf(stderr, "data: %s\n", n)
+	s.out.header(o, s.trainer, d.train, d.test, d.name)
+	o.dist.describe(s.stderr, d.train.Len())
+	for _, n := range d.notes {
+		fmt.Fprintf(s.stderr, "data: %s\n", n)
 	}
 
 	s.recorded.step = s.trainer.Steps()
@@ -246,26 +310,39 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if err := o.dist.ready(); err != nil {
-		spend.settle(s.trainer) // no step ran: settles at none
-		return 0, err
+		s.budget.settle(s.trainer) // no step ran: settles at none
+		return err
 	}
-	spend.report()
+	s.budget.report()
+	return nil
+}
+
+// run trains until the plan's end or an interruption (SIGINT, SIGTERM: interrupted,
+// not an error) and settles the budget at the steps taken.
+func (s *session) run(ctx context.Context) (res training.Result, interrupted bool, err error) {
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
-	spend.settle(s.trainer)
-	interrupted := runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
+	s.budget.settle(s.trainer)
+	interrupted = runErr != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded))
 	if runErr == nil || interrupted {
-		o.dist.ran() // every rank stopped after the same step
+		s.o.dist.ran() // every rank stopped after the same step
 	}
 	if runErr != nil && !interrupted {
 		s.reportUnrecorded()
 		if errors.Is(runErr, nn.ErrParams) { // a step's parameters overflowed
 			kept, try := s.divergenceAdvice()
-			return 0, fmt.Errorf("training diverged at step %d of %d: %w (%s); try %s", res.Steps+1, s.trainer.Plan().Steps, runErr, kept, try)
+			return res, false, fmt.Errorf("training diverged at step %d of %d: %w (%s); try %s", res.Steps+1, s.trainer.Plan().Steps, runErr, kept, try)
 		}
-		return 0, runErr
+		return res, false, runErr
 	}
+	return res, interrupted, nil
+}
+
+// finish writes the last checkpoint, the plot and the metrics, and reports: where an
+// interrupted run stopped, else the summary on stdout.
+func (s *session) finish(res training.Result, interrupted, resumed bool, d *runData, start time.Time, stdout io.Writer) (int, error) {
+	o, stderr := s.o, s.stderr
 	if o.checkpoint != "" && s.savedStep != res.Steps {
 		// onEpoch saved every epoch end; save the state they did not cover (an interrupted
 		// epoch, or a resumed run with nothing left to do).
@@ -275,7 +352,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 	}
 	if o.plot != "" {
-		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, dataName), o.evalSplit(), o.lossOf()); err != nil {
+		if err := writePlot(o.plot, s.metrics.records, s.trainer.Plan(), plotTitle(o, s.trainer, d.name), o.evalSplit(), o.lossOf()); err != nil {
 			return 0, fmt.Errorf("-plot %s: %w", o.plot, err)
 		}
 	}
@@ -291,9 +368,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		}
 		return exit.Interrupted, nil
 	}
-	sum := newSummary(o, s.trainer, res, dataName, trainSet, testSet, time.Since(start))
-	sum.setNoiseOrigin(o, ck != nil)
-	sum.DatasetSpend = spend.datasetSpend()
+	sum := newSummary(o, s.trainer, res, d.name, d.train, d.test, time.Since(start))
+	sum.setNoiseOrigin(o, resumed)
+	sum.DatasetSpend = s.budget.datasetSpend()
 	if o.json {
 		if err := sum.writeJSON(stdout); err != nil {
 			return 0, err
