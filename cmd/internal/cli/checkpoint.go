@@ -162,6 +162,13 @@ func loadError(flagName, path string, err error) error {
 	if errors.Is(err, safeio.ErrNotRegular) { // a FIFO, a device, a folder: named by mistake
 		return exit.Usagef("-%s %s", flagName, trimPrefixes(err.Error(), ""))
 	}
+	return FileError(flagName, path, err)
+}
+
+// FileError is err, about the file of -flagName path, with a message that names the flag
+// and the path once: the prefixes that the libraries' errors add ("nn: ", "checkpoint: ",
+// "PATH: ") are dropped from its front. errors.Is and errors.As see err.
+func FileError(flagName, path string, err error) error {
 	return &fileError{fmt.Sprintf("-%s %s: %s", flagName, path, trimPrefixes(err.Error(), path)), err}
 }
 

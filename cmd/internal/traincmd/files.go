@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
@@ -28,30 +27,8 @@ func loadData(o *options) (train, test datasets.Dataset, name string, notes []st
 	return cli.LoadData(o.dataset, o.data, &o.own.DataFlags)
 }
 
-// flagFileError is an error about the file of -flag PATH whose message names the flag
-// and the path once: the prefixes that the libraries' errors add ("nn: ",
-// "checkpoint: ", "PATH: ") are dropped from its front. errors.Is and errors.As see err.
-type flagFileError struct {
-	msg string
-	err error
-}
-
-func (e *flagFileError) Error() string { return e.msg }
-
-func (e *flagFileError) Unwrap() error { return e.err }
-
-func fileError(flagName, path string, err error) error {
-	msg := err.Error()
-	for trimmed := true; trimmed; {
-		trimmed = false
-		for _, p := range []string{"nn: ", "checkpoint: ", path + ": "} {
-			if rest, ok := strings.CutPrefix(msg, p); ok {
-				msg, trimmed = rest, true
-			}
-		}
-	}
-	return &flagFileError{fmt.Sprintf("-%s %s: %s", flagName, path, msg), err}
-}
+// fileError is err about the file of -flagName path, naming both once (cli.FileError).
+func fileError(flagName, path string, err error) error { return cli.FileError(flagName, path, err) }
 
 // checkWritable checks, before the first step, that the output file of -flag can be
 // written: its directory exists and takes a new file (a probe file is created and
