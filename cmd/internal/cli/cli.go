@@ -1,6 +1,7 @@
-// Package cli holds what the commands that read a checkpoint (evaluate, predict, export)
-// share with cmd/train: the flag-parsing run loop, checkpoint and data loading from
-// flags. Exit statuses and usage errors are package exit's, shared by every command.
+// Package cli holds what the commands share: the one flag-parsing path (Command), and
+// for those that train or read a checkpoint, checkpoint loading and saving under one MAC
+// policy and data loading from flags. Exit statuses and usage errors are package exit's,
+// shared by every command.
 package cli
 
 import (
@@ -11,8 +12,6 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/cpupath"
-	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // Run parses args with flags and runs body, printing a one-line message on stderr for an
@@ -31,22 +30,6 @@ func CPUPathError() error {
 		return exit.Usagef("%v", err)
 	}
 	return nil
-}
-
-// Predictor loads the checkpoint named by -checkpoint (LoadCheckpoint) and its model.
-func Predictor(path string, s *Signing) (*checkpoint.Training, *nn.Predictor, error) {
-	c, err := LoadCheckpoint(path, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := PrepareCheckpointPriors(c, s.stderr()); err != nil {
-		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
-	}
-	m, err := nn.ModelFromCheckpoint(c, 128)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
-	}
-	return c, nn.NewPredictor(m), nil
 }
 
 // Shape formats a CHW shape as 1×28×28.
