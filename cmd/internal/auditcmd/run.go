@@ -85,23 +85,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := newFlagSet(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "audit: %v\n", err)
-		return exit.Usage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "audit: unexpected argument %q (see audit -help)\n", fs.Arg(0))
-		return exit.Usage
-	}
-	if err := cli.CPUPathError(); err != nil {
-		fmt.Fprintf(stderr, "audit: %s\n", err)
-		return exit.Usage
+	cmd := cli.Command{Name: "audit", Flags: fs, Header: usage, Verbatim: true, ArgsHint: " (see audit -help)", CPU: true}
+	if code, ok := cmd.Parse(args, stdout, stderr); !ok {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -36,6 +36,21 @@ func CheckpointKey() ([]byte, error) {
 	return []byte(k), nil
 }
 
+// SaveCheckpoint writes c to path (atomically, checkpoint.Save), with an HMAC-SHA256
+// under the key of KeyEnv when it is set (checkpoint.SaveWithKey): the key is read as
+// Signing.Load reads it, so that what cmd/train writes the other commands load. A key too
+// short to be a key is a usage error.
+func SaveCheckpoint(path string, c *checkpoint.Training) error {
+	key, err := CheckpointKey()
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		return checkpoint.SaveWithKey(path, c, key)
+	}
+	return checkpoint.Save(path, c)
+}
+
 // Signing is how a command treats checkpoint MACs: the key of KeyEnv (read when a
 // checkpoint is loaded) and -allow-unsigned. Its warnings go to Stderr, prefixed with
 // Command.
@@ -147,6 +162,13 @@ func loadError(flagName, path string, err error) error {
 	if errors.Is(err, safeio.ErrNotRegular) { // a FIFO, a device, a folder: named by mistake
 		return exit.Usagef("-%s %s", flagName, trimPrefixes(err.Error(), ""))
 	}
+	return FileError(flagName, path, err)
+}
+
+// FileError is err, about the file of -flagName path, with a message that names the flag
+// and the path once: the prefixes that the libraries' errors add ("nn: ", "checkpoint: ",
+// "PATH: ") are dropped from its front. errors.Is and errors.As see err.
+func FileError(flagName, path string, err error) error {
 	return &fileError{fmt.Sprintf("-%s %s: %s", flagName, path, trimPrefixes(err.Error(), path)), err}
 }
 

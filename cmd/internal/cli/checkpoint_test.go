@@ -65,3 +65,43 @@ func TestSigningLoad(t *testing.T) {
 		t.Errorf("short key: %v", err)
 	}
 }
+
+// SaveCheckpoint signs under KeyEnv's key exactly when it is set, so that Signing.Load
+// (and checkpoint.LoadWithKey, which shares no code with the command's key reading)
+// verifies what it wrote; a short key is refused before anything is written.
+func TestSaveCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := clitest.MNIST(t, 64)
+	c, err := checkpoint.Load(clitest.Checkpoint(t, dir, models.LogisticRegression(), train))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, plain, short := filepath.Join(dir, "signed.ckpt"), filepath.Join(dir, "plain.ckpt"), filepath.Join(dir, "short.ckpt")
+
+	t.Setenv(cli.KeyEnv, clitest.Key)
+	if err := cli.SaveCheckpoint(signed, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.LoadWithKey(signed, []byte(clitest.Key)); err != nil {
+		t.Errorf("saved with %s set: LoadWithKey: %v", cli.KeyEnv, err)
+	}
+	if _, err := checkpoint.LoadWithKey(signed, []byte(clitest.Key+"x")); !errors.Is(err, checkpoint.ErrAuthentication) {
+		t.Errorf("saved with %s set: LoadWithKey under another key: %v, want ErrAuthentication", cli.KeyEnv, err)
+	}
+
+	t.Setenv(cli.KeyEnv, "short")
+	if err := cli.SaveCheckpoint(short, c); !exit.IsUsage(err) || !strings.Contains(err.Error(), cli.KeyEnv) {
+		t.Errorf("short key: %v, want a usage error naming %s", err, cli.KeyEnv)
+	}
+	if _, err := os.Stat(short); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("short key: the file was written (%v)", err)
+	}
+
+	os.Unsetenv(cli.KeyEnv) // t.Setenv restores it after the test
+	if err := cli.SaveCheckpoint(plain, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, signed, err := checkpoint.LoadUnverified(plain); err != nil || signed {
+		t.Errorf("saved without %s: signed %v, %v; want an unsigned checkpoint", cli.KeyEnv, signed, err)
+	}
+}

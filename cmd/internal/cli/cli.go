@@ -1,10 +1,10 @@
-// Package cli holds what the commands that read a checkpoint (evaluate, predict, export)
-// share with cmd/train: the flag-parsing run loop, checkpoint and data loading from
-// flags. Exit statuses and usage errors are package exit's, shared by every command.
+// Package cli holds what the commands share: the one flag-parsing path (Command), and
+// for those that train or read a checkpoint, checkpoint loading and saving under one MAC
+// policy and data loading from flags. Exit statuses and usage errors are package exit's,
+// shared by every command.
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,33 +12,14 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/cpupath"
-	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // Run parses args with flags and runs body, printing a one-line message on stderr for an
-// error; it returns the exit status. -help prints header and the flags on stdout.
+// error; it returns the exit status. -help prints header and the flags on stdout. It is
+// Command.Run for a command that runs the network kernels and checks its own arguments.
 func Run(name, header string, flags *flag.FlagSet, args []string, stdout, stderr io.Writer, body func() error) int {
-	flags.SetOutput(io.Discard)
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, header)
-			flags.SetOutput(stdout)
-			flags.PrintDefaults()
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "%s: %s (see %s -help)\n", name, exit.OneLine(err.Error()), name)
-		return exit.Usage
-	}
-	if err := CPUPathError(); err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, err)
-		return exit.Usage
-	}
-	err := body()
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, exit.OneLine(err.Error()))
-	}
-	return exit.Status(err)
+	c := Command{Name: name, Flags: flags, Header: header, ParseHint: " (see " + name + " -help)", Args: true, CPU: true}
+	return c.Run(args, stdout, stderr, body)
 }
 
 // CPUPathError is the usage error for a PRIVTRAIN_CPU that names an unknown path or one this
@@ -49,22 +30,6 @@ func CPUPathError() error {
 		return exit.Usagef("%v", err)
 	}
 	return nil
-}
-
-// Predictor loads the checkpoint named by -checkpoint (LoadCheckpoint) and its model.
-func Predictor(path string, s *Signing) (*checkpoint.Training, *nn.Predictor, error) {
-	c, err := LoadCheckpoint(path, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := PrepareCheckpointPriors(c, s.stderr()); err != nil {
-		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
-	}
-	m, err := nn.ModelFromCheckpoint(c, 128)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-checkpoint %s: %w", path, err)
-	}
-	return c, nn.NewPredictor(m), nil
 }
 
 // Shape formats a CHW shape as 1×28×28.

@@ -59,7 +59,8 @@ func ParamsDescription(c *checkpoint.Training) string {
 	return ParamsRaw
 }
 
-// PredictorParams is Predictor with the parameters -params names.
+// PredictorParams loads the checkpoint named by -checkpoint (LoadCheckpoint) and its
+// model, with the parameters -params names.
 func PredictorParams(path, which string, s *Signing) (*checkpoint.Training, *nn.Predictor, error) {
 	if err := CheckParams(which); err != nil {
 		return nil, nil, err

@@ -1,9 +1,6 @@
 package ermcmd
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -13,48 +10,19 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/erm"
-	"github.com/privtrain/privtrain/erm/data"
 )
 
 // ermBudget is what erm needs to record its runs in the budget store.
 type ermBudget struct {
 	store       string // -budget-store
 	command     string
-	fingerprint string // of the data as loaded, before normalisation
+	fingerprint string // of the data as loaded, before normalisation (data.Dataset.Fingerprint)
 	desc        string // the data set, for the settled line
 	stderr      io.Writer
 }
 
 func addBudgetFlag(fs *flag.FlagSet, b *ermBudget) {
 	fs.StringVar(&b.store, "budget-store", "", "the budget store (a directory, or a PostgreSQL `URL` postgres://…) where the run records its (ε, δ) on its data set (default: $"+budget.StoreEnv+", else $XDG_DATA_HOME/privtrain/budget, else ~/.local/share/privtrain/budget); see privacy budget")
-}
-
-// dataFingerprint is erm's content fingerprint of a data set as loaded (before
-// normalisation, so that -raw and normalised runs on one file are one data set): the hex
-// SHA-256 of
-//
-//	"privtrain-erm-data-v1\x00" | uint64 n | uint64 d | for each row: d float64 features | float64 label
-//
-// all little-endian IEEE 754 bits, in row order. It is not datasets.ContentFingerprint
-// (float32 values and integer labels): erm's data are float64 with real labels.
-func dataFingerprint(ds *data.Dataset) string {
-	h := sha256.New()
-	h.Write([]byte("privtrain-erm-data-v1\x00"))
-	n, d := ds.X.Dims()
-	var b [8]byte
-	put := func(v uint64) {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
-	}
-	put(uint64(n))
-	put(uint64(d))
-	for i := range n {
-		for j := range d {
-			put(math.Float64bits(ds.X.At(i, j)))
-		}
-		put(math.Float64bits(ds.Y[i]))
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // approxSpend is the store's form of an erm guarantee: (ε, δ), δ = 0 for the pure-ε

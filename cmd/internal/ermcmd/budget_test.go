@@ -1,43 +1,19 @@
 package ermcmd
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/erm/data"
-	"gonum.org/v1/gonum/mat"
 )
 
 // TestMain keeps every test off the user's budget store.
 func TestMain(m *testing.M) { os.Exit(clitest.RunWithTempBudgetStore(m)) }
-
-// The fingerprint is the documented layout, built here byte by byte for a 2×1 data set.
-func TestDataFingerprint(t *testing.T) {
-	ds := &data.Dataset{X: mat.NewDense(2, 1, []float64{0.5, -2}), Y: []float64{1, -1}}
-	var b []byte
-	b = append(b, "privtrain-erm-data-v1\x00"...)
-	b = append(b, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)
-	b = append(b, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f) // 0.5
-	b = append(b, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f) // 1
-	b = append(b, 0, 0, 0, 0, 0, 0, 0x00, 0xc0) // −2
-	b = append(b, 0, 0, 0, 0, 0, 0, 0xf0, 0xbf) // −1
-	h := sha256.Sum256(b)
-	if got := dataFingerprint(ds); got != hex.EncodeToString(h[:]) {
-		t.Errorf("fingerprint %s, want %x", got, h)
-	}
-	ds.Y[1] = 1
-	if dataFingerprint(ds) == hex.EncodeToString(h[:]) {
-		t.Error("a changed label keeps the fingerprint")
-	}
-}
 
 // erm records each run's (ε, δ) on its data (the file as loaded: -raw or normalised, one
 // data set), composed by basic composition: pure ε = 0.5 plus (1, 1e-3), each run settled

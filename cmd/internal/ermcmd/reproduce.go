@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/erm"
 	"github.com/privtrain/privtrain/erm/data"
@@ -53,28 +54,16 @@ type table struct {
 func runReproduce(args []string, stdout, stderr io.Writer) int {
 	o := &reproduceOptions{}
 	fs := flag.NewFlagSet("erm reproduce", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fs.SetOutput(stdout)
-		fmt.Fprintln(stdout, "usage: erm reproduce [flags]\n\nRegenerates the excess-risk-versus-ε tables of docs/results/erm.md.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	fs.StringVar(&o.out, "out", "docs/results/erm.md", "output Markdown file (written atomically)")
 	fs.IntVar(&o.seeds, "seeds", 5, "noise seeds per cell")
 	fs.BoolVar(&o.quick, "quick", false, "small synthetic data, one ε: a smoke test of the pipeline")
 	fs.BoolVar(&o.kuru, "kuru", false, "instead: seed 001's own regime (Kuru et al. Sec. 5: m ∈ {n, 1000}, T ∈ {100, 200, 500, 1000}, c ∈ {1, 0.1}, ε = 1), medians and spread over -seeds runs; -out defaults to "+kuruOut)
 	fs.StringVar(&o.panels, "kuru-panels", "", "with -kuru: the panels to run instead of the default, `m:c:T,T,…;…` (m a batch size or n), e.g. n:1:100,1000")
 	fs.StringVar(&o.sklearnDir, "sklearn-data", "", "directory holding scikit-learn's breast_cancer.csv (default: Debian's python3-sklearn location)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "erm reproduce: %v\n", err)
-		return exit.Usage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "erm reproduce: unexpected argument %q\n", fs.Arg(0))
-		return exit.Usage
+	cmd := cli.Command{Name: "erm reproduce", Flags: fs, Header: "usage: erm reproduce [flags]\n\nRegenerates the excess-risk-versus-ε tables of docs/results/erm.md.\n\nFlags:\n",
+		Verbatim: true, HelpOnError: true}
+	if code, ok := cmd.Parse(args, stdout, stderr); !ok {
+		return code
 	}
 	if o.seeds < 2 {
 		fmt.Fprintf(stderr, "erm reproduce: -seeds %d: need at least 2 for a standard deviation\n", o.seeds)

@@ -104,15 +104,11 @@ func solverNames() string {
 	return strings.Join(names, ", ")
 }
 
-func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
-	o := &trainOptions{}
+// parseTrain parses erm's flags; a nil result has printed the help or a usage error, and
+// code is the exit status.
+func parseTrain(args []string, stdout, stderr io.Writer) (o *trainOptions, code int) {
+	o = &trainOptions{}
 	fs := flag.NewFlagSet("erm", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported in one line by runTrain
-	fs.Usage = func() {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: erm [flags]  |  erm reproduce [flags]\n\nSolvers: %s\n\nFlags:\n", solverNames())
-		fs.PrintDefaults()
-	}
 	fs.StringVar(&o.solver, "solver", "dp-scd", "solver (see the list above)")
 	fs.StringVar(&o.loss, "loss", "logistic", "loss: logistic, squared or hinge")
 	fs.StringVar(&o.dataPath, "data", "", "LIBSVM or CSV data file (gzip allowed)")
@@ -146,16 +142,17 @@ func parseTrain(args []string, stdout io.Writer) (*trainOptions, error) {
 	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
 	addBudgetFlag(fs, &o.budget)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, exit.Usagef("erm: %v", err) // names the flag, e.g. invalid value "x" for flag -epsilon
+	// A bad flag prints the help too: the solvers are listed there.
+	cmd := cli.Command{Name: "erm", Flags: fs, Header: fmt.Sprintf("usage: erm [flags]  |  erm reproduce [flags]\n\nSolvers: %s\n\nFlags:\n", solverNames()),
+		Verbatim: true, HelpOnError: true, ArgsHint: " (flags only; the subcommand is reproduce)"}
+	if code, ok := cmd.Parse(args, stdout, stderr); !ok {
+		return nil, code
 	}
-	if fs.NArg() > 0 {
-		return nil, exit.Usagef("erm: unexpected argument %q (flags only; the subcommand is reproduce)", fs.Arg(0))
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, exit.Usage
 	}
-	return o, o.validate()
+	return o, exit.OK
 }
 
 // unitRows are the solvers that need examples of norm ≤ 1: -synthetic data, drawn in
@@ -323,7 +320,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 		if err != nil {
 			return nil, "", exit.Usagef("erm: -synthetic: %v", err)
 		}
-		o.budget.fingerprint = dataFingerprint(ds)
+		o.budget.fingerprint = ds.Fingerprint()
 		if !loss.Classification() {
 			return nil, "", exit.Usagef("erm: -loss %s: the synthetic data are a classification task", loss.Name())
 		}
@@ -341,7 +338,7 @@ func (o *trainOptions) loadData(loss erm.Loss) (*data.Dataset, string, error) {
 	if err != nil {
 		return nil, "", exit.Usagef("erm: -data: %v", err)
 	}
-	o.budget.fingerprint = dataFingerprint(ds)
+	o.budget.fingerprint = ds.Fingerprint()
 	if loss.Classification() {
 		if err := ds.BinaryLabels(); err != nil {
 			return nil, "", exit.Usagef("erm: -data %s with -loss %s: %v", o.dataPath, loss.Name(), err)
@@ -381,13 +378,9 @@ type report struct {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseTrain(args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return exit.OK
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exit.Usage
+	o, code := parseTrain(args, stdout, stderr)
+	if o == nil {
+		return code
 	}
 	o.budget.command, o.budget.stderr = cli.CommandLine("erm", args), stderr
 	rep, err := o.train()

@@ -72,19 +72,10 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&o.fingerprint, "fingerprint", "", "list the runs of the data set whose fingerprint (or its unique prefix) is `F`")
 	fset.Float64Var(&o.delta, "delta", 0, "report ε at this δ (default: each data set's smallest δ of its runs, plus the δ of its (ε, δ) runs)")
 	fset.BoolVar(&o.seal, "seal", false, "key the ledger of the data set -fingerprint F (a full fingerprint seals a data set the store has not seen yet), or of every data set of the store, with $"+cli.BudgetKeyEnv+": from then on its entries must be keyed, and every run on it needs the key (see docs/budget.md)")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, budgetUsage)
-			fset.SetOutput(stdout)
-			fset.PrintDefaults()
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "privacy budget: %v (see privacy budget -help)\n", err)
-		return exit.Usage
-	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "privacy budget: unexpected argument %q (see privacy budget -help)\n", fset.Arg(0))
-		return exit.Usage
+	hint := " (see privacy budget -help)"
+	c := cli.Command{Name: "privacy budget", Flags: fset, Header: budgetUsage, ParseHint: hint, Verbatim: true, ArgsHint: hint}
+	if code, ok := c.Parse(args, stdout, stderr); !ok {
+		return code
 	}
 	if o.delta != 0 && !(o.delta > 0 && o.delta < 1) {
 		fmt.Fprintf(stderr, "privacy budget: -delta %v: want δ in (0, 1)\n", o.delta)

@@ -95,10 +95,9 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	return fs
 }
 
-func printCommandUsage(w io.Writer, cmd string, fs *flag.FlagSet) {
-	switch cmd {
-	case "epsilon":
-		fmt.Fprint(w, `usage: privacy epsilon -n N -batch B -epochs E -noise Z [flags]
+// commandUsage is the -help text of each command before its flags.
+var commandUsage = map[string]string{
+	"epsilon": `usage: privacy epsilon -n N -batch B -epochs E -noise Z [flags]
        privacy epsilon -q Q -steps T -noise Z [flags]
        privacy epsilon -checkpoint FILE [flags]
 
@@ -117,9 +116,8 @@ with -steps 14040, i.e. 234 steps per epoch):
   privacy epsilon -checkpoint m.ckpt
 
 Flags:
-`)
-	case "noise":
-		fmt.Fprint(w, `usage: privacy noise -n N -batch B -epochs E -epsilon EPS [flags]
+`,
+	"noise": `usage: privacy noise -n N -batch B -epochs E -epsilon EPS [flags]
        privacy noise -q Q -steps T -epsilon EPS [flags]
 
 Prints the smallest noise multiplier (to a relative 1e-4) for which the plan
@@ -130,27 +128,16 @@ Example:
   privacy noise -n 60000 -batch 256 -epochs 60 -epsilon 3 -delta 1e-5
 
 Flags:
-`)
-	}
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+`,
 }
 
 func runCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := newFlagSet(cmd, &o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printCommandUsage(stdout, cmd, fs)
-			return exit.OK
-		}
-		fmt.Fprintf(stderr, "privacy %s: %v (see privacy %s -help)\n", cmd, err, cmd)
-		return exit.Usage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "privacy %s: unexpected argument %q (see privacy %s -help)\n", cmd, fs.Arg(0), cmd)
-		return exit.Usage
+	hint := " (see privacy " + cmd + " -help)"
+	c := cli.Command{Name: "privacy " + cmd, Flags: fs, Header: commandUsage[cmd], ParseHint: hint, Verbatim: true, ArgsHint: hint}
+	if code, ok := c.Parse(args, stdout, stderr); !ok {
+		return code
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })

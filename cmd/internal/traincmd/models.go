@@ -11,7 +11,6 @@ import (
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/prior"
-	"github.com/privtrain/privtrain/training"
 )
 
 // modelInfo is one -model: what -help says about it, the example shapes it is listed with,
@@ -180,47 +179,3 @@ func printModels(w io.Writer) {
 }
 
 func fmtFlag(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// frontEnd reports the one-time computation of a scatter model's features.
-func (r *reporter) frontEnd(p training.FrontEndProgress) {
-	what := p.FrontEnd
-	// The GroupNorm (and Flatten) computed with the scattering are a detail here.
-	if what == "scattering2d" || strings.HasPrefix(what, "scattering2d → ") {
-		what = "scattering"
-	}
-	if !p.Done {
-		if p.CacheDir != "" {
-			fmt.Fprintf(r.w, "%s features (cache %s)… ", what, p.CacheDir)
-			return
-		}
-		fmt.Fprintf(r.w, "computing %s features… ", what)
-		return
-	}
-	fmt.Fprintf(r.w, "%s images, %.1f s", cli.Thousands(p.Examples), p.Elapsed.Seconds())
-	var problems []string
-	for i, u := range p.Cache {
-		sep := " ("
-		if i > 0 {
-			sep = "; "
-		}
-		switch {
-		case u.Loaded:
-			fmt.Fprintf(r.w, "%s%s set loaded from cache %s", sep, u.Set, u.File)
-		case u.File == "":
-			fmt.Fprintf(r.w, "%s%s set computed, not cached", sep, u.Set)
-		default:
-			fmt.Fprintf(r.w, "%s%s set computed, cached in %s", sep, u.Set, u.File)
-		}
-		if u.Problem != "" {
-			problems = append(problems, u.Problem)
-		}
-	}
-	if len(p.Cache) > 0 {
-		fmt.Fprint(r.w, ")")
-	}
-	fmt.Fprintln(r.w)
-	for _, pr := range problems {
-		fmt.Fprintf(r.w, "warning: -feature-cache: %s\n", pr)
-	}
-	r.markStart(r.startStep) // the ETAs time the steps, not the features
-}

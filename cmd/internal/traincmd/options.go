@@ -278,76 +278,6 @@ func (o *options) validate() error {
 	return nil
 }
 
-// parseSchedule turns -lr-schedule into a dpoptim schedule with initial rate lr.
-func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
-	name, args, _ := strings.Cut(s, ":")
-	bad := func(why string) error {
-		return exit.Usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
-	}
-	nums := func(want int) ([]float64, error) {
-		parts := strings.Split(args, ":")
-		if args == "" || len(parts) != want {
-			return nil, bad(fmt.Sprintf("%s takes %d numbers", name, want))
-		}
-		v := make([]float64, want)
-		for i, p := range parts {
-			x, err := strconv.ParseFloat(p, 64)
-			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, bad(fmt.Sprintf("%q is not a number", p))
-			}
-			v[i] = x
-		}
-		return v, nil
-	}
-	switch name {
-	case "constant":
-		if args != "" {
-			return nil, bad("constant takes no numbers")
-		}
-		return dpoptim.Constant(lr), nil
-	case "step":
-		v, err := nums(2)
-		if err != nil {
-			return nil, err
-		}
-		if v[0] < 0 || v[0] != math.Trunc(v[0]) || v[0] > math.MaxInt32 || !(v[1] >= 0) {
-			return nil, bad("AT must be a step number ≥ 0 and FACTOR ≥ 0")
-		}
-		return dpoptim.StepDecay{Initial: lr, At: int(v[0]), Factor: v[1]}, nil
-	case "inverse-time":
-		if args != "" {
-			return nil, bad("inverse-time takes no numbers")
-		}
-		return dpoptim.InverseTime{A: lr}, nil
-	case "inverse-sqrt":
-		if args == "" {
-			return dpoptim.InverseSqrt{Eta: lr, A: 1, C: 1}, nil
-		}
-		v, err := nums(2)
-		if err != nil {
-			return nil, err
-		}
-		if !(v[0] > 0) || !(v[1] >= 0) {
-			return nil, bad("A must be > 0 and C ≥ 0")
-		}
-		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
-	case "cosine":
-		// Steps is the plan's, filled in by scheduleFor once the data is loaded.
-		if args == "" {
-			return dpoptim.Cosine{Initial: lr}, nil
-		}
-		v, err := nums(1)
-		if err != nil {
-			return nil, err
-		}
-		if !(v[0] >= 0 && v[0] <= 1) {
-			return nil, bad("ALPHA must be in [0, 1]")
-		}
-		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
-	}
-	return nil, bad("unknown schedule")
-}
-
 // fitBatch fits -batch to a training set of n examples. The default batch (2048 for the
 // private optimizers, 128 for sgd and adam) is for the built-in data sets; on a small
 // data set of your own it would exceed n, so a batch not given (on the command line, by
@@ -376,4 +306,83 @@ func (o *options) fitBatch(n int) (note string, err error) {
 	}
 	return "", exit.Usagef("-batch %d%s is larger than the training set (%s examples): give -batch %d or less, e.g. -batch %d (a quarter of it)",
 		o.batch, from, cli.Thousands(n), n, quarter)
+}
+
+// resolve fills the defaults that depend on other flags.
+func (o *options) resolve() {
+	if !o.set["model"] && !contains(o.fromCheckpoint, "model") {
+		if kind, _ := cli.OwnDataKind(o.dataset); kind == "csv" {
+			o.model = "logreg"
+		} else if shape := builtinShape[o.dataset]; shape != nil {
+			o.model, _ = defaultModel(shape)
+		} else { // images:DIR: by the images' size once they are read (train)
+			o.model = "cnn"
+		}
+	}
+	o.resolveOptimizer()
+	o.resolveModelDefaults()
+	if !private(o.optimizer) {
+		if !o.given("batch") {
+			o.batch = defaultNonPrivateBatch
+		}
+		if !o.given("epochs") {
+			o.epochs = defaultNonPrivateEpochs
+		}
+	}
+	o.physicalBatchDefaulted = !o.given("physical-batch")
+}
+
+// given says whether flag name was given on the command line or taken from the
+// resumed checkpoint (and so is not to be defaulted).
+func (o *options) given(name string) bool {
+	return o.set[name] || contains(o.fromCheckpoint, name)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// settings are the flags that define a run: a resumed run must have the same.
+func (o *options) settings() map[string]string {
+	s := map[string]string{
+		"model":       o.model,
+		"dataset":     o.dataset,
+		"optimizer":   o.optimizer,
+		"lr":          strconv.FormatFloat(o.lr, 'g', -1, 64),
+		"lr-schedule": o.lrSchedule,
+		"batch":       strconv.Itoa(o.batch),
+		"sampling":    o.sampling,
+		"float64":     strconv.FormatBool(o.float64),
+	}
+	if o.model != "logreg" && o.model != "scatter-linear" && o.model != "scatter-prior-linear" && !isModelFile(o.model) {
+		s["activation"] = o.activation
+	}
+	if o.modelFileSum != "" {
+		s[settingModelFile] = o.modelFileSum
+	}
+	o.optimizerSettings(s)
+	o.ownDataSettings(s)
+	o.scheduleSettings(s)
+	o.lossSettings(s)
+	o.augmentSettings(s)
+	o.validationSettings(s)
+	if o.calibratedForSetting != "" {
+		s[settingCalibratedFor] = o.calibratedForSetting
+	}
+	if private(o.optimizer) {
+		s["clip"] = strconv.FormatFloat(o.clip, 'g', -1, 64)
+		s["clipping"] = o.clipping
+		s["delta"] = strconv.FormatFloat(o.delta, 'g', -1, 64)
+		if o.clipping == "adaptive" {
+			s["clip-quantile"] = strconv.FormatFloat(o.clipQuantile, 'g', -1, 64)
+			s["clip-lr"] = strconv.FormatFloat(o.clipLR, 'g', -1, 64)
+			s["clip-count-noise"] = strconv.FormatFloat(o.clipCountNoise, 'g', -1, 64)
+		}
+	}
+	return s
 }

@@ -1,7 +1,6 @@
 package traincmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/internal/cpupath"
-	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
@@ -247,249 +244,46 @@ func exampleShape(shape []int) string {
 	return cli.Shape(shape)
 }
 
-// summary is the final report; its JSON form is what -json prints.
-type summary struct {
-	TestAccuracy      *float64 `json:"test_accuracy"`
-	TestLoss          *float64 `json:"test_loss"`
-	Private           bool     `json:"private"`
-	Epsilon           *float64 `json:"epsilon"` // null: ε = ∞ (not private, or no finite bound)
-	Delta             float64  `json:"delta"`
-	RDPOrder          float64  `json:"rdp_order,omitempty"`
-	Accountant        string   `json:"accountant"`
-	AccountantInfo    string   `json:"accountant_description,omitempty"` // method and discretisation
-	TargetEpsilon     float64  `json:"target_epsilon,omitempty"`
-	NoiseMultiplier   float64  `json:"noise_multiplier"`
-	Calibrated        bool     `json:"noise_calibrated"`     // z was calibrated for target_epsilon
-	CalibratedFor     float64  `json:"noise_calibrated_for"` // the ε z was calibrated for (0: z given)
-	NoiseResumed      bool     `json:"noise_from_checkpoint"`
-	Clip              float64  `json:"clip,omitempty"`
-	Clipping          string   `json:"clipping,omitempty"`
-	Noise             string   `json:"noise"`
-	Sampling          string   `json:"sampling"`
-	SampleRate        float64  `json:"sample_rate"`
-	Batch             int      `json:"batch"`
-	PhysicalBatch     int      `json:"physical_batch"`
-	Augmult           int      `json:"augmult,omitempty"` // views per example (-augmult), absent without
-	Augment           string   `json:"augment,omitempty"` // the views (-augment)
-	Steps             int      `json:"steps"`
-	Epochs            int      `json:"epochs"`
-	Model             string   `json:"model"`
-	Parameters        int      `json:"parameters"`
-	Optimizer         string   `json:"optimizer"`
-	LearningRate      float64  `json:"learning_rate"`
-	Dataset           string   `json:"dataset"`
-	TrainExamples     int      `json:"train_examples"`
-	TestExamples      int      `json:"test_examples"`
-	WallSeconds       float64  `json:"wall_seconds"`
-	TrainSeconds      float64  `json:"train_seconds"`
-	ExamplesPerSecond float64  `json:"examples_per_second"`
-	// CPUPath is the native kernels' path the run took (internal/cpupath): "avx512", "avx2",
-	// "neon" or "generic"; CPUPathForced is set when PRIVTRAIN_CPU chose a lower one than
-	// the CPU's best. The time line names it (cpupath.Describe).
-	CPUPath       string `json:"cpu_path"`
-	CPUPathForced bool   `json:"cpu_path_forced,omitempty"`
-
-	// FinalClip and GradientNoise are set for -clipping adaptive: C after the last step
-	// and the gradient's noise multiplier z_Δ (noise_multiplier is the z the ledger
-	// records).
-	FinalClip     float64 `json:"final_clip,omitempty"`
-	GradientNoise float64 `json:"gradient_noise_multiplier,omitempty"`
-
-	// DatasetSpend is the data set's spend, every run recorded in the budget store on it
-	// composed (this one included): epsilon above is this run's lineage's (its ledger).
-	// Absent when the run recorded nothing (a -distributed job's other ranks) or could
-	// not settle.
-	DatasetSpend *datasetSpend `json:"dataset_budget,omitempty"`
-
-	LRSchedule  string  `json:"lr_schedule"`  // -lr-schedule
-	WarmupSteps int     `json:"warmup_steps"` // -warmup-steps (0: none)
-	EMA         float64 `json:"ema"`          // -ema: the evaluated split's metrics are the parameter average's (0: none, the raw parameters')
-	// Loss is -loss when it is not the cross-entropy ("focal:2"; absent: cross-entropy), named
-	// loss_function as in evaluate's JSON (the -metrics lines' "loss" is a number):
-	// test_loss is this loss.
-	Loss string `json:"loss_function,omitempty"`
-	// AverageIterates is -average-iterates (uniform, step; absent: off): the evaluated
-	// split's metrics are the average of the iterates θ_0 … θ_{T−1}.
-	AverageIterates string `json:"average_iterates,omitempty"`
-
-	Recipe string `json:"recipe,omitempty"` // -recipe NAME (absent without)
-
-	// EvalSplit names the split that test_accuracy, test_loss and test_examples are
-	// of: "test", or "validation", the part of the training set held out by
-	// -validation ValidationFraction with -split-seed SplitSeed (the field names stay
-	// for the scripts that read them).
-	EvalSplit          string  `json:"eval_split"`
-	ValidationFraction float64 `json:"validation_fraction,omitempty"`
-	SplitSeed          *uint64 `json:"validation_split_seed,omitempty"`
-}
-
-func newSummary(o *options, t *training.Trainer, res training.Result, dataName string, train, test datasets.Dataset, wall time.Duration) *summary {
-	p := t.Plan()
-	s := &summary{
-		TestAccuracy:    jsonnum.FiniteOrNil(res.TestAccuracy),
-		TestLoss:        jsonnum.FiniteOrNil(res.TestLoss),
-		Private:         p.Private,
-		Epsilon:         jsonnum.FiniteOrNil(res.Spent.Epsilon),
-		Delta:           p.Delta,
-		TargetEpsilon:   p.TargetEpsilon,
-		NoiseMultiplier: p.NoiseMultiplier,
-		Calibrated:      p.Calibrated,
-		Clip:            p.Clip,
-		Clipping:        p.ClipRule,
-		Noise:           t.Noise(),
-		Sampling:        p.Sampling.String(),
-		SampleRate:      p.SampleRate,
-		Batch:           p.BatchSize,
-		PhysicalBatch:   p.PhysicalBatch,
-		Steps:           res.Steps,
-		Epochs:          res.Epochs,
-		Model:           t.Model().Name(),
-		Parameters:      t.Model().NumParams(),
-		Optimizer:       t.Optimizer().Name(),
-		LearningRate:    o.lr,
-		Dataset:         dataName,
-		TrainExamples:   train.Len(),
-		TestExamples:    test.Len(),
-		WallSeconds:     wall.Seconds(),
-		TrainSeconds:    res.Elapsed.Seconds(),
-		CPUPath:         cpupath.Current().String(),
-		CPUPathForced:   cpupath.Current() != cpupath.Supported()[0],
-		LRSchedule:      o.lrSchedule,
-		WarmupSteps:     o.warmupSteps,
-		EMA:             o.ema,
-		Loss:            lossJSON(t.Model().Loss()),
-		AverageIterates: averageIteratesJSON(o.averageIterates),
-		Recipe:          o.recipe,
-		EvalSplit:       o.evalSplit(),
+// frontEnd reports the one-time computation of a scatter model's features.
+func (r *reporter) frontEnd(p training.FrontEndProgress) {
+	what := p.FrontEnd
+	// The GroupNorm (and Flatten) computed with the scattering are a detail here.
+	if what == "scattering2d" || strings.HasPrefix(what, "scattering2d → ") {
+		what = "scattering"
 	}
-	if o.validation > 0 {
-		seed := o.own.SplitSeed
-		s.ValidationFraction, s.SplitSeed = o.validation, &seed
-	}
-	if p.Private && strings.HasPrefix(p.ClipRule, "adaptive") {
-		s.FinalClip, s.GradientNoise = t.ClipNorm(), t.GradientNoiseMultiplier()
-	}
-	if p.Private {
-		a := t.Ledger().Accountant()
-		s.AccountantInfo = a.Description()
-		if a.Name() == "rdp" {
-			s.RDPOrder = res.Spent.Order
-			s.Accountant = "rdp/" + t.Ledger().Conversion().String()
-		} else {
-			s.Accountant = a.Name()
+	if !p.Done {
+		if p.CacheDir != "" {
+			fmt.Fprintf(r.w, "%s features (cache %s)… ", what, p.CacheDir)
+			return
 		}
-	} else {
-		s.Accountant = "none"
-	}
-	if o.aug.k > 0 {
-		a, _ := o.augment()
-		s.Augmult, s.Augment = o.aug.k, augmentSpec(a)
-	}
-	if res.Elapsed > 0 {
-		s.ExamplesPerSecond = float64(res.Examples) / res.Elapsed.Seconds()
-	}
-	return s
-}
-
-// setNoiseOrigin says where the noise multiplier came from. A resumed run keeps the
-// checkpoint's z, calibrated (if at all) for the ε its run started with; -epsilon on
-// resume only changes the budget the rest of the run must stay within.
-func (s *summary) setNoiseOrigin(o *options, resumed bool) {
-	if !s.Private {
+		fmt.Fprintf(r.w, "computing %s features… ", what)
 		return
 	}
-	s.CalibratedFor = o.calibratedFor
-	s.NoiseResumed = resumed
-	s.Calibrated = o.calibratedFor > 0 && o.calibratedFor == s.TargetEpsilon
-}
-
-// resumedNoise describes the noise multiplier of a resumed run, in parentheses.
-func resumedNoise(calibratedFor, target float64) string {
-	how := "given with -noise"
-	if calibratedFor > 0 {
-		how = fmt.Sprintf("calibrated for ε = %g when the run started", calibratedFor)
-	}
-	budget := ""
-	switch {
-	case target > 0 && target != calibratedFor:
-		budget = fmt.Sprintf("; this run's budget ε = %g", target)
-	case target == 0:
-		budget = "; no ε budget"
-	}
-	return fmt.Sprintf("(the checkpoint's, %s%s)", how, budget)
-}
-
-func (s *summary) writeJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	return enc.Encode(s)
-}
-
-func (s *summary) writeText(w io.Writer) {
-	acc := "– (no evaluation ran)"
-	if s.TestAccuracy != nil {
-		acc = fmt.Sprintf("%.2f%% on %s %s examples (loss %.4f)", 100**s.TestAccuracy, cli.Thousands(s.TestExamples), s.EvalSplit, *s.TestLoss)
-	}
-	if s.EvalSplit == evalValidation {
-		fmt.Fprintf(w, "validation accuracy %s\n", acc)
-		fmt.Fprintf(w, "validation      -validation %g of the training set (split seed %d), not the test set; choosing hyper-parameters by it is not covered by ε\n", s.ValidationFraction, *s.SplitSeed)
-	} else {
-		fmt.Fprintf(w, "test accuracy   %s\n", acc)
-	}
-	if s.Private {
-		conv := map[string]string{"rdp/balle": "Balle et al. 2020 conversion", "rdp/classic": "classic conversion"}[s.Accountant]
-		eps := "∞" // no finite ε: the JSON summary's null
-		if s.Epsilon != nil {
-			eps = fmt.Sprintf("%.4f", *s.Epsilon)
+	fmt.Fprintf(r.w, "%s images, %.1f s", cli.Thousands(p.Examples), p.Elapsed.Seconds())
+	var problems []string
+	for i, u := range p.Cache {
+		sep := " ("
+		if i > 0 {
+			sep = "; "
 		}
-		if strings.HasPrefix(s.Accountant, "rdp/") {
-			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the RDP accountant (%s), optimal order %g\n", eps, s.Delta, conv, s.RDPOrder)
-		} else {
-			name := strings.ToUpper(s.Accountant)
-			fmt.Fprintf(w, "privacy         (ε = %s, δ = %g) by the %s accountant (%s)\n", eps, s.Delta, name, strings.TrimPrefix(s.AccountantInfo, name+", "))
-		}
-		how := "(given)"
 		switch {
-		case s.NoiseResumed:
-			how = resumedNoise(s.CalibratedFor, s.TargetEpsilon)
-		case s.Calibrated:
-			how = fmt.Sprintf("(calibrated for ε = %g)", s.TargetEpsilon)
+		case u.Loaded:
+			fmt.Fprintf(r.w, "%s%s set loaded from cache %s", sep, u.Set, u.File)
+		case u.File == "":
+			fmt.Fprintf(r.w, "%s%s set computed, not cached", sep, u.Set)
+		default:
+			fmt.Fprintf(r.w, "%s%s set computed, cached in %s", sep, u.Set, u.File)
 		}
-		fmt.Fprintf(w, "noise           multiplier z = %.5g %s, clip %s\n", s.NoiseMultiplier, how, s.Clipping)
-		if d := s.DatasetSpend; d != nil {
-			eps := "∞"
-			if d.Epsilon != nil {
-				eps = fmt.Sprintf("%.4g", *d.Epsilon)
-			}
-			fmt.Fprintf(w, "data set budget ε = %s at δ = %g (%s): data set %s, every run recorded on it composed; the privacy line is this run's (its ledger's)\n", eps, d.Delta, d.Method, d.Fingerprint[:12])
-		}
-		if s.FinalClip > 0 {
-			fmt.Fprintf(w, "adaptive clip   final C = %.4g; gradient noise multiplier z_Δ = %.5g (the count of unclipped examples takes the rest of z)\n", s.FinalClip, s.GradientNoise)
-		}
-		fmt.Fprintf(w, "noise source    %s\n", noiseDescription(s.Noise))
-	} else {
-		fmt.Fprintf(w, "privacy         ε = ∞: %s is not private (no clipping, no noise)\n", s.Optimizer)
-	}
-	fmt.Fprintf(w, "sampling        %s, q = %.4g (expected batch %d of %s), %d steps in %d epochs\n", samplingName(mustSampling(s.Sampling)), s.SampleRate, s.Batch, cli.Thousands(s.TrainExamples), s.Steps, s.Epochs)
-	fmt.Fprintf(w, "model           %s, %s parameters, %s\n", s.Model, cli.Thousands(s.Parameters), s.Optimizer)
-	if l, err := nn.ParseLoss(s.Loss); err == nil {
-		fmt.Fprintf(w, "loss            %s: the %s loss above is this loss\n", l.Describe(), s.EvalSplit)
-	}
-	if s.Recipe != "" {
-		if r := lookupRecipe(s.Recipe); r != nil {
-			fmt.Fprintf(w, "recipe          %s (%s; flags given override its values)\n", r.name, r.provenance)
+		if u.Problem != "" {
+			problems = append(problems, u.Problem)
 		}
 	}
-	if s.EMA > 0 {
-		fmt.Fprintf(w, "averaging       EMA of the parameters, β = %g: the %s accuracy is the average's\n", s.EMA, s.EvalSplit)
+	if len(p.Cache) > 0 {
+		fmt.Fprint(r.w, ")")
 	}
-	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s, CPU path %s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))), cpupath.Describe())
-}
-
-func mustSampling(s string) checkpoint.Sampling {
-	v, _ := checkpoint.ParseSampling(s)
-	return v
-}
-
-func roundDuration(sec float64) string {
-	return (time.Duration(sec*10) * time.Second / 10).String()
+	fmt.Fprintln(r.w)
+	for _, pr := range problems {
+		fmt.Fprintf(r.w, "warning: -feature-cache: %s\n", pr)
+	}
+	r.markStart(r.startStep) // the ETAs time the steps, not the features
 }

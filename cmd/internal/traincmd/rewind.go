@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
@@ -52,19 +51,6 @@ func newerCheckpoint(o *options, ck *checkpoint.Training, stderr io.Writer) (*ch
 	return other, nil
 }
 
-// keyEnv names the environment variable that holds the checkpoint key (cli.KeyEnv).
-const keyEnv = cli.KeyEnv
-
-// checkpointKey returns the key of keyEnv, nil when the variable is not set; a key too
-// short to be a key is a usage error.
-func checkpointKey() ([]byte, error) { return cli.CheckpointKey() }
-
-// checkKey refuses a key too short to be a key.
-func checkKey() error {
-	_, err := checkpointKey()
-	return err
-}
-
 func loadCheckpoint(path string) (*checkpoint.Training, error) {
 	key, err := checkpointKey()
 	if err != nil {
@@ -74,11 +60,4 @@ func loadCheckpoint(path string) (*checkpoint.Training, error) {
 		return checkpoint.LoadWithKey(path, key)
 	}
 	return checkpoint.Load(path)
-}
-
-func saveCheckpoint(path string, c *checkpoint.Training) error {
-	if k, ok := os.LookupEnv(keyEnv); ok {
-		return checkpoint.SaveWithKey(path, c, []byte(k))
-	}
-	return checkpoint.Save(path, c)
 }

@@ -1,7 +1,10 @@
 package traincmd
 
 import (
+	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/dpoptim"
@@ -103,4 +106,74 @@ func rateSchedule(o *options, rule dpoptim.Rule, steps int) dpoptim.Schedule {
 		return nil // not reached: buildRule built the rule from the same schedule
 	}
 	return s
+}
+
+// parseSchedule turns -lr-schedule into a dpoptim schedule with initial rate lr.
+func parseSchedule(s string, lr float64) (dpoptim.Schedule, error) {
+	name, args, _ := strings.Cut(s, ":")
+	bad := func(why string) error {
+		return exit.Usagef("-lr-schedule %q: %s (want constant, step:AT:FACTOR, inverse-time, inverse-sqrt[:A:C] or cosine[:ALPHA])", s, why)
+	}
+	nums := func(want int) ([]float64, error) {
+		parts := strings.Split(args, ":")
+		if args == "" || len(parts) != want {
+			return nil, bad(fmt.Sprintf("%s takes %d numbers", name, want))
+		}
+		v := make([]float64, want)
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(p, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, bad(fmt.Sprintf("%q is not a number", p))
+			}
+			v[i] = x
+		}
+		return v, nil
+	}
+	switch name {
+	case "constant":
+		if args != "" {
+			return nil, bad("constant takes no numbers")
+		}
+		return dpoptim.Constant(lr), nil
+	case "step":
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if v[0] < 0 || v[0] != math.Trunc(v[0]) || v[0] > math.MaxInt32 || !(v[1] >= 0) {
+			return nil, bad("AT must be a step number ≥ 0 and FACTOR ≥ 0")
+		}
+		return dpoptim.StepDecay{Initial: lr, At: int(v[0]), Factor: v[1]}, nil
+	case "inverse-time":
+		if args != "" {
+			return nil, bad("inverse-time takes no numbers")
+		}
+		return dpoptim.InverseTime{A: lr}, nil
+	case "inverse-sqrt":
+		if args == "" {
+			return dpoptim.InverseSqrt{Eta: lr, A: 1, C: 1}, nil
+		}
+		v, err := nums(2)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] > 0) || !(v[1] >= 0) {
+			return nil, bad("A must be > 0 and C ≥ 0")
+		}
+		return dpoptim.InverseSqrt{Eta: lr, A: v[0], C: v[1]}, nil
+	case "cosine":
+		// Steps is the plan's, filled in by scheduleFor once the data is loaded.
+		if args == "" {
+			return dpoptim.Cosine{Initial: lr}, nil
+		}
+		v, err := nums(1)
+		if err != nil {
+			return nil, err
+		}
+		if !(v[0] >= 0 && v[0] <= 1) {
+			return nil, bad("ALPHA must be in [0, 1]")
+		}
+		return dpoptim.Cosine{Initial: lr, Final: v[0] * lr}, nil
+	}
+	return nil, bad("unknown schedule")
 }
