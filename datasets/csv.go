@@ -245,6 +245,9 @@ type Table struct {
 	labels       []int32
 	ClassNames   []string
 	FeatureNames []string // the header's names of the feature columns; nil without a header
+	// Columns are the header's names of every column, the label's included, in the
+	// file's order; nil without a header (CSVLayout lays them out).
+	Columns []string
 	// Clipped counts the feature values that were outside their declared range and were
 	// clipped to it. It is for the data owner's eyes: it depends on the data.
 	Clipped int
@@ -446,6 +449,11 @@ func startTable(first []string, opts CSVOptions, cells *labelCells) (t *Table, r
 	t.features = len(t.FeatureNames)
 	if !header {
 		t.FeatureNames = nil
+	} else {
+		t.Columns = make([]string, len(cols))
+		for j, c := range cols {
+			t.Columns[j] = c.name
+		}
 	}
 	row = func(rec []string, line int) error {
 		if len(rec) != width {
@@ -477,6 +485,54 @@ func startTable(first []string, opts CSVOptions, cells *labelCells) (t *Table, r
 		return nil
 	}
 	return t, row, header, nil
+}
+
+// CSVColumn is how a feature column of a CSV file becomes features: a numeric one its
+// value scaled by Range (clipped to [0, 1]), a categorical one a 0/1 feature per category
+// (Categories, in order), each followed by a 0/1 missing indicator when Indicator. A
+// missing cell (empty or one of MissingCells) takes Fill, or is an error when Fill is nil.
+type CSVColumn struct {
+	Name       string
+	Categories []string
+	Range      Range
+	Fill       *string
+	Indicator  bool
+}
+
+// CSVLayout lays out, in the file's order and without the label column, the feature
+// columns of a file whose header is columns (every column's name) under opts: what
+// ReadCSV does to each row's cells.
+func CSVLayout(columns []string, opts CSVOptions) ([]CSVColumn, error) {
+	label := len(columns) - 1
+	if opts.Label != "" {
+		if k, err := strconv.Atoi(opts.Label); err == nil && k >= 0 && k < len(columns) {
+			label = k
+		} else if label = slices.Index(columns, opts.Label); label < 0 {
+			return nil, fmt.Errorf("%w: no column named %q in %q", ErrCSV, opts.Label, columns)
+		}
+	}
+	cols, numeric, err := csvColumns(columns, label, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(opts.Ranges); n == 0 && numeric > 0 || n > 1 && n != numeric {
+		return nil, fmt.Errorf("%w: %d feature ranges for %d numeric features", ErrCSV, n, numeric)
+	}
+	var out []CSVColumn
+	for _, c := range cols {
+		if c.label {
+			continue
+		}
+		col := CSVColumn{Name: c.name, Categories: c.cats, Fill: c.fill, Indicator: c.indicator}
+		if c.cats == nil {
+			col.Range = opts.Ranges[0]
+			if len(opts.Ranges) > 1 {
+				col.Range = opts.Ranges[c.rangeAt]
+			}
+		}
+		out = append(out, col)
+	}
+	return out, nil
 }
 
 // csvColumn is how a column of a CSV file becomes features.

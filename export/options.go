@@ -12,7 +12,16 @@ import (
 type Option func(*exportOptions)
 
 type exportOptions struct {
-	classes []string // nil: the class numbers
+	classes []string             // nil: the class numbers
+	table   []datasets.CSVColumn // nil: no CSV encoding
+}
+
+// WithTable gives the CSV layout the model's features were read with (a run on
+// -dataset csv:PATH: datasets.CSVLayout): the PyTorch module then has TABLE_COLUMNS and
+// encode_rows, which turns rows of the table's cells into the model's input as predict
+// does.
+func WithTable(layout []datasets.CSVColumn) Option {
+	return func(o *exportOptions) { o.table = layout }
 }
 
 // WithClassNames names the model's classes, class 0 first (a checkpoint's ClassNames):

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
@@ -84,6 +85,8 @@ func PyTorch(w io.Writer, m *nn.Model, name, params string, opts ...Option) erro
 		"Shape":        strings.Join(shape, ", ") + map[bool]string{true: ",", false: ""}[len(shape) == 1],
 		"Classes":      m.NumClasses(),
 		"ClassNames":   pythonStrings(o.classes),
+		"Table":        pythonTable(o.table),
+		"MissingCells": pythonStrings(datasets.MissingCells),
 		"DType":        dtype,
 		"ArchLit":      strconv.QuoteToASCII(string(archJSON)),
 		"Definitions":  strings.Join(defs, "\n\n"),
@@ -104,6 +107,30 @@ func PyTorchFile(path string, m *nn.Model, name, params string, opts ...Option) 
 		return fmt.Errorf("nn: export to %s: %w", path, err)
 	}
 	return nil
+}
+
+// pythonTable is the Python literal of TABLE_COLUMNS for layout ("" for none): a list of
+// dicts, name, and categories or range, fill (None: none) and indicator.
+func pythonTable(layout []datasets.CSVColumn) string {
+	if layout == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, c := range layout {
+		fill := "None"
+		if c.Fill != nil {
+			fill = strconv.QuoteToASCII(*c.Fill)
+		}
+		kind := fmt.Sprintf(`"range": (%s, %s)`, strconv.FormatFloat(c.Range.Min, 'g', -1, 64), strconv.FormatFloat(c.Range.Max, 'g', -1, 64))
+		if c.Categories != nil {
+			kind = `"categories": ` + pythonStrings(c.Categories)
+		}
+		fmt.Fprintf(&b, "    {\"name\": %s, %s, \"fill\": %s, \"indicator\": %s},\n",
+			strconv.QuoteToASCII(c.Name), kind, fill, map[bool]string{true: "True", false: "False"}[c.Indicator])
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // pythonStrings is the Python list literal of names (ASCII, each quoted as Go quotes it:
@@ -178,6 +205,15 @@ NUM_CLASSES = {{.Classes}}
 # The name of each class, in class-index order: CLASSES[predict(model, x)[i]] names row i's class.
 CLASSES = {{.ClassNames}}
 DTYPE = {{.DType}}
+{{- if .Table}}
+# The CSV table's feature columns the model was trained on, in the file's order (the label
+# column left out), as train read them: a numeric column scaled from its declared range to
+# [0, 1] (clipped), a categorical one one-hot over its declared categories; a missing cell
+# (empty or one of MISSING_CELLS, in any case) takes "fill" (None: an error), followed by a
+# 0/1 missing indicator where "indicator" is true. encode_rows applies it.
+TABLE_COLUMNS = {{.Table}}
+MISSING_CELLS = {{.MissingCells}}
+{{- end}}
 # The parameter file written with this module, relative to this file's folder.
 PARAMETERS = {{.ParamsLit}}
 # The architecture as privtrain stores it; the parameter file's metadata holds the same.
@@ -187,6 +223,42 @@ _SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "
                        "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
 
 
+{{if .Table -}}
+def encode_rows(rows):
+    """The model's input, a DTYPE tensor {{.Input}}, for rows of the CSV table: each row
+    the cells of TABLE_COLUMNS in order (strings as in the file, or numbers), encoded as
+    train and predict encode them. A value the table's declarations do not allow raises a
+    ValueError naming the row and the column."""
+    missing_cells = {m.lower() for m in MISSING_CELLS}
+    out = []
+    for r, row in enumerate(rows):
+        if len(row) != len(TABLE_COLUMNS):
+            raise ValueError("row %d has %d cells; want %d (%s)" % (r, len(row), len(TABLE_COLUMNS), ", ".join(c["name"] for c in TABLE_COLUMNS)))
+        x = []
+        for col, cell in zip(TABLE_COLUMNS, row):
+            s = str(cell).strip()
+            missing = s == "" or s.lower() in missing_cells
+            if missing:
+                if col["fill"] is None:
+                    raise ValueError("row %d, column %r: missing value %r, and the column declares none" % (r, col["name"], cell))
+                s = col["fill"]
+            if "categories" in col:
+                if s not in col["categories"]:
+                    raise ValueError("row %d, column %r: %r is not one of its categories %s" % (r, col["name"], s, col["categories"]))
+                x.extend(1.0 if c == s else 0.0 for c in col["categories"])
+            else:
+                v = float(s)
+                if not math.isfinite(v):
+                    raise ValueError("row %d, column %r: %r is not a finite number" % (r, col["name"], cell))
+                lo, hi = col["range"]
+                x.append(min(max((v - lo) / (hi - lo), 0.0), 1.0))
+            if col["indicator"]:
+                x.append(1.0 if missing else 0.0)
+        out.append(x)
+    return torch.tensor(np.array(out, dtype=np.float64).reshape(len(out), *INPUT_SHAPE), dtype=DTYPE)
+
+
+{{end -}}
 def read_safetensors(path):
     """Returns ({name: torch.Tensor}, metadata) of the safetensors file at path: an 8-byte
     little-endian header length, a JSON header (dtype, shape, data_offsets of each tensor,

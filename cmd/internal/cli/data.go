@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,6 +71,10 @@ type DataFlags struct {
 	// such column gets an indicator feature (datasets.CSVOptions).
 	Categorical, Missing string
 	MissingIndicator     bool
+	// Columns: csv: the header's column names as a JSON list, set by LoadData and
+	// recorded (setting "csv-columns") when categorical columns or missing values are
+	// declared, so that an export can lay the features out by name (TableLayout).
+	Columns string
 	// LegacySplit: the train/test split of csv: and images: is datasets.HoldOut's, as
 	// for a checkpoint written before SettingTestSplit (set by FromSettings and
 	// SplitFromSettings); false for new runs, whose split is datasets.HashHoldOut's.
@@ -127,6 +132,9 @@ func (o *DataFlags) Settings(dataset string, s map[string]string) {
 			s["missing"] = o.Missing
 			s["missing-indicator"] = strconv.FormatBool(o.MissingIndicator)
 		}
+		if o.Columns != "" && (o.Categorical != "" || o.Missing != "") {
+			s[SettingCSVColumns] = o.Columns
+		}
 	case "images":
 		s["image-size"], s["channels"] = o.ImageSize, strconv.Itoa(o.Channels)
 	}
@@ -155,6 +163,9 @@ func (o *DataFlags) SplitFromSettings(settings map[string]string) error {
 func (o *DataFlags) FromSettings(settings map[string]string, given map[string]bool) error {
 	if err := o.SplitFromSettings(settings); err != nil {
 		return err
+	}
+	if v, ok := settings[SettingCSVColumns]; ok {
+		o.Columns = v
 	}
 	for _, name := range DataFlagNames {
 		v, ok := settings[name]
@@ -256,6 +267,50 @@ func (o *DataFlags) CSVOptions() (datasets.CSVOptions, error) {
 		return opts, exit.Usagef("-missing-indicator: give -missing NAME=VALUE for the columns it marks")
 	}
 	return opts, nil
+}
+
+// SettingCSVColumns is the setting that records DataFlags.Columns.
+const SettingCSVColumns = "csv-columns"
+
+// TableLayout is the layout of the CSV columns of a run on -dataset csv:PATH whose model
+// takes features values (datasets.CSVLayout): by the recorded column names, or, for a
+// run without categorical columns or missing values, features numeric columns named x1,
+// x2, … in order.
+func (o *DataFlags) TableLayout(features int) ([]datasets.CSVColumn, error) {
+	opts, err := o.CSVOptions()
+	if err != nil {
+		return nil, err
+	}
+	var columns []string
+	if o.Columns != "" {
+		if err := json.Unmarshal([]byte(o.Columns), &columns); err != nil {
+			return nil, fmt.Errorf("setting %s: %v", SettingCSVColumns, err)
+		}
+	} else {
+		if len(opts.Categorical) > 0 || len(opts.Missing) > 0 {
+			return nil, fmt.Errorf("categorical columns or missing values declared, but no setting %s", SettingCSVColumns)
+		}
+		for i := range features {
+			columns = append(columns, fmt.Sprintf("x%d", i+1))
+		}
+		columns = append(columns, "label")
+		opts.Label = "label"
+	}
+	layout, err := datasets.CSVLayout(columns, opts)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, c := range layout {
+		n += max(len(c.Categories), 1)
+		if c.Indicator {
+			n++
+		}
+	}
+	if n != features {
+		return nil, fmt.Errorf("the CSV layout gives %d features, the model takes %d", n, features)
+	}
+	return layout, nil
 }
 
 // ParseImageSize reads -image-size WxH; "" is 0, 0 (no resizing).
@@ -422,6 +477,10 @@ func loadOwnData(dataset, data string, o *DataFlags, trainOnly bool) (train, tes
 		t, err := datasets.LoadCSV(path, opts)
 		if err != nil {
 			return nil, nil, "", nil, dataError(dataset, err)
+		}
+		if t.Columns != nil {
+			b, _ := json.Marshal(t.Columns)
+			o.Columns = string(b)
 		}
 		if t.LabelWarning != "" {
 			notes = append(notes, "warning: "+t.LabelWarning)

@@ -14,6 +14,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/export"
+	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/internal/safeio"
 	_ "github.com/privtrain/privtrain/models" // old checkpoints without an architecture
 	"github.com/privtrain/privtrain/nn"
@@ -105,7 +106,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var name string
 		if *pyOut != "" {
 			name = strings.TrimSuffix(filepath.Base(*pyOut), ".py")
-			if err := export.PyTorchFile(*pyOut, m, name, paramsPath(*pyOut, *out), export.WithClassNames(classes)); err != nil {
+			opts := []export.Option{export.WithClassNames(classes)}
+			if kind, _ := cli.OwnDataKind(c.Settings["dataset"]); kind == "csv" { // the module encodes rows as predict does
+				var flags cli.DataFlags
+				if err := flags.FromSettings(c.Settings, nil); err != nil {
+					return fmt.Errorf("-checkpoint %s: %v", *ckpt, err)
+				}
+				layout, err := flags.TableLayout(num.Prod(m.InputShape()))
+				if err != nil {
+					return fmt.Errorf("-checkpoint %s: %v", *ckpt, err)
+				}
+				opts = append(opts, export.WithTable(layout))
+			}
+			if err := export.PyTorchFile(*pyOut, m, name, paramsPath(*pyOut, *out), opts...); err != nil {
 				return err
 			}
 		}
