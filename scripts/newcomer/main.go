@@ -3,9 +3,10 @@
 // builds privtrain (with train, evaluate, predict, export, privacy, audit and erm as
 // commands of their own, as `go install ./cmd/...` gives), writes the small files the
 // docs assume (patients.csv, visits.csv, photos/, phishing.txt) and runs the commands of
-// each fenced code block in order, in one folder, so that a block's `train -checkpoint
-// m.ckpt` feeds its `evaluate -checkpoint m.ckpt`. The budget store, the prior cache and
-// every other per-user file go to the temporary HOME.
+// each doc's fenced code blocks in order, in the clone cleaned before each doc, so that a
+// block's `train -checkpoint m.ckpt` feeds its `evaluate -checkpoint m.ckpt` and one
+// page's files do not meet the next's. The budget store, the prior cache and every other
+// per-user file go to the temporary HOME.
 //
 //	go run ./scripts/newcomer            # every command as written (a long run: the recipes train for minutes)
 //	go run ./scripts/newcomer -short     # short settings where the docs say so, slow blocks skipped
@@ -316,6 +317,7 @@ type Runner struct {
 	Timeout          time.Duration
 	tmp              string
 	goEnv            []string // the user's Go caches: a fresh HOME must not rebuild the world
+	file             string   // the doc whose blocks ran last
 }
 
 // NewRunner clones repo's HEAD into a temporary folder, builds privtrain there and writes
@@ -376,9 +378,28 @@ type Result struct {
 // trainingCommand matches the commands that train, which a block's short arguments go to.
 var trainingCommand = regexp.MustCompile(`^(go run \./cmd/train|privtrain train|train)( |$)`)
 
-// RunBlock runs b's commands in order in the clone, each under sh.
+// RunBlock runs b's commands in order in the clone, each under sh. Each doc starts from
+// a clean clone (git clean, the docs' files written again): a reader who follows one page
+// has not run another's commands.
 func (r *Runner) RunBlock(b Block, short bool) []Result {
 	out := make([]Result, len(b.Commands))
+	if b.File != r.file {
+		clean := exec.Command("git", "clean", "-fdxq")
+		clean.Dir = r.Clone
+		if o, err := clean.CombinedOutput(); err != nil {
+			for i := range out {
+				out[i] = Result{Command: b.Commands[i], Err: fmt.Errorf("git clean: %v: %s", err, o)}
+			}
+			return out
+		}
+		if err := writeFixtures(r.Clone); err != nil {
+			for i := range out {
+				out[i] = Result{Command: b.Commands[i], Err: err}
+			}
+			return out
+		}
+		r.file = b.File
+	}
 	for i, c := range b.Commands {
 		out[i].Command = c
 		reason, extra := b.Decide(c, short)
