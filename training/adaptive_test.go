@@ -168,8 +168,8 @@ func TestAdaptiveTrainerErrors(t *testing.T) {
 		}
 		p := c.privacy
 		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: rule, BatchSize: c.batch, Epochs: 1, Privacy: &p})
-		if !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want ErrTrainConfig naming %q", name, err, c.want)
+		if !errors.Is(err, training.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrConfig naming %q", name, err, c.want)
 		}
 	}
 }

@@ -41,25 +41,25 @@ func (t *Trainer) setupAugment() error {
 	k, a := t.cfg.AugmentMultiplicity, t.cfg.Augment
 	switch {
 	case k < 0:
-		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", nn.ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrConfig, k)
 	case k == 0:
 		if !a.Identity() {
-			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", nn.ErrTrainConfig, a)
+			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", ErrConfig, a)
 		}
 		return t.model.SetGroupSize(1)
 	case a.Identity():
-		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", nn.ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", ErrConfig, k)
 	case t.model.HasFrontEnd():
 		// The trainer trains on the front end's cached features; views would crop and
 		// flip those, not the images, and recomputing the front end per view and step
 		// would undo the caching.
-		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", nn.ErrTrainConfig, t.model.Name(), t.model.FrontEnd())
+		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", ErrConfig, t.model.Name(), t.model.FrontEnd())
 	case t.model.BatchSize()%k != 0:
-		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", nn.ErrTrainConfig, t.model.BatchSize(), k)
+		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrConfig, t.model.BatchSize(), k)
 	}
 	shape := t.cfg.Train.Shape()
 	if err := a.Check(shape); err != nil {
-		return fmt.Errorf("%w: %v", nn.ErrTrainConfig, err)
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := t.model.SetGroupSize(k); err != nil {
 		return err

@@ -187,8 +187,8 @@ func TestAugmentConfigErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("%s: %v, want nn.ErrTrainConfig", tc.name, err)
+		if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
 		}
 	}
 	// A front end's features are cached once per dataset: views of them would be crops of
@@ -199,8 +199,8 @@ func TestAugmentConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), "front end") {
-		t.Errorf("augmentation before a front end: %v, want nn.ErrTrainConfig naming the front end", err)
+	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "front end") {
+		t.Errorf("augmentation before a front end: %v, want ErrConfig naming the front end", err)
 	}
 	logreg := nn.Spec{Name: "lr", InputShape: []int{64}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
 	m, err := nn.New(logreg, 8)
@@ -208,7 +208,7 @@ func TestAugmentConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := augConfig(flat, 2, 1)
-	if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-		t.Errorf("crop of flat examples: %v, want nn.ErrTrainConfig", err)
+	if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("crop of flat examples: %v, want ErrConfig", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -26,7 +25,7 @@ import (
 // checkEMA checks TrainerConfig.EMA.
 func checkEMA(decay float64) error {
 	if decay != 0 && !(decay > 0 && decay < 1) {
-		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", nn.ErrTrainConfig, decay)
+		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", ErrConfig, decay)
 	}
 	return nil
 }
@@ -78,7 +77,7 @@ func (t *Trainer) EMA() float64 { return t.cfg.EMA }
 func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
 	if t.iterate != nil && t.iterate.Started() {
 		if err := t.iterate.Average(dst); err != nil {
-			return false, fmt.Errorf("nn: iterate average: %w", err)
+			return false, fmt.Errorf("training: iterate average: %w", err)
 		}
 		return true, nil
 	}
@@ -86,7 +85,7 @@ func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
 		return false, nil
 	}
 	if err := t.average.Average(dst); err != nil {
-		return false, fmt.Errorf("nn: averaged parameters: %w", err)
+		return false, fmt.Errorf("training: averaged parameters: %w", err)
 	}
 	return true, nil
 }
@@ -105,7 +104,7 @@ func (t *Trainer) withAverage() (restore func() error, err error) {
 		return nil, err
 	}
 	if err := t.model.SetParams(avg); err != nil {
-		return nil, fmt.Errorf("nn: averaged parameters: %w", err)
+		return nil, fmt.Errorf("training: averaged parameters: %w", err)
 	}
 	return func() error { return t.model.SetParams(raw) }, nil
 }

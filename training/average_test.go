@@ -253,8 +253,8 @@ func TestEMAMismatchAndConfig(t *testing.T) {
 	for _, decay := range []float64{-0.5, 1, 2, math.NaN(), math.Inf(1)} {
 		m := newModel(t, models.LogisticRegression(), 32)
 		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1, EMA: decay})
-		if !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("EMA %v: err = %v, want ErrTrainConfig", decay, err)
+		if !errors.Is(err, training.ErrConfig) {
+			t.Errorf("EMA %v: err = %v, want ErrConfig", decay, err)
 		}
 	}
 }

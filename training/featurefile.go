@@ -153,7 +153,7 @@ func writeFeatureFile(path string, h featureHeader, macKey []byte, next func() [
 		for left := h.values(); left > 0; {
 			x := next()
 			if len(x) == 0 || len(x) > left {
-				return fmt.Errorf("nn: feature file: %d values delivered with %d to go", len(x), left)
+				return fmt.Errorf("training: feature file: %d values delivered with %d to go", len(x), left)
 			}
 			left -= len(x)
 			buf = appendFloat32s(buf[:0], x)

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -62,7 +61,7 @@ func checkContentFingerprint(s string) error {
 		ok = ok && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
 	}
 	if !ok {
-		return fmt.Errorf("%w: ContentFingerprint %q is not a hex SHA-256 (datasets.ContentFingerprint)", nn.ErrTrainConfig, s)
+		return fmt.Errorf("%w: ContentFingerprint %q is not a hex SHA-256 (datasets.ContentFingerprint)", ErrConfig, s)
 	}
 	return nil
 }

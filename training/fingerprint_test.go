@@ -87,8 +87,8 @@ func TestGivenContentFingerprint(t *testing.T) {
 		_, err := training.NewTrainer(newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
 			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 50, Epochs: 1, ContentFingerprint: bad,
 		})
-		if !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("ContentFingerprint %q: %v, want ErrTrainConfig", bad, err)
+		if !errors.Is(err, training.ErrConfig) {
+			t.Errorf("ContentFingerprint %q: %v, want ErrConfig", bad, err)
 		}
 	}
 }

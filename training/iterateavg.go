@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -34,10 +33,10 @@ func newIterateAverage(cfg *TrainerConfig) (*dpoptim.IterateAverage, error) {
 		return nil, nil
 	}
 	if cfg.EMA != 0 {
-		return nil, fmt.Errorf("%w: an EMA (decay %v) and an iterate average at once; keep one parameter average", nn.ErrTrainConfig, cfg.EMA)
+		return nil, fmt.Errorf("%w: an EMA (decay %v) and an iterate average at once; keep one parameter average", ErrConfig, cfg.EMA)
 	}
 	if v, ok := cfg.Settings[IterateAverageSetting]; ok {
-		return nil, fmt.Errorf("%w: setting %q = %q is the trainer's own; leave it out of Settings", nn.ErrTrainConfig, IterateAverageSetting, v)
+		return nil, fmt.Errorf("%w: setting %q = %q is the trainer's own; leave it out of Settings", ErrConfig, IterateAverageSetting, v)
 	}
 	a := &dpoptim.IterateAverage{Weights: cfg.IterateAverage.Weights}
 	if cfg.Settings == nil {
@@ -74,7 +73,7 @@ func (t *Trainer) captureIterate(c *checkpoint.Training) error {
 	}
 	avg := make([]float64, len(c.Params))
 	if err := t.iterate.Average(avg); err != nil {
-		return fmt.Errorf("nn: iterate average: %w", err)
+		return fmt.Errorf("training: iterate average: %w", err)
 	}
 	c.Params = avg
 	return nil

@@ -163,7 +163,7 @@ func TestIterateAverageCheckpointAndConfig(t *testing.T) {
 		Train: train, DatasetName: "x", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 60, Epochs: 1,
 		EMA: 0.9, IterateAverage: &dpoptim.IterateAverage{},
 	})
-	if !errors.Is(err, nn.ErrTrainConfig) {
-		t.Errorf("EMA and iterate average together: %v, want ErrTrainConfig", err)
+	if !errors.Is(err, training.ErrConfig) {
+		t.Errorf("EMA and iterate average together: %v, want ErrConfig", err)
 	}
 }

@@ -26,23 +26,23 @@ type sampler struct {
 
 func newSampler(mode checkpoint.Sampling, n, batch int, seed *uint64) (*sampler, error) {
 	if mode != checkpoint.Poisson && mode != checkpoint.Shuffle {
-		return nil, fmt.Errorf("nn: unknown sampling %v", mode)
+		return nil, fmt.Errorf("training: unknown sampling %v", mode)
 	}
 	if n < 1 || batch < 1 || batch > n {
-		return nil, fmt.Errorf("nn: batch size %d for %d examples, want 1 ≤ batch ≤ n", batch, n)
+		return nil, fmt.Errorf("training: batch size %d for %d examples, want 1 ≤ batch ≤ n", batch, n)
 	}
 	s := &sampler{mode: mode, n: n, batch: batch}
 	var err error
 	if s.poisson, err = privrand.NewPoisson(n, float64(batch)/float64(n)); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	if s.shuffle, err = privrand.NewShuffle(n, batch); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	if seed != nil {
 		s.src = privrand.NewSeeded(*seed, privrand.Sampler)
 	} else if s.src, err = privrand.NewSecure(privrand.Sampler); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	return s, nil
 }

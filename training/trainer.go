@@ -23,7 +23,12 @@ var (
 	// ErrBudget reports a plan whose ε would exceed its target: a fixed noise multiplier too
 	// small for the target, or a resumed run extended beyond the budget its noise was
 	// calibrated for. Nothing is trained.
-	ErrBudget = errors.New("nn: privacy budget exceeded")
+	ErrBudget = errors.New("training: privacy budget exceeded")
+	// ErrConfig reports a training configuration that cannot run: data sets that do not
+	// fit the model, a batch size outside [1, n], no epochs, a private plan without
+	// clipping, δ outside (0, 1), neither a noise multiplier nor a target ε, settings
+	// that contradict each other. NewTrainer returns it before anything is trained.
+	ErrConfig = errors.New("training: invalid training configuration")
 )
 
 // Privacy makes a Trainer private: every logical batch's per-example gradients are clipped
@@ -276,23 +281,23 @@ type Trainer struct {
 // calibrated or checked noise, the ε of the whole plan) and returns a trainer at step 0.
 func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	if m == nil {
-		return nil, fmt.Errorf("%w: nil model", nn.ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil model", ErrConfig)
 	}
 	if err := checkDatasets(m, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Rule == nil {
-		return nil, fmt.Errorf("%w: nil update rule", nn.ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil update rule", ErrConfig)
 	}
 	n := cfg.Train.Len()
 	if cfg.BatchSize < 1 || cfg.BatchSize > n {
-		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", nn.ErrTrainConfig, cfg.BatchSize, n, n)
+		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", ErrConfig, cfg.BatchSize, n, n)
 	}
 	if cfg.Epochs < 1 {
-		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", nn.ErrTrainConfig, cfg.Epochs)
+		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, cfg.Epochs)
 	}
 	if cfg.Sampling != checkpoint.Poisson && cfg.Sampling != checkpoint.Shuffle {
-		return nil, fmt.Errorf("%w: unknown sampling %v", nn.ErrTrainConfig, cfg.Sampling)
+		return nil, fmt.Errorf("%w: unknown sampling %v", ErrConfig, cfg.Sampling)
 	}
 	if err := checkEMA(cfg.EMA); err != nil {
 		return nil, err
@@ -330,7 +335,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 		Spent:         accountant.Spent{Epsilon: math.Inf(1)},
 	}
 	if cfg.Epochs > math.MaxInt32/spe {
-		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", nn.ErrTrainConfig, cfg.Epochs, spe)
+		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", ErrConfig, cfg.Epochs, spe)
 	}
 	var err error
 	if t.sampler, err = newSampler(cfg.Sampling, n, cfg.BatchSize, cfg.Seed); err != nil {
@@ -365,10 +370,10 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 
 func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
 	if cfg.Train == nil {
-		return fmt.Errorf("%w: no training set", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: no training set", ErrConfig)
 	}
 	if cfg.Train.Len() < 1 {
-		return fmt.Errorf("%w: empty training set", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: empty training set", ErrConfig)
 	}
 	for _, ds := range []struct {
 		name string
@@ -378,10 +383,10 @@ func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
 			continue
 		}
 		if !slices.Equal(ds.ds.Shape(), m.InputShape()) {
-			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", nn.ErrTrainConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
+			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", ErrConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
 		}
 		if ds.ds.NumClasses() > m.NumClasses() {
-			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", nn.ErrTrainConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
+			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", ErrConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
 		}
 	}
 	return nil
@@ -392,29 +397,29 @@ func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
 func (t *Trainer) setupPrivacy() error {
 	p := t.cfg.Privacy
 	if p.Clip == nil {
-		return fmt.Errorf("%w: private training needs a clipping rule", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a clipping rule", ErrConfig)
 	}
 	if err := clipping.Fits(p.Clip, len(t.model.ParamLayers())); err != nil {
-		return fmt.Errorf("%w: %w (model %s: %v)", nn.ErrTrainConfig, err, t.model.Name(), t.model.ParamLayers())
+		return fmt.Errorf("%w: %w (model %s: %v)", ErrConfig, err, t.model.Name(), t.model.ParamLayers())
 	}
 	bound := p.Clip.Bound()
 	if !(bound > 0) || math.IsInf(bound, 0) {
-		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", nn.ErrTrainConfig, bound)
+		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", ErrConfig, bound)
 	}
 	if err := t.checkAdaptive(); err != nil {
 		return err
 	}
 	if !(p.Delta > 0 && p.Delta < 1) {
-		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", nn.ErrTrainConfig, p.Delta)
+		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrConfig, p.Delta)
 	}
 	if dpoptim.CheckNoiseMultiplier(p.NoiseMultiplier) != nil {
-		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", nn.ErrTrainConfig, p.NoiseMultiplier)
+		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", ErrConfig, p.NoiseMultiplier)
 	}
 	if !(p.TargetEpsilon >= 0) || math.IsInf(p.TargetEpsilon, 0) {
-		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", nn.ErrTrainConfig, p.TargetEpsilon)
+		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", ErrConfig, p.TargetEpsilon)
 	}
 	if p.NoiseMultiplier == 0 && p.TargetEpsilon == 0 {
-		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", ErrConfig)
 	}
 	t.scaler, _ = t.cfg.Rule.(dpoptim.NoiseScaler)
 	t.plan.NoiseSchedule = t.scaler != nil
@@ -431,11 +436,11 @@ func (t *Trainer) setupPrivacy() error {
 	var err error
 	if z == 0 {
 		if z, spent, err = calibrate(p.Accountant, q, t.scaler, steps, p.TargetEpsilon, p.Delta); err != nil {
-			return fmt.Errorf("nn: calibrating the noise for ε = %v at δ = %v over %d steps at q = %.4g: %w", p.TargetEpsilon, p.Delta, steps, q, err)
+			return fmt.Errorf("training: calibrating the noise for ε = %v at δ = %v over %d steps at q = %.4g: %w", p.TargetEpsilon, p.Delta, steps, q, err)
 		}
 		t.plan.Calibrated = true
 	} else if spent, err = planSpent(nil, p.Accountant, q, z, t.scaler, 0, steps, p.Delta); err != nil {
-		return fmt.Errorf("nn: privacy of the plan: %w", err)
+		return fmt.Errorf("training: privacy of the plan: %w", err)
 	}
 	if p.TargetEpsilon > 0 && spent.Epsilon > p.TargetEpsilon {
 		return fmt.Errorf("%w: %d steps at q = %.4g with noise multiplier %v spend ε = %.4g at δ = %v, above the target ε = %v", ErrBudget, steps, q, z, spent.Epsilon, p.Delta, p.TargetEpsilon)
@@ -447,7 +452,7 @@ func (t *Trainer) setupPrivacy() error {
 	}
 	err = t.newPrivate(z, noise)
 	if err != nil && p.Adaptive != nil { // NewPrivate computes z_Δ (the one place): σ_b ≤ z/2 fails there
-		return fmt.Errorf("%w: %w (expected batch %d)", nn.ErrTrainConfig, err, t.plan.BatchSize)
+		return fmt.Errorf("%w: %w (expected batch %d)", ErrConfig, err, t.plan.BatchSize)
 	}
 	return err
 }
@@ -542,7 +547,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	res := Result{}
 	if t.failed != nil {
-		return res, fmt.Errorf("nn: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
+		return res, fmt.Errorf("training: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
 	}
 	spe := t.plan.StepsPerEpoch
 	// The RDP ledger answers ε in one pass over its orders, so every step reports its own.
@@ -567,7 +572,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
-			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
+			return t.result(res, start), fmt.Errorf("training: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
 		}
 		k := t.step % spe
 		size, err := t.trainStep(k)
@@ -575,7 +580,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 			err = t.updateAverage()
 		}
 		if err != nil {
-			t.failed = fmt.Errorf("nn: step %d: %w", t.step+1, err)
+			t.failed = fmt.Errorf("training: step %d: %w", t.step+1, err)
 			return t.result(res, start), t.failed
 		}
 		res.Examples += size
@@ -743,10 +748,10 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 		}
 	}()
 	if ds == nil || ds.Len() == 0 {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", nn.ErrTrainConfig)
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrConfig)
 	}
 	if !nn.IsFeatures(ds) && !slices.Equal(ds.Shape(), t.model.InputShape()) {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", nn.ErrTrainConfig, ds.Shape(), t.model.InputShape())
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrConfig, ds.Shape(), t.model.InputShape())
 	}
 	b := t.model.BatchSize()
 	idx := make([]int, 0, b)
@@ -795,12 +800,12 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 	}
 	train, err := features(t.cfg.Train, "training")
 	if err != nil {
-		return fmt.Errorf("nn: training set: %w", err)
+		return fmt.Errorf("training: training set: %w", err)
 	}
 	test := t.cfg.Test
 	if test != nil {
 		if test, err = features(test, "test"); err != nil {
-			return fmt.Errorf("nn: test set: %w", err)
+			return fmt.Errorf("training: test set: %w", err)
 		}
 	}
 	t.cfg.Train, t.cfg.Test = train, test

@@ -384,11 +384,11 @@ func TestNewTrainerErrors(t *testing.T) {
 	} {
 		cfg := ok()
 		tc.change(&cfg)
-		if _, err := training.NewTrainer(logreg, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("%s: err = %v, want ErrTrainConfig", tc.name, err)
+		if _, err := training.NewTrainer(logreg, cfg); !errors.Is(err, training.ErrConfig) {
+			t.Errorf("%s: err = %v, want ErrConfig", tc.name, err)
 		}
 	}
-	if _, err := training.NewTrainer(nil, ok()); !errors.Is(err, nn.ErrTrainConfig) {
+	if _, err := training.NewTrainer(nil, ok()); !errors.Is(err, training.ErrConfig) {
 		t.Errorf("nil model: err = %v", err)
 	}
 }

@@ -243,7 +243,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
-		if errors.Is(err, nn.ErrTrainConfig) {
+		if errors.Is(err, training.ErrConfig) {
 			return 0, exit.Usagef("%v", err)
 		}
 		return 0, err
@@ -615,7 +615,7 @@ func loadData(o *options) (train, test datasets.Dataset, name string, notes []st
 }
 
 // flagFileError is an error about the file of -flag PATH whose message names the flag
-// and the path once: the prefixes that the libraries' errors add ("nn: ",
+// and the path once: the prefixes that the libraries' errors add ("nn: ", "training: ",
 // "checkpoint: ", "PATH: ") are dropped from its front. errors.Is and errors.As see err.
 type flagFileError struct {
 	msg string
@@ -629,7 +629,7 @@ func fileError(flagName, path string, err error) error {
 	msg := err.Error()
 	for trimmed := true; trimmed; {
 		trimmed = false
-		for _, p := range []string{"nn: ", "checkpoint: ", path + ": "} {
+		for _, p := range []string{"nn: ", "training: ", "checkpoint: ", path + ": "} {
 			if rest, ok := strings.CutPrefix(msg, p); ok {
 				msg, trimmed = rest, true
 			}

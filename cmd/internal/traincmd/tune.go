@@ -731,7 +731,7 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, pr
 	}
 	t, err := training.NewTrainer(m, cfg)
 	if err != nil {
-		if errors.Is(err, nn.ErrTrainConfig) {
+		if errors.Is(err, training.ErrConfig) {
 			return nil, nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
 		}
 		return nil, nil, err
