@@ -70,7 +70,7 @@ func reserveBudget(o *options, t *training.Trainer, cks []*checkpoint.Training, 
 		scaler, _ := rule.(dpoptim.NoiseScaler)
 		l := accountant.NewLedger()
 		for step := t.Steps(); step < p.Steps; step++ {
-			if err := l.Record(p.SampleRate, checkpoint.StepMultiplier(p.NoiseMultiplier, scaler, step), 1); err != nil {
+			if err := l.Record(p.SampleRate, dpoptim.StepMultiplier(p.NoiseMultiplier, scaler, step), 1); err != nil {
 				return nil, err
 			}
 		}
