@@ -21,7 +21,6 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
 	"github.com/privtrain/privtrain/training"
 )
@@ -343,7 +342,7 @@ func testPinnedVariants(t *testing.T, pc *pinCheck) {
 			c.EMA = 0.9
 		}},
 		{"logreg/shuffle-heavyball", logreg, nil, func(c *training.TrainerConfig) {
-			c.Sampling = checkpoint.Shuffle
+			c.Sampling = training.Shuffle
 			c.Privacy = nil
 			c.Rule = &dpoptim.HeavyBall{LearningRate: dpoptim.Constant(0.1), Momentum: 0.9}
 		}},

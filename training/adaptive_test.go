@@ -13,7 +13,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -52,7 +51,7 @@ func TestAdaptiveTrainerCountsUnclippedExamples(t *testing.T) {
 	}
 	tr := newTrainer(t, newModel(t, spec(), 32, nn.WithSeed(3)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
+		Sampling: training.Shuffle, Seed: seedPtr(1),
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
 	})
@@ -74,7 +73,7 @@ func TestAdaptiveCountsExamplesNotViews(t *testing.T) {
 	train, _ := embedded(t, n)
 	tr := newTrainer(t, newModel(t, models.MNISTCNN(models.Tanh), 32, nn.WithSeed(3)), training.TrainerConfig{
 		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
+		Sampling: training.Shuffle, Seed: seedPtr(1),
 		AugmentMultiplicity: 2, Augment: datasets.Augment{Crop: true, Pad: 1},
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},

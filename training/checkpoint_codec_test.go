@@ -111,13 +111,13 @@ func TestPlanJSON(t *testing.T) {
 	stored := `{"n":8000,"batch":2048,"physical_batch":128,"sampling":"poisson","q":0.256,` +
 		`"steps_per_epoch":4,"epochs":30,"steps":120,"private":true,"noise_multiplier":4.3637,` +
 		`"noise_schedule":true,"calibrated":true,"clip":1,"clip_rule":"flat C=1","delta":1e-05,"target_epsilon":3}`
-	want := checkpoint.Plan{
-		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: checkpoint.Poisson, SampleRate: 0.256,
+	want := training.Plan{
+		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: training.Poisson, SampleRate: 0.256,
 		StepsPerEpoch: 4, Epochs: 30, Steps: 120, Private: true, NoiseMultiplier: 4.3637, NoiseSchedule: true,
 		Calibrated: true, Clip: 1, ClipRule: "flat C=1", Delta: 1e-5, TargetEpsilon: 3,
 		Spent: accountant.Spent{Epsilon: math.Inf(1)},
 	}
-	var got checkpoint.Plan
+	var got training.Plan
 	if err := json.Unmarshal([]byte(stored), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestPlanJSON(t *testing.T) {
 			t.Errorf("encoded %s = %v, want %v", k, keys[k], v)
 		}
 	}
-	got = checkpoint.Plan{}
+	got = training.Plan{}
 	if err := json.Unmarshal(b, &got); err != nil || got != want {
 		t.Errorf("round trip %+v, %v", got, err)
 	}

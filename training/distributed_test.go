@@ -208,7 +208,7 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 			c.AugmentMultiplicity, c.Augment = 4, datasets.Augment{Crop: true, Pad: 2}
 		}},
 		{"dp-sgd-shuffle-ema", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, func(c *training.TrainerConfig) {
-			c.Sampling, c.EMA = checkpoint.Shuffle, 0.9 // batches not in increasing order; an average
+			c.Sampling, c.EMA = training.Shuffle, 0.9 // batches not in increasing order; an average
 		}},
 	}
 	for _, c := range cases {

@@ -1,5 +1,6 @@
 // Package training runs a private training plan on an nn.Model: the Trainer, its Plan
-// (nn/checkpoint's data type, fixed before the first step with the ε the run will spend),
+// (fixed before the first step with the ε the run will spend; Plan and Sampling are
+// aliases of the types a checkpoint stores, vocabulary.go),
 // the sampler, adaptive clipping and parameter averaging glue, augmentation multiplicity,
 // the front-end feature cache (CachedFrontEndFeatures, featurecache.go),
 // and the trainer's side of a checkpoint (Trainer.Checkpoint captures, Trainer.Restore

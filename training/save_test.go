@@ -34,7 +34,7 @@ type resumeCase struct {
 	physical int
 	rule     func() dpoptim.Rule
 	privacy  func() *training.Privacy
-	sampling checkpoint.Sampling
+	sampling training.Sampling
 	epochs   int
 	stopAt   int // the first piece stops after this many steps
 }
@@ -67,7 +67,7 @@ func resumeCases() []resumeCase {
 				p.Smoother = mustLaplacian(models.LogisticRegression())
 				return p
 			}, epochs: 3, stopAt: 20},
-		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: checkpoint.Shuffle, epochs: 3, stopAt: 13},
+		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: training.Shuffle, epochs: 3, stopAt: 13},
 		{name: "logreg dp-sgd mid-epoch poisson", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, epochs: 3, stopAt: 17},
 		{name: "logreg dp-sgd adaptive clipping mid-epoch", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd,
 			privacy: func() *training.Privacy {
@@ -260,7 +260,7 @@ func TestRestoreRefuses(t *testing.T) {
 		priv     *training.Privacy
 		batch    int
 		epochs   int
-		sampling checkpoint.Sampling
+		sampling training.Sampling
 		seed     *uint64
 		settings map[string]string
 	}
@@ -298,7 +298,7 @@ func TestRestoreRefuses(t *testing.T) {
 		{"δ", func(c *config) { c.priv.Delta = 1e-6 }, training.ErrMismatch},
 		{"fixed noise", func(c *config) { c.priv.TargetEpsilon, c.priv.NoiseMultiplier = 0, 3 }, training.ErrMismatch},
 		{"batch", func(c *config) { c.batch = 50 }, training.ErrMismatch},
-		{"sampling", func(c *config) { c.sampling = checkpoint.Shuffle }, training.ErrMismatch},
+		{"sampling", func(c *config) { c.sampling = training.Shuffle }, training.ErrMismatch},
 		{"seed", func(c *config) { c.seed = seedPtr(2) }, training.ErrMismatch},
 		{"secure", func(c *config) { c.seed = nil }, training.ErrMismatch},
 		{"settings", func(c *config) { c.settings = map[string]string{"lr": "2"} }, training.ErrMismatch},

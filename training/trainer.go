@@ -98,7 +98,7 @@ type TrainerConfig struct {
 	// Epochs ≥ 1: the plan has Epochs·⌈n/b⌉ steps.
 	Epochs int
 	// Sampling is Poisson (the default) or Shuffle.
-	Sampling checkpoint.Sampling
+	Sampling Sampling
 	// AugmentMultiplicity K ≥ 1 trains on K views of every sampled example drawn by
 	// Augment (which must change something), loaded into K consecutive rows, the example's
 	// gradient being the mean over its views before clipping (augment.go); 0, the
@@ -236,7 +236,7 @@ type Result struct {
 type Trainer struct {
 	model   *nn.Model
 	cfg     TrainerConfig
-	plan    checkpoint.Plan
+	plan    Plan
 	private *dpoptim.Private // nil for non-private training
 	opt     dpoptim.Optimizer
 	scaler  dpoptim.NoiseScaler
@@ -296,7 +296,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	if cfg.Epochs < 1 {
 		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, cfg.Epochs)
 	}
-	if cfg.Sampling != checkpoint.Poisson && cfg.Sampling != checkpoint.Shuffle {
+	if cfg.Sampling != Poisson && cfg.Sampling != Shuffle {
 		return nil, fmt.Errorf("%w: unknown sampling %v", ErrConfig, cfg.Sampling)
 	}
 	if err := checkEMA(cfg.EMA); err != nil {
@@ -323,7 +323,7 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	}
 	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA), iterate: iterate}
 	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
-	t.plan = checkpoint.Plan{
+	t.plan = Plan{
 		DatasetSize:   n,
 		BatchSize:     cfg.BatchSize,
 		PhysicalBatch: m.BatchSize(),
@@ -488,7 +488,7 @@ func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Privat
 func describeClip(r clipping.Rule) string { return fmt.Sprint(r) }
 
 // Plan returns the run's plan.
-func (t *Trainer) Plan() checkpoint.Plan { return t.plan }
+func (t *Trainer) Plan() Plan { return t.plan }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *nn.Model { return t.model }

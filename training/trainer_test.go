@@ -15,7 +15,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -400,7 +399,7 @@ func TestShuffleWarns(t *testing.T) {
 	train, _ := embedded(t, 250)
 	var sizes []int
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 1, Sampling: checkpoint.Shuffle,
+		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 1, Sampling: training.Shuffle,
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
 		OnStep:  func(p training.StepProgress) error { sizes = append(sizes, p.BatchSize); return nil },
 	})

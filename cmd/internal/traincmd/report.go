@@ -18,7 +18,6 @@ import (
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -186,7 +185,7 @@ func (r *reporter) finishBar() {
 	}
 }
 
-func (r *reporter) epoch(m training.EpochMetrics, p checkpoint.Plan) {
+func (r *reporter) epoch(m training.EpochMetrics, p training.Plan) {
 	if r.drawn {
 		fmt.Fprint(r.w, "\r\033[K") // the epoch's line replaces its progress line
 		r.drawn = false
@@ -222,8 +221,8 @@ func epsString(eps float64) string {
 	return fmt.Sprintf("%.3f", eps)
 }
 
-func samplingName(s checkpoint.Sampling) string {
-	if s == checkpoint.Poisson {
+func samplingName(s training.Sampling) string {
+	if s == training.Poisson {
 		return "Poisson"
 	}
 	return "shuffled fixed-size"
@@ -485,8 +484,8 @@ func (s *summary) writeText(w io.Writer) {
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s, CPU path %s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))), cpupath.Describe())
 }
 
-func mustSampling(s string) checkpoint.Sampling {
-	v, _ := checkpoint.ParseSampling(s)
+func mustSampling(s string) training.Sampling {
+	v, _ := training.ParseSampling(s)
 	return v
 }
 

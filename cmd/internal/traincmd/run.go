@@ -350,7 +350,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 
 // interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
 // 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
-func interruptedWhere(step int, p checkpoint.Plan) string {
+func interruptedWhere(step int, p training.Plan) string {
 	if step == 0 {
 		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
 	}
@@ -359,7 +359,7 @@ func interruptedWhere(step int, p checkpoint.Plan) string {
 
 // epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
 // under way, "after epoch 1 of 2" at its end.
-func epochPosition(step int, p checkpoint.Plan) string {
+func epochPosition(step int, p training.Plan) string {
 	if step%p.StepsPerEpoch == 0 {
 		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
 	}
@@ -723,7 +723,7 @@ func (o *options) trainerConfigContext(ctx context.Context, train, test datasets
 			return nil, training.TrainerConfig{}, err
 		}
 	}
-	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
+	cfg.Sampling, _ = training.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return nil, training.TrainerConfig{}, err
 	}
