@@ -35,10 +35,10 @@ func (t *Trainer) views() int {
 	return t.aug.k
 }
 
-// setupAugment checks TrainerConfig.AugmentMultiplicity and Augment, sets the model's
+// setupAugment checks TrainerConfig.Augmentation.Multiplicity and Augment, sets the model's
 // group size and records the augmentation in the settings.
 func (t *Trainer) setupAugment() error {
-	k, a := t.cfg.AugmentMultiplicity, t.cfg.Augment
+	k, a := t.cfg.Augmentation.Multiplicity, t.cfg.Augmentation.Augment
 	switch {
 	case k < 0:
 		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrConfig, k)
@@ -57,14 +57,14 @@ func (t *Trainer) setupAugment() error {
 	case t.model.BatchSize()%k != 0:
 		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrConfig, t.model.BatchSize(), k)
 	}
-	shape := t.cfg.Train.Shape()
+	shape := t.cfg.Data.Train.Shape()
 	if err := a.Check(shape); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := t.model.SetGroupSize(k); err != nil {
 		return err
 	}
-	au := &augmenter{k: k, aug: a, shape: shape, scratch: make([]float32, datasets.Size(t.cfg.Train))}
+	au := &augmenter{k: k, aug: a, shape: shape, scratch: make([]float32, datasets.Size(t.cfg.Data.Train))}
 	if t.cfg.Seed != nil {
 		au.key = datasets.AugmentKey(*t.cfg.Seed)
 	} else {
@@ -86,7 +86,7 @@ func (t *Trainer) setupAugment() error {
 // drawn from the key, the step, the example's index and the view).
 func (t *Trainer) loadTrain(idx []int) nn.Batch {
 	if t.aug == nil {
-		return t.load(t.cfg.Train, idx)
+		return t.load(t.cfg.Data.Train, idx)
 	}
 	a, k := t.aug, t.aug.k
 	size := len(t.x) / len(t.labels)
@@ -96,7 +96,7 @@ func (t *Trainer) loadTrain(idx []int) nn.Batch {
 			t.mask[r] = false
 			continue
 		}
-		t.labels[r] = a.aug.View(t.cfg.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
+		t.labels[r] = a.aug.View(t.cfg.Data.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
 		t.mask[r] = true
 	}
 	return nn.Batch{X: t.x, Labels: t.labels, Mask: t.mask}

@@ -209,8 +209,8 @@ func (t *Trainer) compatible(c *checkpoint.Training) error {
 		return mismatch("training set", c.Dataset, labels)
 	case c.Optimizer != t.opt.Name():
 		return mismatch("optimizer", c.Optimizer, t.opt.Name())
-	case c.EMA != t.cfg.EMA:
-		return mismatch("parameter averaging (EMA decay, 0: none)", c.EMA, t.cfg.EMA)
+	case c.EMA != t.cfg.Averaging.EMA:
+		return mismatch("parameter averaging (EMA decay, 0: none)", c.EMA, t.cfg.Averaging.EMA)
 	case !maps.Equal(c.Settings, t.cfg.Settings):
 		return fmt.Errorf("%w: settings differ: %s", ErrMismatch, settingsDiff(c.Settings, t.cfg.Settings))
 	}

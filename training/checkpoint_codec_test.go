@@ -53,7 +53,10 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	train, _ := embedded(t, 200)
 	rule := func() dpoptim.Rule { return &dpoptim.ADPAdaGradNorm{Eta: 1, B0: 2, Nu: 1e-5, C: 0.5} }
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, DatasetName: "mnist-200", Rule: rule(), BatchSize: 50, Epochs: 1, Seed: seedPtr(3),
+		Data:     training.Data{Train: train, Name: "mnist-200"},
+		Rule:     rule(),
+		Schedule: training.Schedule{BatchSize: 50, Epochs: 1},
+		Seed:     seedPtr(3),
 	})
 	if s, ok := tr.Seed(); !ok || s != 3 {
 		t.Errorf("Seed() = %d, %v; want 3, true", s, ok)
@@ -191,7 +194,7 @@ func TestStoredLayoutJSON(t *testing.T) {
 func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*checkpoint.Training)) string {
 	t.Helper()
 	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
-	tr := newTrainer(t, m, training.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
+	tr := newTrainer(t, m, training.TrainerConfig{Data: training.Data{Train: ds, Name: "random"}, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), Schedule: training.Schedule{BatchSize: 2, Epochs: 1}})
 	c, err := tr.Checkpoint()
 	if err != nil {
 		t.Fatal(err)

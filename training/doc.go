@@ -15,7 +15,7 @@
 // of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint,
 // checkpoint.Save, checkpoint.Load and Trainer.Restore keep parameters, optimizer state,
 // the accountant's ledger and, for a seeded run, the generators, so a resumed run
-// continues the same privacy history; see ExampleTrainer. With TrainerConfig.EMA the
+// continues the same privacy history; see ExampleTrainer. With TrainerConfig.Averaging.EMA the
 // trainer also keeps an exponential moving average of the parameters (dpoptim.EMA,
 // post-processing): evaluations use it, the training goes on from the raw parameters,
 // checkpoints store it (ema/ tensors) and models built from a checkpoint load it
@@ -25,7 +25,7 @@
 // keeps the discarded steps in the ledger (ErrRewind). checkpoint.SaveWithKey and
 // checkpoint.LoadWithKey add and check an HMAC-SHA256 under a key the user holds.
 //
-// Augmentation multiplicity. With TrainerConfig.AugmentMultiplicity K, the Trainer loads K
+// Augmentation multiplicity. With TrainerConfig.Augmentation.Multiplicity K, the Trainer loads K
 // views of every sampled example (datasets.Augment, drawn from the seed, the step, the
 // example and the view) into K consecutive rows, and Model.SetGroupSize(K) makes the
 // clipping treat each group of rows as one example whose gradient is the mean over its

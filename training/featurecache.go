@@ -21,7 +21,7 @@ import (
 
 // The feature cache keeps a front end's output for a dataset in a file named by a key
 // over everything the output depends on, so that later runs on the same data with the
-// same front end load it instead of computing it again (TrainerConfig.FeatureCache,
+// same front end load it instead of computing it again (TrainerConfig.FeatureCache.Dir,
 // CachedFrontEndFeatures). The key is SHA-256 over
 //
 //   - a versioned header ("privtrain front-end feature cache key v1"),
@@ -75,7 +75,7 @@ func CachedFrontEndFeatures(m *nn.Model, ds datasets.Dataset, dir string) (datas
 // CachedFrontEndFeaturesWithKey is CachedFrontEndFeatures with files that end in an
 // HMAC-SHA256 under key instead of a SHA-256: a file edited by someone without the key,
 // however they recompute its checksum, is refused, recomputed and rewritten (see
-// TrainerConfig.FeatureCacheKey).
+// TrainerConfig.FeatureCache.Key).
 func CachedFrontEndFeaturesWithKey(m *nn.Model, ds datasets.Dataset, dir string, key []byte) (datasets.Dataset, FeatureCacheUse, error) {
 	if key == nil {
 		key = []byte{} // a key, if an empty one: still not the unkeyed SHA-256

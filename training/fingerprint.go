@@ -40,7 +40,7 @@ func labelFingerprint(name string, ds datasets.Dataset) checkpoint.Fingerprint {
 
 // fingerprint is the trainer's data fingerprint with its content fingerprint, computed
 // on the first call from the training set as given (before any front-end features
-// replace it) unless TrainerConfig.ContentFingerprint gave it.
+// replace it) unless TrainerConfig.Data.ContentFingerprint gave it.
 func (t *Trainer) fingerprint() checkpoint.Fingerprint {
 	if t.dataset.Content == "" {
 		t.dataset.Content = datasets.ContentFingerprint(t.rawTrain)
@@ -50,7 +50,7 @@ func (t *Trainer) fingerprint() checkpoint.Fingerprint {
 	return f
 }
 
-// checkContentFingerprint refuses a TrainerConfig.ContentFingerprint that is not a
+// checkContentFingerprint refuses a TrainerConfig.Data.ContentFingerprint that is not a
 // hex SHA-256 as datasets.ContentFingerprint writes it.
 func checkContentFingerprint(s string) error {
 	if s == "" {

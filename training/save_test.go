@@ -46,9 +46,13 @@ func (rc resumeCase) trainer(t *testing.T, train datasets.Dataset, epochs int, i
 		priv = rc.privacy()
 	}
 	return newTrainer(t, m, training.TrainerConfig{
-		Train: train, DatasetName: "mnist-subset", Rule: rc.rule(), Privacy: priv,
-		BatchSize: rc.batch, Epochs: epochs, Sampling: rc.sampling, Seed: seedPtr(11),
-		Settings: map[string]string{"lr": "0.5"}, OnStep: onStep,
+		Data:      training.Data{Train: train, Name: "mnist-subset"},
+		Rule:      rc.rule(),
+		Privacy:   priv,
+		Schedule:  training.Schedule{BatchSize: rc.batch, Epochs: epochs, Sampling: rc.sampling},
+		Seed:      seedPtr(11),
+		Settings:  map[string]string{"lr": "0.5"},
+		Callbacks: training.Callbacks{OnStep: onStep},
 	})
 }
 
@@ -195,8 +199,10 @@ func TestResumeSecure(t *testing.T) {
 	train, _ := embedded(t, 300)
 	mk := func(epochs int) *training.Trainer {
 		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 30, Epochs: epochs,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: 30, Epochs: epochs},
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 		})
 	}
 	first := mk(1)
@@ -271,8 +277,12 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 	build := func(c config) *training.Trainer {
 		return newTrainer(t, newModel(t, c.spec, 32, nn.WithDType(c.dtype)), training.TrainerConfig{
-			Train: c.train, DatasetName: c.name, Rule: c.rule, Privacy: c.priv, BatchSize: c.batch, Epochs: c.epochs,
-			Sampling: c.sampling, Seed: c.seed, Settings: c.settings,
+			Data:     training.Data{Train: c.train, Name: c.name},
+			Rule:     c.rule,
+			Privacy:  c.priv,
+			Schedule: training.Schedule{BatchSize: c.batch, Epochs: c.epochs, Sampling: c.sampling},
+			Seed:     c.seed,
+			Settings: c.settings,
 		})
 	}
 	src := build(base())
@@ -347,9 +357,12 @@ func seq(n int) []int {
 func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *checkpoint.Training) {
 	train, test := embedded(t, 200)
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-200", Rule: dpoptim.NewAdam(dpoptim.Constant(1e-2)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
-		BatchSize: 50, Epochs: epochs, Seed: seedPtr(3), Settings: map[string]string{"lr": "0.01"},
+		Data:     training.Data{Train: train, Test: test, Name: "mnist-200"},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(1e-2)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 50, Epochs: epochs},
+		Seed:     seedPtr(3),
+		Settings: map[string]string{"lr": "0.01"},
 	})
 	run(t, tr)
 	c, err := tr.Checkpoint()

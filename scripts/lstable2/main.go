@@ -232,11 +232,12 @@ func run() error {
 					avg = &dpoptim.IterateAverage{Weights: epochInverseTime{a: *a, stepsPerEpoch: steps}}
 				}
 				tr, err := training.NewTrainer(m, training.TrainerConfig{
-					IterateAverage: avg,
-					Train:          train, Test: test, DatasetName: name,
+					Averaging: training.Averaging{Iterate: avg},
+					Data:      training.Data{Train: train, Test: test, Name: name},
 					Rule:      rule,
 					Privacy:   p,
-					BatchSize: *batch, Epochs: *epochs, Sampling: samp, Seed: &seedCopy,
+					Schedule:  training.Schedule{BatchSize: *batch, Epochs: *epochs, Sampling: samp},
+					Seed:      &seedCopy,
 				})
 				if err != nil {
 					return err

@@ -231,7 +231,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	if o.validation == 0 {
-		cfg.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
+		cfg.Data.ContentFingerprint = fingerprint // computed once: the budget store's key is the resume check's
 	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
@@ -239,9 +239,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
-	cfg.OnStep = s.onStep
-	cfg.OnEpoch = s.onEpoch
-	cfg.OnFrontEnd = s.out.frontEnd
+	cfg.Callbacks.OnStep = s.onStep
+	cfg.Callbacks.OnEpoch = s.onEpoch
+	cfg.Callbacks.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
 		if errors.Is(err, training.ErrConfig) {
 			return 0, exit.Usagef("%v", err)
@@ -713,17 +713,20 @@ func (o *options) trainerConfigContext(ctx context.Context, train, test datasets
 		return nil, training.TrainerConfig{}, err
 	}
 	cfg := training.TrainerConfig{
-		Train: train, Test: test, DatasetName: name, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
-		FeatureCache: o.featureCache, IterateAverage: o.iterateAverage(rule),
+		Data:         training.Data{Train: train, Test: test, Name: name},
+		Rule:         rule,
+		Schedule:     training.Schedule{BatchSize: o.batch, Epochs: o.epochs},
+		Settings:     o.settings(),
+		Averaging:    training.Averaging{EMA: o.ema, Iterate: o.iterateAverage(rule)},
+		FeatureCache: training.FeatureCache{Dir: o.featureCache},
 	}
 	if o.featureCache != "" {
 		// With a key, an edited cache file is refused, as a checkpoint is.
-		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
+		if cfg.FeatureCache.Key, err = checkpointKey(); err != nil {
 			return nil, training.TrainerConfig{}, err
 		}
 	}
-	cfg.Sampling, _ = training.ParseSampling(o.sampling)
+	cfg.Schedule.Sampling, _ = training.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return nil, training.TrainerConfig{}, err
 	}

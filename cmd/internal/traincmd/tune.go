@@ -723,7 +723,7 @@ func (s *tuneSearch) runTrial(ctx context.Context, c tuneConfig, seed uint64, pr
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.OnEpoch = func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil }
+	cfg.Callbacks.OnEpoch = func(m training.EpochMetrics) error { progress(m.Epoch, o.epochs); return nil }
 	cfg.Settings[settingValidationSplit] = splitContentHash // as o.settings() has it; kept explicit, the search's split
 	cfg.Settings[settingTuneTrial] = s.spec.describe(c)
 	if s.seeded {
