@@ -44,7 +44,7 @@ func (t *Trainer) setupAugment() error {
 		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrConfig, k)
 	case k == 0:
 		if !a.Identity() {
-			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", ErrConfig, a)
+			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set Augmentation.Multiplicity ≥ 1", ErrConfig, a)
 		}
 		return t.model.SetGroupSize(1)
 	case a.Identity():
