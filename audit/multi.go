@@ -205,19 +205,17 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 		var score float64
 		maxK := 0
 		tr, err := training.NewTrainer(model, training.TrainerConfig{
-			Train:       data,
-			DatasetName: "audit-multi",
-			Rule:        dpoptim.NewSGD(dpoptim.Constant(lr)),
-			BatchSize:   b,
-			Epochs:      cfg.Epochs,
-			Seed:        seed,
-			Settings:    map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
+			Data:     training.Data{Train: data, Name: "audit-multi"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(lr)),
+			Schedule: training.Schedule{BatchSize: b, Epochs: cfg.Epochs},
+			Seed:     seed,
+			Settings: map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
 			Privacy: &training.Privacy{
 				Clip:            clipping.Flat{C: cfg.Clip},
 				NoiseMultiplier: z,
 				Delta:           cfg.Delta,
 			},
-			OnStep: func(training.StepProgress) error {
+			Callbacks: training.Callbacks{OnStep: func(training.StepProgress) error {
 				model.Params(now)
 				var sq float64
 				for i := range now {
@@ -237,7 +235,7 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 				score += logMixture(qIn, (x-0.5)/(z*z))
 				prev, now = now, prev
 				return nil
-			},
+			}},
 		})
 		if err != nil {
 			return Result{}, multiScores{}, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -260,9 +258,10 @@ func runMulti(ctx context.Context, cfg MultiConfig) (Result, multiScores, error)
 	if math.IsNaN(claim) {
 		// No run included the canary: the claim is the plan's ε of a run that would have.
 		tr, err := training.NewTrainer(model, training.TrainerConfig{
-			Train: &multiData{dim: cfg.Dim, n: nf + 1, canary: true}, DatasetName: "audit-multi",
-			Rule: dpoptim.NewSGD(dpoptim.Constant(lr)), BatchSize: b, Epochs: cfg.Epochs,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: cfg.Clip}, NoiseMultiplier: z, Delta: cfg.Delta},
+			Data:     training.Data{Train: &multiData{dim: cfg.Dim, n: nf + 1, canary: true}, Name: "audit-multi"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(lr)),
+			Schedule: training.Schedule{BatchSize: b, Epochs: cfg.Epochs},
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: cfg.Clip}, NoiseMultiplier: z, Delta: cfg.Delta},
 		})
 		if err != nil {
 			return Result{}, multiScores{}, err

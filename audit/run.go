@@ -237,26 +237,24 @@ func run(ctx context.Context, cfg Config) (Result, canaryScores, error) {
 			return nil, err
 		}
 		return training.NewTrainer(model, training.TrainerConfig{
-			Train:       data,
-			DatasetName: "audit-canaries",
-			Rule:        dpoptim.NewSGD(dpoptim.Constant(lr)),
-			BatchSize:   b,
-			Epochs:      cfg.Epochs,
-			Seed:        cfg.Seed,
-			Settings:    map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
+			Data:     training.Data{Train: data, Name: "audit-canaries"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(lr)),
+			Schedule: training.Schedule{BatchSize: b, Epochs: cfg.Epochs},
+			Seed:     cfg.Seed,
+			Settings: map[string]string{"lr": strconv.FormatFloat(lr, 'g', -1, 64)},
 			Privacy: &training.Privacy{
 				Clip:            clipping.Flat{C: cfg.Clip},
 				NoiseMultiplier: cfg.NoiseMultiplier,
 				TargetEpsilon:   cfg.Epsilon,
 				Delta:           cfg.Delta,
 			},
-			OnStep: func(p training.StepProgress) error {
+			Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 				observe()
 				if cfg.ResumeAfter > 0 && p.GlobalStep == cfg.ResumeAfter {
 					return errPause
 				}
 				return nil
-			},
+			}},
 		})
 	}
 	tr, err := newTrainer()

@@ -49,7 +49,7 @@
 // Parameter averaging: [EMA] keeps an exponential moving average of the parameters with
 // JAX Privacy's warm-up of the decay. It is fed the parameters after each step, which a
 // Private step has already released, so it is post-processing; package nn keeps one for
-// evaluation and checkpoints (TrainerConfig.EMA).
+// evaluation and checkpoints (TrainerConfig.Averaging.EMA).
 //
 // Checkpoints: every Rule and Optimizer exposes its state as a typed [State] (step count,
 // named vectors, named scalars; a Private step adds its noise generator's bytes and nests

@@ -146,11 +146,18 @@ func (p *Private) Noise() *Noise { return p.noise }
 // NoiseMultiplier returns z_t, the noise multiplier the next step will use and record.
 func (p *Private) NoiseMultiplier() float64 { return p.multiplier(p.step) }
 
-func (p *Private) multiplier(t int) float64 {
-	if p.scaler == nil {
-		return p.z
+func (p *Private) multiplier(t int) float64 { return StepMultiplier(p.z, p.scaler, t) }
+
+// StepMultiplier is z_t, the noise multiplier of step t (0-based) for base multiplier z:
+// z itself, or z·scaler.NoiseScale(t) for a rule whose noise follows its step size
+// (ADP-SGD). It is the one formula: Private draws and records it, and a plan's ledger
+// (package training, a checkpoint's ledger check) is rebuilt with it, so that the two
+// agree bit for bit.
+func StepMultiplier(z float64, scaler NoiseScaler, t int) float64 {
+	if scaler == nil {
+		return z
 	}
-	return p.z * p.scaler.NoiseScale(t)
+	return z * scaler.NoiseScale(t)
 }
 
 // Step performs one private step: it records (q, z_t, 1), then sets

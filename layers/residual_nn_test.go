@@ -126,9 +126,12 @@ func TestResidualTrainsReproducibly(t *testing.T) {
 		}
 		seed := uint64(9)
 		tr, err := training.NewTrainer(m, training.TrainerConfig{
-			Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Data:      training.Data{Train: ds, Name: "random"},
+			Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
 			Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
-			BatchSize: 24, Epochs: epochs, Seed: &seed, OnStep: onStep,
+			Schedule:  training.Schedule{BatchSize: 24, Epochs: epochs},
+			Seed:      &seed,
+			Callbacks: training.Callbacks{OnStep: onStep},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -190,9 +190,11 @@ func TestScaleTrainsAndSaves(t *testing.T) {
 	m.Params(start)
 	seed := uint64(4)
 	tr, err := training.NewTrainer(m, training.TrainerConfig{
-		Train: datatest.Random(t, []int{2, 3, 3}, 3, 64), DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
-		BatchSize: 16, Epochs: 2, Seed: &seed,
+		Data:     training.Data{Train: datatest.Random(t, []int{2, 3, 3}, 3, 64), Name: "random"},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-3},
+		Schedule: training.Schedule{BatchSize: 16, Epochs: 2},
+		Seed:     &seed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
 	"github.com/privtrain/privtrain/training"
 )
@@ -218,9 +217,11 @@ func pinRun(t *testing.T, spec nn.Spec, physical int, opts []nn.Option, edit fun
 	}
 	seed := uint64(5)
 	cfg := training.TrainerConfig{
-		Train: pinData(t, spec.InputShape), DatasetName: "pin", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		BatchSize: 32, Epochs: 2, Seed: &seed,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+		Data:     training.Data{Train: pinData(t, spec.InputShape), Name: "pin"},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: 32, Epochs: 2},
+		Seed:     &seed,
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -338,12 +339,12 @@ func testPinnedVariants(t *testing.T, pc *pinCheck) {
 			c.Privacy.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
 		}},
 		{"cnn/augmult-ema", cnn, nil, func(c *training.TrainerConfig) {
-			c.AugmentMultiplicity = 2
-			c.Augment = datasets.Augment{Crop: true, Pad: 4, Flip: true}
-			c.EMA = 0.9
+			c.Augmentation.Multiplicity = 2
+			c.Augmentation.Augment = datasets.Augment{Crop: true, Pad: 4, Flip: true}
+			c.Averaging.EMA = 0.9
 		}},
 		{"logreg/shuffle-heavyball", logreg, nil, func(c *training.TrainerConfig) {
-			c.Sampling = checkpoint.Shuffle
+			c.Schedule.Sampling = training.Shuffle
 			c.Privacy = nil
 			c.Rule = &dpoptim.HeavyBall{LearningRate: dpoptim.Constant(0.1), Momentum: 0.9}
 		}},

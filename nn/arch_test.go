@@ -42,7 +42,7 @@ func randomParams(t testing.TB, m *nn.Model, seed uint64) []float64 {
 func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*checkpoint.Training)) string {
 	t.Helper()
 	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
-	tr := newTrainer(t, m, training.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
+	tr := newTrainer(t, m, training.TrainerConfig{Data: training.Data{Train: ds, Name: "random"}, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), Schedule: training.Schedule{BatchSize: 2, Epochs: 1}})
 	c, err := tr.Checkpoint()
 	if err != nil {
 		t.Fatal(err)

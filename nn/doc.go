@@ -67,7 +67,7 @@
 // ClippedGradient on raw batches apply the front end per batch; the Trainer (package
 // training) computes the
 // features of its training and test sets once, before its first step (FrontEndFeatures,
-// TrainerConfig.OnFrontEnd), and trains on them. Per-example gradients, clipping and
+// TrainerConfig.Callbacks.OnFrontEnd), and trains on them. Per-example gradients, clipping and
 // noise concern the trainable parameters only, exactly as if the features were the data:
 // the front end costs no privacy. On the native engine in float32, the parameter-free
 // per-example layers right after the FrontEnd layers (layers.Skippable: the scatter
@@ -76,7 +76,7 @@
 // bit what computing them in every step gives (FrontEnd then names them, and FeatureShape
 // is their output). Checkpoints store the front-end layers in the Architecture like any
 // other. Package training keeps the features in a feature cache across runs
-// (training.CachedFrontEndFeatures, TrainerConfig.FeatureCache).
+// (training.CachedFrontEndFeatures, TrainerConfig.FeatureCache.Dir).
 //
 // Gorgonia v0.9.18 pitfalls the Gorgonia engine guards against (tests reproduce each in raw
 // Gorgonia): a second Backpropagate on a graph returns the first gradients, so each graph

@@ -230,7 +230,7 @@ func (m *Model) FrontEndFeaturesContext(ctx context.Context, ds datasets.Dataset
 		return ds, nil
 	}
 	if !slices.Equal(ds.Shape(), m.rawShape) {
-		return nil, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrTrainConfig, ds.Shape(), m.name, m.rawShape)
+		return nil, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrBatch, ds.Shape(), m.name, m.rawShape)
 	}
 	fs, err := datasets.Transform(ctx, ds, m.front.out, m.front.apply)
 	if err != nil {

@@ -64,8 +64,11 @@ func TestAbsorbedFrontEndBitwise(t *testing.T) {
 		run := func(spec nn.Spec, tr, te datasets.Dataset) (*nn.Model, []float64, training.Result) {
 			m := newModel(t, spec, 32, nn.WithSeed(11))
 			tn, err := training.NewTrainer(m, training.TrainerConfig{
-				Train: tr, Test: te, DatasetName: "mnist", Rule: dpoptim.NewSGD(dpoptim.Constant(2)), BatchSize: 64, Epochs: 2,
-				Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(5),
+				Data:     training.Data{Train: tr, Test: te, Name: "mnist"},
+				Rule:     dpoptim.NewSGD(dpoptim.Constant(2)),
+				Schedule: training.Schedule{BatchSize: 64, Epochs: 2},
+				Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+				Seed:     seedPtr(5),
 			})
 			if err != nil {
 				t.Fatal(err)

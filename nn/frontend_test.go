@@ -213,9 +213,12 @@ func TestTrainerFrontEndOnce(t *testing.T) {
 	}}
 	run := func(m *nn.Model, tr, te datasets.Dataset, onFront func(training.FrontEndProgress)) []float64 {
 		tn, err := training.NewTrainer(m, training.TrainerConfig{
-			Train: tr, Test: te, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 8, Epochs: 3,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(9),
-			OnFrontEnd: onFront,
+			Data:      training.Data{Train: tr, Test: te, Name: "random"},
+			Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Schedule:  training.Schedule{BatchSize: 8, Epochs: 3},
+			Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+			Seed:      seedPtr(9),
+			Callbacks: training.Callbacks{OnFrontEnd: onFront},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +268,9 @@ func TestTrainerFrontEndCancel(t *testing.T) {
 		counting{&n}, layers.Flatten{}, layers.Dense{Units: 3},
 	}}
 	tn, err := training.NewTrainer(newModel(t, spec, 4, nn.WithSeed(3)), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 5, Epochs: 1,
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: 5, Epochs: 1},
 	})
 	if err != nil {
 		t.Fatal(err)

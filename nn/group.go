@@ -29,7 +29,7 @@ func (n *net[T]) groupSize() int { return n.ws.GroupSize() }
 // per example (BatchSize/k of them). The batch size must be a multiple of k; a mask must
 // mark a group's rows all real or all padding. Loss, Correct and Examples still count
 // rows. k = 1 (the default) is one row per example. A Trainer sets it from
-// TrainerConfig.AugmentMultiplicity.
+// TrainerConfig.Augmentation.Multiplicity.
 func (m *Model) SetGroupSize(k int) error {
 	g, ok := m.net.(grouper)
 	if !ok {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
 )
 
 // Adaptive clipping (Privacy.Adaptive) in the trainer: the private step owns C_t, its
@@ -25,25 +24,25 @@ func (t *Trainer) checkAdaptive() error {
 		return nil
 	}
 	if _, ok := p.Clip.(clipping.Flat); !ok {
-		return fmt.Errorf("%w: adaptive clipping needs flat clipping (its C is the initial clip norm), not %s", nn.ErrTrainConfig, describeClip(p.Clip))
+		return fmt.Errorf("%w: adaptive clipping needs flat clipping (its C is the initial clip norm), not %s", ErrConfig, describeClip(p.Clip))
 	}
 	if _, ok := t.cfg.Rule.(dpoptim.NoiseScaler); ok {
-		return fmt.Errorf("%w: adaptive clipping with %s, whose noise multiplier follows its step size: not supported", nn.ErrTrainConfig, t.cfg.Rule.Name())
+		return fmt.Errorf("%w: adaptive clipping with %s, whose noise multiplier follows its step size: not supported", ErrConfig, t.cfg.Rule.Name())
 	}
 	if !(a.TargetQuantile > 0 && a.TargetQuantile < 1) {
-		return fmt.Errorf("%w: adaptive clipping: target quantile %v, want a quantile in (0, 1)", nn.ErrTrainConfig, a.TargetQuantile)
+		return fmt.Errorf("%w: adaptive clipping: target quantile %v, want a quantile in (0, 1)", ErrConfig, a.TargetQuantile)
 	}
 	if a.LearningRate == 0 {
 		a.LearningRate = dpoptim.DefaultClipLearningRate
 	}
 	if !(a.LearningRate > 0) || math.IsInf(a.LearningRate, 0) {
-		return fmt.Errorf("%w: adaptive clipping: clip learning rate %v, want a finite rate > 0", nn.ErrTrainConfig, a.LearningRate)
+		return fmt.Errorf("%w: adaptive clipping: clip learning rate %v, want a finite rate > 0", ErrConfig, a.LearningRate)
 	}
 	if a.CountNoise == 0 {
 		a.CountNoise = dpoptim.DefaultCountNoiseShare * float64(t.plan.BatchSize)
 	}
 	if !(a.CountNoise > 0) || math.IsInf(a.CountNoise, 0) {
-		return fmt.Errorf("%w: adaptive clipping: count noise σ_b = %v, want a finite σ_b > 0", nn.ErrTrainConfig, a.CountNoise)
+		return fmt.Errorf("%w: adaptive clipping: count noise σ_b = %v, want a finite σ_b > 0", ErrConfig, a.CountNoise)
 	}
 	return nil
 }

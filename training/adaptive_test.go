@@ -13,7 +13,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -51,8 +50,10 @@ func TestAdaptiveTrainerCountsUnclippedExamples(t *testing.T) {
 		t.Fatalf("%d examples unclipped at C_0 = %v, want 20 (ties among the norms?)", unclipped, c0)
 	}
 	tr := newTrainer(t, newModel(t, spec(), 32, nn.WithSeed(3)), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: n, Epochs: 1, Sampling: training.Shuffle},
+		Seed:     seedPtr(1),
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
 	})
@@ -73,9 +74,11 @@ func TestAdaptiveCountsExamplesNotViews(t *testing.T) {
 	const n, eta, gamma, c0 = 64, 0.2, 0.5, 1e-9
 	train, _ := embedded(t, n)
 	tr := newTrainer(t, newModel(t, models.MNISTCNN(models.Tanh), 32, nn.WithSeed(3)), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: n, Epochs: 1,
-		Sampling: checkpoint.Shuffle, Seed: seedPtr(1),
-		AugmentMultiplicity: 2, Augment: datasets.Augment{Crop: true, Pad: 1},
+		Data:         training.Data{Train: train},
+		Rule:         dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule:     training.Schedule{BatchSize: n, Epochs: 1, Sampling: training.Shuffle},
+		Seed:         seedPtr(1),
+		Augmentation: training.Augmentation{Multiplicity: 2, Augment: datasets.Augment{Crop: true, Pad: 1}},
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: c0}, NoiseMultiplier: 1e-3, Delta: 1e-5,
 			Adaptive: &dpoptim.AdaptiveClip{TargetQuantile: gamma, LearningRate: eta, CountNoise: 1e-3}},
 	})
@@ -96,14 +99,17 @@ func TestAdaptiveTrainerCalibration(t *testing.T) {
 	var clips []float64
 	mk := func(adaptive *dpoptim.AdaptiveClip) *training.Trainer {
 		return newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 60, Epochs: 2, Seed: seedPtr(2),
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5, Adaptive: adaptive},
-			OnEpoch: func(m training.EpochMetrics) error {
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Schedule: training.Schedule{BatchSize: 60, Epochs: 2},
+			Seed:     seedPtr(2),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5, Adaptive: adaptive},
+			Callbacks: training.Callbacks{OnEpoch: func(m training.EpochMetrics) error {
 				if adaptive != nil {
 					clips = append(clips, m.ClipNorm)
 				}
 				return nil
-			},
+			}},
 		})
 	}
 	fixed := mk(nil)
@@ -167,9 +173,9 @@ func TestAdaptiveTrainerErrors(t *testing.T) {
 			rule = dpoptim.NewSGD(dpoptim.Constant(1))
 		}
 		p := c.privacy
-		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: rule, BatchSize: c.batch, Epochs: 1, Privacy: &p})
-		if !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want ErrTrainConfig naming %q", name, err, c.want)
+		_, err := training.NewTrainer(m, training.TrainerConfig{Data: training.Data{Train: train}, Rule: rule, Schedule: training.Schedule{BatchSize: c.batch, Epochs: 1}, Privacy: &p})
+		if !errors.Is(err, training.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrConfig naming %q", name, err, c.want)
 		}
 	}
 }
@@ -180,8 +186,11 @@ func TestAdaptiveCheckpointMismatch(t *testing.T) {
 	train, _ := embedded(t, 200)
 	mk := func(a *dpoptim.AdaptiveClip) *training.Trainer {
 		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 20, Epochs: 1, Seed: seedPtr(4),
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5, Adaptive: a},
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: 20, Epochs: 1},
+			Seed:     seedPtr(4),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5, Adaptive: a},
 		})
 	}
 	ada := mk(&dpoptim.AdaptiveClip{TargetQuantile: 0.5})

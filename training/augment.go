@@ -35,36 +35,36 @@ func (t *Trainer) views() int {
 	return t.aug.k
 }
 
-// setupAugment checks TrainerConfig.AugmentMultiplicity and Augment, sets the model's
+// setupAugment checks TrainerConfig.Augmentation.Multiplicity and Augment, sets the model's
 // group size and records the augmentation in the settings.
 func (t *Trainer) setupAugment() error {
-	k, a := t.cfg.AugmentMultiplicity, t.cfg.Augment
+	k, a := t.cfg.Augmentation.Multiplicity, t.cfg.Augmentation.Augment
 	switch {
 	case k < 0:
-		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", nn.ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d, want ≥ 0 (0: no augmentation)", ErrConfig, k)
 	case k == 0:
 		if !a.Identity() {
-			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set AugmentMultiplicity ≥ 1", nn.ErrTrainConfig, a)
+			return fmt.Errorf("%w: augmentation %v with multiplicity 0; set Augmentation.Multiplicity ≥ 1", ErrConfig, a)
 		}
 		return t.model.SetGroupSize(1)
 	case a.Identity():
-		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", nn.ErrTrainConfig, k)
+		return fmt.Errorf("%w: augmentation multiplicity %d without any augmentation (every view would be the example itself)", ErrConfig, k)
 	case t.model.HasFrontEnd():
 		// The trainer trains on the front end's cached features; views would crop and
 		// flip those, not the images, and recomputing the front end per view and step
 		// would undo the caching.
-		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", nn.ErrTrainConfig, t.model.Name(), t.model.FrontEnd())
+		return fmt.Errorf("%w: augmentation multiplicity with model %s, whose front end (%s) is computed once per dataset: augment the images before it, or use a model without a front end", ErrConfig, t.model.Name(), t.model.FrontEnd())
 	case t.model.BatchSize()%k != 0:
-		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", nn.ErrTrainConfig, t.model.BatchSize(), k)
+		return fmt.Errorf("%w: physical batch %d is not a multiple of the augmentation multiplicity %d", ErrConfig, t.model.BatchSize(), k)
 	}
-	shape := t.cfg.Train.Shape()
+	shape := t.cfg.Data.Train.Shape()
 	if err := a.Check(shape); err != nil {
-		return fmt.Errorf("%w: %v", nn.ErrTrainConfig, err)
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := t.model.SetGroupSize(k); err != nil {
 		return err
 	}
-	au := &augmenter{k: k, aug: a, shape: shape, scratch: make([]float32, datasets.Size(t.cfg.Train))}
+	au := &augmenter{k: k, aug: a, shape: shape, scratch: make([]float32, datasets.Size(t.cfg.Data.Train))}
 	if t.cfg.Seed != nil {
 		au.key = datasets.AugmentKey(*t.cfg.Seed)
 	} else {
@@ -86,7 +86,7 @@ func (t *Trainer) setupAugment() error {
 // drawn from the key, the step, the example's index and the view).
 func (t *Trainer) loadTrain(idx []int) nn.Batch {
 	if t.aug == nil {
-		return t.load(t.cfg.Train, idx)
+		return t.load(t.cfg.Data.Train, idx)
 	}
 	a, k := t.aug, t.aug.k
 	size := len(t.x) / len(t.labels)
@@ -96,7 +96,7 @@ func (t *Trainer) loadTrain(idx []int) nn.Batch {
 			t.mask[r] = false
 			continue
 		}
-		t.labels[r] = a.aug.View(t.cfg.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
+		t.labels[r] = a.aug.View(t.cfg.Data.Train, idx[j], t.step, r%k, a.key, t.x[r*size:(r+1)*size], a.scratch, a.shape)
 		t.mask[r] = true
 	}
 	return nn.Batch{X: t.x, Labels: t.labels, Mask: t.mask}

@@ -43,9 +43,12 @@ func tinySpec() nn.Spec {
 
 func augConfig(train datasets.Dataset, k int, seed uint64) TrainerConfig {
 	return TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 8, Epochs: 2, Seed: &seed,
-		Privacy:             &Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
-		AugmentMultiplicity: k, Augment: datasets.Augment{Crop: true, Pad: 2, Flip: true},
+		Data:         Data{Train: train},
+		Rule:         dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule:     Schedule{BatchSize: 8, Epochs: 2},
+		Seed:         &seed,
+		Privacy:      &Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+		Augmentation: Augmentation{Multiplicity: k, Augment: datasets.Augment{Crop: true, Pad: 2, Flip: true}},
 	}
 }
 
@@ -74,7 +77,7 @@ func TestAugmentedLoad(t *testing.T) {
 	tr.step = 9
 	idx := []int{4, 31, 17}
 	b := tr.loadTrain(idx)
-	a := tr.cfg.Augment
+	a := tr.cfg.Augmentation.Augment
 	key := datasets.AugmentKey(5)
 	want, scratch := make([]float32, 64), make([]float32, 64)
 	for r := range 12 {
@@ -112,7 +115,7 @@ func TestAugmentedRunResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := augConfig(train, 2, 11)
-	cfg.OnStep = func(p StepProgress) error {
+	cfg.Callbacks.OnStep = func(p StepProgress) error {
 		if p.GlobalStep == 3 {
 			cancel()
 		}
@@ -144,12 +147,12 @@ func TestAugmentedRunResumes(t *testing.T) {
 
 	for _, other := range []TrainerConfig{augConfig(train, 3, 11), func() TrainerConfig {
 		c := augConfig(train, 0, 11)
-		c.Augment = datasets.Augment{}
+		c.Augmentation.Augment = datasets.Augment{}
 		return c
 	}()} {
 		tr := augTrainer(t, 12, other)
 		if err := tr.Restore(ck); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), SettingAugment) {
-			t.Errorf("K=%d restoring a K=2 checkpoint: %v, want ErrMismatch", other.AugmentMultiplicity, err)
+			t.Errorf("K=%d restoring a K=2 checkpoint: %v, want ErrMismatch", other.Augmentation.Multiplicity, err)
 		}
 	}
 
@@ -175,11 +178,11 @@ func TestAugmentConfigErrors(t *testing.T) {
 		batch int
 		edit  func(*TrainerConfig)
 	}{
-		{"negative K", 8, func(c *TrainerConfig) { c.AugmentMultiplicity = -1 }},
-		{"K without augmentation", 8, func(c *TrainerConfig) { c.Augment = datasets.Augment{} }},
-		{"augmentation without K", 8, func(c *TrainerConfig) { c.AugmentMultiplicity = 0 }},
+		{"negative K", 8, func(c *TrainerConfig) { c.Augmentation.Multiplicity = -1 }},
+		{"K without augmentation", 8, func(c *TrainerConfig) { c.Augmentation.Augment = datasets.Augment{} }},
+		{"augmentation without K", 8, func(c *TrainerConfig) { c.Augmentation.Multiplicity = 0 }},
 		{"batch not a multiple of K", 9, func(c *TrainerConfig) {}},
-		{"padding wider than the image", 8, func(c *TrainerConfig) { c.Augment.Pad = 9 }},
+		{"padding wider than the image", 8, func(c *TrainerConfig) { c.Augmentation.Augment.Pad = 9 }},
 	} {
 		cfg := augConfig(train, 2, 1)
 		tc.edit(&cfg)
@@ -187,8 +190,8 @@ func TestAugmentConfigErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("%s: %v, want nn.ErrTrainConfig", tc.name, err)
+		if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
 		}
 	}
 	// A front end's features are cached once per dataset: views of them would be crops of
@@ -199,8 +202,8 @@ func TestAugmentConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, nn.ErrTrainConfig) || !strings.Contains(err.Error(), "front end") {
-		t.Errorf("augmentation before a front end: %v, want nn.ErrTrainConfig naming the front end", err)
+	if _, err := NewTrainer(sm, augConfig(train, 2, 1)); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "front end") {
+		t.Errorf("augmentation before a front end: %v, want ErrConfig naming the front end", err)
 	}
 	logreg := nn.Spec{Name: "lr", InputShape: []int{64}, NumClasses: 3, Layers: []layers.Layer{layers.Dense{Units: 3}}}
 	m, err := nn.New(logreg, 8)
@@ -208,7 +211,7 @@ func TestAugmentConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := augConfig(flat, 2, 1)
-	if _, err := NewTrainer(m, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-		t.Errorf("crop of flat examples: %v, want nn.ErrTrainConfig", err)
+	if _, err := NewTrainer(m, cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("crop of flat examples: %v, want ErrConfig", err)
 	}
 }

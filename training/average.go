@@ -4,11 +4,10 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// Parameter averaging (TrainerConfig.EMA): the trainer keeps a dpoptim.EMA of the
+// Parameter averaging (TrainerConfig.Averaging.EMA): the trainer keeps a dpoptim.EMA of the
 // parameters that every step leaves in the model, evaluates with the average, and saves
 // it in checkpoints beside the raw parameters, which the training goes on from. The
 // average reads nothing but the parameters a step has released: post-processing, no
@@ -23,10 +22,10 @@ import (
 //	                         model's dtype (so that a resume continues it bit for bit);
 //	                         absent only in a checkpoint at step 0 taken before Run
 
-// checkEMA checks TrainerConfig.EMA.
+// checkEMA checks TrainerConfig.Averaging.EMA.
 func checkEMA(decay float64) error {
 	if decay != 0 && !(decay > 0 && decay < 1) {
-		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", nn.ErrTrainConfig, decay)
+		return fmt.Errorf("%w: EMA decay %v, want β in (0, 1) (0: no averaging)", ErrConfig, decay)
 	}
 	return nil
 }
@@ -69,8 +68,8 @@ func (t *Trainer) updateAverage() error {
 	return t.average.Update(t.params)
 }
 
-// EMA returns the decay of the trainer's parameter average (TrainerConfig.EMA; 0: none).
-func (t *Trainer) EMA() float64 { return t.cfg.EMA }
+// EMA returns the decay of the trainer's parameter average (TrainerConfig.Averaging.EMA; 0: none).
+func (t *Trainer) EMA() float64 { return t.cfg.Averaging.EMA }
 
 // AveragedParams copies the averaged parameters into dst (NumParams entries) and returns
 // true; without averaging (or before Run has started it) it leaves dst unchanged and
@@ -78,7 +77,7 @@ func (t *Trainer) EMA() float64 { return t.cfg.EMA }
 func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
 	if t.iterate != nil && t.iterate.Started() {
 		if err := t.iterate.Average(dst); err != nil {
-			return false, fmt.Errorf("nn: iterate average: %w", err)
+			return false, fmt.Errorf("training: iterate average: %w", err)
 		}
 		return true, nil
 	}
@@ -86,7 +85,7 @@ func (t *Trainer) AveragedParams(dst []float64) (bool, error) {
 		return false, nil
 	}
 	if err := t.average.Average(dst); err != nil {
-		return false, fmt.Errorf("nn: averaged parameters: %w", err)
+		return false, fmt.Errorf("training: averaged parameters: %w", err)
 	}
 	return true, nil
 }
@@ -105,7 +104,7 @@ func (t *Trainer) withAverage() (restore func() error, err error) {
 		return nil, err
 	}
 	if err := t.model.SetParams(avg); err != nil {
-		return nil, fmt.Errorf("nn: averaged parameters: %w", err)
+		return nil, fmt.Errorf("training: averaged parameters: %w", err)
 	}
 	return func() error { return t.model.SetParams(raw) }, nil
 }
@@ -115,7 +114,7 @@ func (t *Trainer) captureAverage(c *checkpoint.Training) {
 	if t.average == nil {
 		return
 	}
-	c.EMA, c.EMASteps = t.cfg.EMA, t.average.Steps()
+	c.EMA, c.EMASteps = t.cfg.Averaging.EMA, t.average.Steps()
 	if t.average.Started() {
 		c.EMAParams = make([]float64, t.model.NumParams())
 		_ = t.average.Average(c.EMAParams) // the lengths agree: both are the model's
@@ -125,10 +124,10 @@ func (t *Trainer) captureAverage(c *checkpoint.Training) {
 // restoredAverage returns the trainer's average as checkpoint c holds it (nil for a run
 // without averaging); compatible has checked that c's decay is the trainer's.
 func (t *Trainer) restoredAverage(c *checkpoint.Training) (*dpoptim.EMA, error) {
-	if t.cfg.EMA == 0 {
+	if t.cfg.Averaging.EMA == 0 {
 		return nil, nil
 	}
-	e := newAverage(t.cfg.EMA)
+	e := newAverage(t.cfg.Averaging.EMA)
 	s := dpoptim.State{Step: c.EMASteps, Vectors: map[string][]float64{"average": c.EMAParams},
 		Scalars: map[string]float64{"decay": c.EMA}}
 	if err := e.SetState(s); err != nil {

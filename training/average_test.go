@@ -25,9 +25,13 @@ func emaTrainer(t *testing.T, train, test datasets.Dataset, ema float64, epochs 
 	t.Helper()
 	m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(initSeed), nn.WithDType(dtype))
 	return newTrainer(t, m, training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-subset", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Data:      training.Data{Train: train, Test: test, Name: "mnist-subset"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
 		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5},
-		BatchSize: 60, Epochs: epochs, Seed: seedPtr(11), EMA: ema, OnStep: onStep,
+		Schedule:  training.Schedule{BatchSize: 60, Epochs: epochs},
+		Seed:      seedPtr(11),
+		Averaging: training.Averaging{EMA: ema},
+		Callbacks: training.Callbacks{OnStep: onStep},
 	})
 }
 
@@ -103,7 +107,9 @@ func TestEMAEvaluatesAverage(t *testing.T) {
 	raw := params(tr.Model())
 
 	ref := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-		Train: train, DatasetName: "ref", Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1,
+		Data:     training.Data{Train: train, Name: "ref"},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule: training.Schedule{BatchSize: 60, Epochs: 1},
 	})
 	evalWith := func(p []float64) (float64, float64) {
 		if err := ref.Model().SetParams(p); err != nil {
@@ -253,9 +259,9 @@ func TestEMAMismatchAndConfig(t *testing.T) {
 	}
 	for _, decay := range []float64{-0.5, 1, 2, math.NaN(), math.Inf(1)} {
 		m := newModel(t, models.LogisticRegression(), 32)
-		_, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 60, Epochs: 1, EMA: decay})
-		if !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("EMA %v: err = %v, want ErrTrainConfig", decay, err)
+		_, err := training.NewTrainer(m, training.TrainerConfig{Data: training.Data{Train: train}, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), Schedule: training.Schedule{BatchSize: 60, Epochs: 1}, Averaging: training.Averaging{EMA: decay}})
+		if !errors.Is(err, training.ErrConfig) {
+			t.Errorf("EMA %v: err = %v, want ErrConfig", decay, err)
 		}
 	}
 }
@@ -328,8 +334,11 @@ func FuzzEMATensors(f *testing.F) {
 	train, _ := embedded(f, 100)
 	m := newModel(f, models.LogisticRegression(), 16, nn.WithSeed(1))
 	tr := newTrainer(f, m, training.TrainerConfig{
-		Train: train, DatasetName: "tiny", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 50, Epochs: 1,
-		Seed: seedPtr(1), EMA: 0.9,
+		Data:      training.Data{Train: train, Name: "tiny"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule:  training.Schedule{BatchSize: 50, Epochs: 1},
+		Seed:      seedPtr(1),
+		Averaging: training.Averaging{EMA: 0.9},
 	})
 	run(f, tr)
 	c, err := tr.Checkpoint()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/budget"
+	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -21,7 +22,7 @@ type BudgetRun struct {
 	// Fingerprint keys the data set's ledger: datasets.ContentFingerprint of the data
 	// the run is charged to, the training set as loaded (before a validation split takes
 	// a part away from the trainer). "": the trainer's own content fingerprint, of
-	// TrainerConfig.Train (TrainerConfig.ContentFingerprint, or computed now).
+	// TrainerConfig.Data.Train (TrainerConfig.Data.ContentFingerprint, or computed now).
 	Fingerprint string
 	// Limit > 0 refuses (a *budget.OverBudgetError, budget.ErrOverBudget), before the
 	// first step, a plan that would take the data set's ε past Limit: the composition of
@@ -129,7 +130,7 @@ func ReserveBudget(store *budget.Store, t *Trainer, run BudgetRun) (*BudgetRecor
 		rec.base = t.ledger.Steps()
 		l := accountant.NewLedger()
 		for step := t.step; step < p.Steps; step++ {
-			if err := l.Record(p.SampleRate, checkpoint.StepMultiplier(p.NoiseMultiplier, t.scaler, step), 1); err != nil {
+			if err := l.Record(p.SampleRate, dpoptim.StepMultiplier(p.NoiseMultiplier, t.scaler, step), 1); err != nil {
 				return nil, err
 			}
 		}

@@ -49,9 +49,10 @@ func ExampleRunBudgeted() {
 			panic(err)
 		}
 		tr, err := training.NewTrainer(m, training.TrainerConfig{
-			Train: digits, DatasetName: "digits-100", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-			Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 4, Delta: 1e-5},
-			BatchSize: 100, Epochs: 3, // q = 1: 3 steps of the Gaussian mechanism
+			Data:     training.Data{Train: digits, Name: "digits-100"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 4, Delta: 1e-5},
+			Schedule: training.Schedule{BatchSize: 100, Epochs: 3}, // q = 1: 3 steps of the Gaussian mechanism
 		})
 		if err != nil {
 			panic(err)

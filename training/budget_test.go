@@ -77,9 +77,12 @@ func checkSteps(t *testing.T, what string, c budget.Composition, T int) {
 func budgetTrainer(t *testing.T, train datasets.Dataset, epochs int, onStep func(training.StepProgress) error) *training.Trainer {
 	t.Helper()
 	return newTrainer(t, newModel(t, models.LogisticRegression(), budgetN), training.TrainerConfig{
-		Train: train, DatasetName: "budget-test", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Data:      training.Data{Train: train, Name: "budget-test"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.1)),
 		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: budgetZ, Delta: budgetDelta},
-		BatchSize: budgetN, Epochs: epochs, Seed: seedPtr(1), OnStep: onStep,
+		Schedule:  training.Schedule{BatchSize: budgetN, Epochs: epochs},
+		Seed:      seedPtr(1),
+		Callbacks: training.Callbacks{OnStep: onStep},
 	})
 }
 
@@ -366,7 +369,9 @@ func TestBudgetResume(t *testing.T) {
 func TestBudgetNonPrivate(t *testing.T) {
 	train, _ := embedded(t, budgetN)
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), budgetN), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: budgetN, Epochs: 1,
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: budgetN, Epochs: 1},
 	})
 	_, total, err := training.RunBudgeted(context.Background(), openStore(t), tr, training.BudgetRun{})
 	if err != nil {

@@ -19,14 +19,14 @@ import (
 var (
 	// ErrMismatch reports a checkpoint that belongs to another run than the trainer's:
 	// another model, data set, optimizer, sampling, clipping, δ, noise or settings.
-	ErrMismatch = errors.New("nn: checkpoint does not match this training run")
+	ErrMismatch = errors.New("training: checkpoint does not match this training run")
 )
 
 // Checkpoint captures the trainer's state: call it between steps (after Run returns, or
 // from a callback). The checkpoint shares nothing with the trainer.
 func (t *Trainer) Checkpoint() (*checkpoint.Training, error) {
 	if t.failed != nil {
-		return nil, fmt.Errorf("nn: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
+		return nil, fmt.Errorf("training: no checkpoint after a failed step (%w): its ledger may count a step the parameters do not reflect", t.failed)
 	}
 	if !t.leader() {
 		return nil, errNotLeader
@@ -137,7 +137,7 @@ func (t *Trainer) Restore(c *checkpoint.Training, opts ...RestoreOption) error {
 		z = c.Plan.NoiseMultiplier
 		var err error
 		if spent, err = planSpent(ledger, t.cfg.Privacy.Accountant, t.plan.SampleRate, z, t.scaler, c.Step, t.plan.Steps, t.plan.Delta); err != nil {
-			return fmt.Errorf("nn: privacy of the resumed plan: %w", err)
+			return fmt.Errorf("training: privacy of the resumed plan: %w", err)
 		}
 		if t.plan.TargetEpsilon > 0 && spent.Epsilon > t.plan.TargetEpsilon {
 			return fmt.Errorf("%w: continuing to %d epochs (%d steps) with the checkpoint's noise multiplier %.6g spends ε = %.4g at δ = %g, above the target ε = %g; raise the target or keep to %d epochs", ErrBudget, t.plan.Epochs, t.plan.Steps, z, spent.Epsilon, t.plan.Delta, t.plan.TargetEpsilon, c.Plan.Epochs)
@@ -211,8 +211,8 @@ func (t *Trainer) compatible(c *checkpoint.Training) error {
 		return mismatch("training set", c.Dataset, labels)
 	case c.Optimizer != t.opt.Name():
 		return mismatch("optimizer", c.Optimizer, t.opt.Name())
-	case c.EMA != t.cfg.EMA:
-		return mismatch("parameter averaging (EMA decay, 0: none)", c.EMA, t.cfg.EMA)
+	case c.EMA != t.cfg.Averaging.EMA:
+		return mismatch("parameter averaging (EMA decay, 0: none)", c.EMA, t.cfg.Averaging.EMA)
 	case !maps.Equal(c.Settings, t.cfg.Settings):
 		return fmt.Errorf("%w: settings differ: %s", ErrMismatch, settingsDiff(c.Settings, t.cfg.Settings))
 	}

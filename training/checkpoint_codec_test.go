@@ -54,7 +54,10 @@ func TestCheckpointRuleScalar(t *testing.T) {
 	train, _ := embedded(t, 200)
 	rule := func() dpoptim.Rule { return &dpoptim.ADPAdaGradNorm{Eta: 1, B0: 2, Nu: 1e-5, C: 0.5} }
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, DatasetName: "mnist-200", Rule: rule(), BatchSize: 50, Epochs: 1, Seed: seedPtr(3),
+		Data:     training.Data{Train: train, Name: "mnist-200"},
+		Rule:     rule(),
+		Schedule: training.Schedule{BatchSize: 50, Epochs: 1},
+		Seed:     seedPtr(3),
 	})
 	if s, ok := tr.Seed(); !ok || s != 3 {
 		t.Errorf("Seed() = %d, %v; want 3, true", s, ok)
@@ -112,13 +115,13 @@ func TestPlanJSON(t *testing.T) {
 	stored := `{"n":8000,"batch":2048,"physical_batch":128,"sampling":"poisson","q":0.256,` +
 		`"steps_per_epoch":4,"epochs":30,"steps":120,"private":true,"noise_multiplier":4.3637,` +
 		`"noise_schedule":true,"calibrated":true,"clip":1,"clip_rule":"flat C=1","delta":1e-05,"target_epsilon":3}`
-	want := checkpoint.Plan{
-		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: checkpoint.Poisson, SampleRate: 0.256,
+	want := training.Plan{
+		DatasetSize: 8000, BatchSize: 2048, PhysicalBatch: 128, Sampling: training.Poisson, SampleRate: 0.256,
 		StepsPerEpoch: 4, Epochs: 30, Steps: 120, Private: true, NoiseMultiplier: 4.3637, NoiseSchedule: true,
 		Calibrated: true, Clip: 1, ClipRule: "flat C=1", Delta: 1e-5, TargetEpsilon: 3,
 		Spent: accountant.Spent{Epsilon: math.Inf(1)},
 	}
-	var got checkpoint.Plan
+	var got training.Plan
 	if err := json.Unmarshal([]byte(stored), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +147,7 @@ func TestPlanJSON(t *testing.T) {
 			t.Errorf("encoded %s = %v, want %v", k, keys[k], v)
 		}
 	}
-	got = checkpoint.Plan{}
+	got = training.Plan{}
 	if err := json.Unmarshal(b, &got); err != nil || got != want {
 		t.Errorf("round trip %+v, %v", got, err)
 	}
@@ -192,7 +195,7 @@ func TestStoredLayoutJSON(t *testing.T) {
 func saveModel(t testing.TB, m *nn.Model, dir string, edit func(*checkpoint.Training)) string {
 	t.Helper()
 	ds := datatest.Random(t, m.InputShape(), m.NumClasses(), 4)
-	tr := newTrainer(t, m, training.TrainerConfig{Train: ds, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 2, Epochs: 1})
+	tr := newTrainer(t, m, training.TrainerConfig{Data: training.Data{Train: ds, Name: "random"}, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), Schedule: training.Schedule{BatchSize: 2, Epochs: 1}})
 	c, err := tr.Checkpoint()
 	if err != nil {
 		t.Fatal(err)

@@ -46,11 +46,11 @@ type Reducer interface {
 
 // ErrRanks reports ranks of a data-parallel job that disagree: on the run (different
 // data, flags or checkpoints) or on a step's logical batch.
-var ErrRanks = errors.New("nn: the ranks of the distributed job disagree")
+var ErrRanks = errors.New("training: the ranks of the distributed job disagree")
 
 // errNotLeader is Checkpoint's error on ranks other than 0, whose ledgers are empty: their
 // checkpoint would claim that nothing was spent.
-var errNotLeader = errors.New("nn: only rank 0 of a distributed job can be checkpointed: the other ranks record no ledger")
+var errNotLeader = errors.New("training: only rank 0 of a distributed job can be checkpointed: the other ranks record no ledger")
 
 // distributed is a trainer's state as one rank of a data-parallel job.
 type distributed struct {
@@ -67,10 +67,10 @@ type distributed struct {
 func newDistributed(r Reducer, n, d int) (*distributed, error) {
 	rank, size := r.Rank(), r.Size()
 	if size < 1 || rank < 0 || rank >= size {
-		return nil, fmt.Errorf("%w: rank %d of %d", nn.ErrTrainConfig, rank, size)
+		return nil, fmt.Errorf("%w: rank %d of %d", ErrConfig, rank, size)
 	}
 	if size > n {
-		return nil, fmt.Errorf("%w: %d ranks for %d training examples: every rank needs a shard of at least one example", nn.ErrTrainConfig, size, n)
+		return nil, fmt.Errorf("%w: %d ranks for %d training examples: every rank needs a shard of at least one example", ErrConfig, size, n)
 	}
 	lo, hi := shardBounds(n, rank, size)
 	return &distributed{r: r, rank: rank, size: size, lo: lo, hi: hi,

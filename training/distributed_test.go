@@ -100,8 +100,11 @@ func distConfig(train datasets.Dataset, rule func() dpoptim.Rule, adaptive bool,
 			p.Adaptive = &dpoptim.AdaptiveClip{TargetQuantile: 0.5}
 		}
 		cfg := training.TrainerConfig{
-			Train: train, DatasetName: "mnist-600", Rule: rule(),
-			Privacy: p, BatchSize: 60, Epochs: 2, Seed: seedPtr(7),
+			Data:     training.Data{Train: train, Name: "mnist-600"},
+			Rule:     rule(),
+			Privacy:  p,
+			Schedule: training.Schedule{BatchSize: 60, Epochs: 2},
+			Seed:     seedPtr(7),
 		}
 		for _, c := range change {
 			c(&cfg)
@@ -120,7 +123,7 @@ func runRanks(t *testing.T, size int, build func() (*nn.Model, training.TrainerC
 		m, cfg := build()
 		cfg.Reducer = rankOf{h, r}
 		if stopAt > 0 {
-			cfg.OnStep = func(p training.StepProgress) error {
+			cfg.Callbacks.OnStep = func(p training.StepProgress) error {
 				if p.GlobalStep == stopAt {
 					return errStop
 				}
@@ -205,10 +208,10 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 		{"dp-adam", func() dpoptim.Rule { return dpoptim.NewAdam(dpoptim.Constant(0.01)) }, false, nil},
 		{"dp-sgd-adaptive", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, true, nil},
 		{"dp-sgd-augment-4", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, func(c *training.TrainerConfig) {
-			c.AugmentMultiplicity, c.Augment = 4, datasets.Augment{Crop: true, Pad: 2}
+			c.Augmentation.Multiplicity, c.Augmentation.Augment = 4, datasets.Augment{Crop: true, Pad: 2}
 		}},
 		{"dp-sgd-shuffle-ema", func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false, func(c *training.TrainerConfig) {
-			c.Sampling, c.EMA = checkpoint.Shuffle, 0.9 // batches not in increasing order; an average
+			c.Schedule.Sampling, c.Averaging.EMA = training.Shuffle, 0.9 // batches not in increasing order; an average
 		}},
 	}
 	for _, c := range cases {
@@ -310,7 +313,7 @@ func TestDistributedShardsPartition(t *testing.T) {
 	train, _ := embedded(t, 600)
 	build := func() (*nn.Model, training.TrainerConfig) {
 		m, cfg := distConfig(train, func() dpoptim.Rule { return dpoptim.NewSGD(dpoptim.Constant(0.5)) }, false)()
-		cfg.Privacy, cfg.Epochs = nil, 1
+		cfg.Privacy, cfg.Schedule.Epochs = nil, 1
 		return m, cfg
 	}
 	_, want := oneProcess(t, build)

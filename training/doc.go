@@ -1,5 +1,6 @@
 // Package training runs a private training plan on an nn.Model: the Trainer, its Plan
-// (nn/checkpoint's data type, fixed before the first step with the ε the run will spend),
+// (fixed before the first step with the ε the run will spend; Plan and Sampling are
+// aliases of the types a checkpoint stores, vocabulary.go),
 // the sampler, adaptive clipping and parameter averaging glue, augmentation multiplicity,
 // the front-end feature cache (CachedFrontEndFeatures, featurecache.go),
 // and the trainer's side of a checkpoint (Trainer.Checkpoint captures, Trainer.Restore
@@ -15,7 +16,7 @@
 // of a given noise multiplier) and never exceeds a target. Trainer.Checkpoint,
 // checkpoint.Save, checkpoint.Load and Trainer.Restore keep parameters, optimizer state,
 // the accountant's ledger and, for a seeded run, the generators, so a resumed run
-// continues the same privacy history; see ExampleTrainer. With TrainerConfig.EMA the
+// continues the same privacy history; see ExampleTrainer. With TrainerConfig.Averaging.EMA the
 // trainer also keeps an exponential moving average of the parameters (dpoptim.EMA,
 // post-processing): evaluations use it, the training goes on from the raw parameters,
 // checkpoints store it (ema/ tensors) and models built from a checkpoint load it
@@ -25,7 +26,7 @@
 // keeps the discarded steps in the ledger (ErrRewind). checkpoint.SaveWithKey and
 // checkpoint.LoadWithKey add and check an HMAC-SHA256 under a key the user holds.
 //
-// Augmentation multiplicity. With TrainerConfig.AugmentMultiplicity K, the Trainer loads K
+// Augmentation multiplicity. With TrainerConfig.Augmentation.Multiplicity K, the Trainer loads K
 // views of every sampled example (datasets.Augment, drawn from the seed, the step, the
 // example and the view) into K consecutive rows, and Model.SetGroupSize(K) makes the
 // clipping treat each group of rows as one example whose gradient is the mean over its

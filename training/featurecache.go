@@ -21,7 +21,7 @@ import (
 
 // The feature cache keeps a front end's output for a dataset in a file named by a key
 // over everything the output depends on, so that later runs on the same data with the
-// same front end load it instead of computing it again (TrainerConfig.FeatureCache,
+// same front end load it instead of computing it again (TrainerConfig.FeatureCache.Dir,
 // CachedFrontEndFeatures). The key is SHA-256 over
 //
 //   - a versioned header ("privtrain front-end feature cache key v1"),
@@ -75,7 +75,7 @@ func CachedFrontEndFeatures(m *nn.Model, ds datasets.Dataset, dir string) (datas
 // CachedFrontEndFeaturesWithKey is CachedFrontEndFeatures with files that end in an
 // HMAC-SHA256 under key instead of a SHA-256: a file edited by someone without the key,
 // however they recompute its checksum, is refused, recomputed and rewritten (see
-// TrainerConfig.FeatureCacheKey).
+// TrainerConfig.FeatureCache.Key).
 func CachedFrontEndFeaturesWithKey(m *nn.Model, ds datasets.Dataset, dir string, key []byte) (datasets.Dataset, FeatureCacheUse, error) {
 	if key == nil {
 		key = []byte{} // a key, if an empty one: still not the unkeyed SHA-256
@@ -92,7 +92,7 @@ func cachedFrontEndFeatures(ctx context.Context, m *nn.Model, ds datasets.Datase
 		return ds, use, nil
 	}
 	if !slices.Equal(ds.Shape(), m.InputShape()) {
-		return nil, use, fmt.Errorf("%w: examples of shape %v, model %s expects %v", nn.ErrTrainConfig, ds.Shape(), m.Name(), m.InputShape())
+		return nil, use, fmt.Errorf("%w: examples of shape %v, model %s expects %v", ErrConfig, ds.Shape(), m.Name(), m.InputShape())
 	}
 	key, err := featureKey(ctx, m, ds)
 	if err != nil {
@@ -171,7 +171,7 @@ func featureKey(ctx context.Context, m *nn.Model, ds datasets.Dataset) ([32]byte
 	for i := range ds.Len() {
 		if i%chunk == 0 {
 			if err := ctx.Err(); err != nil {
-				return key, fmt.Errorf("nn: feature cache key stopped after %d of %d examples: %w", i, ds.Len(), err)
+				return key, fmt.Errorf("training: feature cache key stopped after %d of %d examples: %w", i, ds.Len(), err)
 			}
 		}
 		ds.Example(i, x)
@@ -199,7 +199,7 @@ func checkCachedFeatures(m *nn.Model, ds datasets.Dataset, values []float32) err
 		ds.Example(i, x)
 		got, err := m.ApplyFrontEnd(x)
 		if err != nil {
-			return fmt.Errorf("nn: front end %s on example %d: %w", m.FrontEnd(), i, err)
+			return fmt.Errorf("training: front end %s on example %d: %w", m.FrontEnd(), i, err)
 		}
 		for j, v := range got {
 			if math.Float32bits(v) != math.Float32bits(values[i*out+j]) {

@@ -292,9 +292,13 @@ func TestTrainerFeatureCache(t *testing.T) {
 		m := newModel(t, scatterSpec(), 8, nn.WithSeed(4))
 		var last training.FrontEndProgress
 		tn, err := training.NewTrainer(m, training.TrainerConfig{
-			Train: train, Test: test, DatasetName: "random", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 8, Epochs: 2,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5}, Seed: seedPtr(11),
-			OnFrontEnd: func(p training.FrontEndProgress) { last = p }, FeatureCache: cache,
+			Data:         training.Data{Train: train, Test: test, Name: "random"},
+			Rule:         dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Schedule:     training.Schedule{BatchSize: 8, Epochs: 2},
+			Privacy:      &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+			Seed:         seedPtr(11),
+			Callbacks:    training.Callbacks{OnFrontEnd: func(p training.FrontEndProgress) { last = p }},
+			FeatureCache: training.FeatureCache{Dir: cache},
 		})
 		if err != nil {
 			t.Fatal(err)

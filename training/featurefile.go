@@ -27,7 +27,7 @@ import (
 //	dims     ndim × uint32, each ≥ 1: the per-example feature shape
 //	payload  count·Prod(dims) float32 values, example-major
 //	checksum 32 bytes SHA-256 of everything before it, or, when the cache has a key
-//	                  (TrainerConfig.FeatureCacheKey), HMAC-SHA256 under that key of
+//	                  (TrainerConfig.FeatureCache.Key), HMAC-SHA256 under that key of
 //	                  featureMACDomain and everything before it
 //
 // all integers and values little-endian. The SHA-256 catches damage; only the keyed MAC
@@ -153,7 +153,7 @@ func writeFeatureFile(path string, h featureHeader, macKey []byte, next func() [
 		for left := h.values(); left > 0; {
 			x := next()
 			if len(x) == 0 || len(x) > left {
-				return fmt.Errorf("nn: feature file: %d values delivered with %d to go", len(x), left)
+				return fmt.Errorf("training: feature file: %d values delivered with %d to go", len(x), left)
 			}
 			left -= len(x)
 			buf = appendFloat32s(buf[:0], x)

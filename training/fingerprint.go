@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/privtrain/privtrain/datasets"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
@@ -41,7 +40,7 @@ func labelFingerprint(name string, ds datasets.Dataset) checkpoint.Fingerprint {
 
 // fingerprint is the trainer's data fingerprint with its content fingerprint, computed
 // on the first call from the training set as given (before any front-end features
-// replace it) unless TrainerConfig.ContentFingerprint gave it.
+// replace it) unless TrainerConfig.Data.ContentFingerprint gave it.
 func (t *Trainer) fingerprint() checkpoint.Fingerprint {
 	if t.dataset.Content == "" {
 		t.dataset.Content = datasets.ContentFingerprint(t.rawTrain)
@@ -51,7 +50,7 @@ func (t *Trainer) fingerprint() checkpoint.Fingerprint {
 	return f
 }
 
-// checkContentFingerprint refuses a TrainerConfig.ContentFingerprint that is not a
+// checkContentFingerprint refuses a TrainerConfig.Data.ContentFingerprint that is not a
 // hex SHA-256 as datasets.ContentFingerprint writes it.
 func checkContentFingerprint(s string) error {
 	if s == "" {
@@ -62,7 +61,7 @@ func checkContentFingerprint(s string) error {
 		ok = ok && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
 	}
 	if !ok {
-		return fmt.Errorf("%w: ContentFingerprint %q is not a hex SHA-256 (datasets.ContentFingerprint)", nn.ErrTrainConfig, s)
+		return fmt.Errorf("%w: ContentFingerprint %q is not a hex SHA-256 (datasets.ContentFingerprint)", ErrConfig, s)
 	}
 	return nil
 }

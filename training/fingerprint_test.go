@@ -28,8 +28,10 @@ func (r relabeled) Example(i int, dst []float32) int {
 func fingerprintTrainer(t *testing.T, ds datasets.Dataset, content string) *training.Trainer {
 	t.Helper()
 	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: ds, DatasetName: "mnist-100", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 50, Epochs: 1,
-		Seed: seedPtr(3), ContentFingerprint: content,
+		Data:     training.Data{Train: ds, Name: "mnist-100", ContentFingerprint: content},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: 50, Epochs: 1},
+		Seed:     seedPtr(3),
 	})
 }
 
@@ -71,7 +73,7 @@ func TestRestoreRefusesOtherContent(t *testing.T) {
 	}
 }
 
-// TrainerConfig.ContentFingerprint is used as given (cmd/train computes it once per
+// TrainerConfig.Data.ContentFingerprint is used as given (cmd/train computes it once per
 // load), and one that is not a hex SHA-256 is refused.
 func TestGivenContentFingerprint(t *testing.T) {
 	train, _ := embedded(t, 100)
@@ -85,10 +87,12 @@ func TestGivenContentFingerprint(t *testing.T) {
 	}
 	for _, bad := range []string{"abc", strings.Repeat("AB", 32), strings.Repeat("g", 64)} {
 		_, err := training.NewTrainer(newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 50, Epochs: 1, ContentFingerprint: bad,
+			Data:     training.Data{Train: train, ContentFingerprint: bad},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+			Schedule: training.Schedule{BatchSize: 50, Epochs: 1},
 		})
-		if !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("ContentFingerprint %q: %v, want ErrTrainConfig", bad, err)
+		if !errors.Is(err, training.ErrConfig) {
+			t.Errorf("ContentFingerprint %q: %v, want ErrConfig", bad, err)
 		}
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"fmt"
 
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
-// Iterate averaging (TrainerConfig.IterateAverage): DP-LSSGD's averaged output
+// Iterate averaging (TrainerConfig.Averaging.Iterate): DP-LSSGD's averaged output
 // (dpoptim.IterateAverage; Theorems 2 and 3 of Wang et al.). The trainer folds the
 // parameters every step leaves in the model into the average, evaluates with it (the
 // periodic evaluations, Result, Evaluate) and keeps training from the raw iterate. Like
@@ -30,16 +29,16 @@ var errIterateResume = errors.New("an iterate average (DP-LSSGD's averaged outpu
 // newIterateAverage returns the trainer's own iterate average for cfg (nil: none), after
 // checking that it is not combined with an EMA.
 func newIterateAverage(cfg *TrainerConfig) (*dpoptim.IterateAverage, error) {
-	if cfg.IterateAverage == nil {
+	if cfg.Averaging.Iterate == nil {
 		return nil, nil
 	}
-	if cfg.EMA != 0 {
-		return nil, fmt.Errorf("%w: an EMA (decay %v) and an iterate average at once; keep one parameter average", nn.ErrTrainConfig, cfg.EMA)
+	if cfg.Averaging.EMA != 0 {
+		return nil, fmt.Errorf("%w: an EMA (decay %v) and an iterate average at once; keep one parameter average", ErrConfig, cfg.Averaging.EMA)
 	}
 	if v, ok := cfg.Settings[IterateAverageSetting]; ok {
-		return nil, fmt.Errorf("%w: setting %q = %q is the trainer's own; leave it out of Settings", nn.ErrTrainConfig, IterateAverageSetting, v)
+		return nil, fmt.Errorf("%w: setting %q = %q is the trainer's own; leave it out of Settings", ErrConfig, IterateAverageSetting, v)
 	}
-	a := &dpoptim.IterateAverage{Weights: cfg.IterateAverage.Weights}
+	a := &dpoptim.IterateAverage{Weights: cfg.Averaging.Iterate.Weights}
 	if cfg.Settings == nil {
 		cfg.Settings = map[string]string{}
 	}
@@ -74,7 +73,7 @@ func (t *Trainer) captureIterate(c *checkpoint.Training) error {
 	}
 	avg := make([]float64, len(c.Params))
 	if err := t.iterate.Average(avg); err != nil {
-		return fmt.Errorf("nn: iterate average: %w", err)
+		return fmt.Errorf("training: iterate average: %w", err)
 	}
 	c.Params = avg
 	return nil

@@ -24,9 +24,13 @@ func iterTrainer(t *testing.T, train, test datasets.Dataset, avg *dpoptim.Iterat
 	t.Helper()
 	m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(3))
 	return newTrainer(t, m, training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-subset", Rule: dpoptim.NewSGD(decayRate{}),
+		Data:      training.Data{Train: train, Test: test, Name: "mnist-subset"},
+		Rule:      dpoptim.NewSGD(decayRate{}),
 		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.3, Delta: 1e-5},
-		BatchSize: 60, Epochs: 2, Seed: seedPtr(11), OnStep: onStep, IterateAverage: avg, EMA: ema,
+		Schedule:  training.Schedule{BatchSize: 60, Epochs: 2},
+		Seed:      seedPtr(11),
+		Callbacks: training.Callbacks{OnStep: onStep},
+		Averaging: training.Averaging{Iterate: avg, EMA: ema},
 	})
 }
 
@@ -160,10 +164,12 @@ func TestIterateAverageCheckpointAndConfig(t *testing.T) {
 	}
 	m := newModel(t, models.LogisticRegression(), 32)
 	_, err = training.NewTrainer(m, training.TrainerConfig{
-		Train: train, DatasetName: "x", Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 60, Epochs: 1,
-		EMA: 0.9, IterateAverage: &dpoptim.IterateAverage{},
+		Data:      training.Data{Train: train, Name: "x"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule:  training.Schedule{BatchSize: 60, Epochs: 1},
+		Averaging: training.Averaging{EMA: 0.9, Iterate: &dpoptim.IterateAverage{}},
 	})
-	if !errors.Is(err, nn.ErrTrainConfig) {
-		t.Errorf("EMA and iterate average together: %v, want ErrTrainConfig", err)
+	if !errors.Is(err, training.ErrConfig) {
+		t.Errorf("EMA and iterate average together: %v, want ErrConfig", err)
 	}
 }

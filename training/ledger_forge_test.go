@@ -101,9 +101,12 @@ func TestForgedLedgerRefused(t *testing.T) {
 	}
 	train, test := embedded(t, 200)
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-200", Rule: dpoptim.NewAdam(dpoptim.Constant(1e-2)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
-		BatchSize: 50, Epochs: 2, Seed: seedPtr(3), Settings: map[string]string{"lr": "0.01"},
+		Data:     training.Data{Train: train, Test: test, Name: "mnist-200"},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(1e-2)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 50, Epochs: 2},
+		Seed:     seedPtr(3),
+		Settings: map[string]string{"lr": "0.01"},
 	})
 	if err := tr.Restore(mem); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("Restore of a forged in-memory ledger: err = %v, want ErrCheckpoint", err)
@@ -118,9 +121,11 @@ func TestForgedLedgerRefused(t *testing.T) {
 func adpTrainer(t *testing.T, epochs int) *training.Trainer {
 	train, _ := embedded(t, 200)
 	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, DatasetName: "mnist-200", Rule: &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1},
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 0.9, Delta: 1e-5},
-		BatchSize: 50, Epochs: epochs, Seed: seedPtr(5),
+		Data:     training.Data{Train: train, Name: "mnist-200"},
+		Rule:     &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1},
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 0.9, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 50, Epochs: epochs},
+		Seed:     seedPtr(5),
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 // would discard have spent privacy: their noisy results may already have been released
 // (metrics, models, checkpoints), so they must stay counted. Restore with AllowRewind to
 // rewind anyway; the ledger then keeps the discarded steps.
-var ErrRewind = errors.New("nn: restore would rewind the run")
+var ErrRewind = errors.New("training: restore would rewind the run")
 
 // RestoreOption configures Trainer.Restore.
 type RestoreOption func(*restoreConfig)

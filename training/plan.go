@@ -6,7 +6,6 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/dpoptim"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 )
 
 // cloneLedger copies a ledger: with opts nil, an exact copy (its accountant included);
@@ -38,7 +37,7 @@ func planSpent(start *accountant.Ledger, opts []accountant.Option, q, z float64,
 		return accountant.Spent{}, err
 	}
 	for t := from; t < to; t++ {
-		if err := l.Record(q, checkpoint.StepMultiplier(z, scaler, t), 1); err != nil {
+		if err := l.Record(q, dpoptim.StepMultiplier(z, scaler, t), 1); err != nil {
 			return accountant.Spent{}, err
 		}
 	}

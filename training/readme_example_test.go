@@ -22,10 +22,10 @@ func Example_readme() {
 	train, test, _ := mnist.Embedded()                                // 8,000 / 2,000 digits built into the binary
 	m, _ := nn.New(models.MNISTCNN(models.Tanh), 128, nn.WithSeed(1)) // physical batch 128
 	tr, _ := training.NewTrainer(m, training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-embedded",
-		Rule:      dpoptim.NewAdam(dpoptim.Constant(1e-2)), // made private by Privacy: DP-Adam
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 3, Delta: 1e-5},
-		BatchSize: 256, Epochs: 2,
+		Data:     training.Data{Train: train, Test: test, Name: "mnist-embedded"},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(1e-2)), // made private by Privacy: DP-Adam
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 3, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 256, Epochs: 2},
 	})
 	fmt.Println(tr.Plan()) // q, steps and the noise multiplier calibrated for ε = 3, before any step
 	res, _ := tr.Run(context.Background())

@@ -23,8 +23,12 @@ func rewindTrainer(t *testing.T, epochs int, target float64, onEpoch func(traini
 		priv.NoiseMultiplier, priv.TargetEpsilon = 0, target
 	}
 	return newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, DatasetName: "mnist-400", Rule: dpoptim.NewSGD(dpoptim.Constant(1)), Privacy: priv,
-		BatchSize: 40, Epochs: epochs, Seed: seedPtr(9), OnEpoch: onEpoch,
+		Data:      training.Data{Train: train, Name: "mnist-400"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(1)),
+		Privacy:   priv,
+		Schedule:  training.Schedule{BatchSize: 40, Epochs: epochs},
+		Seed:      seedPtr(9),
+		Callbacks: training.Callbacks{OnEpoch: onEpoch},
 	})
 }
 

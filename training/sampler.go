@@ -14,7 +14,7 @@ import (
 // reproducible runs (a stream independent of the seed's noise stream, which dpoptim
 // draws).
 type sampler struct {
-	mode    checkpoint.Sampling
+	mode    Sampling
 	n       int
 	batch   int
 	poisson privrand.Poisson
@@ -24,25 +24,25 @@ type sampler struct {
 	idx     []int            // the last batch, reused
 }
 
-func newSampler(mode checkpoint.Sampling, n, batch int, seed *uint64) (*sampler, error) {
-	if mode != checkpoint.Poisson && mode != checkpoint.Shuffle {
-		return nil, fmt.Errorf("nn: unknown sampling %v", mode)
+func newSampler(mode Sampling, n, batch int, seed *uint64) (*sampler, error) {
+	if mode != Poisson && mode != Shuffle {
+		return nil, fmt.Errorf("training: unknown sampling %v", mode)
 	}
 	if n < 1 || batch < 1 || batch > n {
-		return nil, fmt.Errorf("nn: batch size %d for %d examples, want 1 ≤ batch ≤ n", batch, n)
+		return nil, fmt.Errorf("training: batch size %d for %d examples, want 1 ≤ batch ≤ n", batch, n)
 	}
 	s := &sampler{mode: mode, n: n, batch: batch}
 	var err error
 	if s.poisson, err = privrand.NewPoisson(n, float64(batch)/float64(n)); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	if s.shuffle, err = privrand.NewShuffle(n, batch); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	if seed != nil {
 		s.src = privrand.NewSeeded(*seed, privrand.Sampler)
 	} else if s.src, err = privrand.NewSecure(privrand.Sampler); err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, fmt.Errorf("training: %w", err)
 	}
 	return s, nil
 }
@@ -51,11 +51,11 @@ func newSampler(mode checkpoint.Sampling, n, batch int, seed *uint64) (*sampler,
 // in increasing order under Poisson. The slice is reused by the next call.
 func (s *sampler) next(k int) []int {
 	switch s.mode {
-	case checkpoint.Poisson:
+	case Poisson:
 		// Each example independently with probability q = batch/n, as the
 		// subsampled-Gaussian analysis assumes, in O(q·n) draws (privrand.Poisson).
 		s.idx = s.poisson.Sample(s.src.Rand(), s.idx)
-	case checkpoint.Shuffle:
+	case Shuffle:
 		if k == 0 || s.perm == nil {
 			s.perm = s.shuffle.Perm(s.src.Rand())
 		}
@@ -111,7 +111,7 @@ func (s *sampler) restore(kind string, state []byte, perm []int) error {
 		return fmt.Errorf("sampler kind %q", kind)
 	}
 	if perm != nil {
-		if s.mode != checkpoint.Shuffle {
+		if s.mode != Shuffle {
 			return fmt.Errorf("a permutation for %v sampling", s.mode)
 		}
 		if err := checkpoint.CheckPerm(perm, s.n); err != nil {

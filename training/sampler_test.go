@@ -17,7 +17,7 @@ import (
 func TestPoissonSampling(t *testing.T) {
 	const n, batch, steps = 1000, 100, 3000
 	q := float64(batch) / n
-	s, err := newSampler(checkpoint.Poisson, n, batch, ptr(uint64(42)))
+	s, err := newSampler(Poisson, n, batch, ptr(uint64(42)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestShuffleSampling(t *testing.T) {
 	const n, batch = 103, 10
-	s, err := newSampler(checkpoint.Shuffle, n, batch, ptr(uint64(1)))
+	s, err := newSampler(Shuffle, n, batch, ptr(uint64(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func seq(n int) []int {
 // the two from the seed under different stream names).
 func TestSamplerSeeding(t *testing.T) {
 	draw := func(seed *uint64) []int {
-		s, err := newSampler(checkpoint.Poisson, 500, 50, seed)
+		s, err := newSampler(Poisson, 500, 50, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,25 +140,25 @@ func TestSamplerSeeding(t *testing.T) {
 		t.Error("two secure samplers drew the same batches")
 	}
 	noise := privrand.NewSeeded(7, privrand.Noise) // dpoptim.NewSeededNoise(7)'s stream
-	s, _ := newSampler(checkpoint.Poisson, 10, 1, ptr(uint64(7)))
+	s, _ := newSampler(Poisson, 10, 1, ptr(uint64(7)))
 	if noise.Uint64() == s.src.Uint64() {
 		t.Error("the sampler's stream starts like the noise generator's")
 	}
 }
 
 func TestSamplerRestore(t *testing.T) {
-	s, _ := newSampler(checkpoint.Poisson, 300, 30, ptr(uint64(5)))
+	s, _ := newSampler(Poisson, 300, 30, ptr(uint64(5)))
 	s.next(0)
 	state := s.state()
 	want := slices.Clone(s.next(1))
-	r, _ := newSampler(checkpoint.Poisson, 300, 30, ptr(uint64(99)))
+	r, _ := newSampler(Poisson, 300, 30, ptr(uint64(99)))
 	if err := r.restore(checkpoint.SamplerSeeded, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.next(1); !slices.Equal(got, want) {
 		t.Error("restored seeded sampler draws other batches")
 	}
-	sec, _ := newSampler(checkpoint.Poisson, 300, 30, nil)
+	sec, _ := newSampler(Poisson, 300, 30, nil)
 	if sec.state() != nil || sec.kind() != checkpoint.SamplerSecure {
 		t.Error("a secure sampler exposes its state")
 	}
@@ -180,7 +180,7 @@ func TestSamplerRestore(t *testing.T) {
 			t.Error("failed restore changed the sampler")
 		}
 	}
-	sh, _ := newSampler(checkpoint.Shuffle, 5, 2, ptr(uint64(1)))
+	sh, _ := newSampler(Shuffle, 5, 2, ptr(uint64(1)))
 	for _, perm := range [][]int{{0, 1, 2, 3}, {0, 1, 2, 3, 3}, {0, 1, 2, 3, 5}, {0, 1, 2, 3, -1}} {
 		if err := sh.restore(checkpoint.SamplerSeeded, sh.state(), perm); err == nil {
 			t.Errorf("permutation %v accepted", perm)
@@ -190,9 +190,9 @@ func TestSamplerRestore(t *testing.T) {
 
 func TestNewSamplerErrors(t *testing.T) {
 	for _, tc := range []struct {
-		mode     checkpoint.Sampling
+		mode     Sampling
 		n, batch int
-	}{{checkpoint.Poisson, 0, 1}, {checkpoint.Poisson, 10, 0}, {checkpoint.Poisson, 10, 11}, {checkpoint.Sampling(5), 10, 1}} {
+	}{{Poisson, 0, 1}, {Poisson, 10, 0}, {Poisson, 10, 11}, {Sampling(5), 10, 1}} {
 		if _, err := newSampler(tc.mode, tc.n, tc.batch, nil); err == nil {
 			t.Errorf("newSampler(%v, %d, %d) succeeded", tc.mode, tc.n, tc.batch)
 		}
@@ -200,20 +200,20 @@ func TestNewSamplerErrors(t *testing.T) {
 }
 
 func TestParseSampling(t *testing.T) {
-	for _, s := range []checkpoint.Sampling{checkpoint.Poisson, checkpoint.Shuffle} {
-		if got, err := checkpoint.ParseSampling(s.String()); err != nil || got != s {
-			t.Errorf("checkpoint.ParseSampling(%q) = %v, %v", s.String(), got, err)
+	for _, s := range []Sampling{Poisson, Shuffle} {
+		if got, err := ParseSampling(s.String()); err != nil || got != s {
+			t.Errorf("ParseSampling(%q) = %v, %v", s.String(), got, err)
 		}
 	}
-	if _, err := checkpoint.ParseSampling("uniform"); err == nil {
-		t.Error("checkpoint.ParseSampling accepted an unknown name")
+	if _, err := ParseSampling("uniform"); err == nil {
+		t.Error("ParseSampling accepted an unknown name")
 	}
 }
 
 // BenchmarkSampler times one logical batch of Poisson sampling from 60,000 examples at
 // q = 256/60000 (about 256 geometric gaps), the sampler's whole cost per step.
 func BenchmarkSampler(b *testing.B) {
-	s, err := newSampler(checkpoint.Poisson, 60000, 256, ptr(uint64(1)))
+	s, err := newSampler(Poisson, 60000, 256, ptr(uint64(1)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestSamplerRestoreLegacyState(t *testing.T) {
 	key[3] = 1
 	old := rand.NewChaCha8(key)
 	state, _ := old.MarshalBinary()
-	s, _ := newSampler(checkpoint.Poisson, 300, 30, ptr(uint64(5)))
+	s, _ := newSampler(Poisson, 300, 30, ptr(uint64(5)))
 	if err := s.restore(checkpoint.SamplerSeeded, state, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -90,8 +90,11 @@ func tinyCheckpoint(f testing.TB) []byte {
 	}
 	spec := nn.Spec{Name: "tiny", InputShape: []int{1, 2, 2}, NumClasses: 2, Layers: []layers.Layer{layers.Flatten{}, layers.Dense{Units: 2}}}
 	tr := newTrainer(f, newModel(f, spec, 4, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewAdam(dpoptim.Constant(0.1)), BatchSize: 5, Epochs: 1, Seed: seedPtr(1),
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: 5, Epochs: 1},
+		Seed:     seedPtr(1),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 	})
 	run(f, tr)
 	c, err := tr.Checkpoint()

@@ -35,7 +35,7 @@ type resumeCase struct {
 	physical int
 	rule     func() dpoptim.Rule
 	privacy  func() *training.Privacy
-	sampling checkpoint.Sampling
+	sampling training.Sampling
 	epochs   int
 	stopAt   int // the first piece stops after this many steps
 }
@@ -47,9 +47,13 @@ func (rc resumeCase) trainer(t *testing.T, train datasets.Dataset, epochs int, i
 		priv = rc.privacy()
 	}
 	return newTrainer(t, m, training.TrainerConfig{
-		Train: train, DatasetName: "mnist-subset", Rule: rc.rule(), Privacy: priv,
-		BatchSize: rc.batch, Epochs: epochs, Sampling: rc.sampling, Seed: seedPtr(11),
-		Settings: map[string]string{"lr": "0.5"}, OnStep: onStep,
+		Data:      training.Data{Train: train, Name: "mnist-subset"},
+		Rule:      rc.rule(),
+		Privacy:   priv,
+		Schedule:  training.Schedule{BatchSize: rc.batch, Epochs: epochs, Sampling: rc.sampling},
+		Seed:      seedPtr(11),
+		Settings:  map[string]string{"lr": "0.5"},
+		Callbacks: training.Callbacks{OnStep: onStep},
 	})
 }
 
@@ -68,7 +72,7 @@ func resumeCases() []resumeCase {
 				p.Smoother = mustLaplacian(models.LogisticRegression())
 				return p
 			}, epochs: 3, stopAt: 20},
-		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: checkpoint.Shuffle, epochs: 3, stopAt: 13},
+		{name: "logreg dp-sgd mid-epoch shuffle", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, sampling: training.Shuffle, epochs: 3, stopAt: 13},
 		{name: "logreg dp-sgd mid-epoch poisson", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd, privacy: flat, epochs: 3, stopAt: 17},
 		{name: "logreg dp-sgd adaptive clipping mid-epoch", spec: models.LogisticRegression, n: 600, batch: 60, physical: 32, rule: sgd,
 			privacy: func() *training.Privacy {
@@ -196,8 +200,10 @@ func TestResumeSecure(t *testing.T) {
 	train, _ := embedded(t, 300)
 	mk := func(epochs int) *training.Trainer {
 		return newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 30, Epochs: epochs,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: 30, Epochs: epochs},
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1, Delta: 1e-5},
 		})
 	}
 	first := mk(1)
@@ -261,7 +267,7 @@ func TestRestoreRefuses(t *testing.T) {
 		priv     *training.Privacy
 		batch    int
 		epochs   int
-		sampling checkpoint.Sampling
+		sampling training.Sampling
 		seed     *uint64
 		settings map[string]string
 	}
@@ -272,8 +278,12 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 	build := func(c config) *training.Trainer {
 		return newTrainer(t, newModel(t, c.spec, 32, nn.WithDType(c.dtype)), training.TrainerConfig{
-			Train: c.train, DatasetName: c.name, Rule: c.rule, Privacy: c.priv, BatchSize: c.batch, Epochs: c.epochs,
-			Sampling: c.sampling, Seed: c.seed, Settings: c.settings,
+			Data:     training.Data{Train: c.train, Name: c.name},
+			Rule:     c.rule,
+			Privacy:  c.priv,
+			Schedule: training.Schedule{BatchSize: c.batch, Epochs: c.epochs, Sampling: c.sampling},
+			Seed:     c.seed,
+			Settings: c.settings,
 		})
 	}
 	src := build(base())
@@ -299,7 +309,7 @@ func TestRestoreRefuses(t *testing.T) {
 		{"δ", func(c *config) { c.priv.Delta = 1e-6 }, training.ErrMismatch},
 		{"fixed noise", func(c *config) { c.priv.TargetEpsilon, c.priv.NoiseMultiplier = 0, 3 }, training.ErrMismatch},
 		{"batch", func(c *config) { c.batch = 50 }, training.ErrMismatch},
-		{"sampling", func(c *config) { c.sampling = checkpoint.Shuffle }, training.ErrMismatch},
+		{"sampling", func(c *config) { c.sampling = training.Shuffle }, training.ErrMismatch},
 		{"seed", func(c *config) { c.seed = seedPtr(2) }, training.ErrMismatch},
 		{"secure", func(c *config) { c.seed = nil }, training.ErrMismatch},
 		{"settings", func(c *config) { c.settings = map[string]string{"lr": "2"} }, training.ErrMismatch},
@@ -348,9 +358,12 @@ func seq(n int) []int {
 func savedCheckpoint(t testing.TB, dir string, epochs int) (string, *checkpoint.Training) {
 	train, test := embedded(t, 200)
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, Test: test, DatasetName: "mnist-200", Rule: dpoptim.NewAdam(dpoptim.Constant(1e-2)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
-		BatchSize: 50, Epochs: epochs, Seed: seedPtr(3), Settings: map[string]string{"lr": "0.01"},
+		Data:     training.Data{Train: train, Test: test, Name: "mnist-200"},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(1e-2)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 50, Epochs: epochs},
+		Seed:     seedPtr(3),
+		Settings: map[string]string{"lr": "0.01"},
 	})
 	run(t, tr)
 	c, err := tr.Checkpoint()

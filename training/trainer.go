@@ -23,7 +23,12 @@ var (
 	// ErrBudget reports a plan whose ε would exceed its target: a fixed noise multiplier too
 	// small for the target, or a resumed run extended beyond the budget its noise was
 	// calibrated for. Nothing is trained.
-	ErrBudget = errors.New("nn: privacy budget exceeded")
+	ErrBudget = errors.New("training: privacy budget exceeded")
+	// ErrConfig reports a training configuration that cannot run: data sets that do not
+	// fit the model, a batch size outside [1, n], no epochs, a private plan without
+	// clipping, δ outside (0, 1), neither a noise multiplier nor a target ε, settings
+	// that contradict each other. NewTrainer returns it before anything is trained.
+	ErrConfig = errors.New("training: invalid training configuration")
 )
 
 // Privacy makes a Trainer private: every logical batch's per-example gradients are clipped
@@ -61,17 +66,59 @@ type Privacy struct {
 	Adaptive *dpoptim.AdaptiveClip
 }
 
-// TrainerConfig describes a training run for NewTrainer.
+// TrainerConfig describes a training run for NewTrainer: the data, the update rule, the
+// privacy and the schedule, which every run sets, and settings groups whose zero values
+// are the defaults (no augmentation, no parameter average, no feature cache, no
+// callbacks, one process).
 type TrainerConfig struct {
+	// Data is the training set (required), the test set and what names them in
+	// checkpoints.
+	Data Data
+	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
+	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
+	Rule dpoptim.Rule
+	// Privacy makes the run private; nil trains on plain mean gradients, without clipping
+	// or noise, and spends ε = +Inf.
+	Privacy *Privacy
+	// Schedule is the batch size and number of epochs (required) and the sampling.
+	Schedule Schedule
+	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
+	// a reproducible run that resumes bit for bit. It is not private against anyone who
+	// knows the seed. nil draws both with a secure key.
+	Seed *uint64
+	// Augmentation trains on several augmented views of every sampled example; the zero
+	// value trains on the examples themselves.
+	Augmentation Augmentation
+	// Averaging keeps an average of the parameters (post-processing); the zero value
+	// keeps none.
+	Averaging Averaging
+	// FeatureCache keeps a front end's features between runs; the zero value computes
+	// them in every run.
+	FeatureCache FeatureCache
+	// Callbacks report progress; the zero value reports nothing.
+	Callbacks Callbacks
+	// Settings records whatever else defines the run (learning rate, schedule, model
+	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
+	Settings map[string]string
+	// Reducer, if not nil, makes the trainer one rank of a data-parallel job
+	// (distributed.go): every rank trains on the sampled examples of its shard, the ranks'
+	// clipped sums are added, and rank 0 alone takes the private step, evaluates and may
+	// be checkpointed. nil: one process.
+	Reducer Reducer
+}
+
+// Data is a run's data: Train is required, the rest may stay zero (no test set, an empty
+// name, a content fingerprint that the trainer computes when it needs it).
+type Data struct {
 	// Train is the training set; its examples must have the model's input shape and labels
 	// below the model's number of classes.
 	Train datasets.Dataset
 	// Test, if not nil, is evaluated once at the end of every epoch.
 	Test datasets.Dataset
-	// DatasetName names Train in checkpoints ("mnist-embedded", "cifar10"). With Train's
-	// size, shape, classes and a hash of its labels it forms the fingerprint that a
-	// resumed run must match.
-	DatasetName string
+	// Name names Train in checkpoints ("mnist-embedded", "cifar10"). With Train's size,
+	// shape, classes and a hash of its labels it forms the fingerprint that a resumed run
+	// must match.
+	Name string
 	// ContentFingerprint, if not empty, is datasets.ContentFingerprint(Train), computed
 	// by the caller so that it is computed once per load (cmd/train also keys the
 	// privacy budget store with it). It must be that of Train exactly, the set the
@@ -80,12 +127,11 @@ type TrainerConfig struct {
 	// first writes or restores a checkpoint. Checkpoints record it and Restore refuses a
 	// checkpoint whose content fingerprint differs (the same labels with other examples).
 	ContentFingerprint string
-	// Rule is the update rule: dpoptim.NewSGD(lr), dpoptim.NewAdam(lr),
-	// &dpoptim.HeavyBall{…}, &dpoptim.ADPPolynomial{…}, … With Privacy it runs as DP-Rule.
-	Rule dpoptim.Rule
-	// Privacy makes the run private; nil trains on plain mean gradients, without clipping
-	// or noise, and spends ε = +Inf.
-	Privacy *Privacy
+}
+
+// Schedule is how a run visits its data. BatchSize and Epochs are required; Sampling's
+// zero value is Poisson.
+type Schedule struct {
 	// BatchSize is the expected logical batch size b, 1 ≤ b ≤ n: Poisson sampling includes
 	// each example with q = b/n. Logical batches larger than the model's physical batch
 	// run in chunks whose gradient sums add up before the noise is drawn.
@@ -93,37 +139,59 @@ type TrainerConfig struct {
 	// Epochs ≥ 1: the plan has Epochs·⌈n/b⌉ steps.
 	Epochs int
 	// Sampling is Poisson (the default) or Shuffle.
-	Sampling checkpoint.Sampling
-	// AugmentMultiplicity K ≥ 1 trains on K views of every sampled example drawn by
-	// Augment (which must change something), loaded into K consecutive rows, the example's
-	// gradient being the mean over its views before clipping (augment.go); 0, the
-	// default, trains on the examples themselves. The model's batch size must be a
-	// multiple of K; sampling, sensitivity, noise and ε are per example and unchanged.
-	// Training loss and accuracy are then means over views.
-	AugmentMultiplicity int
-	Augment             datasets.Augment
-	// Seed, if not nil, seeds the sampler and the noise (dpoptim.NewSeededNoise(*Seed)) for
-	// a reproducible run that resumes bit for bit. It is not private against anyone who
-	// knows the seed. nil draws both with a secure key.
-	Seed *uint64
+	Sampling Sampling
+}
+
+// Augmentation is augmentation multiplicity (augment.go). The zero value trains on the
+// examples themselves.
+type Augmentation struct {
+	// Multiplicity K ≥ 1 trains on K views of every sampled example drawn by Augment
+	// (which must change something), loaded into K consecutive rows, the example's
+	// gradient being the mean over its views before clipping; 0, the default, trains on
+	// the examples themselves. The model's batch size must be a multiple of K; sampling,
+	// sensitivity, noise and ε are per example and unchanged. Training loss and accuracy
+	// are then means over views.
+	Multiplicity int
+	Augment      datasets.Augment
+}
+
+// Averaging is an average of the parameters kept beside the raw ones: post-processing of
+// the released iterates, at no privacy cost. The evaluations at epoch ends, Result and
+// Evaluate then use the averaged parameters, checkpoints save them, and the training
+// itself goes on from the raw parameters, which the model holds. At most one of EMA and
+// Iterate; the zero value keeps no average.
+type Averaging struct {
 	// EMA, if not 0, keeps an exponential moving average of the parameters with decay
 	// β = EMA in (0, 1) (dpoptim.EMA: JAX Privacy's warm-up of the decay, the average
-	// starting from the initial parameters): post-processing of the released iterates,
-	// at no privacy cost. The evaluations at epoch ends, Result and Evaluate then use the
-	// averaged parameters, checkpoints save them (ModelFromCheckpoint loads them), and the
-	// training itself goes on from the raw parameters, which the model holds. Restore
-	// refuses a checkpoint whose EMA differs. 0: no averaging.
+	// starting from the initial parameters). ModelFromCheckpoint loads the average.
+	// Restore refuses a checkpoint whose EMA differs. 0: no averaging.
 	EMA float64
-	// IterateAverage, if not nil, keeps DP-LSSGD's averaged output θ̃ of the iterates
+	// Iterate, if not nil, keeps DP-LSSGD's averaged output θ̃ of the iterates
 	// (dpoptim.IterateAverage: uniform for Weights nil, Theorem 3; weighted by the step
 	// sizes of Weights, Theorem 2; only Weights is read, the trainer keeps its own
-	// average). Like EMA it is post-processing: the evaluations, Result and Evaluate use
-	// θ̃, training goes on from the raw iterate. Not with EMA. Its checkpoints hold θ̃ as
-	// their parameters and cannot be resumed (see IterateAverageSetting). nil: none.
-	IterateAverage *dpoptim.IterateAverage
-	// Settings records whatever else defines the run (learning rate, schedule, model
-	// options) in checkpoints; Restore refuses a checkpoint whose settings differ.
-	Settings map[string]string
+	// average). Its checkpoints hold θ̃ as their parameters and cannot be resumed (see
+	// IterateAverageSetting). nil: none.
+	Iterate *dpoptim.IterateAverage
+}
+
+// FeatureCache keeps the front end's features of the training and test sets in a
+// directory, re-used by later runs whose data and front end are identical
+// (CachedFrontEndFeatures; the file is named by a SHA-256 key over the front-end layers'
+// settings, the shapes, the dtype and every raw example, and checked on load). The files
+// hold features of the private data: protect the directory as the data. No effect for a
+// model without a front end. The zero value keeps no cache.
+type FeatureCache struct {
+	// Dir is the cache directory ("": no cache).
+	Dir string
+	// Key, if not nil, keys the cache: its files end in an HMAC-SHA256 under this key
+	// instead of a SHA-256, so that a file edited without the key is refused (and
+	// recomputed) even if its checksum was recomputed (CachedFrontEndFeaturesWithKey).
+	// cmd/train sets it to PRIVTRAIN_CHECKPOINT_KEY.
+	Key []byte
+}
+
+// Callbacks report a run's progress; each one that is nil is not called.
+type Callbacks struct {
 	// OnStep, if set, is called after every step; OnEpoch after every epoch's
 	// evaluation. A callback may call Trainer.Checkpoint. An error stops Run and is
 	// returned.
@@ -134,23 +202,6 @@ type TrainerConfig struct {
 	// Scattering2D; see Model.FrontEndFeatures), which the first Run does before its
 	// first step. It is not called for a model without a front end.
 	OnFrontEnd func(FrontEndProgress)
-	// FeatureCache, if not empty, is a directory where the front end's features of the
-	// training and test sets are kept and re-used by later runs whose data and front end
-	// are identical (CachedFrontEndFeatures; the file is named by a SHA-256 key over
-	// the front-end layers' settings, the shapes, the dtype and every raw example, and
-	// checked on load). The files hold features of the private data: protect the
-	// directory as the data. No effect for a model without a front end.
-	FeatureCache string
-	// FeatureCacheKey, if not nil, keys the feature cache: its files end in an
-	// HMAC-SHA256 under this key instead of a SHA-256, so that a file edited without
-	// the key is refused (and recomputed) even if its checksum was recomputed
-	// (CachedFrontEndFeaturesWithKey). cmd/train sets it to PRIVTRAIN_CHECKPOINT_KEY.
-	FeatureCacheKey []byte
-	// Reducer, if not nil, makes the trainer one rank of a data-parallel job
-	// (distributed.go): every rank trains on the sampled examples of its shard, the ranks'
-	// clipped sums are added, and rank 0 alone takes the private step, evaluates and may
-	// be checkpointed. nil: one process.
-	Reducer Reducer
 }
 
 // FrontEndProgress describes the one-time computation of a model's front-end features
@@ -212,7 +263,7 @@ type Result struct {
 	Epochs int // epochs completed in total
 	// Examples is the number of examples the steps of this Run trained on (the sum of the
 	// logical batch sizes); Elapsed is this Run's wall time, evaluations included, the
-	// one-time computation of a front end's features not (TrainerConfig.OnFrontEnd).
+	// one-time computation of a front end's features not (TrainerConfig.Callbacks.OnFrontEnd).
 	Examples int
 	Elapsed  time.Duration
 	// TestLoss and TestAccuracy are from the last evaluation (NaN if none ran).
@@ -231,7 +282,7 @@ type Result struct {
 type Trainer struct {
 	model   *nn.Model
 	cfg     TrainerConfig
-	plan    checkpoint.Plan
+	plan    Plan
 	private *dpoptim.Private // nil for non-private training
 	opt     dpoptim.Optimizer
 	scaler  dpoptim.NoiseScaler
@@ -242,8 +293,8 @@ type Trainer struct {
 	dataset  checkpoint.Fingerprint
 	rawTrain datasets.Dataset
 	classes  []string                // the training set's class names (datasets.ClassNames; nil: unnamed)
-	average  *dpoptim.EMA            // the parameter average (TrainerConfig.EMA); nil: none
-	iterate  *dpoptim.IterateAverage // the iterate average (TrainerConfig.IterateAverage); nil: none
+	average  *dpoptim.EMA            // the parameter average (TrainerConfig.Averaging.EMA); nil: none
+	iterate  *dpoptim.IterateAverage // the iterate average (TrainerConfig.Averaging.Iterate); nil: none
 	aug      *augmenter              // nil without augmentation multiplicity
 	dist     *distributed            // nil in one process (TrainerConfig.Reducer)
 
@@ -281,25 +332,25 @@ type Trainer struct {
 // calibrated or checked noise, the ε of the whole plan) and returns a trainer at step 0.
 func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	if m == nil {
-		return nil, fmt.Errorf("%w: nil model", nn.ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil model", ErrConfig)
 	}
 	if err := checkDatasets(m, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Rule == nil {
-		return nil, fmt.Errorf("%w: nil update rule", nn.ErrTrainConfig)
+		return nil, fmt.Errorf("%w: nil update rule", ErrConfig)
 	}
-	n := cfg.Train.Len()
-	if cfg.BatchSize < 1 || cfg.BatchSize > n {
-		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", nn.ErrTrainConfig, cfg.BatchSize, n, n)
+	n := cfg.Data.Train.Len()
+	if cfg.Schedule.BatchSize < 1 || cfg.Schedule.BatchSize > n {
+		return nil, fmt.Errorf("%w: batch size %d for %d training examples, want 1 ≤ batch ≤ %d", ErrConfig, cfg.Schedule.BatchSize, n, n)
 	}
-	if cfg.Epochs < 1 {
-		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", nn.ErrTrainConfig, cfg.Epochs)
+	if cfg.Schedule.Epochs < 1 {
+		return nil, fmt.Errorf("%w: %d epochs, want ≥ 1", ErrConfig, cfg.Schedule.Epochs)
 	}
-	if cfg.Sampling != checkpoint.Poisson && cfg.Sampling != checkpoint.Shuffle {
-		return nil, fmt.Errorf("%w: unknown sampling %v", nn.ErrTrainConfig, cfg.Sampling)
+	if cfg.Schedule.Sampling != Poisson && cfg.Schedule.Sampling != Shuffle {
+		return nil, fmt.Errorf("%w: unknown sampling %v", ErrConfig, cfg.Schedule.Sampling)
 	}
-	if err := checkEMA(cfg.EMA); err != nil {
+	if err := checkEMA(cfg.Averaging.EMA); err != nil {
 		return nil, err
 	}
 	cfg.Settings = maps.Clone(cfg.Settings)
@@ -321,24 +372,24 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	if ierr != nil {
 		return nil, ierr
 	}
-	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.EMA), iterate: iterate}
-	spe := accountant.StepsPerEpoch(n, cfg.BatchSize)
-	t.plan = checkpoint.Plan{
+	t := &Trainer{model: m, cfg: cfg, testLoss: math.NaN(), testAccuracy: math.NaN(), runID: newRunID(), average: newAverage(cfg.Averaging.EMA), iterate: iterate}
+	spe := accountant.StepsPerEpoch(n, cfg.Schedule.BatchSize)
+	t.plan = Plan{
 		DatasetSize:   n,
-		BatchSize:     cfg.BatchSize,
+		BatchSize:     cfg.Schedule.BatchSize,
 		PhysicalBatch: m.BatchSize(),
-		Sampling:      cfg.Sampling,
-		SampleRate:    float64(cfg.BatchSize) / float64(n),
+		Sampling:      cfg.Schedule.Sampling,
+		SampleRate:    float64(cfg.Schedule.BatchSize) / float64(n),
 		StepsPerEpoch: spe,
-		Epochs:        cfg.Epochs,
-		Steps:         cfg.Epochs * spe,
+		Epochs:        cfg.Schedule.Epochs,
+		Steps:         cfg.Schedule.Epochs * spe,
 		Spent:         accountant.Spent{Epsilon: math.Inf(1)},
 	}
-	if cfg.Epochs > math.MaxInt32/spe {
-		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", nn.ErrTrainConfig, cfg.Epochs, spe)
+	if cfg.Schedule.Epochs > math.MaxInt32/spe {
+		return nil, fmt.Errorf("%w: %d epochs of %d steps is too many", ErrConfig, cfg.Schedule.Epochs, spe)
 	}
 	var err error
-	if t.sampler, err = newSampler(cfg.Sampling, n, cfg.BatchSize, cfg.Seed); err != nil {
+	if t.sampler, err = newSampler(cfg.Schedule.Sampling, n, cfg.Schedule.BatchSize, cfg.Seed); err != nil {
 		return nil, err
 	}
 	if cfg.Privacy == nil {
@@ -348,13 +399,13 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 	} else if err := t.setupPrivacy(); err != nil {
 		return nil, err
 	}
-	if err := checkContentFingerprint(cfg.ContentFingerprint); err != nil {
+	if err := checkContentFingerprint(cfg.Data.ContentFingerprint); err != nil {
 		return nil, err
 	}
-	t.dataset = labelFingerprint(cfg.DatasetName, cfg.Train)
-	t.dataset.Content, t.rawTrain = cfg.ContentFingerprint, cfg.Train
-	t.classes = datasets.ClassNames(cfg.Train)
-	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Train)
+	t.dataset = labelFingerprint(cfg.Data.Name, cfg.Data.Train)
+	t.dataset.Content, t.rawTrain = cfg.Data.ContentFingerprint, cfg.Data.Train
+	t.classes = datasets.ClassNames(cfg.Data.Train)
+	d, b, size := m.NumParams(), m.BatchSize(), datasets.Size(cfg.Data.Train)
 	t.params, t.grad = make([]float64, d), make([]float64, d)
 	t.x, t.labels, t.mask = make([]float32, b*size), make([]int, b), make([]bool, b)
 	if cfg.Reducer != nil {
@@ -369,24 +420,24 @@ func NewTrainer(m *nn.Model, cfg TrainerConfig) (*Trainer, error) {
 }
 
 func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
-	if cfg.Train == nil {
-		return fmt.Errorf("%w: no training set", nn.ErrTrainConfig)
+	if cfg.Data.Train == nil {
+		return fmt.Errorf("%w: no training set", ErrConfig)
 	}
-	if cfg.Train.Len() < 1 {
-		return fmt.Errorf("%w: empty training set", nn.ErrTrainConfig)
+	if cfg.Data.Train.Len() < 1 {
+		return fmt.Errorf("%w: empty training set", ErrConfig)
 	}
 	for _, ds := range []struct {
 		name string
 		ds   datasets.Dataset
-	}{{"training", cfg.Train}, {"test", cfg.Test}} {
+	}{{"training", cfg.Data.Train}, {"test", cfg.Data.Test}} {
 		if ds.ds == nil {
 			continue
 		}
 		if !slices.Equal(ds.ds.Shape(), m.InputShape()) {
-			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", nn.ErrTrainConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
+			return fmt.Errorf("%w: %s examples have shape %v, model %s expects %v", ErrConfig, ds.name, ds.ds.Shape(), m.Name(), m.InputShape())
 		}
 		if ds.ds.NumClasses() > m.NumClasses() {
-			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", nn.ErrTrainConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
+			return fmt.Errorf("%w: %s set has %d classes, model %s has %d outputs", ErrConfig, ds.name, ds.ds.NumClasses(), m.Name(), m.NumClasses())
 		}
 	}
 	return nil
@@ -397,29 +448,29 @@ func checkDatasets(m *nn.Model, cfg TrainerConfig) error {
 func (t *Trainer) setupPrivacy() error {
 	p := t.cfg.Privacy
 	if p.Clip == nil {
-		return fmt.Errorf("%w: private training needs a clipping rule", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a clipping rule", ErrConfig)
 	}
 	if err := clipping.Fits(p.Clip, len(t.model.ParamLayers())); err != nil {
-		return fmt.Errorf("%w: %w (model %s: %v)", nn.ErrTrainConfig, err, t.model.Name(), t.model.ParamLayers())
+		return fmt.Errorf("%w: %w (model %s: %v)", ErrConfig, err, t.model.Name(), t.model.ParamLayers())
 	}
 	bound := p.Clip.Bound()
 	if !(bound > 0) || math.IsInf(bound, 0) {
-		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", nn.ErrTrainConfig, bound)
+		return fmt.Errorf("%w: clipping bound %v, want a finite bound > 0", ErrConfig, bound)
 	}
 	if err := t.checkAdaptive(); err != nil {
 		return err
 	}
 	if !(p.Delta > 0 && p.Delta < 1) {
-		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", nn.ErrTrainConfig, p.Delta)
+		return fmt.Errorf("%w: δ = %v, want δ in (0, 1)", ErrConfig, p.Delta)
 	}
 	if dpoptim.CheckNoiseMultiplier(p.NoiseMultiplier) != nil {
-		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", nn.ErrTrainConfig, p.NoiseMultiplier)
+		return fmt.Errorf("%w: noise multiplier %v, want a finite z > 0 (or 0 to calibrate for a target ε)", ErrConfig, p.NoiseMultiplier)
 	}
 	if !(p.TargetEpsilon >= 0) || math.IsInf(p.TargetEpsilon, 0) {
-		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", nn.ErrTrainConfig, p.TargetEpsilon)
+		return fmt.Errorf("%w: target ε = %v, want a finite ε > 0", ErrConfig, p.TargetEpsilon)
 	}
 	if p.NoiseMultiplier == 0 && p.TargetEpsilon == 0 {
-		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", nn.ErrTrainConfig)
+		return fmt.Errorf("%w: private training needs a noise multiplier or a target ε", ErrConfig)
 	}
 	t.scaler, _ = t.cfg.Rule.(dpoptim.NoiseScaler)
 	t.plan.NoiseSchedule = t.scaler != nil
@@ -436,11 +487,11 @@ func (t *Trainer) setupPrivacy() error {
 	var err error
 	if z == 0 {
 		if z, spent, err = calibrate(p.Accountant, q, t.scaler, steps, p.TargetEpsilon, p.Delta); err != nil {
-			return fmt.Errorf("nn: calibrating the noise for ε = %v at δ = %v over %d steps at q = %.4g: %w", p.TargetEpsilon, p.Delta, steps, q, err)
+			return fmt.Errorf("training: calibrating the noise for ε = %v at δ = %v over %d steps at q = %.4g: %w", p.TargetEpsilon, p.Delta, steps, q, err)
 		}
 		t.plan.Calibrated = true
 	} else if spent, err = planSpent(nil, p.Accountant, q, z, t.scaler, 0, steps, p.Delta); err != nil {
-		return fmt.Errorf("nn: privacy of the plan: %w", err)
+		return fmt.Errorf("training: privacy of the plan: %w", err)
 	}
 	if p.TargetEpsilon > 0 && spent.Epsilon > p.TargetEpsilon {
 		return fmt.Errorf("%w: %d steps at q = %.4g with noise multiplier %v spend ε = %.4g at δ = %v, above the target ε = %v", ErrBudget, steps, q, z, spent.Epsilon, p.Delta, p.TargetEpsilon)
@@ -452,7 +503,7 @@ func (t *Trainer) setupPrivacy() error {
 	}
 	err = t.newPrivate(z, noise)
 	if err != nil && p.Adaptive != nil { // NewPrivate computes z_Δ (the one place): σ_b ≤ z/2 fails there
-		return fmt.Errorf("%w: %w (expected batch %d)", nn.ErrTrainConfig, err, t.plan.BatchSize)
+		return fmt.Errorf("%w: %w (expected batch %d)", ErrConfig, err, t.plan.BatchSize)
 	}
 	return err
 }
@@ -488,7 +539,7 @@ func (t *Trainer) buildPrivate(z float64, noise *dpoptim.Noise) (*dpoptim.Privat
 func describeClip(r clipping.Rule) string { return fmt.Sprint(r) }
 
 // Plan returns the run's plan.
-func (t *Trainer) Plan() checkpoint.Plan { return t.plan }
+func (t *Trainer) Plan() Plan { return t.plan }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *nn.Model { return t.model }
@@ -547,7 +598,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	res := Result{}
 	if t.failed != nil {
-		return res, fmt.Errorf("nn: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
+		return res, fmt.Errorf("training: the trainer stopped at a failed step (%w); restart from a checkpoint", t.failed)
 	}
 	spe := t.plan.StepsPerEpoch
 	// The RDP ledger answers ε in one pass over its orders, so every step reports its own.
@@ -572,7 +623,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 	}
 	for t.step < t.plan.Steps {
 		if err := ctx.Err(); err != nil {
-			return t.result(res, start), fmt.Errorf("nn: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
+			return t.result(res, start), fmt.Errorf("training: training stopped after step %d of %d: %w", t.step, t.plan.Steps, err)
 		}
 		k := t.step % spe
 		size, err := t.trainStep(k)
@@ -580,7 +631,7 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 			err = t.updateAverage()
 		}
 		if err != nil {
-			t.failed = fmt.Errorf("nn: step %d: %w", t.step+1, err)
+			t.failed = fmt.Errorf("training: step %d: %w", t.step+1, err)
 			return t.result(res, start), t.failed
 		}
 		res.Examples += size
@@ -603,13 +654,13 @@ func (t *Trainer) Run(ctx context.Context) (Result, error) {
 				return t.result(res, start), err
 			}
 		}
-		if t.cfg.OnStep != nil {
-			if err := t.cfg.OnStep(progress); err != nil {
+		if t.cfg.Callbacks.OnStep != nil {
+			if err := t.cfg.Callbacks.OnStep(progress); err != nil {
 				return t.result(res, start), err
 			}
 		}
-		if metrics != nil && t.cfg.OnEpoch != nil {
-			if err := t.cfg.OnEpoch(*metrics); err != nil {
+		if metrics != nil && t.cfg.Callbacks.OnEpoch != nil {
+			if err := t.cfg.Callbacks.OnEpoch(*metrics); err != nil {
 				return t.result(res, start), err
 			}
 		}
@@ -646,8 +697,8 @@ func (t *Trainer) endEpoch(eps float64, start time.Time) (*EpochMetrics, error) 
 		Epsilon:       eps,
 		ClipNorm:      t.ClipNorm(),
 	}
-	if t.cfg.Test != nil && t.leader() {
-		loss, acc, err := t.Evaluate(t.cfg.Test)
+	if t.cfg.Data.Test != nil && t.leader() {
+		loss, acc, err := t.Evaluate(t.cfg.Data.Test)
 		if err != nil {
 			return nil, err
 		}
@@ -735,7 +786,7 @@ func (t *Trainer) load(ds datasets.Dataset, idx []int) nn.Batch {
 
 // Evaluate returns the mean loss and the accuracy of the model on ds, run in physical
 // batches through the forward-only graph: with the averaged parameters when the run keeps
-// an average (TrainerConfig.EMA; the model holds the raw ones again afterwards), with the
+// an average (TrainerConfig.Averaging.EMA; the model holds the raw ones again afterwards), with the
 // model's parameters otherwise.
 func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err error) {
 	restore, err := t.withAverage()
@@ -748,10 +799,10 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (loss, accuracy float64, err err
 		}
 	}()
 	if ds == nil || ds.Len() == 0 {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", nn.ErrTrainConfig)
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: empty evaluation set", ErrConfig)
 	}
 	if !nn.IsFeatures(ds) && !slices.Equal(ds.Shape(), t.model.InputShape()) {
-		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", nn.ErrTrainConfig, ds.Shape(), t.model.InputShape())
+		return math.NaN(), math.NaN(), fmt.Errorf("%w: evaluation examples have shape %v, model expects %v", ErrConfig, ds.Shape(), t.model.InputShape())
 	}
 	b := t.model.BatchSize()
 	idx := make([]int, 0, b)
@@ -782,40 +833,40 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Train.Len(), CacheDir: t.cfg.FeatureCache}
-	if t.cfg.Test != nil {
-		p.Examples += t.cfg.Test.Len()
+	p := FrontEndProgress{FrontEnd: t.model.FrontEnd(), Examples: t.cfg.Data.Train.Len(), CacheDir: t.cfg.FeatureCache.Dir}
+	if t.cfg.Data.Test != nil {
+		p.Examples += t.cfg.Data.Test.Len()
 	}
-	if t.cfg.OnFrontEnd != nil {
-		t.cfg.OnFrontEnd(p)
+	if t.cfg.Callbacks.OnFrontEnd != nil {
+		t.cfg.Callbacks.OnFrontEnd(p)
 	}
 	features := func(ds datasets.Dataset, set string) (datasets.Dataset, error) {
-		if t.cfg.FeatureCache == "" {
+		if t.cfg.FeatureCache.Dir == "" {
 			return t.model.FrontEndFeaturesContext(ctx, ds)
 		}
-		fs, use, err := cachedFrontEndFeatures(ctx, t.model, ds, t.cfg.FeatureCache, t.cfg.FeatureCacheKey)
+		fs, use, err := cachedFrontEndFeatures(ctx, t.model, ds, t.cfg.FeatureCache.Dir, t.cfg.FeatureCache.Key)
 		use.Set = set
 		p.Cache = append(p.Cache, use)
 		return fs, err
 	}
-	train, err := features(t.cfg.Train, "training")
+	train, err := features(t.cfg.Data.Train, "training")
 	if err != nil {
-		return fmt.Errorf("nn: training set: %w", err)
+		return fmt.Errorf("training: training set: %w", err)
 	}
-	test := t.cfg.Test
+	test := t.cfg.Data.Test
 	if test != nil {
 		if test, err = features(test, "test"); err != nil {
-			return fmt.Errorf("nn: test set: %w", err)
+			return fmt.Errorf("training: test set: %w", err)
 		}
 	}
-	t.cfg.Train, t.cfg.Test = train, test
+	t.cfg.Data.Train, t.cfg.Data.Test = train, test
 	if n := len(t.labels) * datasets.Size(train); n > len(t.x) {
 		t.x = make([]float32, n)
 	}
 	t.features = true
-	if t.cfg.OnFrontEnd != nil {
+	if t.cfg.Callbacks.OnFrontEnd != nil {
 		p.Done, p.Elapsed = true, time.Since(start)
-		t.cfg.OnFrontEnd(p)
+		t.cfg.Callbacks.OnFrontEnd(p)
 	}
 	return nil
 }

@@ -31,9 +31,12 @@ func BenchmarkTrainerEpoch(b *testing.B) {
 			m := newModel(b, models.MNISTCNN(models.Tanh), physical, nn.WithSeed(1))
 			examples := 0
 			tr := newTrainer(b, m, training.TrainerConfig{
-				Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(4)), BatchSize: 2048, Epochs: b.N, Seed: seedPtr(1),
-				Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
-				OnStep:  func(p training.StepProgress) error { examples += p.BatchSize; return nil },
+				Data:      training.Data{Train: train},
+				Rule:      dpoptim.NewSGD(dpoptim.Constant(4)),
+				Schedule:  training.Schedule{BatchSize: 2048, Epochs: b.N},
+				Seed:      seedPtr(1),
+				Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
+				Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error { examples += p.BatchSize; return nil }},
 			})
 			b.ResetTimer()
 			if _, err := tr.Run(context.Background()); err != nil {
@@ -84,13 +87,14 @@ func trainerVsStep(b *testing.B, spec nn.Spec, train, test datasets.Dataset, log
 	for b.Loop() {
 		epoch++
 		tr := newTrainer(b, m, training.TrainerConfig{
-			Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(3)), BatchSize: logical, Epochs: 1,
-			Seed:    seedPtr(uint64(epoch)),
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
+			Data: training.Data{Train: train, Test: test}, Rule: dpoptim.NewSGD(dpoptim.Constant(3)),
+			Schedule: training.Schedule{BatchSize: logical, Epochs: 1},
+			Seed:     seedPtr(uint64(epoch)),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.35, Delta: 1e-5},
 			// After each of the trainer's steps (and the epoch's evaluation, which comes
 			// before the last step's callback), as many examples of bare steps: the two
 			// alternate every ~0.1 s, so that the machine's load drifts hit both alike.
-			OnStep: func(p training.StepProgress) error {
+			Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 				t0, c0 := time.Now(), cpuTime()
 				took[0] += t0.Sub(last)
 				cpu[0] += c0 - lastCPU
@@ -104,7 +108,7 @@ func trainerVsStep(b *testing.B, spec nn.Spec, train, test datasets.Dataset, log
 				cpu[1] += cpuTime() - c0
 				last, lastCPU = time.Now(), cpuTime()
 				return nil
-			},
+			}},
 		})
 		last, lastCPU = time.Now(), cpuTime()
 		if _, err := tr.Run(context.Background()); err != nil {
@@ -199,14 +203,17 @@ func BenchmarkScatterLinearEpoch(b *testing.B) {
 	m := newModel(b, models.ScatterLinearMNIST(), 2048, nn.WithSeed(1))
 	examples := 0
 	tr := newTrainer(b, m, training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(4)), BatchSize: 2048, Epochs: b.N, Seed: seedPtr(1),
+		Data: training.Data{Train: train}, Rule: dpoptim.NewSGD(dpoptim.Constant(4)),
+		Schedule: training.Schedule{BatchSize: 2048, Epochs: b.N}, Seed: seedPtr(1),
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 3, Delta: 1e-5},
-		OnStep:  func(p training.StepProgress) error { examples += p.BatchSize; return nil },
-		// The features are computed before the first step: time the steps only.
-		OnFrontEnd: func(p training.FrontEndProgress) {
-			if p.Done {
-				b.ResetTimer()
-			}
+		Callbacks: training.Callbacks{
+			OnStep: func(p training.StepProgress) error { examples += p.BatchSize; return nil },
+			// The features are computed before the first step: time the steps only.
+			OnFrontEnd: func(p training.FrontEndProgress) {
+				if p.Done {
+					b.ResetTimer()
+				}
+			},
 		},
 	})
 	if _, err := tr.Run(context.Background()); err != nil {

@@ -39,10 +39,10 @@ func ExampleTrainer() {
 	}
 	seed := uint64(1)
 	tr, err := training.NewTrainer(m, training.TrainerConfig{
-		Train: small, Test: testSmall, DatasetName: "mnist-embedded-1000",
-		Rule:      dpoptim.NewAdam(dpoptim.Constant(1e-2)), // cmd/train's DP-Adam default
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
-		BatchSize: 100, Epochs: 2, Seed: &seed,
+		Data:     training.Data{Train: small, Test: testSmall, Name: "mnist-embedded-1000"},
+		Rule:     dpoptim.NewAdam(dpoptim.Constant(1e-2)), // cmd/train's DP-Adam default
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		Schedule: training.Schedule{BatchSize: 100, Epochs: 2}, Seed: &seed,
 	})
 	if err != nil {
 		panic(err)

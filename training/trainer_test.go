@@ -15,7 +15,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -60,8 +59,10 @@ func TestTrainerLearns(t *testing.T) {
 	train, test := embedded(t, 2000)
 	t.Run("non-private", func(t *testing.T) {
 		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 100, nn.WithSeed(1)), training.TrainerConfig{
-			Train: train, Test: test, DatasetName: "mnist-2000", Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)),
-			BatchSize: 50, Epochs: 4, Seed: seedPtr(1),
+			Data:     training.Data{Train: train, Test: test, Name: "mnist-2000"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Schedule: training.Schedule{BatchSize: 50, Epochs: 4},
+			Seed:     seedPtr(1),
 		})
 		res := run(t, tr)
 		if res.TestAccuracy < 0.80 {
@@ -77,9 +78,11 @@ func TestTrainerLearns(t *testing.T) {
 	t.Run("dp-sgd", func(t *testing.T) {
 		const target, delta = 4.0, 1e-5
 		tr := newTrainer(t, newModel(t, models.LogisticRegression(), 128, nn.WithSeed(1)), training.TrainerConfig{
-			Train: train, Test: test, DatasetName: "mnist-2000", Rule: dpoptim.NewSGD(dpoptim.Constant(2)),
-			Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: target, Delta: delta},
-			BatchSize: 200, Epochs: 5, Seed: seedPtr(2),
+			Data:     training.Data{Train: train, Test: test, Name: "mnist-2000"},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(2)),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: target, Delta: delta},
+			Schedule: training.Schedule{BatchSize: 200, Epochs: 5},
+			Seed:     seedPtr(2),
 		})
 		plan := tr.Plan()
 		res := run(t, tr)
@@ -125,8 +128,10 @@ func TestFixedNoisePlan(t *testing.T) {
 	train, _ := embedded(t, 1000)
 	m := newModel(t, models.LogisticRegression(), 64)
 	cfg := training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 3,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule: training.Schedule{BatchSize: 100, Epochs: 3},
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
 	}
 	tr := newTrainer(t, m, cfg)
 	l := accountant.NewLedger()
@@ -153,8 +158,11 @@ func TestADPSchedule(t *testing.T) {
 	train, _ := embedded(t, 500)
 	rule := &dpoptim.ADPPolynomial{Eta: 1, A: 19, C: 1}
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64, nn.WithSeed(1)), training.TrainerConfig{
-		Train: train, Rule: rule, BatchSize: 50, Epochs: 2, Seed: seedPtr(1),
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Data:     training.Data{Train: train},
+		Rule:     rule,
+		Schedule: training.Schedule{BatchSize: 50, Epochs: 2},
+		Seed:     seedPtr(1),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
 	})
 	plan := tr.Plan()
 	res := run(t, tr)
@@ -183,8 +191,11 @@ func TestChunksAddUpBeforeNoise(t *testing.T) {
 	params := func(physical int) ([]float64, *training.Trainer) {
 		m := newModel(t, models.LogisticRegression(), physical, nn.WithSeed(3), nn.WithDType(nn.Float64))
 		tr := newTrainer(t, m, training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 40, Epochs: 2, Seed: seedPtr(9),
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 0.5}, NoiseMultiplier: 2, Delta: 1e-5},
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: 40, Epochs: 2},
+			Seed:     seedPtr(9),
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 0.5}, NoiseMultiplier: 2, Delta: 1e-5},
 		})
 		run(t, tr)
 		p := make([]float64, m.NumParams())
@@ -216,9 +227,12 @@ func TestEmptyPoissonBatches(t *testing.T) {
 	after := make([]float64, m.NumParams())
 	var tr *training.Trainer
 	tr = newTrainer(t, m, training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 1, Epochs: 2, Seed: seedPtr(4),
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 5, Delta: 1e-5},
-		OnStep: func(p training.StepProgress) error {
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: 1, Epochs: 2},
+		Seed:     seedPtr(4),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 5, Delta: 1e-5},
+		Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 			if p.BatchSize == 0 {
 				empty++
 				m.Params(after)
@@ -228,7 +242,7 @@ func TestEmptyPoissonBatches(t *testing.T) {
 			}
 			m.Params(before)
 			return nil
-		},
+		}},
 	})
 	m.Params(before)
 	run(t, tr)
@@ -249,14 +263,16 @@ func TestRunCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: 30, Epochs: 3,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
-		OnStep: func(p training.StepProgress) error {
+		Data:     training.Data{Train: train},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.1)),
+		Schedule: training.Schedule{BatchSize: 30, Epochs: 3},
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 			if p.GlobalStep == 5 {
 				cancel()
 			}
 			return nil
-		},
+		}},
 	})
 	res, err := tr.Run(ctx)
 	if !errors.Is(err, context.Canceled) {
@@ -282,10 +298,12 @@ func TestCallbacksPLD(t *testing.T) {
 	pld := accountant.PLD{}
 	var tr *training.Trainer
 	tr = newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
-		Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
+		Data:     training.Data{Train: train, Test: test},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule: training.Schedule{BatchSize: 64, Epochs: 2},
 		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5,
 			Accountant: []accountant.Option{accountant.WithAccountant(pld)}},
-		OnStep: func(p training.StepProgress) error {
+		Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 			got = append(got, p.Epsilon)
 			if p.Step == p.StepsPerEpoch {
 				want, err := pld.Epsilon(tr.Ledger().History(), 1e-5)
@@ -294,7 +312,7 @@ func TestCallbacksPLD(t *testing.T) {
 				}
 			}
 			return nil
-		},
+		}},
 	})
 	run(t, tr)
 	want := []float64{0, 0, 0, got[3], got[3], got[3], got[3], got[7]}
@@ -310,23 +328,24 @@ func TestCallbacks(t *testing.T) {
 	var steps, epochs []int
 	var lastEps float64
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
-		Train: train, Test: test, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
-		OnStep: func(p training.StepProgress) error {
+		Data:     training.Data{Train: train, Test: test},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule: training.Schedule{BatchSize: 64, Epochs: 2},
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 2, Delta: 1e-5},
+		Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error {
 			if p.StepsPerEpoch != 4 || p.TotalSteps != 8 || p.Epsilon <= lastEps {
 				t.Errorf("step %+v after ε = %v", p, lastEps)
 			}
 			lastEps = p.Epsilon
 			steps = append(steps, p.GlobalStep)
 			return nil
-		},
-		OnEpoch: func(m training.EpochMetrics) error {
+		}, OnEpoch: func(m training.EpochMetrics) error {
 			if math.IsNaN(m.TestAccuracy) || m.TestAccuracy < 0 || m.TestAccuracy > 1 || m.Epsilon != lastEps {
 				t.Errorf("epoch %+v, last step's ε %v", m, lastEps)
 			}
 			epochs = append(epochs, m.Epoch)
 			return nil
-		},
+		}},
 	})
 	run(t, tr)
 	if !slices.Equal(steps, []int{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(epochs, []int{1, 2}) {
@@ -337,8 +356,10 @@ func TestCallbacks(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	tr2 := newTrainer(t, newModel(t, models.LogisticRegression(), 64), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 2,
-		OnEpoch: func(training.EpochMetrics) error { return stop },
+		Data:      training.Data{Train: train},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule:  training.Schedule{BatchSize: 64, Epochs: 2},
+		Callbacks: training.Callbacks{OnEpoch: func(training.EpochMetrics) error { return stop }},
 	})
 	if _, err := tr2.Run(context.Background()); !errors.Is(err, stop) || tr2.Steps() != 4 {
 		t.Errorf("callback error: Run returned %v at step %d, want it at step 4", err, tr2.Steps())
@@ -354,8 +375,12 @@ func TestNewTrainerErrors(t *testing.T) {
 	}
 	sgd := dpoptim.NewSGD(dpoptim.Constant(1))
 	ok := func() training.TrainerConfig {
-		return training.TrainerConfig{Train: train, Test: test, Rule: sgd, BatchSize: 10, Epochs: 1,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5}}
+		return training.TrainerConfig{
+			Data:     training.Data{Train: train, Test: test},
+			Rule:     sgd,
+			Schedule: training.Schedule{BatchSize: 10, Epochs: 1},
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		}
 	}
 	if _, err := training.NewTrainer(logreg, ok()); err != nil {
 		t.Fatalf("valid configuration: %v", err)
@@ -364,14 +389,14 @@ func TestNewTrainerErrors(t *testing.T) {
 		name   string
 		change func(*training.TrainerConfig)
 	}{
-		{"no training set", func(c *training.TrainerConfig) { c.Train = nil }},
-		{"training shape", func(c *training.TrainerConfig) { c.Train = cifarShaped }},
-		{"test shape", func(c *training.TrainerConfig) { c.Test = cifarShaped }},
+		{"no training set", func(c *training.TrainerConfig) { c.Data.Train = nil }},
+		{"training shape", func(c *training.TrainerConfig) { c.Data.Train = cifarShaped }},
+		{"test shape", func(c *training.TrainerConfig) { c.Data.Test = cifarShaped }},
 		{"nil rule", func(c *training.TrainerConfig) { c.Rule = nil }},
-		{"batch 0", func(c *training.TrainerConfig) { c.BatchSize = 0 }},
-		{"batch > n", func(c *training.TrainerConfig) { c.BatchSize = 101 }},
-		{"no epochs", func(c *training.TrainerConfig) { c.Epochs = 0 }},
-		{"sampling", func(c *training.TrainerConfig) { c.Sampling = 7 }},
+		{"batch 0", func(c *training.TrainerConfig) { c.Schedule.BatchSize = 0 }},
+		{"batch > n", func(c *training.TrainerConfig) { c.Schedule.BatchSize = 101 }},
+		{"no epochs", func(c *training.TrainerConfig) { c.Schedule.Epochs = 0 }},
+		{"sampling", func(c *training.TrainerConfig) { c.Schedule.Sampling = 7 }},
 		{"no clipping", func(c *training.TrainerConfig) { c.Privacy.Clip = nil }},
 		{"per-layer count", func(c *training.TrainerConfig) { c.Privacy.Clip = clipping.PerLayer{C: []float64{1, 1}} }},
 		{"clip 0", func(c *training.TrainerConfig) { c.Privacy.Clip = clipping.Flat{C: 0} }},
@@ -384,11 +409,11 @@ func TestNewTrainerErrors(t *testing.T) {
 	} {
 		cfg := ok()
 		tc.change(&cfg)
-		if _, err := training.NewTrainer(logreg, cfg); !errors.Is(err, nn.ErrTrainConfig) {
-			t.Errorf("%s: err = %v, want ErrTrainConfig", tc.name, err)
+		if _, err := training.NewTrainer(logreg, cfg); !errors.Is(err, training.ErrConfig) {
+			t.Errorf("%s: err = %v, want ErrConfig", tc.name, err)
 		}
 	}
-	if _, err := training.NewTrainer(nil, ok()); !errors.Is(err, nn.ErrTrainConfig) {
+	if _, err := training.NewTrainer(nil, ok()); !errors.Is(err, training.ErrConfig) {
 		t.Errorf("nil model: err = %v", err)
 	}
 }
@@ -400,9 +425,11 @@ func TestShuffleWarns(t *testing.T) {
 	train, _ := embedded(t, 250)
 	var sizes []int
 	tr := newTrainer(t, newModel(t, models.LogisticRegression(), 32), training.TrainerConfig{
-		Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 100, Epochs: 1, Sampling: checkpoint.Shuffle,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
-		OnStep:  func(p training.StepProgress) error { sizes = append(sizes, p.BatchSize); return nil },
+		Data:      training.Data{Train: train},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(1)),
+		Schedule:  training.Schedule{BatchSize: 100, Epochs: 1, Sampling: training.Shuffle},
+		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, TargetEpsilon: 1, Delta: 1e-5},
+		Callbacks: training.Callbacks{OnStep: func(p training.StepProgress) error { sizes = append(sizes, p.BatchSize); return nil }},
 	})
 	if w := tr.Plan().Warnings(); len(w) != 1 || !strings.Contains(w[0], "Poisson") {
 		t.Errorf("warnings %q, want one about Poisson sampling", w)
@@ -424,8 +451,11 @@ func TestClipRuleCopied(t *testing.T) {
 		m := newModel(t, models.LogisticRegression(), 32, nn.WithSeed(5), nn.WithDType(nn.Float64))
 		thresholds := []float64{0.05}
 		tr := newTrainer(t, m, training.TrainerConfig{
-			Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 50, Epochs: 1, Seed: seedPtr(6),
-			Privacy: &training.Privacy{Clip: clipping.PerLayer{C: thresholds}, NoiseMultiplier: 1, Delta: 1e-5},
+			Data:     training.Data{Train: train},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: 50, Epochs: 1},
+			Seed:     seedPtr(6),
+			Privacy:  &training.Privacy{Clip: clipping.PerLayer{C: thresholds}, NoiseMultiplier: 1, Delta: 1e-5},
 		})
 		if mutate {
 			thresholds[0] = 1e6
@@ -462,9 +492,11 @@ func TestFailedStepEndsTrainer(t *testing.T) {
 	train, _ := embedded(t, 500)
 	m := newModel(t, models.LogisticRegression(), 64)
 	tr := newTrainer(t, m, training.TrainerConfig{
-		Train: train, Rule: &failingRule{Rule: dpoptim.NewSGD(dpoptim.Constant(1))}, BatchSize: 100, Epochs: 2,
-		Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
-		Seed:    seedPtr(1),
+		Data:     training.Data{Train: train},
+		Rule:     &failingRule{Rule: dpoptim.NewSGD(dpoptim.Constant(1))},
+		Schedule: training.Schedule{BatchSize: 100, Epochs: 2},
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: 1.1, Delta: 1e-5},
+		Seed:     seedPtr(1),
 	})
 	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "overflowed") {
 		t.Fatalf("Run with a failing rule: err = %v", err)

@@ -62,10 +62,11 @@ func ExampleSearch() {
 				return nil, err
 			}
 			return training.NewTrainer(m, training.TrainerConfig{
-				Train: train, Test: val, DatasetName: "mnist-embedded-test",
-				Rule:      dpoptim.NewSGD(dpoptim.Constant(lr)),
-				Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5},
-				BatchSize: batch, Epochs: epochs, Seed: &t.Seed,
+				Data:     training.Data{Train: train, Test: val, Name: "mnist-embedded-test"},
+				Rule:     dpoptim.NewSGD(dpoptim.Constant(lr)),
+				Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: z, Delta: 1e-5},
+				Schedule: training.Schedule{BatchSize: batch, Epochs: epochs},
+				Seed:     &t.Seed,
 			})
 		}, val.Len()),
 		OnDrawn: func(k int) { fmt.Printf("%d trials drawn\n", k) },

@@ -13,7 +13,7 @@ import (
 
 // Trainers returns a Runner that trains each trial with the trainer that newTrainer
 // builds for it and scores it with TrainTrial on validation examples. newTrainer must
-// give the trainer the validation part as its test set (TrainerConfig.Test), the
+// give the trainer the validation part as its test set (TrainerConfig.Data.Test), the
 // trained-on part of the Accounting's size as its training set, a plan among the
 // Accounting's Plans, and, when the trial is Seeded, its Seed.
 func Trainers(newTrainer func(Trial) (*training.Trainer, error), validation int) Runner {

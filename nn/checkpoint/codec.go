@@ -39,7 +39,7 @@ import (
 //	         sampler/state    U8, a seeded sampler's generator
 //	         sampler/perm     I64, a shuffled epoch's permutation (mid-epoch only)
 //	         ema/decay, ema/step, ema/params
-//	                          the parameter average of a run with TrainerConfig.EMA
+//	                          the parameter average of a run with TrainerConfig.Averaging.EMA
 //	                          (absent otherwise; see average.go)
 
 // checkpointKind marks a training checkpoint inside the container's metadata.

@@ -78,7 +78,7 @@ func VerifyLedger(l *accountant.Ledger, p Plan, rewinds []Rewind, step int, scal
 				return fmt.Errorf("the ledger records %d steps, the run took more", l.Steps())
 			}
 			s := hist[seg]
-			if want := StepMultiplier(p.NoiseMultiplier, scaler, t); s.Q != p.SampleRate || s.Z != want {
+			if want := dpoptim.StepMultiplier(p.NoiseMultiplier, scaler, t); s.Q != p.SampleRate || s.Z != want {
 				return fmt.Errorf("the ledger records q = %v, z = %v at plan step %d; the plan (q = %v, noise multiplier %v%s) implies q = %v, z = %v: the ledger does not match the run",
 					s.Q, s.Z, t+1, p.SampleRate, p.NoiseMultiplier, scheduleNote(scaler), p.SampleRate, want)
 			}

@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/privtrain/privtrain/accountant"
-	"github.com/privtrain/privtrain/dpoptim"
 )
 
 // Plan is a training run's schedule and privacy budget, fixed by NewTrainer before the
@@ -133,15 +132,6 @@ func (p Plan) Warnings() []string {
 		w = append(w, fmt.Sprintf("the optimal Rényi order %g is at the edge of the accountant's orders; a wider list of orders may give a smaller ε", p.Spent.Order))
 	}
 	return w
-}
-
-// StepMultiplier is z_t, computed exactly as dpoptim.Private computes the multiplier it
-// records, so that a plan's ledger and the run's ledger agree bit for bit.
-func StepMultiplier(z float64, scaler dpoptim.NoiseScaler, t int) float64 {
-	if scaler == nil {
-		return z
-	}
-	return z * scaler.NoiseScale(t)
 }
 
 // String describes the plan on one line, e.g.

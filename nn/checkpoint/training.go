@@ -39,7 +39,7 @@ type Training struct {
 	DType  tensorfile.DType
 	Layout []ParamInfo
 	Params []float64
-	// EMA is the decay of the run's parameter average (TrainerConfig.EMA; 0: none),
+	// EMA is the decay of the run's parameter average (TrainerConfig.Averaging.EMA; 0: none),
 	// EMAParams the average in Layout order (full precision; nil without averaging, or
 	// at step 0 before Run started it) and EMASteps the updates it holds (Step).
 	// ModelParams picks EMAParams when present: models built from the checkpoint use

@@ -41,7 +41,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
 	"github.com/privtrain/privtrain/training"
 )
@@ -163,9 +162,9 @@ func run() error {
 	}
 	n := train.Len()
 	steps := (n + *batch - 1) / *batch
-	samp := checkpoint.Shuffle
+	samp := training.Shuffle
 	if *sampling == "poisson" {
-		samp = checkpoint.Poisson
+		samp = training.Poisson
 	}
 	fmt.Printf("# data %s (%d training, %d test examples), normalize %v, weight decay %g, sampling %s, noise %s, a %g, batch %d, epochs %d, max RDP order %d (0: default), clip %s\n",
 		name, n, test.Len(), *norm, *wd, *sampling, *noiseMode, *a, *batch, *epochs, *maxOrder, *clipMode)
@@ -233,11 +232,12 @@ func run() error {
 					avg = &dpoptim.IterateAverage{Weights: epochInverseTime{a: *a, stepsPerEpoch: steps}}
 				}
 				tr, err := training.NewTrainer(m, training.TrainerConfig{
-					IterateAverage: avg,
-					Train:          train, Test: test, DatasetName: name,
+					Averaging: training.Averaging{Iterate: avg},
+					Data:      training.Data{Train: train, Test: test, Name: name},
 					Rule:      rule,
 					Privacy:   p,
-					BatchSize: *batch, Epochs: *epochs, Sampling: samp, Seed: &seedCopy,
+					Schedule:  training.Schedule{BatchSize: *batch, Epochs: *epochs, Sampling: samp},
+					Seed:      &seedCopy,
 				})
 				if err != nil {
 					return err

@@ -166,8 +166,8 @@ func loadError(flagName, path string, err error) error {
 }
 
 // FileError is err, about the file of -flagName path, with a message that names the flag
-// and the path once: the prefixes that the libraries' errors add ("nn: ", "checkpoint: ",
-// "PATH: ") are dropped from its front. errors.Is and errors.As see err.
+// and the path once: the prefixes that the libraries' errors add ("nn: ", "training: ",
+// "checkpoint: ", "PATH: ") are dropped from its front. errors.Is and errors.As see err.
 func FileError(flagName, path string, err error) error {
 	return &fileError{fmt.Sprintf("-%s %s: %s", flagName, path, trimPrefixes(err.Error(), path)), err}
 }
@@ -183,11 +183,11 @@ func (e *fileError) Error() string { return e.msg }
 func (e *fileError) Unwrap() error { return e.err }
 
 // trimPrefixes drops from msg's front the prefixes that the libraries' errors add
-// ("nn: ", "checkpoint: ", "PATH: "), which the flag and path already say.
+// ("nn: ", "training: ", "checkpoint: ", "PATH: "), which the flag and path already say.
 func trimPrefixes(msg, path string) string {
 	for trimmed := true; trimmed; {
 		trimmed = false
-		for _, p := range []string{"nn: ", "checkpoint: ", path + ": "} {
+		for _, p := range []string{"nn: ", "training: ", "checkpoint: ", path + ": "} {
 			if rest, ok := strings.CutPrefix(msg, p); ok {
 				msg, trimmed = rest, true
 			}

@@ -32,9 +32,12 @@ func TestEvaluateValidationContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: datatest.Saturated{Dataset: rest}, DatasetName: "mnist-embedded",
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: datatest.Saturated{Dataset: rest}, Name: "mnist-embedded"},
 		Settings: map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3"},
-		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 256, Epochs: 1})
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: 256, Epochs: 1},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func trainerEvaluate(t *testing.T, ckpt string, train, test datasets.Dataset, ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), BatchSize: batch, Epochs: 1})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{Data: training.Data{Train: train}, Rule: dpoptim.NewSGD(dpoptim.Constant(0.1)), Schedule: training.Schedule{BatchSize: batch, Epochs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

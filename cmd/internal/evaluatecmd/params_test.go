@@ -24,8 +24,13 @@ func TestEvaluateParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(2)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: 0.8})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:      training.Data{Train: train, Name: "mnist-embedded"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule:  training.Schedule{BatchSize: 64, Epochs: 2},
+		Seed:      &seed,
+		Averaging: training.Averaging{EMA: 0.8},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +46,7 @@ func TestEvaluateParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	evalWith := func(p []float64) (float64, float64) {
-		ref, err := training.NewTrainer(tr.Model(), training.TrainerConfig{Train: train, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: 64, Epochs: 1})
+		ref, err := training.NewTrainer(tr.Model(), training.TrainerConfig{Data: training.Data{Train: train}, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), Schedule: training.Schedule{BatchSize: 64, Epochs: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -321,8 +321,12 @@ func TestEvaluateValidationSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, DatasetName: "mnist-embedded", Settings: settings,
-			Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 256, Epochs: 1})
+		tr, err := training.NewTrainer(m, training.TrainerConfig{
+			Data:     training.Data{Train: rest, Name: "mnist-embedded"},
+			Settings: settings,
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+			Schedule: training.Schedule{BatchSize: 256, Epochs: 1},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
+	"github.com/privtrain/privtrain/training"
 )
 
 // settingTuneTrial is the setting that train -tune records in the checkpoint of a
@@ -31,7 +32,7 @@ type checkpointInfo struct {
 	Rewinds      []checkpoint.Rewind  `json:"rewinds"`
 	Ledger       []accountant.Segment `json:"ledger"`
 	Noise        string               `json:"noise"`
-	Plan         checkpoint.Plan      `json:"plan"`
+	Plan         training.Plan        `json:"plan"`
 	// TuneTrial is the values of the -tune trial the checkpoint holds (empty for a
 	// plain run): then the search's ε, larger, covers the model.
 	TuneTrial string `json:"tune_trial,omitempty"`

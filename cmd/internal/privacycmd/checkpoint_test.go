@@ -37,10 +37,14 @@ func privateCheckpoint(t *testing.T, dir, name string, settings map[string]strin
 		t.Fatal(err)
 	}
 	seed := uint64(3)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded", Settings: settings,
-		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
-		BatchSize: ckptBatch, Epochs: ckptEpochs, Seed: &seed})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: train, Name: "mnist-embedded"},
+		Settings: settings,
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
+		Schedule: training.Schedule{BatchSize: ckptBatch, Epochs: ckptEpochs},
+		Seed:     &seed,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,16 +149,19 @@ func TestEpsilonOfRewoundCheckpoint(t *testing.T) {
 	seed := uint64(3)
 	var tr *training.Trainer
 	var first *checkpoint.Training
-	tr, err = training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule:      dpoptim.NewSGD(dpoptim.Constant(0.5)),
-		Privacy:   &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
-		BatchSize: ckptBatch, Epochs: ckptEpochs, Seed: &seed,
-		OnEpoch: func(training.EpochMetrics) (err error) {
+	tr, err = training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: train, Name: "mnist-embedded"},
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: ckptZ, Delta: ckptDelta},
+		Schedule: training.Schedule{BatchSize: ckptBatch, Epochs: ckptEpochs},
+		Seed:     &seed,
+		Callbacks: training.Callbacks{OnEpoch: func(training.EpochMetrics) (err error) {
 			if first == nil {
 				first, err = tr.Checkpoint()
 			}
 			return err
-		}})
+		}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,10 @@ func TestNoiseMeetsTheTrainersPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr, err := training.NewTrainer(m, training.TrainerConfig{
-			Train: blankDigits{c.n}, Rule: dpoptim.NewSGD(dpoptim.Constant(1)), BatchSize: c.batch, Epochs: c.epochs,
-			Privacy: &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: r.NoiseMultiplier, TargetEpsilon: c.eps, Delta: 1e-5},
+			Data:     training.Data{Train: blankDigits{c.n}},
+			Rule:     dpoptim.NewSGD(dpoptim.Constant(1)),
+			Schedule: training.Schedule{BatchSize: c.batch, Epochs: c.epochs},
+			Privacy:  &training.Privacy{Clip: clipping.Flat{C: 1}, NoiseMultiplier: r.NoiseMultiplier, TargetEpsilon: c.eps, Delta: 1e-5},
 		})
 		if err != nil {
 			t.Fatalf("n %d, b %d, %d epochs: the trainer refuses z = %v from privacy noise: %v", c.n, c.batch, c.epochs, r.NoiseMultiplier, err)

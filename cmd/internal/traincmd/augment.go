@@ -97,7 +97,7 @@ func (o *options) augmentConfig(cfg *training.TrainerConfig) error {
 	if err != nil {
 		return err
 	}
-	cfg.AugmentMultiplicity, cfg.Augment = o.aug.k, a
+	cfg.Augmentation.Multiplicity, cfg.Augmentation.Augment = o.aug.k, a
 	return nil
 }
 

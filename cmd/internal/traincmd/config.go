@@ -11,7 +11,6 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
 	"github.com/privtrain/privtrain/training"
 )
@@ -45,17 +44,20 @@ func (o *options) trainerConfigContext(ctx context.Context, train, test datasets
 		return nil, training.TrainerConfig{}, err
 	}
 	cfg := training.TrainerConfig{
-		Train: train, Test: test, DatasetName: name, Rule: rule,
-		BatchSize: o.batch, Epochs: o.epochs, Settings: o.settings(), EMA: o.ema,
-		FeatureCache: o.featureCache, IterateAverage: o.iterateAverage(rule),
+		Data:         training.Data{Train: train, Test: test, Name: name},
+		Rule:         rule,
+		Schedule:     training.Schedule{BatchSize: o.batch, Epochs: o.epochs},
+		Settings:     o.settings(),
+		Averaging:    training.Averaging{EMA: o.ema, Iterate: o.iterateAverage(rule)},
+		FeatureCache: training.FeatureCache{Dir: o.featureCache},
 	}
 	if o.featureCache != "" {
 		// With a key, an edited cache file is refused, as a checkpoint is.
-		if cfg.FeatureCacheKey, err = checkpointKey(); err != nil {
+		if cfg.FeatureCache.Key, err = checkpointKey(); err != nil {
 			return nil, training.TrainerConfig{}, err
 		}
 	}
-	cfg.Sampling, _ = checkpoint.ParseSampling(o.sampling)
+	cfg.Schedule.Sampling, _ = training.ParseSampling(o.sampling)
 	if err := o.augmentConfig(&cfg); err != nil {
 		return nil, training.TrainerConfig{}, err
 	}

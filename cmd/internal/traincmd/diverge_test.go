@@ -45,7 +45,7 @@ func TestDivergenceMessage(t *testing.T) {
 // run with the same advice.
 func TestDivergenceOverflow(t *testing.T) {
 	code, _, stderr := runCmd(t, context.Background(), "-model", "logreg", "-lr", "1e200", "-batch", "256", "-epochs", "1", "-seed", "1")
-	if code != exit.Failure || !strings.Contains(stderr, "training diverged at step 1 of 32: nn: step 1: nn: invalid parameters") ||
+	if code != exit.Failure || !strings.Contains(stderr, "training diverged at step 1 of 32: training: step 1: nn: invalid parameters") ||
 		!strings.Contains(stderr, "nothing was written); try a lower -lr (now 1e+200)") ||
 		!strings.Contains(stderr, "privacy: step 1 ran and spent privacy that no ledger records: ε 0 → ") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)

@@ -152,7 +152,7 @@ func TestProgressETA(t *testing.T) {
 	clock = clock.Add(2 * time.Second)
 	out.Reset()
 	r.epoch(training.EpochMetrics{Epoch: 1, Step: 4, TrainLoss: 0.5, TrainAccuracy: 0.9, TestLoss: 0.4, TestAccuracy: 0.9, Epsilon: 1, Seconds: 4},
-		checkpoint.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
+		training.Plan{Epochs: 3, Steps: 12, StepsPerEpoch: 4})
 	if !strings.Contains(out.String(), "run ETA 16s") || !strings.HasPrefix(out.String(), "\r\033[K") {
 		t.Errorf("epoch line %q: want it to replace the progress line and say run ETA 16s", out.String())
 	}

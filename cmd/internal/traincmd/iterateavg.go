@@ -7,7 +7,7 @@ import (
 	"github.com/privtrain/privtrain/training"
 )
 
-// -average-iterates: DP-LSSGD's averaged output (training.TrainerConfig.IterateAverage,
+// -average-iterates: DP-LSSGD's averaged output (training.TrainerConfig.Averaging.Iterate,
 // dpoptim.IterateAverage), uniform (Theorem 3 as printed) or weighted by the step sizes
 // (Theorem 2). Post-processing of the iterates, no privacy cost; not with -ema; its
 // checkpoints hold the average and cannot be resumed.

@@ -12,6 +12,7 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
+	"github.com/privtrain/privtrain/training"
 )
 
 // -ls-axis input (the default) smooths with the model's SmoothingAxes, -ls-axis flat in
@@ -107,7 +108,7 @@ func TestLSAxisLegacyCheckpoint(t *testing.T) {
 				o.set[name] = true
 			}
 		}
-		if err := o.applyCheckpoint(&checkpoint.Training{Settings: legacy, Plan: checkpoint.Plan{Epochs: 1, PhysicalBatch: 128}}, fs); err != nil {
+		if err := o.applyCheckpoint(&checkpoint.Training{Settings: legacy, Plan: training.Plan{Epochs: 1, PhysicalBatch: 128}}, fs); err != nil {
 			return nil, err
 		}
 		o.resolve()

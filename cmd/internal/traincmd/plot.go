@@ -13,7 +13,6 @@ import (
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -21,7 +20,7 @@ import (
 // the evaluated split: "test", or "validation" with -validation), loss (training and split) and, for private training only, the ε spent against the
 // target; one panel each so that each keeps its own scale, under a title with the
 // run's settings.
-func writePlot(path string, records []metricRecord, p checkpoint.Plan, title, split string, l nn.Loss) error {
+func writePlot(path string, records []metricRecord, p training.Plan, title, split string, l nn.Loss) error {
 	var trainAcc, testAcc, trainLoss, testLoss, eps plotter.XYs
 	if len(records) > 0 && records[0].Epoch == 1 && p.Private {
 		eps = append(eps, plotter.XY{}) // nothing is spent before the first step

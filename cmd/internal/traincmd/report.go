@@ -15,7 +15,6 @@ import (
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/privrand"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -183,7 +182,7 @@ func (r *reporter) finishBar() {
 	}
 }
 
-func (r *reporter) epoch(m training.EpochMetrics, p checkpoint.Plan) {
+func (r *reporter) epoch(m training.EpochMetrics, p training.Plan) {
 	if r.drawn {
 		fmt.Fprint(r.w, "\r\033[K") // the epoch's line replaces its progress line
 		r.drawn = false
@@ -219,8 +218,8 @@ func epsString(eps float64) string {
 	return fmt.Sprintf("%.3f", eps)
 }
 
-func samplingName(s checkpoint.Sampling) string {
-	if s == checkpoint.Poisson {
+func samplingName(s training.Sampling) string {
+	if s == training.Poisson {
 		return "Poisson"
 	}
 	return "shuffled fixed-size"

@@ -275,7 +275,7 @@ func newSession(ctx context.Context, o *options, r resumed, d *runData, stderr i
 		return nil, nil, err
 	}
 	if o.validation == 0 {
-		cfg.ContentFingerprint = d.fingerprint // computed once: the budget store's key is the resume check's
+		cfg.Data.ContentFingerprint = d.fingerprint // computed once: the budget store's key is the resume check's
 	}
 	if o.set["seed"] || o.seedFromCheckpoint {
 		seed := o.seed
@@ -283,11 +283,11 @@ func newSession(ctx context.Context, o *options, r resumed, d *runData, stderr i
 	}
 	cfg.Reducer = o.dist.reducer()
 	s = &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
-	cfg.OnStep = s.onStep
-	cfg.OnEpoch = s.onEpoch
-	cfg.OnFrontEnd = s.out.frontEnd
+	cfg.Callbacks.OnStep = s.onStep
+	cfg.Callbacks.OnEpoch = s.onEpoch
+	cfg.Callbacks.OnFrontEnd = s.out.frontEnd
 	if s.trainer, err = training.NewTrainer(m, cfg); err != nil {
-		if errors.Is(err, nn.ErrTrainConfig) {
+		if errors.Is(err, training.ErrConfig) {
 			return nil, nil, exit.Usagef("%v", err)
 		}
 		return nil, nil, err

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -35,7 +34,7 @@ type session struct {
 
 // interruptedWhere says where an interrupted run stopped: "after step 5 of 16 (in epoch
 // 1 of 2)", or "(after epoch 1 of 2)" at an epoch's end.
-func interruptedWhere(step int, p checkpoint.Plan) string {
+func interruptedWhere(step int, p training.Plan) string {
 	if step == 0 {
 		return fmt.Sprintf("interrupted before the first of %d steps", p.Steps)
 	}
@@ -44,7 +43,7 @@ func interruptedWhere(step int, p checkpoint.Plan) string {
 
 // epochPosition says where step (steps done) lies: "in epoch 1 of 2" when an epoch is
 // under way, "after epoch 1 of 2" at its end.
-func epochPosition(step int, p checkpoint.Plan) string {
+func epochPosition(step int, p training.Plan) string {
 	if step%p.StepsPerEpoch == 0 {
 		return fmt.Sprintf("after epoch %d of %d", step/p.StepsPerEpoch, p.Epochs)
 	}

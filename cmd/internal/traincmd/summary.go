@@ -13,7 +13,6 @@ import (
 	"github.com/privtrain/privtrain/internal/cpupath"
 	"github.com/privtrain/privtrain/internal/jsonnum"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -257,8 +256,8 @@ func (s *summary) writeText(w io.Writer) {
 	fmt.Fprintf(w, "time            %s training (%s wall), %s examples/s, CPU path %s\n", roundDuration(s.TrainSeconds), roundDuration(s.WallSeconds), cli.Thousands(int(math.Round(s.ExamplesPerSecond))), cpupath.Describe())
 }
 
-func mustSampling(s string) checkpoint.Sampling {
-	v, _ := checkpoint.ParseSampling(s)
+func mustSampling(s string) training.Sampling {
+	v, _ := training.ParseSampling(s)
 	return v
 }
 

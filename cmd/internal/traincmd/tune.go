@@ -18,7 +18,6 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/internal/cpupath"
-	"github.com/privtrain/privtrain/nn"
 	"github.com/privtrain/privtrain/training"
 	"github.com/privtrain/privtrain/tuning"
 )
@@ -633,7 +632,7 @@ func (s *tuneSearch) newTrainer(t tuning.Trial, stderr io.Writer) (*training.Tra
 	if err != nil {
 		return nil, err
 	}
-	cfg.OnEpoch = func(m training.EpochMetrics) error {
+	cfg.Callbacks.OnEpoch = func(m training.EpochMetrics) error {
 		if m.Epoch < o.epochs {
 			// No accuracy: the trial's only release is its noisy score.
 			fmt.Fprintf(stderr, "tune: trial %d of %d: epoch %d of %d done\n", t.Index, t.Of, m.Epoch, o.epochs)
@@ -648,7 +647,7 @@ func (s *tuneSearch) newTrainer(t tuning.Trial, stderr io.Writer) (*training.Tra
 	}
 	tr, err := training.NewTrainer(m, cfg)
 	if err != nil {
-		if errors.Is(err, nn.ErrTrainConfig) {
+		if errors.Is(err, training.ErrConfig) {
 			return nil, exit.Usagef("-tune %s: %v", s.spec.describe(c), err)
 		}
 		return nil, err

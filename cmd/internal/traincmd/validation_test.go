@@ -452,8 +452,13 @@ func TestValidationResumeLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(7)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, Test: val, DatasetName: c.Dataset.Name, Settings: settings,
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 500, Epochs: 1, Seed: &seed})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: rest, Test: val, Name: c.Dataset.Name},
+		Settings: settings,
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: 500, Epochs: 1},
+		Seed:     &seed,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,8 +548,13 @@ func TestOwnDataResumeLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(7)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: rest, Test: test, DatasetName: c.Dataset.Name, Settings: settings,
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: 16, Epochs: 1, Seed: &seed})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: rest, Test: test, Name: c.Dataset.Name},
+		Settings: settings,
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: 16, Epochs: 1},
+		Seed:     &seed,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

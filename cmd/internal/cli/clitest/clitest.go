@@ -47,7 +47,7 @@ func Checkpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, 
 	return AveragedCheckpoint(t, dir, spec, train, 0, opts...)
 }
 
-// AveragedCheckpoint is Checkpoint with parameter averaging of decay ema (TrainerConfig.EMA;
+// AveragedCheckpoint is Checkpoint with parameter averaging of decay ema (TrainerConfig.Averaging.EMA;
 // 0: none), so that the checkpoint holds an average besides the raw parameters.
 func AveragedCheckpoint(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset, ema float64, opts ...nn.Option) string {
 	t.Helper()
@@ -69,8 +69,13 @@ func checkpointLR(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset
 		t.Fatal(err)
 	}
 	seed := uint64(2)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, DatasetName: "mnist-embedded",
-		Rule: dpoptim.NewSGD(dpoptim.Constant(lr)), BatchSize: 64, Epochs: 2, Seed: &seed, EMA: ema})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:      training.Data{Train: train, Name: "mnist-embedded"},
+		Rule:      dpoptim.NewSGD(dpoptim.Constant(lr)),
+		Schedule:  training.Schedule{BatchSize: 64, Epochs: 2},
+		Seed:      &seed,
+		Averaging: training.Averaging{EMA: ema},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +116,13 @@ func OwnData(t testing.TB, dir string, spec nn.Spec, dataset, data string, own c
 	settings := map[string]string{"dataset": dataset}
 	own.Settings(dataset, settings)
 	seed := uint64(2)
-	tr, err := training.NewTrainer(m, training.TrainerConfig{Train: train, Test: test, DatasetName: name, Settings: settings,
-		Rule: dpoptim.NewSGD(dpoptim.Constant(0.5)), BatchSize: min(16, train.Len()), Epochs: 10, Seed: &seed})
+	tr, err := training.NewTrainer(m, training.TrainerConfig{
+		Data:     training.Data{Train: train, Test: test, Name: name},
+		Settings: settings,
+		Rule:     dpoptim.NewSGD(dpoptim.Constant(0.5)),
+		Schedule: training.Schedule{BatchSize: min(16, train.Len()), Epochs: 10},
+		Seed:     &seed,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
