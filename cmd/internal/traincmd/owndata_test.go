@@ -206,7 +206,7 @@ func TestOwnDataBadFlags(t *testing.T) {
 		{[]string{"-dataset", "csv:" + p}, "-scale"},
 		{[]string{"-dataset", "csv:" + p, "-scale", "1:0"}, "-scale"},
 		{[]string{"-dataset", "csv:" + p, "-scale", "0:1,0:1"}, "2 feature ranges for 4"},
-		{[]string{"-dataset", "csv:" + bad, "-scale", "0:5"}, `line 3: column 1: "oops" is not a number`},
+		{[]string{"-dataset", "csv:" + bad, "-scale", "0:5"}, `line 3: column 2 "b": "oops" is not a number`},
 		{[]string{"-dataset", "csv:" + p, "-scale", "0:10", "-label", "kind"}, `no column named "kind"`},
 		{[]string{"-dataset", "csv:" + p, "-scale", "0:10", "-label", "species", "-model", "cnn"}, "takes C×28×28 images"},
 		{[]string{"-dataset", "csv:" + p, "-scale", "0:10", "-image-size", "28x28"}, "-image-size"},
