@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -217,7 +218,7 @@ func (l Whitened) matrixWith(ctx context.Context, in []int, tr func([]float32) (
 	if err != nil {
 		dir = "" // computed, not kept
 	}
-	M, use, err := prior.Map(dir, key, d, func() ([]float32, error) {
+	M, use, err := prior.MapContext(ctx, dir, key, d, progress, func() ([]float32, error) {
 		rows := func(lo, hi int, dst []float32) error {
 			x, err := l.priorImages(in, lo, hi)
 			if err != nil {
@@ -256,17 +257,24 @@ func (l Whitened) priorImages(in []int, lo, hi int) ([]float32, error) {
 }
 
 // NewTransform makes Whitened a FrontEnd: Base's transform, then the product with the
-// map (computed or loaded first, see the type).
+// map. The map is computed or loaded (see the type) at the transform's first call, not
+// here, so that a model is built, and a command can print its plan, before the minutes
+// of a first computation; commands call PrepareContext before, to show them.
 func (l Whitened) NewTransform(in []int) (func(x []float32) ([]float32, error), error) {
 	tr, d, err := l.base(in)
 	if err != nil {
 		return nil, err
 	}
-	M, _, err := l.matrixWith(context.Background(), in, tr, d, nil)
-	if err != nil {
-		return nil, err
-	}
+	var (
+		once sync.Once
+		M    []float32
+		mErr error
+	)
 	return func(x []float32) ([]float32, error) {
+		once.Do(func() { M, _, mErr = l.matrixWith(context.Background(), in, tr, d, nil) })
+		if mErr != nil {
+			return nil, mErr
+		}
 		f, err := tr(x)
 		if err != nil {
 			return nil, err

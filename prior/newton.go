@@ -68,10 +68,10 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 	p, t, tmp := make([]float32, n), make([]float32, n), make([]float32, n)
 	prev := math.Inf(1)
 	for step := 0; ; step++ {
-		progress("inverse square root", step, steps)
 		if step == newtonMaxSteps {
 			return nil, errNotConverged
 		}
+		progress("inverse square root", min(3*step, 3*steps-1), 3*steps)
 		if err := mulContext(ctx, dim, p, z, y); err != nil {
 			return nil, err
 		}
@@ -87,6 +87,7 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 		if math.IsNaN(res) || res > float64(dim)*4 {
 			return nil, errNotConverged
 		}
+		progress("inverse square root", min(3*step+1, 3*steps-1), 3*steps)
 		if err := mulContext(ctx, dim, tmp, t, z); err != nil {
 			return nil, err
 		}
@@ -98,12 +99,13 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 			break
 		}
 		prev = res
+		progress("inverse square root", min(3*step+2, 3*steps-1), 3*steps)
 		if err := mulContext(ctx, dim, tmp, y, t); err != nil {
 			return nil, err
 		}
 		y, tmp = tmp, y
 	}
-	progress("inverse square root", steps, steps)
+	progress("inverse square root", 3*steps, 3*steps)
 	// M₀ = Z/√c, symmetrised (Z is symmetric up to rounding).
 	zd := z
 	m0 := make([]float64, dim*dim)

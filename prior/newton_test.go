@@ -180,20 +180,20 @@ func TestTopEigenvalue(t *testing.T) {
 	}
 }
 
-// TestNewtonSteps: the predicted step count is what the iteration takes (±1 for
-// rounding).
+// TestNewtonSteps: the progress counts the products of the predicted steps, three a
+// step, up to the end, never past it.
 func TestNewtonSteps(t *testing.T) {
 	cov, mu, msq := testCovariance(30, 200, 0, 2)
-	last := 0
-	total := 0
+	last, total, back := 0, 0, false
 	_, err := newtonMap(context.Background(), 30, cov, mu, msq, 1e-3, func(stage string, done, n int) {
+		back = back || done < last || done > n
 		last, total = done, n
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := newtonSteps(1e-3 / 1.001); total != want || last != want {
-		t.Errorf("progress ended at %d of %d, want %d of %d", last, total, want, want)
+	if want := 3 * newtonSteps(1e-3/1.001); total != want || last != want || back {
+		t.Errorf("progress ended at %d of %d (went back or past the end: %v), want %d of %d", last, total, back, want, want)
 	}
 	if n := newtonSteps(1e-3 / 1.001); n < 10 || n > 15 {
 		t.Errorf("newtonSteps(1e-3) = %d: want about log(1000)/log(2.25) + 4", n)

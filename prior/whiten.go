@@ -29,7 +29,7 @@ type Rows func(lo, hi int, dst []float32) error
 
 // Progress, when not nil, is told how far a long computation has come: stage names it
 // ("covariance": the prior's images rendered, featurised and added up, done and total
-// counting images; then "inverse square root", counting Newton–Schulz steps, or
+// counting images; then "inverse square root", counting matrix products, or
 // "eigen-decomposition" with no count), done of total units are finished (total 0: no
 // count).
 type Progress func(stage string, done, total int)

@@ -218,7 +218,8 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 			return 0, exit.Usagef("-dataset %s: %v", o.dataset, err)
 		}
 	}
-	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
+	spec, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses())
+	if err != nil {
 		return 0, err
 	}
 	if note, err := o.fitBatch(trainSet.Len()); err != nil {
@@ -226,7 +227,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	} else if note != "" {
 		notes = append(notes, note)
 	}
-	m, cfg, err := o.trainerConfigContext(ctx, trainSet, testSet, dataName, stderr)
+	m, cfg, err := o.trainerConfigContext(context.WithValue(ctx, priorsAfterPlan{}, true), trainSet, testSet, dataName, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -281,6 +282,11 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	o.dist.describe(stderr, trainSet.Len())
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
+	}
+	// The plan first, then a prior's map (minutes the first time, stoppable).
+	if err := cli.PreparePriorsContext(ctx, spec, stderr); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
+		return 0, err
 	}
 
 	s.recorded.step = s.trainer.Steps()
@@ -665,6 +671,11 @@ func buildModel(o *options, shape []int, classes int, notes io.Writer) (*nn.Mode
 	return buildModelContext(context.Background(), o, shape, classes, notes)
 }
 
+// priorsAfterPlan, as a context value true, tells buildModelContext to leave a prior's map
+// to its caller, which prints the plan before it (a Whitened layer computes its map at
+// its first use otherwise).
+type priorsAfterPlan struct{}
+
 // buildModelContext is buildModel that stops computing a prior's map once ctx is done
 // (SIGTERM).
 func buildModelContext(ctx context.Context, o *options, shape []int, classes int, notes io.Writer) (*nn.Model, error) {
@@ -672,8 +683,10 @@ func buildModelContext(ctx context.Context, o *options, shape []int, classes int
 	if err != nil {
 		return nil, err
 	}
-	if err := cli.PreparePriorsContext(ctx, spec, notes); err != nil {
-		return nil, err
+	if deferred, _ := ctx.Value(priorsAfterPlan{}).(bool); !deferred {
+		if err := cli.PreparePriorsContext(ctx, spec, notes); err != nil {
+			return nil, err
+		}
 	}
 	opts := []nn.Option{nn.WithLoss(o.lossOf())}
 	if o.float64 {
