@@ -189,6 +189,7 @@ func (r *reporter) frontEnd(p training.FrontEndProgress) {
 		what = "scattering"
 	}
 	if !p.Done {
+		r.hb.doing(fmt.Sprintf("still computing %s features of %s images", what, cli.Thousands(p.Examples)))
 		if p.CacheDir != "" {
 			fmt.Fprintf(r.w, "%s features (cache %s)… ", what, p.CacheDir)
 			return
@@ -196,6 +197,7 @@ func (r *reporter) frontEnd(p training.FrontEndProgress) {
 		fmt.Fprintf(r.w, "computing %s features… ", what)
 		return
 	}
+	r.hb.doing("first step running (the first step of a run also sets up its buffers)")
 	fmt.Fprintf(r.w, "%s images, %.1f s", cli.Thousands(p.Examples), p.Elapsed.Seconds())
 	var problems []string
 	for i, u := range p.Cache {

@@ -240,6 +240,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	cfg.Reducer = o.dist.reducer()
 	s := &session{o: o, out: newReporter(stderr), savedStep: -1, stderr: stderr}
+	defer s.out.close()
 	cfg.OnStep = s.onStep
 	cfg.OnEpoch = s.onEpoch
 	cfg.OnFrontEnd = s.out.frontEnd
