@@ -25,7 +25,7 @@ var errNotConverged = errors.New("prior: the Newton–Schulz iteration did not c
 // products usually stop it earlier, where the norm stops shrinking quadratically).
 const newtonTol = 1e-7
 
-// newtonMaxSteps bounds the iteration: for floor ≥ newtonMinFloor it needs at most 20.
+// newtonMaxSteps bounds the iteration: for floor ≥ newtonMinFloor it needs about 10.
 const newtonMaxSteps = 40
 
 // newtonMap is whiteningMap without an eigen-decomposition: λ₁ by Lanczos iteration
@@ -35,8 +35,9 @@ const newtonMaxSteps = 40
 //
 //	Y₀ = A/c, Z₀ = I;  T = (3I − Z·Y)/2,  Y ← Y·T,  Z ← T·Z,
 //
-// three float32 products of d × d matrices a step (internal/gemm, on every core), about
-// log(1/floor)/log(2.25) + 4 steps, until Z·Y is I to float32 rounding. The map is s·Z/√c, s from traces instead of eigenvalues: with M₀ = A^(−1/2),
+// three float32 products of d × d matrices a step (internal/gemm, on every core), the
+// first steps scaled (newtonScales: 8 steps for floor 10⁻³), until Z·Y is I to float32
+// rounding. The map is s·Z/√c, s from traces instead of eigenvalues: with M₀ = A^(−1/2),
 // E‖x·M₀‖² = tr(M₀·C·M₀) + ‖M₀·μ‖² = d − floor·λ₁·‖M₀‖²_F + ‖M₀·μ‖². Negative
 // eigenvalues of C (round-off, at most about 10⁻⁶·λ₁) are used as they are, where
 // eigenMap takes them as 0. The float32 products leave the map about 10⁻⁵ (floor 10⁻³)
@@ -64,9 +65,12 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 			y[i*dim+j] = float32(v / c)
 		}
 	}
-	steps := newtonSteps(floor / (1 + floor))
+	// A's eigenvalues are at least floor·λ₁ less C's round-off (about 10⁻⁶·λ₁).
+	scales := newtonScales(max(floor-1e-5, floor/2) * top / c)
+	steps := len(scales)
 	p, t, tmp := make([]float32, n), make([]float32, n), make([]float32, n)
 	prev := math.Inf(1)
+	zScale := 1.0 // Z → (zScale·A/c)^(−1/2)
 	for step := 0; ; step++ {
 		if step == newtonMaxSteps {
 			return nil, errNotConverged
@@ -75,8 +79,14 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 		if err := mulContext(ctx, dim, p, z, y); err != nil {
 			return nil, err
 		}
+		lambda := 1.0
+		if step < len(scales) {
+			lambda = scales[step]
+		}
+		zScale *= lambda
 		res := 0.0
 		for i, v := range p {
+			v *= float32(lambda)
 			id := float32(0)
 			if i%(dim+1) == 0 {
 				id = 1
@@ -104,6 +114,11 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 			return nil, err
 		}
 		y, tmp = tmp, y
+		if lambda != 1 {
+			for i := range y {
+				y[i] *= float32(lambda)
+			}
+		}
 	}
 	progress("inverse square root", 3*steps, 3*steps)
 	// M₀ = Z/√c, symmetrised (Z is symmetric up to rounding).
@@ -112,7 +127,7 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 	frob := 0.0
 	for i := range dim {
 		for j := range dim {
-			v := (float64(zd[i*dim+j]) + float64(zd[j*dim+i])) / 2 / math.Sqrt(c)
+			v := (float64(zd[i*dim+j]) + float64(zd[j*dim+i])) / 2 * math.Sqrt(zScale/c)
 			m0[i*dim+j] = v
 			frob += v * v
 		}
@@ -135,18 +150,49 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 	return toFloat32(m0, floor)
 }
 
-// newtonSteps is the number of steps the iteration takes when the smallest eigenvalue of
-// A/c is lo (the largest 1): the scalar iteration p ← p·(3 − p)²/4 of Z·Y's eigenvalues
-// until one more step ends it. Rounding may add a step.
-func newtonSteps(lo float64) int {
-	p := lo
-	for n := 1; n < newtonMaxSteps; n++ {
-		if math.Abs(1-p) <= newtonTol/4 {
-			return n
+// newtonScales is the scale λ of each step of the iteration (its length the number of
+// steps, until one more step ends it) when the eigenvalues of A/c lie in [lo, 1]: each
+// step maps an eigenvalue p of Z·Y to g(λp), g(p) = p·(3 − p)²/4 (Y ← λ·Y·T, T = (3I −
+// λ·Z·Y)/2, Z ← T·Z, so that Z tends to (Πλ·A/c)^(−1/2)), and while the smallest is below
+// 1/2, λ ∈ [1, 2.8/u] maximises the smallest g(λp) over the interval [l, u] of the
+// eigenvalues (where g(λl) = g(λu); g rises to 1 at 1 and falls to 0 at 3): about three
+// times as far a step as the plain iteration's (λ = 1), which then ends it
+// quadratically. Fewer steps: 8 instead of 13 for floor 10⁻³.
+func newtonScales(lo float64) []float64 {
+	g := func(p float64) float64 { return p * (3 - p) * (3 - p) / 4 }
+	var scales []float64
+	l, u := lo, 1.0
+	for len(scales) < newtonMaxSteps {
+		if 1-l <= newtonTol/4 && u-1 <= newtonTol/4 {
+			return scales
 		}
-		p *= (3 - p) * (3 - p) / 4
+		lambda := 1.0
+		if l < 0.5 {
+			a, b := 1.0, 2.8/u
+			if g(b*l) < g(b*u) {
+				lambda = b
+			} else {
+				for range 60 {
+					m := (a + b) / 2
+					if g(m*l) < g(m*u) {
+						a = m
+					} else {
+						b = m
+					}
+				}
+				lambda = a
+			}
+		}
+		scales = append(scales, lambda)
+		pl, pu := lambda*l, lambda*u
+		l = min(g(pl), g(pu))
+		if pl <= 1 && 1 <= pu {
+			u = 1
+		} else {
+			u = max(g(pl), g(pu))
+		}
 	}
-	return newtonMaxSteps
+	return scales
 }
 
 // mulContext sets dst = a·b for dim × dim row-major float32 matrices (the project's

@@ -192,11 +192,17 @@ func TestNewtonSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3 * newtonSteps(1e-3/1.001); total != want || last != want || back {
+	if want := 3 * len(newtonScales((1e-3-1e-5)/1.001)); total != want || last != want || back {
 		t.Errorf("progress ended at %d of %d (went back or past the end: %v), want %d of %d", last, total, back, want, want)
 	}
-	if n := newtonSteps(1e-3 / 1.001); n < 10 || n > 15 {
-		t.Errorf("newtonSteps(1e-3) = %d: want about log(1000)/log(2.25) + 4", n)
+	// The scalar recursion the schedule plans with, run here without scales: p ← p·(3 −
+	// p)²/4 from 10⁻³ takes 13 steps to 1 (log(1000)/log(2.25) + 4); scaled, fewer.
+	p, plain := 1e-3, 0
+	for ; 1-p > newtonTol/4; plain++ {
+		p *= (3 - p) * (3 - p) / 4
+	}
+	if n := len(newtonScales(1e-3)); plain != 13 || n >= plain || n < 5 {
+		t.Errorf("%d scaled steps, %d plain ones: want fewer scaled than the 13 plain", n, plain)
 	}
 }
 
