@@ -287,6 +287,10 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	// The plan first, then a prior's map (minutes the first time, stoppable).
 	if err := cli.PreparePriorsContext(ctx, spec, stderr); err != nil {
 		spend.settle(s.trainer) // no step ran: settles at none
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "train: %s; no step ran\n", exit.OneLine(err.Error()))
+			return exit.Interrupted, nil
+		}
 		return 0, err
 	}
 
