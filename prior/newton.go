@@ -21,8 +21,9 @@ const newtonMinFloor = 1e-4
 // errNotConverged says that newtonMap gave up; whiteningMap then decomposes.
 var errNotConverged = errors.New("prior: the Newton–Schulz iteration did not converge")
 
-// newtonTol is the Frobenius norm of I − Z·Y at which the iteration surely ends (float32
-// products usually stop it earlier, where the norm stops shrinking quadratically).
+// newtonTol is the root-mean-square distance of Z·Y's eigenvalues from 1 (‖I − Z·Y‖_F/√d)
+// at which the iteration surely ends (float32 products usually stop it earlier, where it
+// stops shrinking quadratically).
 const newtonTol = 1e-7
 
 // newtonMaxSteps bounds the iteration: for floor ≥ newtonMinFloor it needs about 10.
@@ -67,7 +68,7 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 	}
 	// A's eigenvalues are at least floor·λ₁ less C's round-off (about 10⁻⁶·λ₁).
 	scales := newtonScales(max(floor-1e-5, floor/2) * top / c)
-	steps := len(scales)
+	steps := len(scales) + 2 // one to see Z·Y at I, one to see it stop shrinking
 	p, t, tmp := make([]float32, n), make([]float32, n), make([]float32, n)
 	prev := math.Inf(1)
 	zScale := 1.0 // Z → (zScale·A/c)^(−1/2)
@@ -94,7 +95,7 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 			res += float64(id-v) * float64(id-v)
 			t[i] = (3*id - v) / 2
 		}
-		if math.IsNaN(res) || res > float64(dim)*4 {
+		if math.IsNaN(res) || res > 9*float64(dim) { // eigenvalues of λ·Z·Y beyond (−2, 4): diverging
 			return nil, errNotConverged
 		}
 		progress("inverse square root", min(3*step+1, 3*steps-1), 3*steps)
@@ -102,10 +103,11 @@ func newtonMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor fl
 			return nil, err
 		}
 		z, tmp = tmp, z
-		// Done once Z·Y is I to float32 rounding: small, and no longer shrinking
-		// quadratically.
-		res = math.Sqrt(res)
-		if res <= newtonTol || res < 1e-2 && res > prev/8 {
+		// Done once Z·Y is I to float32 rounding: its eigenvalues' root-mean-square
+		// distance from 1 small, and no longer shrinking quadratically (float32 products
+		// leave about 10⁻⁶·√d of it), or after two steps more than planned.
+		res = math.Sqrt(res / float64(dim))
+		if res <= newtonTol || res < 1e-3 && (res > prev/8 || step >= steps) {
 			break
 		}
 		prev = res

@@ -192,7 +192,7 @@ func TestNewtonSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3 * len(newtonScales((1e-3-1e-5)/1.001)); total != want || last != want || back {
+	if want := 3 * (len(newtonScales((1e-3-1e-5)/1.001)) + 2); total != want || last != want || back {
 		t.Errorf("progress ended at %d of %d (went back or past the end: %v), want %d of %d", last, total, back, want, want)
 	}
 	// The scalar recursion the schedule plans with, run here without scales: p ← p·(3 −
