@@ -284,15 +284,6 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "data: %s\n", n)
 	}
-	// The plan first, then a prior's map (minutes the first time, stoppable).
-	if err := cli.PreparePriorsContext(ctx, spec, stderr); err != nil {
-		spend.settle(s.trainer) // no step ran: settles at none
-		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "train: %s; no step ran\n", exit.OneLine(err.Error()))
-			return exit.Interrupted, nil
-		}
-		return 0, err
-	}
 
 	s.recorded.step = s.trainer.Steps()
 	if ck != nil && ck.Ledger != nil {
@@ -305,6 +296,15 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 		return 0, err
 	}
 	spend.report()
+	// The plan and the budget first, then a prior's map (minutes the first time, stoppable).
+	if err := cli.PreparePriorsContext(ctx, spec, stderr); err != nil {
+		spend.settle(s.trainer) // no step ran: settles at none
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "train: %s; no step ran\n", exit.OneLine(err.Error()))
+			return exit.Interrupted, nil
+		}
+		return 0, err
+	}
 	s.out.markStart(s.trainer.Steps())
 	res, runErr := s.trainer.Run(ctx)
 	s.out.finishBar()
