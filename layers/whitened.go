@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -35,7 +36,7 @@ import (
 // time, whatever data it meets, so it costs no privacy; as a network's first layer nn
 // runs it outside the trainable network, once per dataset. Its map is computed the first
 // time a process needs it — rendering the Prior's images, their base features, the
-// covariance and its eigen-decomposition: about 7 minutes on two cores for
+// covariance and its inverse square root: many minutes on two cores for
 // DeadLeaves{Scenes: 35000} and ScatterNet features of 28×28 images — and kept in
 // prior.CacheDir (key: a SHA-256 over Base's stored settings, the input shape, the
 // generator and its parameters and Floor), from where later runs load it in a second.
@@ -153,7 +154,10 @@ func (l Whitened) base(in []int) (func([]float32) ([]float32, error), int, error
 }
 
 // whitenedKeyVersion starts the map's key; raising it retires every cached map.
-const whitenedKeyVersion = "privtrain whitened prior map v2\n" // v2: ZCA (v1, the eigenbasis map, never released)
+//
+// v3: the map by float32 Newton–Schulz iteration (about 10⁻⁵ from v2's); v2: ZCA by the
+// eigen-decomposition; v1, the eigenbasis map, never released.
+const whitenedKeyVersion = "privtrain whitened prior map v3\n"
 
 // key is the SHA-256 (hex) of everything the map for input in depends on.
 func (l Whitened) key(in []int) (string, error) {
@@ -214,7 +218,7 @@ func (l Whitened) matrixWith(ctx context.Context, in []int, tr func([]float32) (
 	if err != nil {
 		dir = "" // computed, not kept
 	}
-	M, use, err := prior.Map(dir, key, d, func() ([]float32, error) {
+	M, use, err := prior.MapContext(ctx, dir, key, d, progress, func() ([]float32, error) {
 		rows := func(lo, hi int, dst []float32) error {
 			x, err := l.priorImages(in, lo, hi)
 			if err != nil {
@@ -253,17 +257,24 @@ func (l Whitened) priorImages(in []int, lo, hi int) ([]float32, error) {
 }
 
 // NewTransform makes Whitened a FrontEnd: Base's transform, then the product with the
-// map (computed or loaded first, see the type).
+// map. The map is computed or loaded (see the type) at the transform's first call, not
+// here, so that a model is built, and a command can print its plan, before the minutes
+// of a first computation; commands call PrepareContext before, to show them.
 func (l Whitened) NewTransform(in []int) (func(x []float32) ([]float32, error), error) {
 	tr, d, err := l.base(in)
 	if err != nil {
 		return nil, err
 	}
-	M, _, err := l.matrixWith(context.Background(), in, tr, d, nil)
-	if err != nil {
-		return nil, err
-	}
+	var (
+		once sync.Once
+		M    []float32
+		mErr error
+	)
 	return func(x []float32) ([]float32, error) {
+		once.Do(func() { M, _, mErr = l.matrixWith(context.Background(), in, tr, d, nil) })
+		if mErr != nil {
+			return nil, mErr
+		}
 		f, err := tr(x)
 		if err != nil {
 			return nil, err

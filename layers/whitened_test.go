@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -193,5 +194,33 @@ func TestWhitenedShapes(t *testing.T) {
 		if _, err := c.l.OutputShape(c.in); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%+v on %v: error %v, want one saying %q", c.l, c.in, err, c.msg)
 		}
+	}
+}
+
+// TestWhitenedTransformIsLazy (issue 41): NewTransform, which building a model calls,
+// does not compute the map — train prints its plan first, then computes it with its
+// progress (PrepareContext) — and the transform's first call does, once.
+func TestWhitenedTransformIsLazy(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(prior.CacheEnv, dir)
+	l := smallWhitened()
+	l.Prior.Seed = 41 // a map no other test has in memory
+	in := []int{1, 8, 8}
+	tr, err := l.NewTransform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "whitening-*.map")); len(files) != 0 {
+		t.Fatalf("NewTransform computed the map: %v", files)
+	}
+	x := make([]float32, 2*64)
+	for i := range x {
+		x[i] = float32(i%7) / 7
+	}
+	if _, err := tr(x); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "whitening-*.map")); len(files) != 1 {
+		t.Fatalf("after the first call: cache files %v, want one", files)
 	}
 }

@@ -188,7 +188,7 @@ func ScatterLinearMNIST() nn.Spec {
 // 70,000 dead-leaves images (prior.DeadLeaves{Scenes: 35000, Seed: 1}, two views of each
 // scene), eigenvalues floored at 10⁻³ of the largest. 1×28×28 images only (3,969
 // features; a colour image's 11,907 are more than a whitening map may have). The map is
-// computed once per machine (about 7 minutes on two cores) and cached (prior.CacheDir).
+// computed once per machine (minutes on two cores) and cached (prior.CacheDir).
 // 39,700 parameters:
 //
 //	scattering J=2, L=8, group norm, flatten  → 3,969 (front end)

@@ -2,6 +2,7 @@ package prior
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -14,8 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/privtrain/privtrain/internal/atomicfile"
+	"github.com/privtrain/privtrain/internal/filelock"
 	"github.com/privtrain/privtrain/internal/safeio"
 )
 
@@ -133,6 +136,23 @@ var memo struct {
 // others wait. The returned slice is shared with every later caller: read it, never
 // write it.
 func Map(dir, key string, dim int, compute func() ([]float32, error)) ([]float32, CacheUse, error) {
+	return MapContext(context.Background(), dir, key, dim, nil, compute)
+}
+
+// StageWaiting is the stage a Progress is told, with done the holder's process id (0 if
+// unknown), while MapContext waits for another process computing the same map.
+const StageWaiting = "waiting"
+
+// lockPoll is how often MapContext tries the lock of a map that another process computes.
+var lockPoll = 500 * time.Millisecond
+
+// MapContext is Map that also keeps two processes from computing the same map: the
+// computation holds the lock of the map's file (File + ".lock", internal/filelock, with
+// the holder's pid), and a process that finds it held tells progress (StageWaiting, the
+// holder's pid) and waits — giving up with ctx's error once ctx is done — then loads the
+// map the holder wrote (or computes it, if the holder wrote none). The kernel drops the
+// lock of a process that dies, so a crash leaves no stale lock.
+func MapContext(ctx context.Context, dir, key string, dim int, progress Progress, compute func() ([]float32, error)) ([]float32, CacheUse, error) {
 	var use CacheUse
 	if len(key) != 2*sha256.Size || !isHex(key) {
 		return nil, use, fmt.Errorf("prior: map key %q: want 64 hex digits", key)
@@ -149,15 +169,20 @@ func Map(dir, key string, dim int, compute func() ([]float32, error)) ([]float32
 		use.Loaded = true
 		return M, use, nil
 	}
-	if use.File != "" {
-		M, err := readMap(use.File, key, dim)
-		if err == nil {
-			use.Loaded = true
-			remember(key, M)
-			return M, use, nil
+	if M, ok := use.load(key, dim); ok {
+		return M, use, nil
+	}
+	if use.File != "" && os.MkdirAll(dir, 0o755) == nil {
+		lock, err := waitLock(ctx, use.File+".lock", progress)
+		if err != nil && ctx.Err() != nil {
+			return nil, use, err
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			use.Problem = fmt.Sprintf("%s: %v; recomputed", use.File, err)
+		if lock != nil { // else (a lock that cannot be taken): compute without one
+			defer lock.Unlock()
+			use.Problem = ""
+			if M, ok := use.load(key, dim); ok { // written while this process waited
+				return M, use, nil
+			}
 		}
 	}
 	M, err := compute()
@@ -184,6 +209,55 @@ func Map(dir, key string, dim int, compute func() ([]float32, error)) ([]float32
 		}
 	}
 	return M, use, nil
+}
+
+// load reads the map from use.File, if any, remembering it; a damaged file is noted in
+// use.Problem.
+func (use *CacheUse) load(key string, dim int) ([]float32, bool) {
+	if use.File == "" {
+		return nil, false
+	}
+	M, err := readMap(use.File, key, dim)
+	if err == nil {
+		use.Loaded = true
+		remember(key, M)
+		return M, true
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		use.Problem = fmt.Sprintf("%s: %v; recomputed", use.File, err)
+	}
+	return nil, false
+}
+
+// waitLock takes the lock at path, telling progress whom it waits for while another
+// process holds it, until ctx is done. A lock that cannot be taken for another reason is
+// the error (with ctx not done).
+func waitLock(ctx context.Context, path string, progress Progress) (*filelock.Lock, error) {
+	told := false
+	for {
+		l, err := filelock.TryLock(path)
+		var held *filelock.HeldError
+		if !errors.As(err, &held) {
+			return l, err
+		}
+		if !told && progress != nil {
+			progress(StageWaiting, held.PID, 0)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// ForgetMaps drops the maps this process keeps in memory (63 MB each for 3,969
+// features), so that a long-lived program frees them; the next Map reads its file.
+func ForgetMaps() {
+	memo.Lock()
+	memo.maps = nil
+	memo.Unlock()
 }
 
 // remember keeps M in memory; the memo holds a few maps at most (63 MB each).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -13,8 +14,8 @@ import (
 	"github.com/privtrain/privtrain/internal/parallel"
 )
 
-// MaxDim bounds the dimension of a whitening map: its eigen-decomposition costs O(d³)
-// (about 5 minutes for d = 3,969 on two cores) and the map 4·d² bytes (63 MB).
+// MaxDim bounds the dimension of a whitening map: its computation costs O(d³) (a few
+// minutes for d = 3,969 on two cores) and the map 4·d² bytes (63 MB).
 const MaxDim = 4096
 
 // MinFloor is the smallest floor Whitening takes: below it the map's scale would leave
@@ -27,8 +28,10 @@ const MinFloor = 1e-12
 type Rows func(lo, hi int, dst []float32) error
 
 // Progress, when not nil, is told how far a long computation has come: stage names it
-// ("covariance": the prior's images rendered, featurised and added up; then
-// "eigen-decomposition"), done of total units are finished (total 0: no count).
+// ("covariance": the prior's images rendered, featurised and added up, done and total
+// counting images; then "inverse square root", counting matrix products, or
+// "eigen-decomposition" with no count), done of total units are finished (total 0: no
+// count).
 type Progress func(stage string, done, total int)
 
 // whitenChunk is the number of rows of one covariance update.
@@ -40,10 +43,12 @@ const whitenChunk = 512
 //	M = s · (C + floor·λ₁·I)^(−1/2) = s · V · diag(λ + floor·λ₁)^(−1/2) · Vᵀ
 //
 // for the rows' covariance C (centred, divided by n) and its eigen-decomposition
-// V·diag(λ)·Vᵀ (λ₁ the largest eigenvalue, negative round-off taken as 0). Being a
-// function of C, not of the basis the decomposition picks, M changes by rounding only
-// where the eigenvectors of (nearly) equal eigenvalues could come out rotated or flipped
-// (another CPU, another BLAS). floor ∈ [MinFloor, 1] smooths the directions of least
+// V·diag(λ)·Vᵀ (λ₁ the largest eigenvalue). For floors of 10⁻⁴ and more it is computed
+// without the decomposition, by Newton–Schulz iteration in float32 (newtonMap: minutes
+// instead of a quarter of an hour for d = 3,969, to about 10⁻⁵ relative); below, and if
+// that fails, from the decomposition (negative round-off taken as 0). Being a function
+// of C, not of a basis, M does not depend on how eigenvectors of (nearly) equal
+// eigenvalues come out rotated or flipped. floor ∈ [MinFloor, 1] smooths the directions of least
 // variance, which would otherwise be scaled up without bound. s makes the mapped rows'
 // root-mean-square norm equal the rows' own (from the mean μ and the covariance:
 // E‖x‖² = tr C + ‖μ‖², E‖x·M‖² = s²·Σ (λⱼ + (vⱼ·μ)²) / (λⱼ + floor·λ₁)), so that a
@@ -58,8 +63,9 @@ func Whitening(n, dim int, rows Rows, floor float64, progress Progress) ([]float
 }
 
 // WhiteningContext is Whitening that stops, with ctx's error, once ctx is done: between
-// chunks of rows, and during the eigen-decomposition (which goes on in the background
-// until it ends, its result unused). It reports progress before the first chunk too, so
+// chunks of rows, within a block of a Newton–Schulz product, and during an
+// eigen-decomposition (which goes on in the background until it ends, its result
+// unused). It reports progress before the first chunk too, so
 // that a long computation is announced before its first chunk is computed.
 func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64, progress Progress) ([]float32, error) {
 	if dim <= 0 || dim > MaxDim {
@@ -110,8 +116,11 @@ func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64,
 			sum[i%dim] += float64(x[i])
 		}
 		gramParallel(dim, hi-lo, x, prod)
-		for i, v := range prod {
-			S[i] += float64(v)
+		for i := range dim {
+			r0 := i / parallelRows * parallelRows
+			for j := r0; j < dim; j++ {
+				S[i*dim+j] += float64(prod[i*dim+j])
+			}
 		}
 		progress("covariance", hi, n)
 	}
@@ -119,18 +128,50 @@ func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64,
 	for j := range mean {
 		mean[j] = sum[j] / float64(n)
 	}
-	cov := mat.NewSymDense(dim, nil)
+	// gramParallel summed the upper triangle only; C is full and symmetric.
+	cov := make([]float64, dim*dim)
 	trace := 0.0
 	for i := range dim {
 		for j := i; j < dim; j++ {
-			cov.SetSym(i, j, S[i*dim+j]/float64(n)-mean[i]*mean[j])
+			v := S[i*dim+j]/float64(n) - mean[i]*mean[j]
+			cov[i*dim+j], cov[j*dim+i] = v, v
 		}
-		trace += cov.At(i, i)
+		trace += cov[i*dim+i]
 	}
+	mu := make([]float64, dim) // the rows' mean
+	meanSq := trace
+	for j := range mu {
+		mu[j] = shift[j] + mean[j]
+		meanSq += mu[j] * mu[j]
+	}
+	return whiteningMap(ctx, dim, cov, mu, meanSq, floor, progress)
+}
+
+// whiteningMap is s·(C + floor·λ₁·I)^(−1/2) for the covariance cov (full, row-major), the
+// rows' mean mu and their mean squared norm meanSq (E‖x‖²): by Newton–Schulz iteration
+// (newtonMap) where floor ≥ newtonMinFloor, else, or where it fails, by the
+// eigen-decomposition (eigenMap).
+func whiteningMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor float64, progress Progress) ([]float32, error) {
+	if floor >= newtonMinFloor {
+		M, err := newtonMap(ctx, dim, cov, mu, meanSq, floor, progress)
+		if !errors.Is(err, errNotConverged) {
+			return M, err
+		}
+	}
+	return eigenMap(ctx, dim, cov, mu, meanSq, floor, progress)
+}
+
+// eigenMap is whiteningMap by the eigen-decomposition C = V·diag(λ)·Vᵀ (gonum's, O(d³)
+// with a large constant, about 15 minutes for d = 3,969 on two busy cores): the reference
+// that newtonMap is tested against, and the way for floors below newtonMinFloor. Negative
+// eigenvalues (round-off) are taken as 0. It stops once ctx is done, leaving the
+// decomposition to end in the background, its result unused.
+func eigenMap(ctx context.Context, dim int, cov, mu []float64, meanSq, floor float64, progress Progress) ([]float32, error) {
 	progress("eigen-decomposition", 0, 0)
 	var eig mat.EigenSym
 	factorized := make(chan bool, 1)
-	go func() { factorized <- eig.Factorize(cov, true) }()
+	sym := mat.NewSymDense(dim, slices.Clone(cov))
+	go func() { factorized <- eig.Factorize(sym, true) }()
 	select {
 	case ok := <-factorized:
 		if !ok {
@@ -144,13 +185,7 @@ func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64,
 	eig.VectorsTo(&vecs)
 	top := vals[dim-1]
 	if !(top > 0) || math.IsInf(top, 0) {
-		return nil, fmt.Errorf("prior: the prior's features have no variance (largest eigenvalue %v)", top)
-	}
-	mu := make([]float64, dim) // the rows' mean
-	meanSq := trace
-	for j := range mu {
-		mu[j] = shift[j] + mean[j]
-		meanSq += mu[j] * mu[j]
+		return nil, noVariance(top)
 	}
 	// A = s·V·diag(w), then M = A·Vᵀ: the map is the matrix function s·(C + floor·λ₁·I)^(−1/2)
 	// of the covariance, whatever basis the eigen-decomposition chose within a cluster of
@@ -168,7 +203,7 @@ func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64,
 	}
 	s := math.Sqrt(meanSq / mappedSq)
 	if !(s > 0) || math.IsInf(s, 0) {
-		return nil, fmt.Errorf("prior: whitening scale %v (floor %v too small for eigenvalues up to %v)", s, floor, top)
+		return nil, badScale(s, floor, top)
 	}
 	a := mat.NewDense(dim, dim, nil)
 	for i := range dim {
@@ -178,25 +213,40 @@ func WhiteningContext(ctx context.Context, n, dim int, rows Rows, floor float64,
 	}
 	var m mat.Dense
 	m.Mul(a, vecs.T())
-	M := make([]float32, dim*dim)
-	for i := range dim {
-		for j := range dim {
-			v := float32(m.At(i, j))
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("prior: whitening map entry (%d, %d) is %v (floor %v too small)", i, j, v, floor)
-			}
-			M[i*dim+j] = v
+	return toFloat32(m.RawMatrix().Data, floor)
+}
+
+func noVariance(top float64) error {
+	return fmt.Errorf("prior: the prior's features have no variance (largest eigenvalue %v)", top)
+}
+
+func badScale(s, floor, top float64) error {
+	return fmt.Errorf("prior: whitening scale %v (floor %v too small for eigenvalues up to %v)", s, floor, top)
+}
+
+// toFloat32 is the map m (dim², row-major) in float32, or an error naming an entry
+// that float32 cannot hold.
+func toFloat32(m []float64, floor float64) ([]float32, error) {
+	M := make([]float32, len(m))
+	dim := int(math.Sqrt(float64(len(m))) + 0.5)
+	for i, x := range m {
+		v := float32(x)
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, fmt.Errorf("prior: whitening map entry (%d, %d) is %v (floor %v too small)", i/dim, i%dim, v, floor)
 		}
+		M[i] = v
 	}
 	return M, nil
 }
 
-// gramParallel writes xᵀx (dim × dim, row-major) for the rows × dim matrix x into dst,
-// blocks of its rows on every core (a row's values do not depend on the blocks).
+// gramParallel writes the upper triangle of xᵀx (dim × dim, row-major; entries (i, j)
+// for j ≥ r0, r0 the first row of i's block of parallelRows) for the rows × dim matrix x
+// into dst, blocks of its rows on every core (a value does not depend on the blocks):
+// half the products of the full square, which the covariance does not need.
 func gramParallel(dim, rows int, x, dst []float32) {
 	parallel.For(runtime.GOMAXPROCS(0), dim, parallelRows, func(_, r0, r1 int) {
 		a := gemm.Matrix[float32]{Data: x[r0:], Stride: dim, ColMajor: true}
-		gemm.Gemm(r1-r0, dim, rows, a, x, dim, dst[r0*dim:], dim, nil, 0)
+		gemm.Gemm(r1-r0, dim-r0, rows, a, x[r0:], dim, dst[r0*dim+r0:], dim, nil, 0)
 	})
 }
 

@@ -32,7 +32,7 @@ func TestPreparePriors(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "whitening-*.map"))
-	for _, want := range []string{"computing the whitening map of the dead-leaves prior (600 images", "covariance: 512 of 600 images", "covariance: 600 of 600 images", "eigen-decomposition", "cached in " + dir} {
+	for _, want := range []string{"computing the whitening map of the dead-leaves prior (600 images", "covariance: 512 of 600 images", "covariance: 600 of 600 images, 100%", "inverse square root: ", "% (", " s left)", "cached in " + dir} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("first call says\n%s\nwithout %q", out.String(), want)
 		}

@@ -73,6 +73,11 @@ func buildModel(o *options, shape []int, classes int, notes io.Writer) (*nn.Mode
 	return buildModelContext(context.Background(), o, shape, classes, notes)
 }
 
+// priorsAfterPlan, as a context value true, tells buildModelContext to leave a prior's map
+// to its caller, which prints the plan before it (a Whitened layer computes its map at
+// its first use otherwise).
+type priorsAfterPlan struct{}
+
 // buildModelContext is buildModel that stops computing a prior's map once ctx is done
 // (SIGTERM).
 func buildModelContext(ctx context.Context, o *options, shape []int, classes int, notes io.Writer) (*nn.Model, error) {
@@ -80,8 +85,10 @@ func buildModelContext(ctx context.Context, o *options, shape []int, classes int
 	if err != nil {
 		return nil, err
 	}
-	if err := cli.PreparePriorsContext(ctx, spec, notes); err != nil {
-		return nil, err
+	if deferred, _ := ctx.Value(priorsAfterPlan{}).(bool); !deferred {
+		if err := cli.PreparePriorsContext(ctx, spec, notes); err != nil {
+			return nil, err
+		}
 	}
 	opts := []nn.Option{nn.WithLoss(o.lossOf())}
 	if o.float64 {

@@ -38,8 +38,9 @@ type reporter struct {
 	// The ETAs extrapolate the time per step since the first step of this process
 	// (a resumed run does not count the steps of earlier processes).
 	started   time.Time
-	startStep int    // steps done before this process's first step
-	split     string // the evaluated split's name in the epoch lines ("": test)
+	startStep int        // steps done before this process's first step
+	split     string     // the evaluated split's name in the epoch lines ("": test)
+	hb        *heartbeat // w's, when not a terminal; nil on a terminal
 }
 
 func newReporter(w io.Writer) *reporter {
@@ -50,9 +51,16 @@ func newReporter(w io.Writer) *reporter {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
 			r.cols = cols
 		}
+	} else {
+		r.hb = newHeartbeat(w, r.now)
+		r.w = r.hb
+		r.hb.start(plainEvery / 3)
 	}
 	return r
 }
+
+// close stops the reporter's heartbeat.
+func (r *reporter) close() { r.hb.close() }
 
 // header prints what is about to happen, before the first step.
 func (r *reporter) header(o *options, t *training.Trainer, train, test datasets.Dataset, dataName string) {
@@ -119,6 +127,7 @@ func (r *reporter) header(o *options, t *training.Trainer, train, test datasets.
 // of the ETAs.
 func (r *reporter) markStart(stepsDone int) {
 	r.started, r.startStep = r.now(), stepsDone
+	r.hb.doing(fmt.Sprintf("step %d running (this process's first)", stepsDone+1))
 }
 
 // etas extrapolates the time per step of this process to the rest of the epoch and of
@@ -142,6 +151,9 @@ func (r *reporter) step(p training.StepProgress) {
 		p.Epoch, epochs, p.Step, p.StepsPerEpoch, p.Loss, epsString(p.Epsilon), etaString(epochETA), etaString(runETA))
 	now := r.now()
 	if !r.tty {
+		if p.GlobalStep < p.TotalSteps {
+			r.hb.doing(fmt.Sprintf("step %d/%d of epoch %d/%d running after %s", p.Step%p.StepsPerEpoch+1, p.StepsPerEpoch, p.Epoch+p.Step/p.StepsPerEpoch, epochs, desc))
+		}
 		if now.Sub(r.lastPlain) >= plainEvery && p.Step != p.StepsPerEpoch {
 			fmt.Fprintln(r.w, desc)
 			r.lastPlain = now
@@ -251,6 +263,7 @@ func (r *reporter) frontEnd(p training.FrontEndProgress) {
 		what = "scattering"
 	}
 	if !p.Done {
+		r.hb.doing(fmt.Sprintf("still computing %s features of %s images", what, cli.Thousands(p.Examples)))
 		if p.CacheDir != "" {
 			fmt.Fprintf(r.w, "%s features (cache %s)… ", what, p.CacheDir)
 			return
@@ -258,6 +271,7 @@ func (r *reporter) frontEnd(p training.FrontEndProgress) {
 		fmt.Fprintf(r.w, "computing %s features… ", what)
 		return
 	}
+	r.hb.doing("first step running (the first step of a run also sets up its buffers)")
 	fmt.Fprintf(r.w, "%s images, %.1f s", cli.Thousands(p.Examples), p.Elapsed.Seconds())
 	var problems []string
 	for i, u := range p.Cache {

@@ -137,6 +137,7 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err != nil {
 		return 0, err
 	}
+	defer s.out.close()
 	if o.dist.leader() { // one record per job: rank 0's ledger is the job's
 		if s.budget, err = reserveBudget(o, s.trainer, d.fingerprint, stderr); err != nil { // before any output file is touched
 			return 0, err
@@ -148,6 +149,15 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	}
 	defer s.metrics.close()
 	if err := s.begin(r.ck, d, rule); err != nil {
+		return 0, err
+	}
+	// The plan and the budget first, then a prior's map (minutes the first time, stoppable).
+	if err := cli.PreparePriorsContext(ctx, d.spec, stderr); err != nil {
+		s.budget.settle() // no step ran: settles at none
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "train: %s; no step ran\n", exit.OneLine(err.Error()))
+			return exit.Interrupted, nil
+		}
 		return 0, err
 	}
 	res, interrupted, err := s.run(ctx)
@@ -222,6 +232,8 @@ type runData struct {
 	// fingerprint is the data set the run is charged to in the budget store: the
 	// training set before -validation's split.
 	fingerprint string
+	// spec is the network, whose priors' maps train prepares after printing the plan.
+	spec nn.Spec
 }
 
 // loadRunData loads the data, splits off -validation's part, and fits the model's
@@ -256,7 +268,8 @@ func loadRunData(o *options) (*runData, error) {
 	if o.printModel {
 		return &runData{train: trainSet}, nil // train prints the model and stops
 	}
-	if _, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses()); err != nil {
+	spec, err := modelSpec(o, trainSet.Shape(), trainSet.NumClasses())
+	if err != nil {
 		return nil, err
 	}
 	if note, err := o.fitBatch(trainSet.Len()); err != nil {
@@ -264,13 +277,13 @@ func loadRunData(o *options) (*runData, error) {
 	} else if note != "" {
 		notes = append(notes, note)
 	}
-	return &runData{train: trainSet, test: testSet, name: dataName, notes: notes, fingerprint: fingerprint}, nil
+	return &runData{train: trainSet, test: testSet, name: dataName, notes: notes, fingerprint: fingerprint, spec: spec}, nil
 }
 
 // newSession builds the trainer, with the session's callbacks, in the state the run
 // resumes (r); rule is its update rule.
 func newSession(ctx context.Context, o *options, r resumed, d *runData, stderr io.Writer) (s *session, rule dpoptim.Rule, err error) {
-	m, cfg, err := o.trainerConfigContext(ctx, d.train, d.test, d.name, stderr)
+	m, cfg, err := o.trainerConfigContext(context.WithValue(ctx, priorsAfterPlan{}, true), d.train, d.test, d.name, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
