@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,6 +80,9 @@ func TestAppendArgs(t *testing.T) {
 func TestDocsCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the docs' commands on a fresh clone")
+	}
+	if out, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").CombinedOutput(); err != nil {
+		t.Skipf("the checkout is not a git repository to clone (%v: %s)", err, bytes.TrimSpace(out))
 	}
 	var out bytes.Buffer
 	code := run([]string{"-short", "-repo", "../.."}, &out, &out)
