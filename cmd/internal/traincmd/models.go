@@ -174,7 +174,7 @@ func printModels(w io.Writer) {
 		"parameters and does not look at the data, so it costs no privacy. -feature-cache DIR keeps them for\n"+
 		"later runs on the same data (seeds, ε, optimizers): it must be protected like the data.\n"+
 		"scatter-prior-linear also whitens the features by a map learnt from 70,000 synthetic dead-leaves\n"+
-		"images (no data, no privacy cost): computed once per machine (about 7 minutes on two cores) and kept\n"+
+		"images (no data, no privacy cost): computed once per machine (about 6 minutes on two busy cores) and kept\n"+
 		"in $%s (default privtrain/prior under the user cache directory, 63 MB).\n", prior.CacheEnv)
 }
 
