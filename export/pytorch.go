@@ -1,7 +1,6 @@
 package export
 
 import (
-	"encoding/json"
 	"fmt"
 	"go/token"
 	"io"
@@ -29,22 +28,11 @@ import (
 // default of load_model's path ("" for none). CLASSES names the classes (WithClassNames,
 // else the class numbers), as the parameter file's metadata does.
 func PyTorch(w io.Writer, m *nn.Model, name, params string, opts ...Option) error {
-	o, err := options(m, opts)
+	e, err := prepare(m, opts)
 	if err != nil {
 		return err
 	}
-	_, modules, defs, err := torchTensors(m)
-	if err != nil {
-		return err
-	}
-	arch, err := m.Architecture()
-	if err != nil {
-		return err
-	}
-	archJSON, err := json.Marshal(arch)
-	if err != nil {
-		return fmt.Errorf("nn: export: architecture: %v", err)
-	}
+	o, modules, defs, archJSON := e.opts, e.modules, e.defs, e.arch
 	shape := make([]string, len(m.InputShape()))
 	for i, d := range m.InputShape() {
 		shape[i] = strconv.Itoa(d)

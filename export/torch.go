@@ -64,22 +64,11 @@ import (
 // "privtrain.classes" (the class names as a JSON list of strings, class 0 first: those
 // of WithClassNames, else the class numbers "0", "1", …).
 func Torch(w io.Writer, m *nn.Model, opts ...Option) error {
-	o, err := options(m, opts)
+	e, err := prepare(m, opts)
 	if err != nil {
 		return err
 	}
-	tensors, modules, _, err := torchTensors(m)
-	if err != nil {
-		return err
-	}
-	arch, err := m.Architecture()
-	if err != nil {
-		return err
-	}
-	archJSON, err := json.Marshal(arch)
-	if err != nil {
-		return fmt.Errorf("nn: export: architecture: %v", err)
-	}
+	o, tensors, modules, archJSON := e.opts, e.tensors, e.modules, e.arch
 	classesJSON, err := json.Marshal(o.classes)
 	if err != nil {
 		return fmt.Errorf("nn: export: class names: %v", err)
@@ -153,4 +142,31 @@ func torchTensors(m *nn.Model) (map[string]tensorfile.Tensor, []string, []string
 		modules = append(modules, mod)
 	}
 	return tensors, modules, definitions(plan), nil
+}
+
+// prepared is what both exports of a model start from: the options applied, the
+// tensors and modules of Torch's layout, the definitions of the layers outside torch.nn,
+// and the architecture as JSON.
+type prepared struct {
+	opts          exportOptions
+	tensors       map[string]tensorfile.Tensor
+	modules, defs []string
+	arch          []byte
+}
+
+func prepare(m *nn.Model, opts []Option) (e prepared, err error) {
+	if e.opts, err = options(m, opts); err != nil {
+		return e, err
+	}
+	if e.tensors, e.modules, e.defs, err = torchTensors(m); err != nil {
+		return e, err
+	}
+	arch, err := m.Architecture()
+	if err != nil {
+		return e, err
+	}
+	if e.arch, err = json.Marshal(arch); err != nil {
+		return e, fmt.Errorf("nn: export: architecture: %v", err)
+	}
+	return e, nil
 }
