@@ -201,3 +201,21 @@ func TestConfigFile(t *testing.T) {
 		t.Errorf("missing -config: exit %d, %q", code, stderr)
 	}
 }
+
+// TestPrepareOnly: -prepare-only reads no data and spends nothing: a model without a
+// prior has nothing to prepare (exit 0, no summary), and a data set whose shape is known
+// only from its data is refused with the way out.
+func TestPrepareOnly(t *testing.T) {
+	store := t.TempDir()
+	code, stdout, stderr := runCmd(t, context.Background(), "-prepare-only", "-budget-store", store)
+	if code != exit.OK || stdout != "" || !strings.Contains(stderr, "-model cnn sees no prior: nothing to prepare") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("the budget store holds %d entries after -prepare-only", len(entries))
+	}
+	code, _, stderr = runCmd(t, context.Background(), "-prepare-only", "-dataset", "csv:x.csv", "-scale", "0:1")
+	if code != exit.Usage || !strings.Contains(stderr, "known only from its data") {
+		t.Errorf("own data: exit %d, %q", code, stderr)
+	}
+}

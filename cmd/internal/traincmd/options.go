@@ -49,6 +49,7 @@ type options struct {
 	model, activation      string
 	modelFileSum           string          // SHA-256 of -model FILE.json (modelfile.go)
 	printModel             bool            // -print-model (modelfile.go)
+	prepareOnly            bool            // -prepare-only (prepare.go)
 	config                 string          // -config FILE (config.go)
 	recipe                 string          // -recipe NAME (recipe.go)
 	distributed            string          // -distributed mpi (distributed.go)
@@ -142,6 +143,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", 0, "seed for the initial weights, the sampling and the noise: a reproducible run, NOT private against whoever knows the seed (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.float64, "float64", false, "compute in float64 instead of float32")
 	fs.StringVar(&o.config, "config", "", "read flags from `FILE`: one name = value a line (# starts a comment line); a flag on the command line wins over the file, the file over -recipe; the checkpoint records the run's settings whichever way they were given (docs/train.md)")
+	fs.BoolVar(&o.prepareOnly, "prepare-only", false, "compute what -model (or -recipe) needs that sees no data, the whitening map of scatter-prior-linear's prior, into its cache, and exit: no data read, no ε spent; run it once after installing (a few minutes on two cores) so that the first run starts training within a minute or two (docs/install.md)")
 	fs.BoolVar(&o.printModel, "print-model", false, "print -model's network as the architecture JSON that -model FILE.json reads (for -dataset's examples) and exit: a starting point for your own network (docs/models.md)")
 	fs.StringVar(&o.featureCache, "feature-cache", "", "keep the front-end features of scatter models (the scattering of the training and test sets and the parameter-free GroupNorm and Flatten after it, computed before the first step) in directory `DIR` and re-use them in later runs on identical data and front end (file named by a SHA-256 of the front end's settings, the dtype and every raw example; checksummed, keyed by PRIVTRAIN_CHECKPOINT_KEY when it is set so that an edited file is refused, and recomputed with a warning when damaged). Stored raw, 4 bytes per value: 1.1 GB for the 70,000 images of MNIST or Fashion-MNIST, 3.7 GB for CIFAR-10. The files hold features of the private training data: protect DIR as the data. No effect for other models")
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "write a checkpoint to `FILE` after every epoch, at the end and on Ctrl-C")

@@ -126,6 +126,9 @@ func train(ctx context.Context, o *options, flags *flag.FlagSet, start time.Time
 	if err := o.complete(r.ck); err != nil {
 		return 0, err
 	}
+	if o.prepareOnly {
+		return prepareOnly(ctx, o, stderr)
+	}
 	d, err := loadRunData(o)
 	if err != nil {
 		return 0, err
