@@ -60,8 +60,20 @@ func Transform(ctx context.Context, ds Dataset, out []int, f func(x []float32) (
 			return nil, fmt.Errorf("datasets: transform of examples %d…%d gave %d values, want %d×%d", lo, hi-1, len(x), hi-lo, size)
 		}
 		copy(fs.values[lo*size:hi*size], x)
+		if p, ok := ctx.Value(progressKey{}).(func(done, total int)); ok {
+			p(hi, n)
+		}
 	}
 	return fs, nil
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying f, which Transform calls after each chunk of
+// examples with how many of the total it has transformed: for a progress display of a
+// long one-time computation (a front end's features).
+func WithProgress(ctx context.Context, f func(done, total int)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
 }
 
 // Len returns the number of examples.

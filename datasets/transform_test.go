@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,5 +72,28 @@ func TestTransform(t *testing.T) {
 	cancel()
 	if _, err := Transform(ctx, ds, []int{3}, f); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestTransformProgress: WithProgress is told after each chunk how many examples are done,
+// rising to the total.
+func TestTransformProgress(t *testing.T) {
+	n := 2*transformChunk + 3
+	ds, err := NewImages([]int{4}, 2, make([]byte, 4*n), make([]byte, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	ctx := WithProgress(context.Background(), func(done, total int) {
+		if total != n {
+			t.Errorf("total %d, want %d", total, n)
+		}
+		seen = append(seen, done)
+	})
+	if _, err = Transform(ctx, ds, []int{1}, func(x []float32) ([]float32, error) { return x[:len(x)/4], nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{transformChunk, 2 * transformChunk, n}; !slices.Equal(seen, want) {
+		t.Errorf("progress %v, want %v", seen, want)
 	}
 }

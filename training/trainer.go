@@ -209,7 +209,11 @@ type Callbacks struct {
 type FrontEndProgress struct {
 	FrontEnd string        // the front-end layers' kinds, "scattering2d"
 	Examples int           // training plus test examples
-	Done     bool          // false before the computation, true after it
+	Done     bool          // false before the computation and while it goes on, true after it
+	// Computed counts the examples (training, then test) whose features are done: 0 in
+	// the call before the computation, then rising in calls after each chunk of examples
+	// (Done false), for a display of how far it is.
+	Computed int
 	Elapsed  time.Duration // the computation's wall time (when Done)
 	// CacheDir is TrainerConfig.FeatureCache. Cache says, when Done and CacheDir is set,
 	// where the features of the training set and then of the test set (if any) came from.
@@ -840,7 +844,17 @@ func (t *Trainer) prepareFrontEnd(ctx context.Context) error {
 	if t.cfg.Callbacks.OnFrontEnd != nil {
 		t.cfg.Callbacks.OnFrontEnd(p)
 	}
+	offset := 0 // the examples of the sets done before
 	features := func(ds datasets.Dataset, set string) (datasets.Dataset, error) {
+		ctx := ctx
+		if t.cfg.Callbacks.OnFrontEnd != nil {
+			ctx = datasets.WithProgress(ctx, func(done, _ int) {
+				q := p
+				q.Computed = offset + done
+				t.cfg.Callbacks.OnFrontEnd(q)
+			})
+		}
+		defer func() { offset += ds.Len() }()
 		if t.cfg.FeatureCache.Dir == "" {
 			return t.model.FrontEndFeaturesContext(ctx, ds)
 		}

@@ -20,6 +20,8 @@ type heartbeat struct {
 	midLine  bool      // the last write did not end its line
 	activity string    // what goes on now; "" says nothing
 	since    time.Time // when activity began
+	// done of total units of the activity are finished (total 0: no count).
+	done, total int
 	stop     chan struct{}
 	stopped  chan struct{}
 }
@@ -48,7 +50,18 @@ func (h *heartbeat) doing(what string) {
 	defer h.mu.Unlock()
 	if what != h.activity {
 		h.activity, h.since = what, h.now()
+		h.done, h.total = 0, 0
 	}
+}
+
+// progress says how far the activity has come: done of total units.
+func (h *heartbeat) progress(done, total int) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done, h.total = done, total
 }
 
 // beat prints the activity and how long it has run when nothing was written for
@@ -63,7 +76,14 @@ func (h *heartbeat) beat() {
 	if h.midLine {
 		fmt.Fprintln(h.w)
 	}
-	fmt.Fprintf(h.w, "%s (%s so far)\n", h.activity, now.Sub(h.since).Round(time.Second))
+	took := now.Sub(h.since)
+	if h.total > 0 && h.done > 0 {
+		left := time.Duration(float64(took) * float64(h.total-h.done) / float64(h.done))
+		fmt.Fprintf(h.w, "%s: %d of %d, %d%% (%s so far; about %s left)\n", h.activity, h.done, h.total, 100*h.done/h.total,
+			took.Round(time.Second), left.Round(time.Second))
+	} else {
+		fmt.Fprintf(h.w, "%s (%s so far)\n", h.activity, took.Round(time.Second))
+	}
 	h.last, h.midLine = now, false
 }
 

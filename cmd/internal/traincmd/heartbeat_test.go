@@ -39,6 +39,13 @@ func TestHeartbeatWithoutTerminal(t *testing.T) {
 	if out.String() != want {
 		t.Fatalf("a second beat at once wrote %q", out.String()[len(want):])
 	}
+	// Half the images done after 60 s: the next beat says how far and the time left.
+	r.frontEnd(training.FrontEndProgress{FrontEnd: "scattering2d", Examples: 70000, Computed: 35000})
+	clock = clock.Add(plainEvery)
+	hb.beat()
+	if got, w := out.String()[len(want):], "still computing scattering features of 70,000 images: 35000 of 70000, 50% (1m0s so far; about 1m0s left)\n"; got != w {
+		t.Fatalf("with a count the beat says %q, want %q", got, w)
+	}
 
 	r.markStart(0)
 	r.step(training.StepProgress{Epoch: 1, Step: 1, StepsPerEpoch: 10, GlobalStep: 1, TotalSteps: 20, Loss: 2.3, Epsilon: math.Inf(1)})

@@ -262,6 +262,10 @@ func (r *reporter) frontEnd(p training.FrontEndProgress) {
 	if what == "scattering2d" || strings.HasPrefix(what, "scattering2d → ") {
 		what = "scattering"
 	}
+	if !p.Done && p.Computed > 0 {
+		r.hb.progress(p.Computed, p.Examples)
+		return
+	}
 	if !p.Done {
 		r.hb.doing(fmt.Sprintf("still computing %s features of %s images", what, cli.Thousands(p.Examples)))
 		if p.CacheDir != "" {
