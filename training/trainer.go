@@ -207,9 +207,9 @@ type Callbacks struct {
 // FrontEndProgress describes the one-time computation of a model's front-end features
 // for the training and test sets.
 type FrontEndProgress struct {
-	FrontEnd string        // the front-end layers' kinds, "scattering2d"
-	Examples int           // training plus test examples
-	Done     bool          // false before the computation and while it goes on, true after it
+	FrontEnd string // the front-end layers' kinds, "scattering2d"
+	Examples int    // training plus test examples
+	Done     bool   // false before the computation and while it goes on, true after it
 	// Computed counts the examples (training, then test) whose features are done: 0 in
 	// the call before the computation, then rising in calls after each chunk of examples
 	// (Done false), for a display of how far it is.

@@ -22,8 +22,8 @@ type heartbeat struct {
 	since    time.Time // when activity began
 	// done of total units of the activity are finished (total 0: no count).
 	done, total int
-	stop     chan struct{}
-	stopped  chan struct{}
+	stop        chan struct{}
+	stopped     chan struct{}
 }
 
 func newHeartbeat(w io.Writer, now func() time.Time) *heartbeat {
