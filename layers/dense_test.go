@@ -139,7 +139,12 @@ func TestStoredInitializers(t *testing.T) {
 			t.Errorf("%q read back as %v, %v; want %v", tc.name, back, err, tc.in)
 		}
 	}
-	for _, bad := range []string{"ones", "constant:", "constant:NaN", "constant:+Inf", "constant:x", "Glorot-Uniform", ""} {
+	// "" is the default (glorot-uniform, nil), as a hand-written -model FILE.json leaves it
+	// out; checkpoints always store the name.
+	if in, err := kernelInit(""); err != nil || in != nil {
+		t.Errorf(`"" read as %v, %v; want the default (nil)`, in, err)
+	}
+	for _, bad := range []string{"ones", "constant:", "constant:NaN", "constant:+Inf", "constant:x", "Glorot-Uniform"} {
 		if in, err := kernelInit(bad); err == nil {
 			t.Errorf("%q accepted as %v", bad, in)
 		}

@@ -16,7 +16,6 @@ func TestCodecsRefuse(t *testing.T) {
 	}
 	for _, tc := range []struct{ kind, settings, want string }{
 		{"dense", `{"units":3,"init":"ones"}`, `initializer "ones"`},
-		{"dense", `{"units":3}`, `initializer ""`},
 		{"conv", `{"filters":3,"init":"glorot-uniform","bias":true}`, `unknown field "bias"`},
 		{"maxpool", `{"kernel":[2,2]} {}`, "data after"},
 		{"groupnorm", `{"groups":"2"}`, "cannot unmarshal"},

@@ -236,8 +236,12 @@ func TestTrainerFrontEndOnce(t *testing.T) {
 	if n.Load() != 50 {
 		t.Errorf("front end transformed %d examples, want 40 + 10 once each", n.Load())
 	}
-	if len(calls) != 2 || calls[0].Done || !calls[1].Done || calls[0].Examples != 50 || calls[1].FrontEnd != "double → flatten" { // the Flatten after a front end joins it
-		t.Errorf("OnFrontEnd calls %+v, want one before and one after, 50 examples", calls)
+	// One call before (nothing computed), progress after each chunk of each set (40
+	// training examples in one chunk, then 10 test ones: 40, then 50), one after.
+	last := len(calls) - 1
+	if len(calls) != 4 || calls[0].Done || calls[0].Computed != 0 || !calls[last].Done || calls[0].Examples != 50 || calls[last].FrontEnd != "double → flatten" || // the Flatten after a front end joins it
+		calls[1].Done || calls[1].Computed != 40 || calls[2].Done || calls[2].Computed != 50 {
+		t.Errorf("OnFrontEnd calls %+v, want one before, progress at 40 and 50 of 50 examples, one after", calls)
 	}
 	// Reference: the features computed by the dataset, a model without the front end.
 	plain := nn.Spec{Name: "double", InputShape: []int{1, 8, 8}, NumClasses: 3, Layers: spec.Layers[1:]}
