@@ -15,7 +15,6 @@ import (
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/internal/safeio"
 	"github.com/privtrain/privtrain/internal/strictjson"
-	"github.com/privtrain/privtrain/layers"
 	"github.com/privtrain/privtrain/nn"
 )
 
@@ -80,25 +79,15 @@ func modelFileSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 	if err != nil {
 		return nn.Spec{}, exit.Usagef("-model %s: %s", o.model, strings.TrimPrefix(err.Error(), "nn: "))
 	}
-	out := spec.InputShape
-	for i, l := range spec.Layers {
-		if out, err = l.OutputShape(out); err != nil {
-			return nn.Spec{}, exit.Usagef("-model %s: layer %d (%s): %v", o.model, i, layerKind(l), err)
-		}
+	_, out, err := walkSpec(spec)
+	if err != nil {
+		return nn.Spec{}, exit.Usagef("-model %s: %v", o.model, err)
 	}
 	if len(out) != 1 || out[0] != classes {
 		return nn.Spec{}, exit.Usagef("-model %s: the last layer gives %s values, want %d logits (a flat [%d]: a dense layer of %d units last)",
 			o.model, cli.Shape(out), classes, classes, classes)
 	}
 	return spec, nil
-}
-
-// layerKind is l's stored type name, or its Go type for a layer without one.
-func layerKind(l layers.Layer) string {
-	if c, ok := layers.CodecFor(l); ok {
-		return c.Kind
-	}
-	return fmt.Sprintf("%T", l)
 }
 
 // printModel writes the architecture JSON of -model for examples of shape and classes

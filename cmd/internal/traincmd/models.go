@@ -120,6 +120,14 @@ func scatterSpec(kind string, shape []int, act models.Activation) (nn.Spec, erro
 
 // paramCount is the number of parameters of spec, from its layers' parameter specs.
 func paramCount(spec nn.Spec) (int, error) {
+	n, _, err := walkSpec(spec)
+	return n, err
+}
+
+// walkSpec follows spec's input shape through its layers: the number of parameters and
+// the network's output shape, or the first layer that cannot take its input ("layer i:"
+// and the layer's own error, which names its kind).
+func walkSpec(spec nn.Spec) (params int, out []int, err error) {
 	shape, n := spec.InputShape, 0
 	for i, l := range spec.Layers {
 		for _, p := range l.Params(shape) {
@@ -131,11 +139,11 @@ func paramCount(spec nn.Spec) (int, error) {
 		}
 		out, err := l.OutputShape(shape)
 		if err != nil {
-			return 0, fmt.Errorf("layer %d: %w", i, err)
+			return 0, nil, fmt.Errorf("layer %d: %w", i, err)
 		}
 		shape = out
 	}
-	return n, nil
+	return n, shape, nil
 }
 
 // printModels writes the -help section that lists every -model with its parameter count
