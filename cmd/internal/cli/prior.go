@@ -20,6 +20,16 @@ func PreparePriors(spec nn.Spec, w io.Writer) error {
 	return PreparePriorsContext(context.Background(), spec, w)
 }
 
+// Prior is the leading layers.Whitened of spec, whose map PreparePriors prepares, if it
+// has one.
+func Prior(spec nn.Spec) (layers.Whitened, bool) {
+	if len(spec.Layers) == 0 {
+		return layers.Whitened{}, false
+	}
+	l, ok := spec.Layers[0].(layers.Whitened)
+	return l, ok
+}
+
 // PreparePriorsContext is PreparePriors that stops, with an error wrapping ctx's, once
 // ctx is done (train's Ctrl-C or SIGTERM): within seconds in every phase. A computation
 // says how many images it renders before the first, then each phase (the covariance of
@@ -29,10 +39,7 @@ func PreparePriors(spec nn.Spec, w io.Writer) error {
 // eigen-decomposition): a log file sees the computation move, not only a terminal. A
 // second process that needs the same map says whom it waits for, then loads it.
 func PreparePriorsContext(ctx context.Context, spec nn.Spec, w io.Writer) error {
-	if len(spec.Layers) == 0 {
-		return nil
-	}
-	l, ok := spec.Layers[0].(layers.Whitened)
+	l, ok := Prior(spec)
 	if !ok {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/privtrain/privtrain/cmd/internal/cli"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
-	"github.com/privtrain/privtrain/layers"
 )
 
 // prepareOnly computes, for train -prepare-only, what -model needs that sees no data (a
@@ -24,13 +23,7 @@ func prepareOnly(ctx context.Context, o *options, stderr io.Writer) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	priors := 0
-	for _, l := range spec.Layers {
-		if _, ok := l.(layers.Whitened); ok {
-			priors++
-		}
-	}
-	if priors == 0 {
+	if _, ok := cli.Prior(spec); !ok {
 		fmt.Fprintf(stderr, "train: -prepare-only: -model %s sees no prior: nothing to prepare\n", o.model)
 		return exit.OK, nil
 	}
