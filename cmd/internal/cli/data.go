@@ -300,14 +300,7 @@ func (o *DataFlags) TableLayout(features int) ([]datasets.CSVColumn, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, c := range layout {
-		n += max(len(c.Categories), 1)
-		if c.Indicator {
-			n++
-		}
-	}
-	if n != features {
+	if n := opts.EncodedFeatures(len(layout)); n != features {
 		return nil, fmt.Errorf("the CSV layout gives %d features, the model takes %d", n, features)
 	}
 	return layout, nil

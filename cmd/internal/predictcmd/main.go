@@ -272,9 +272,6 @@ func (r *reader) fromSettings(c *checkpoint.Training, ckpt string, scaleGiven bo
 		if n := raw - len(opts.Categorical); n < 0 || len(ranges) != 1 && len(ranges) != n {
 			return fmt.Errorf("-checkpoint %s: setting scale=%q has %d ranges for %d numeric features", ckpt, scale, len(ranges), n)
 		}
-		if opts.Header, err = datasets.ParseHeader(c.Settings["header"]); err != nil {
-			opts.Header = datasets.HeaderAuto // a checkpoint from before -header: training's default
-		}
 		r.table = &tableFormat{opts: opts, raw: raw}
 	case "images":
 		r.folder, r.resize = true, c.Settings["image-size"] != ""
