@@ -295,6 +295,15 @@ func isCommand(line string) bool {
 
 // stripComment drops a trailing "# …" that is not inside quotes.
 func stripComment(line string) string {
+	if i := unquoted(line, func(i int, r rune) bool { return r == '#' && (i == 0 || line[i-1] == ' ') }); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
+}
+
+// unquoted is the index of the first rune of line outside '…' and "…" for which at says
+// true, or −1.
+func unquoted(line string, at func(i int, r rune) bool) int {
 	quote := rune(0)
 	for i, r := range line {
 		switch {
@@ -304,11 +313,11 @@ func stripComment(line string) string {
 			}
 		case r == '\'' || r == '"':
 			quote = r
-		case r == '#' && (i == 0 || line[i-1] == ' '):
-			return strings.TrimSpace(line[:i])
+		case at(i, r):
+			return i
 		}
 	}
-	return strings.TrimSpace(line)
+	return -1
 }
 
 // Runner runs blocks in a fresh clone with the commands built once.
@@ -434,18 +443,8 @@ func (r *Runner) RunBlock(b Block, short bool) []Result {
 // appendArgs adds args to the command line c before its first unquoted redirection or
 // pipe, so that `train -print-model > res.json` gets them on train's side.
 func appendArgs(c, args string) string {
-	quote := rune(0)
-	for i, r := range c {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '>' || r == '|' || r == '<':
-			return strings.TrimSpace(c[:i]) + " " + args + " " + c[i:]
-		}
+	if i := unquoted(c, func(_ int, r rune) bool { return r == '>' || r == '|' || r == '<' }); i >= 0 {
+		return strings.TrimSpace(c[:i]) + " " + args + " " + c[i:]
 	}
 	return c + " " + args
 }
