@@ -63,6 +63,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,10 +118,11 @@ func main() {
 	flag.Float64Var(&o.quiet, "quiet", 0, "before each round wait until other processes use less than this fraction of the CPUs (0: don't)")
 	flag.DurationVar(&o.maxWait, "max-wait", 10*time.Minute, "longest wait for a quiet machine per round")
 	child := flag.String("child", "", "internal: time MODEL's private step in this process and print the result")
+	cpuProfile := flag.String("cpuprofile", "", "with -child: write the timed steps' CPU profile to this file")
 	flag.Parse()
 
 	if *child != "" {
-		if err := runChild(*child, o.batch, o.seconds); err != nil {
+		if err := runChild(*child, o.batch, o.seconds, *cpuProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "paths:", err)
 			os.Exit(1)
 		}
@@ -495,7 +497,7 @@ func prod(s []int) int {
 
 // runChild times the private step of model at batch in this process, on the path
 // PRIVTRAIN_CPU chose, and prints "private MODEL EXAMPLES/S path=… steps=…".
-func runChild(model string, batch int, seconds float64) error {
+func runChild(model string, batch int, seconds float64, cpuProfile string) error {
 	if err := cpupath.EnvError(); err != nil {
 		return err
 	}
@@ -561,6 +563,17 @@ func runChild(model string, batch int, seconds float64) error {
 	}
 	if err := step(); err != nil { // warm-up: first-call allocations, packing
 		return err
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	steps, t0, c0 := 0, time.Now(), cpuTime()
 	for steps < 2 || time.Since(t0).Seconds() < seconds {
