@@ -18,8 +18,17 @@
 // copies in erm/data/testdata); each is checked against the SHA-256 pinned in
 // erm/data/download, which also fetches them (-fetch). Preprocessing as in the paper:
 // each feature divided by its largest absolute value, then each example scaled to unit
-// L2 norm (data-dependent, not private, in the paper as here). Adult is LIBSVM's
-// binarisation (123 features), not the paper's own dummy encoding (81).
+// L2 norm (data-dependent, not private, in the paper as here). -task adult is LIBSVM's
+// binarisation (123 features); -task adult-uci is the paper's own encoding (81
+// features, data.EncodeAdult, as the authors' preprocessor) of UCI's raw adult.data
+// and adult.test in -adult-raw DIR (pinned by SHA-256; -fetch downloads them from
+// download.UCIAdult), split 24,420 / 8,141 like adult.
+//
+// -fig2 FILE and -fig3 FILE (with -task msd) write the paper's Figs. 2 and 3 on the
+// stand-in instead of the table: the primal suboptimality P(θ) − P* after each epoch of
+// the configurations Fig. 1 chose (ε = 0.1 and 1, seeds 1..-seeds), and DP-SCD's test
+// MSE at ε = 1 against L for several C. -tsv FILE writes the table's per-seed test
+// scores. All three are in scripts/utilityplot's format (series, x, seed, y).
 //
 // The MSD stand-in: n = 347,786 / 115,929 / 51,630 train / validation / test examples
 // of d = 90 standard normal features (scaled -msd-scale), normalised as above, with
