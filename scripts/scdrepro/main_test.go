@@ -133,3 +133,20 @@ func TestFiguresSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestAdultUCIRefusesOtherFiles: -task adult-uci reads only UCI's pinned files; a file of
+// the right name and format but other bytes is refused before it is parsed.
+func TestAdultUCIRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	line := "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
+	for _, name := range []string{"adult.data", "adult.test"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"-task", "adult-uci", "-adult-raw", dir, "-grid", "smoke", "-seeds", "1", "-tune-seeds", "1"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "adult.data") || !strings.Contains(errb.String(), "-fetch") {
+		t.Fatalf("exit %d, stderr %q: want 1 and a checksum error naming adult.data and -fetch", code, errb.String())
+	}
+}
