@@ -360,6 +360,9 @@ func openPinned(dir string, f download.RemoteFile, read func(io.Reader) error) e
 	path := filepath.Join(dir, f.Name)
 	if _, err := os.Stat(path); err != nil {
 		path += ".gz"
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no %s or %s.gz in %s (fetch the canonical file with -fetch)", f.Name, f.Name, dir)
+		}
 	}
 	if err := download.Verify(path, f); err != nil {
 		return fmt.Errorf("%w (fetch the canonical file with -fetch)", err)
