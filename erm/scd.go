@@ -142,6 +142,35 @@ type SCD struct {
 	// 1024 (small ε needs large orders, digest §5.6) with the accountant's
 	// default conversion.
 	AccountantOptions []accountant.Option
+	// Progress, if set, is called after each epoch (e = 1 … Epochs, at the
+	// round where e·N/L coordinate updates are done) with the model θ = v/(λN)
+	// of the noisy state so far: post-processing of what the rounds release,
+	// covered by the same ε (the paper's Fig. 2 plots the objective along a
+	// run this way). x is the caller's to keep.
+	Progress func(epoch int, x []float64)
+}
+
+// epochMarks calls progress after the rounds that end epochs 1 … epochs of a
+// run of rounds rounds (epoch e ends after ⌈e·rounds/epochs⌉ rounds).
+type epochMarks struct {
+	epochs, rounds, next int
+	progress             func(epoch int, x []float64)
+}
+
+func newEpochMarks(c scdConfig, progress func(int, []float64)) *epochMarks {
+	return &epochMarks{epochs: c.epochs, rounds: c.rounds, next: 1, progress: progress}
+}
+
+// done reports that round r (from 0) is over; model is called only when an
+// epoch ended.
+func (m *epochMarks) done(r int, model func() []float64) {
+	if m.progress == nil {
+		return
+	}
+	for m.next <= m.epochs && (r+1)*m.epochs >= m.next*m.rounds {
+		m.progress(m.next, model())
+		m.next++
+	}
 }
 
 // scdConfig holds the validated settings shared by the DP-SCD variants.
@@ -324,12 +353,14 @@ func (a *SCD) iterate(p *Problem, rng *rand.Rand, c scdConfig, sigma float64) *d
 	draw := newBatchDrawer(a.Sampling, p.Len(), c.batch)
 	var zetas []float64
 	dv := make([]float64, p.Dim())
-	for range c.rounds {
+	marks := newEpochMarks(c, a.Progress)
+	for r := range c.rounds {
 		batch := draw.next(rng)
 		if cap(zetas) < len(batch) {
 			zetas = make([]float64, 2*len(batch))
 		}
 		st.scdRound(rng, batch, scdSigmaPrime(c, batch), c.clip, std, box, a.NewtonSteps, zetas[:len(batch)], dv)
+		marks.done(r, st.theta)
 	}
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/floats"
 
@@ -41,6 +42,9 @@ type SCDBaselineSGD struct {
 	// AccountantOptions configure the calibration; nil means orders up to
 	// 1024 with the accountant's default conversion.
 	AccountantOptions []accountant.Option
+	// Progress, if set, is called after each epoch with a copy of the iterate
+	// θ (post-processing of the noisy steps; see SCD.Progress).
+	Progress func(epoch int, x []float64)
 }
 
 // Solve runs the DP-SGD baseline from θ = 0 and releases the last iterate.
@@ -71,7 +75,8 @@ func (a *SCDBaselineSGD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	draw := newBatchDrawer(a.Sampling, n, c.batch)
 	std := sigma * c.clip
 	scale := 1 / float64(c.batch)
-	for range c.rounds {
+	marks := newEpochMarks(c, a.Progress)
+	for r := range c.rounds {
 		batch := draw.next(rng)
 		sgdSum(p, theta, batch, c.clip, sum)
 		if std > 0 {
@@ -80,6 +85,7 @@ func (a *SCDBaselineSGD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		// θ ← θ − η(sum/L + λθ)
 		floats.Scale(1-a.Step*p.Lambda, theta)
 		floats.AddScaled(theta, -a.Step*scale, sum)
+		marks.done(r, func() []float64 { return slices.Clone(theta) })
 	}
 	return &Result{
 		X:          theta,

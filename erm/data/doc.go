@@ -2,7 +2,7 @@
 // train on: a dense design matrix with one example per row, its labels, and
 // the data-independent row-norm bounds that the privacy calibrations rely on.
 //
-// Three sources produce a Dataset:
+// Four sources produce a Dataset:
 //
 //   - Synthetic draws the logistic-regression problem of the DP accelerated
 //     methods paper (Kuru et al., Sec. 5), reproducibly from a seed.
@@ -10,6 +10,9 @@
 //     papers' Phishing, Adult, Covertype and YearPredictionMSD files).
 //   - ReadCSV parses numeric CSV with a label column, such as the
 //     breast_cancer.csv file shipped with scikit-learn.
+//   - ReadAdult parses UCI Adult's raw adult.data / adult.test, and EncodeAdult
+//     turns them into the DP-SCD paper's 81 features (dummy-coded, "?" imputed
+//     by the mode, max-abs scaled, unit rows; erm/data/download pins the files).
 //
 // Read data carries no norm bounds. Normalize applies the papers'
 // preprocessing (each feature divided by its largest absolute value, then

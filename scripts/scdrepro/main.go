@@ -18,8 +18,17 @@
 // copies in erm/data/testdata); each is checked against the SHA-256 pinned in
 // erm/data/download, which also fetches them (-fetch). Preprocessing as in the paper:
 // each feature divided by its largest absolute value, then each example scaled to unit
-// L2 norm (data-dependent, not private, in the paper as here). Adult is LIBSVM's
-// binarisation (123 features), not the paper's own dummy encoding (81).
+// L2 norm (data-dependent, not private, in the paper as here). -task adult is LIBSVM's
+// binarisation (123 features); -task adult-uci is the paper's own encoding (81
+// features, data.EncodeAdult, as the authors' preprocessor) of UCI's raw adult.data
+// and adult.test in -adult-raw DIR (pinned by SHA-256; -fetch downloads them from
+// download.UCIAdult), split 24,420 / 8,141 like adult.
+//
+// -fig2 FILE and -fig3 FILE (with -task msd) write the paper's Figs. 2 and 3 on the
+// stand-in instead of the table: the primal suboptimality P(θ) − P* after each epoch of
+// the configurations Fig. 1 chose (ε = 0.1 and 1, seeds 1..-seeds), and DP-SCD's test
+// MSE at ε = 1 against L for several C. -tsv FILE writes the table's per-seed test
+// scores. All three are in scripts/utilityplot's format (series, x, seed, y).
 //
 // The MSD stand-in: n = 347,786 / 115,929 / 51,630 train / validation / test examples
 // of d = 90 standard normal features (scaled -msd-scale), normalised as above, with
@@ -66,13 +75,18 @@ type options struct {
 	msdScale  float64
 	out       string
 	grid      string
+	adultRaw  string
+	adultFit  string
+	tsv       string
+	fig2      string
+	fig3      string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("scdrepro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	tasks := fs.String("task", "phishing,adult,msd", "comma-separated tasks: phishing, adult, msd")
+	tasks := fs.String("task", "phishing,adult,msd", "comma-separated tasks: phishing, adult (LIBSVM's a9a, 123 features), adult-uci (UCI's raw files in the paper's 81-feature encoding; needs -adult-raw), msd")
 	methods := fs.String("methods", "dp-scd,seq-dp-scd,dp-sgd", "comma-separated methods: dp-scd, seq-dp-scd, dp-sgd")
 	eps := fs.String("eps", "0.1,0.5,1,2", "comma-separated ε values (δ = 1e-3)")
 	fs.IntVar(&o.seeds, "seeds", 10, "seeds 1..N of the reported runs of each chosen configuration")
@@ -81,6 +95,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.fetch, "fetch", false, "download the LIBSVM files into -data first (checked against pinned SHA-256s)")
 	fs.Float64Var(&o.msdScale, "msd-scale", 1, "fraction of the MSD sizes (347,786 / 115,929 / 51,630) the stand-in draws")
 	fs.StringVar(&o.out, "out", "", "write the markdown table to `FILE` (atomically) as well as to stdout")
+	fs.StringVar(&o.adultRaw, "adult-raw", "", "`DIR` with UCI's raw adult.data and adult.test (optionally .gz; checked against pinned SHA-256s; -fetch downloads them) for -task adult-uci")
+	fs.StringVar(&o.adultFit, "adult-fit", "authors", "statistics of adult-uci's test-file standardisation and imputation: authors (the test file's own, as the authors' preprocessor) or train")
+	fs.StringVar(&o.tsv, "tsv", "", "write every reported run's test score to `FILE` (series, ε, seed, score; rewritten atomically as each cell finishes)")
+	fs.StringVar(&o.fig2, "fig2", "", "instead of the table, write the paper's Fig. 2 (primal suboptimality P(θ) − P* after each epoch, MSD stand-in, ε = 0.1 and 1, the configurations Fig. 1 chose) to `FILE`")
+	fs.StringVar(&o.fig3, "fig3", "", "instead of the table, write the paper's Fig. 3 (DP-SCD test MSE against L for several C, MSD stand-in, ε = 1) to `FILE`")
 	fs.StringVar(&o.grid, "grid", "default", "grids: default (subsets of the paper's), wide (default and its edges' neighbours), reduced (fewer points, for the MSD stand-in's cost) or smoke (one point per method)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -88,8 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o.tasks = splitList(*tasks)
 	o.methods = splitList(*methods)
 	for _, t := range o.tasks {
-		if !slices.Contains([]string{"phishing", "adult", "msd"}, t) {
-			fmt.Fprintf(stderr, "scdrepro: -task %q: want phishing, adult or msd\n", t)
+		if !slices.Contains([]string{"phishing", "adult", "adult-uci", "msd"}, t) {
+			fmt.Fprintf(stderr, "scdrepro: -task %q: want phishing, adult, adult-uci or msd\n", t)
 			return 2
 		}
 	}
@@ -115,12 +134,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "scdrepro: want -seeds ≥ -tune-seeds ≥ 1, -msd-scale in (0, 1] and no arguments")
 		return 2
 	}
+	if o.adultFit != "authors" && o.adultFit != "train" {
+		fmt.Fprintf(stderr, "scdrepro: -adult-fit %q: want authors or train\n", o.adultFit)
+		return 2
+	}
+	if slices.Contains(o.tasks, "adult-uci") && o.adultRaw == "" {
+		fmt.Fprintf(stderr, "scdrepro: -task adult-uci needs -adult-raw DIR holding UCI's adult.data and adult.test (-fetch downloads them from %s)\n", download.UCIAdult)
+		return 2
+	}
+	if (o.fig2 != "" || o.fig3 != "") && !slices.Equal(o.tasks, []string{"msd"}) {
+		fmt.Fprintln(stderr, "scdrepro: -fig2 and -fig3 plot the MSD stand-in: use them with -task msd")
+		return 2
+	}
 	if o.fetch {
 		if err := download.Fetch(context.Background(), o.dataDir, download.Files()); err != nil {
 			fmt.Fprintln(stderr, "scdrepro:", err)
 			return 1
 		}
+		if o.adultRaw != "" {
+			if err := download.Fetch(context.Background(), o.adultRaw, download.AdultUCI(), download.WithBaseURL(download.UCIAdult)); err != nil {
+				fmt.Fprintln(stderr, "scdrepro:", err)
+				return 1
+			}
+		}
 	}
+	if o.fig2 != "" || o.fig3 != "" {
+		return runFigures(o, stderr)
+	}
+	var rows tsvRows
 	var b strings.Builder
 	fmt.Fprintf(&b, "| task | method | ε | chosen (validation) | val. median | test median [min, max], %d seeds | σ |\n| --- | --- | --- | --- | --- | --- | --- |\n", o.seeds)
 	for _, task := range o.tasks {
@@ -135,10 +176,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(&b, "| %s | non-private SDCA (ε = ∞) | ∞ | %s | %s | %s | 0 |\n", task, tk.refNote, tk.format(tk.score(tk.val, ref)), tk.format(tk.score(tk.test, ref)))
 		for _, e := range o.eps {
 			for _, m := range o.methods {
-				row, err := tk.tuneAndReport(m, e, o, stderr)
+				row, test, err := tk.tuneAndReport(m, e, o, stderr)
 				if err != nil {
 					fmt.Fprintln(stderr, "scdrepro:", err)
 					return 1
+				}
+				if o.tsv != "" {
+					for s, v := range test {
+						rows.add(task+" "+m, e, s+1, v)
+					}
+					if err := rows.write(o.tsv); err != nil {
+						fmt.Fprintln(stderr, "scdrepro:", err)
+						return 1
+					}
 				}
 				fmt.Fprintf(&b, "| %s | %s | %g | %s |\n", task, m, e, row)
 			}
@@ -277,6 +327,14 @@ func loadTask(name string, o options) (*task, error) {
 		}
 		t.train, t.val = split(tr, 0.25, 2) // 24,420 / 8,141
 		t.test = te
+	case "adult-uci":
+		t.loss, t.lambda, t.epochs = erm.Hinge{}, 1e-5, 10
+		tr, te, err := loadAdultUCI(o.adultRaw, o.adultFit == "authors")
+		if err != nil {
+			return nil, err
+		}
+		t.train, t.val = split(tr, 0.25, 2) // 24,420 / 8,141
+		t.test = te
 	case "msd":
 		t.loss, t.lambda, t.epochs, t.regression = erm.Squared{}, 1e-4, 50, true
 		t.train, t.val, t.test = msdStandIn(o.msdScale)
@@ -288,32 +346,45 @@ func loadTask(name string, o options) (*task, error) {
 // readPinned reads f from dir (f.Name or f.Name+".gz"), refusing it unless it matches
 // the pinned digest.
 func readPinned(dir string, f download.RemoteFile, features int) (*data.Dataset, error) {
+	var ds *data.Dataset
+	err := openPinned(dir, f, func(r io.Reader) (err error) {
+		ds, err = data.ReadLIBSVM(r, data.LIBSVMOptions{Features: features})
+		return err
+	})
+	return ds, err
+}
+
+// openPinned opens f in dir (f.Name or f.Name+".gz"), checks it against the pinned
+// digest, and passes its (decompressed) text to read.
+func openPinned(dir string, f download.RemoteFile, read func(io.Reader) error) error {
 	path := filepath.Join(dir, f.Name)
 	if _, err := os.Stat(path); err != nil {
 		path += ".gz"
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no %s or %s.gz in %s (fetch the canonical file with -fetch)", f.Name, f.Name, dir)
+		}
 	}
 	if err := download.Verify(path, f); err != nil {
-		return nil, fmt.Errorf("%w (fetch the canonical file with -fetch -data DIR)", err)
+		return fmt.Errorf("%w (fetch the canonical file with -fetch)", err)
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer file.Close()
 	var r io.Reader = file
 	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(file)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer zr.Close()
 		r = zr
 	}
-	ds, err := data.ReadLIBSVM(r, data.LIBSVMOptions{Features: features})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := read(r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return ds, nil
+	return nil
 }
 
 // split returns a random (1−frac, frac) split of ds, drawn from the ValidationSplit
@@ -479,7 +550,7 @@ func median(v []float64) float64 {
 
 // tuneAndReport picks the configuration with the best median validation score over
 // the tuning seeds and reports its test scores over all seeds.
-func (t *task) tuneAndReport(method string, eps float64, o options, stderr io.Writer) (string, error) {
+func (t *task) tuneAndReport(method string, eps float64, o options, stderr io.Writer) (string, []float64, error) {
 	grid := t.scdGrid
 	if method == "dp-sgd" {
 		grid = t.sgdGrid
@@ -492,18 +563,18 @@ func (t *task) tuneAndReport(method string, eps float64, o options, stderr io.Wr
 		}
 		val, _, _, err := t.runs(method, eps, c, o.tuneSeeds)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if m := median(val); t.better(m, bestScore) {
 			best, bestScore = c, m
 		}
 	}
 	if math.IsNaN(bestScore) {
-		return "", errors.New("no configuration of the grid fits the training set")
+		return "", nil, errors.New("no configuration of the grid fits the training set")
 	}
 	val, test, calib, err := t.runs(method, eps, best, o.seeds)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	sigma := calib
 	if i := strings.Index(calib, "(σ = "); i >= 0 {
@@ -511,5 +582,5 @@ func (t *task) tuneAndReport(method string, eps float64, o options, stderr io.Wr
 	}
 	fmt.Fprintf(stderr, "%s %s ε = %g: %d configs, best %v, test median %s (%.1fs)\n", t.name, method, eps, len(grid), best, t.format(median(test)), time.Since(start).Seconds())
 	return fmt.Sprintf("%v | %s | %s [%s, %s] | %s", best, t.format(median(val)), t.format(median(test)),
-		t.format(slices.Min(test)), t.format(slices.Max(test)), sigma), nil
+		t.format(slices.Min(test)), t.format(slices.Max(test)), sigma), test, nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"math"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,10 +74,79 @@ func TestSmokeRun(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-task", "mnist"}, {"-methods", "sgd"}, {"-eps", "0"}, {"-seeds", "2", "-tune-seeds", "3"}, {"-grid", "huge"}, {"-msd-scale", "2"}} {
+	for _, args := range [][]string{{"-task", "mnist"}, {"-methods", "sgd"}, {"-eps", "0"}, {"-seeds", "2", "-tune-seeds", "3"}, {"-grid", "huge"}, {"-msd-scale", "2"},
+		{"-task", "adult-uci"}, {"-adult-fit", "mine"}, {"-task", "adult", "-fig2", "x.tsv"}} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestFiguresSmoke draws Figs. 2 and 3 on a tiny stand-in (n = 1,739): the TSVs are in
+// the plot tool's format, Fig. 2 has the five series with epochs 1–50, and every
+// suboptimality is > 0 (P* is the exact minimum).
+func TestFiguresSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	dir := t.TempDir()
+	fig2, fig3 := filepath.Join(dir, "fig2.tsv"), filepath.Join(dir, "fig3.tsv")
+	var out, errb bytes.Buffer
+	if code := run([]string{"-task", "msd", "-msd-scale", "0.005", "-seeds", "1", "-tune-seeds", "1", "-fig2", fig2, "-fig3", fig3}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, c := range []struct {
+		path   string
+		series []string
+	}{
+		{fig2, []string{"SCD (non-private)", "DP-SCD ε = 0.1", "DP-SGD ε = 0.1", "DP-SCD ε = 1", "DP-SGD ε = 1"}},
+		{fig3, []string{"C = 0.01", "C = 0.5", "C = 1"}},
+	} {
+		b, err := os.ReadFile(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if lines[0] != "series\tx\tseed\ty" {
+			t.Fatalf("%s: header %q", c.path, lines[0])
+		}
+		count := map[string]int{}
+		for _, l := range lines[1:] {
+			f := strings.Split(l, "\t")
+			if len(f) != 4 {
+				t.Fatalf("%s: line %q", c.path, l)
+			}
+			y, err := strconv.ParseFloat(f[3], 64)
+			if err != nil || !(y > 0) {
+				t.Fatalf("%s: line %q: y must be > 0", c.path, l)
+			}
+			count[f[0]]++
+		}
+		for _, s := range c.series {
+			if count[s] == 0 {
+				t.Errorf("%s: no %q rows (%v)", c.path, s, count)
+			}
+		}
+		if c.path == fig2 && count["DP-SCD ε = 1"] != 50 {
+			t.Errorf("fig2: %d DP-SCD ε = 1 rows, want 50 epochs", count["DP-SCD ε = 1"])
+		}
+	}
+}
+
+// TestAdultUCIRefusesOtherFiles: -task adult-uci reads only UCI's pinned files; a file of
+// the right name and format but other bytes is refused before it is parsed.
+func TestAdultUCIRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	line := "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
+	for _, name := range []string{"adult.data", "adult.test"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"-task", "adult-uci", "-adult-raw", dir, "-grid", "smoke", "-seeds", "1", "-tune-seeds", "1"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "adult.data") || !strings.Contains(errb.String(), "-fetch") {
+		t.Fatalf("exit %d, stderr %q: want 1 and a checksum error naming adult.data and -fetch", code, errb.String())
 	}
 }

@@ -38,15 +38,29 @@ type RemoteFile = core.RemoteFile
 
 // The pinned files. The digests are of public copies checked against the published
 // counts (the tests re-check the counts on the copies kept in erm/data/testdata):
+//
 //   - phishing: 11,055 rows, 68 binary features (the 30 categorical UCI Phishing
 //     Websites attributes one-hot encoded), 6,157 label-1 and 4,898 label-0 rows
 //     (UCI: 6,157 legitimate, 4,898 phishing); found in
 //     github.com/scikit-adaptation/skada-bench, commit 4120867, data/phishing/phishing.txt.
+//
 //   - a9a / a9a.t: LIBSVM's binarisation of UCI Adult, 123 features, 32,561 training
 //     rows (7,841 labelled +1, i.e. >50K) and 16,281 test rows (3,846 +1), the UCI
 //     adult.data / adult.test counts; found concatenated in
 //     github.com/SofianeTanji/snacks, commit 352cf02, file a9a (48,842 rows), split at
 //     row 32,561.
+//
+//   - adult.data / adult.test: UCI Adult's raw files (the paper's own Adult source,
+//     which it encodes to 81 features: data.EncodeAdult), 32,561 records (24,720
+//     <=50K, 7,841 >50K) and 16,281 records (12,435 / 3,846) after adult.test's
+//     "|1x3 Cross validator" line; their MD5s are UCI's published ones
+//     (5d7c39d7b8804f071cdd1f2a7c460872, 35238206dfdf7f1fe215bbb874adecdc, as pinned in
+//     e.g. pfnet-research/deep-table and catboost's dataset loaders); found in
+//     github.com/taspinar/siml, commit 2b14b14, datasets/adult/adult.data (also
+//     matejklemen/deep-rf 46c5dcf data/adult.data) and
+//     github.com/HieuNM6/machine_learning_example, commit 03628ff, adult.test (also
+//     juan-barragan/PML 659d246 adult/adult.test). Fetch them with
+//     WithBaseURL(UCIAdult).
 //
 // They were not compared with the LIBSVM server itself (no network here): should the
 // server's bytes differ (line endings, trailing blanks), Fetch refuses them with
@@ -55,7 +69,17 @@ var (
 	phishing = RemoteFile{Name: "phishing", Size: 3631221, SHA256: "48bcea643233b42db820c601781db2a32e720e01f7e23be5e9b7326f32dc6503"}
 	a9a      = RemoteFile{Name: "a9a", Size: 2329875, SHA256: "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906"}
 	a9aTest  = RemoteFile{Name: "a9a.t", Size: 1164628, SHA256: "1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9"}
+	uciData  = RemoteFile{Name: "adult.data", Size: 3974305, SHA256: "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d"}
+	uciTest  = RemoteFile{Name: "adult.test", Size: 2003153, SHA256: "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05"}
 )
+
+// UCIAdult is the directory of UCI Adult's raw files (adult.data, adult.test); pass it
+// to Fetch with WithBaseURL and AdultUCI.
+const UCIAdult = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
+
+// AdultUCI returns UCI Adult's raw adult.data and adult.test (fetch them from
+// UCIAdult, not from the LIBSVM collection; read them with data.ReadAdult).
+func AdultUCI() []RemoteFile { return []RemoteFile{uciData, uciTest} }
 
 // Phishing returns LIBSVM's phishing file (the DP-SCD paper's logistic-regression data).
 func Phishing() []RemoteFile { return []RemoteFile{phishing} }
@@ -64,7 +88,8 @@ func Phishing() []RemoteFile { return []RemoteFile{phishing} }
 // to 123 features; the DP-SCD paper's SVM data, which it encodes to 81 features itself).
 func Adult() []RemoteFile { return []RemoteFile{a9a, a9aTest} }
 
-// Files returns every pinned file.
+// Files returns every pinned file of the LIBSVM collection (not AdultUCI, which lives
+// at another base URL).
 func Files() []RemoteFile { return []RemoteFile{phishing, a9a, a9aTest} }
 
 // An Option changes what Fetch does.
