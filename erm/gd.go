@@ -22,6 +22,6 @@ func (a *GD) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	T := a.Iterations
 	b, _ := UniformLaplaceScale(r.s1, a.Epsilon, T, r.n, r.m)
 	sched := momentumSchedule{alpha: constant(r.alpha, T), beta: make([]float64, T), b: constant(b, T), reset: make([]bool, T)}
-	x := runMomentum(p, rng, a.Start, r.m, sched)
+	x := runMomentum(p, rng, &a.LaplaceSettings, r.m, sched)
 	return laplaceResult(x, r.s1, sched.b, r.n, r.m, fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g", b, T, r.alpha)), nil
 }

@@ -36,7 +36,7 @@ func (a *HeavyBall) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	T := a.Iterations
 	b, _ := UniformLaplaceScale(r.s1, a.Epsilon, T, r.n, r.m)
 	sched := momentumSchedule{alpha: constant(r.alpha, T), beta: constant(beta, T), b: constant(b, T), reset: make([]bool, T), heavyBall: true}
-	x := runMomentum(p, rng, a.Start, r.m, sched)
+	x := runMomentum(p, rng, &a.LaplaceSettings, r.m, sched)
 	return laplaceResult(x, r.s1, sched.b, r.n, r.m,
 		fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g, β = %.4g", b, T, r.alpha, beta)), nil
 }

@@ -91,6 +91,6 @@ func (a *MASG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		sched.b = constant(b, T)
 		what = fmt.Sprintf("Laplace b = %.4g uniform over T = %d in %d stages", b, T, stage[T-1])
 	}
-	x := runMomentum(p, rng, a.Start, r.m, sched)
+	x := runMomentum(p, rng, &a.LaplaceSettings, r.m, sched)
 	return laplaceResult(x, r.s1, sched.b, r.n, r.m, what), nil
 }

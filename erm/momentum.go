@@ -35,6 +35,13 @@ type LaplaceSettings struct {
 	Sensitivity float64
 	// Start is x_0; nil means the origin.
 	Start []float64
+	// Trace, when set, sees every iterate: x_0 before the first step
+	// (t = 0) and x_t after step t, t = 1, …, T (T the iterations actually
+	// run, Result.Iterations), the last being Result.X. x is only valid
+	// during the call and must not be modified. Every iterate is released
+	// (the DP guarantee covers them all), so reading them is
+	// post-processing; Trace does not change the run.
+	Trace func(t int, x []float64)
 }
 
 // laplaceRun holds what the pure ε-DP methods derive from their settings
@@ -96,12 +103,16 @@ type momentumSchedule struct {
 //
 // y_t = z_t for Nesterov's method (eq. 27; β = 0 gives DP-GD) and y_t = x_t
 // for Polyak's heavy ball (eq. 9), x_{−1} = x_0, η_t iid Laplace(b_t), B a
-// fresh batch of m examples (all n when m = n).
-func runMomentum(p *Problem, rng *rand.Rand, start []float64, m int, s momentumSchedule) []float64 {
+// fresh batch of m examples (all n when m = n). It starts at ls.Start and
+// shows each iterate to ls.Trace.
+func runMomentum(p *Problem, rng *rand.Rand, ls *LaplaceSettings, m int, s momentumSchedule) []float64 {
 	d, n := p.Dim(), p.Len()
 	x := make([]float64, d)
-	if start != nil {
-		copy(x, start)
+	if ls.Start != nil {
+		copy(x, ls.Start)
+	}
+	if ls.Trace != nil {
+		ls.Trace(0, x)
 	}
 	prev := append([]float64(nil), x...)
 	z := make([]float64, d)
@@ -131,6 +142,9 @@ func runMomentum(p *Problem, rng *rand.Rand, start []float64, m int, s momentumS
 		copy(prev, x)
 		copy(x, z)
 		floats.AddScaled(x, -s.alpha[t], g)
+		if ls.Trace != nil {
+			ls.Trace(t+1, x)
+		}
 	}
 	return x
 }

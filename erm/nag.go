@@ -48,7 +48,7 @@ func (a *NAG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		sched.b = constant(b, T)
 		what = fmt.Sprintf("Laplace b = %.4g uniform over T = %d, α = %.4g, β = %.4g", b, T, r.alpha, beta)
 	}
-	x := runMomentum(p, rng, a.Start, r.m, sched)
+	x := runMomentum(p, rng, &a.LaplaceSettings, r.m, sched)
 	return laplaceResult(x, r.s1, sched.b, r.n, r.m, what), nil
 }
 

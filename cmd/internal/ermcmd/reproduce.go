@@ -35,6 +35,8 @@ type reproduceOptions struct {
 	epsilons   []float64
 	kuru       bool
 	panels     string // -kuru-panels
+	curves     string // -kuru-curves: directory for the F(x_t) − F* TSVs
+	stride     int    // -kuru-stride
 }
 
 // row is one solver on one problem in a results table.
@@ -59,6 +61,8 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.quick, "quick", false, "small synthetic data, one ε: a smoke test of the pipeline")
 	fs.BoolVar(&o.kuru, "kuru", false, "instead: seed 001's own regime (Kuru et al. Sec. 5: m ∈ {n, 1000}, T ∈ {100, 200, 500, 1000}, c ∈ {1, 0.1}, ε = 1), medians and spread over -seeds runs; -out defaults to "+kuruOut)
 	fs.StringVar(&o.panels, "kuru-panels", "", "with -kuru: the panels to run instead of the default, `m:c:T,T,…;…` (m a batch size or n), e.g. n:1:100,1000")
+	fs.StringVar(&o.curves, "kuru-curves", "", "with -kuru: also record F(x_t) − F* along every run and write one TSV per panel and T (series, iteration, run, F(x_t) − F*) into `DIR`, named p1-fig3-c1-T100.tsv (m = n), p1-fig4-… (m = 1000) or p1-m<m>-…, each as soon as its cell is done")
+	fs.IntVar(&o.stride, "kuru-stride", 0, "with -kuru-curves: record every `k`-th iterate (and always x_0 and the last); 0 means about 20 points per run, ⌈T/20⌉")
 	fs.StringVar(&o.sklearnDir, "sklearn-data", "", "directory holding scikit-learn's breast_cancer.csv (default: Debian's python3-sklearn location)")
 	cmd := cli.Command{Name: "erm reproduce", Flags: fs, Header: "usage: erm reproduce [flags]\n\nRegenerates the excess-risk-versus-ε tables of docs/results/erm.md.\n\nFlags:\n",
 		Verbatim: true, HelpOnError: true}
@@ -67,6 +71,14 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.seeds < 2 {
 		fmt.Fprintf(stderr, "erm reproduce: -seeds %d: need at least 2 for a standard deviation\n", o.seeds)
+		return exit.Usage
+	}
+	if o.stride < 0 {
+		fmt.Fprintf(stderr, "erm reproduce: -kuru-stride %d: want k ≥ 1, or 0 for about 20 points per run\n", o.stride)
+		return exit.Usage
+	}
+	if (o.curves != "" || o.stride != 0) && !o.kuru {
+		fmt.Fprintln(stderr, "erm reproduce: -kuru-curves and -kuru-stride need -kuru")
 		return exit.Usage
 	}
 	if o.kuru {
