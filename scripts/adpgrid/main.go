@@ -16,6 +16,17 @@
 //	go build -o /tmp/train ./cmd/train
 //	nice -n 10 go run ./scripts/adpgrid -train /tmp/train -data ../shared/data/cifar10-sample \
 //	    -cells 0.8:2.5,3.2:2.5 -seeds 1,2,3 -epochs 60
+//
+// -exhibit f3 runs the paper's appendix F.3 instead: DP-SGD (no momentum) with
+// η_t = lr/√(2 + c·t) for each c of -cs (c = 0: the constant lr/√2) at each noise
+// multiplier of -sigmas, by default on the embedded MNIST sample with the TF tutorial CNN
+// (-model cnn -activation relu), clip 1, batch 256, 50 epochs:
+//
+//	nice -n 10 go run ./scripts/adpgrid -exhibit f3 -train /tmp/train -sigmas 1.6,6.4 \
+//	    -seeds 1,2,3 -curves f3.tsv
+//
+// -curves appends every run's test error (%) per epoch to a TSV that scripts/utilityplot
+// draws (series, epoch, seed, error).
 package main
 
 import (
@@ -27,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,25 +59,81 @@ type cell struct{ epsBar, clip float64 }
 
 func run() error {
 	trainBin := flag.String("train", "", "the cmd/train binary (go build -o FILE ./cmd/train)")
-	dataset := flag.String("dataset", "cifar10", "cifar10 or mnist (the embedded sample)")
+	dataset := flag.String("dataset", "cifar10", "cifar10 or mnist (the embedded sample); f3: default mnist")
 	data := flag.String("data", "", "-data of cmd/train (the CIFAR-10 directory)")
-	model := flag.String("model", "scatter-linear", "-model of cmd/train")
+	model := flag.String("model", "scatter-linear", "-model of cmd/train; f3: default cnn (the TF tutorial CNN)")
 	cellList := flag.String("cells", "0.8:2.5", "ε̄:C_G cells, comma-separated")
 	schedules := flag.String("schedules", "poly,sqrt-decay", "schedules (-adp-schedule): poly, sqrt-decay, adagrad-norm")
 	beta := flag.Float64("adp-beta", 1, "β of adagrad-norm (Table 6)")
 	adpC := flag.Float64("adp-c", 1e-5, "C of adagrad-norm's noise α_t² = √(20 + C·t) (Table 6)")
 	algs := flag.String("algs", "adp,dp", "adp (matched noise), dp (constant noise)")
 	seedList := flag.String("seeds", "1,2,3", "seeds")
-	epochs := flag.Int("epochs", 60, "epochs (the paper: 60, 120, 200)")
+	epochs := flag.Int("epochs", 60, "epochs (the paper: 60, 120, 200; f3: default 50, the paper's)")
 	batch := flag.Int("batch", 256, "batch size m")
 	lr := flag.Float64("lr", 1, "η of Algorithm 1 (the paper: 1)")
 	delta := flag.Float64("delta", 1e-5, "δ")
 	out := flag.String("out", "adpgrid-runs", "directory for the metrics and reports of the runs")
 	featureCache := flag.String("feature-cache", "", "-feature-cache of cmd/train")
 	budgetStore := flag.String("budget-store", "", "-budget-store of cmd/train")
+	exhibit := flag.String("exhibit", "tables", "tables (Tables 1–5: ADP-SGD against DP-SGD at the paper's Theorem 4.1 noise, -cells) or f3 (appendix F.3: DP-SGD with η_t = lr/√(2 + c·t) for each c of -cs against the constant lr/√2, at the noise multipliers -sigmas)")
+	sigmaList := flag.String("sigmas", "1.6,6.4", "f3: noise multipliers σ (the paper: 1.6, 3.2, 6.4, 12.8)")
+	cList := flag.String("cs", "0,1e-5,1e-3,1e-2,0.1,0.5", "f3: decay constants c of η_t = lr/√(2 + c·t) (the paper's six)")
+	clip := flag.Float64("clip", 1, "f3: clipping norm (the TF tutorial's 1)")
+	activation := flag.String("activation", "", "-activation of cmd/train, when given; f3: default relu (the TF tutorial CNN's)")
+	curves := flag.String("curves", "", "append each run's test error (%) per epoch to FILE, as utilityplot's TSV (series, epoch, seed, error)")
 	flag.Parse()
 	if *trainBin == "" {
 		return fmt.Errorf("-train: give the cmd/train binary")
+	}
+	var curveOut *os.File
+	if *curves != "" {
+		f, err := os.OpenFile(*curves, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		curveOut = f
+	}
+	var seeds []int
+	for _, s := range strings.Split(*seedList, ",") {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("-seeds %q: %v", *seedList, err)
+		}
+		seeds = append(seeds, v)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	switch *exhibit {
+	case "tables":
+	case "f3":
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range map[string]string{"dataset": "mnist", "model": "cnn", "epochs": "50", "activation": "relu"} {
+			if !given[name] {
+				flag.Set(name, v)
+			}
+		}
+		sigmas, err := floats("-sigmas", *sigmaList)
+		if err != nil {
+			return err
+		}
+		cs, err := floats("-cs", *cList)
+		if err != nil {
+			return err
+		}
+		common := []string{"-dataset", *dataset, "-model", *model, "-optimizer", "dp-sgd", "-momentum", "0",
+			"-lr", fmt.Sprint(*lr), "-batch", strconv.Itoa(*batch), "-epochs", strconv.Itoa(*epochs),
+			"-clip", fmt.Sprint(*clip), "-delta", fmt.Sprint(*delta)}
+		for _, f := range []struct{ flag, v string }{{"-activation", *activation}, {"-data", *data}, {"-budget-store", *budgetStore}} {
+			if f.v != "" {
+				common = append(common, f.flag, f.v)
+			}
+		}
+		return runF3(*trainBin, *out, common, sigmas, cs, seeds, curveOut)
+	default:
+		return fmt.Errorf("-exhibit %q: want tables or f3", *exhibit)
 	}
 	n, err := trainSize(*dataset, *data)
 	if err != nil {
@@ -80,17 +148,6 @@ func run() error {
 			return fmt.Errorf("-cells %q: want ε̄:C_G pairs", *cellList)
 		}
 		cells = append(cells, cell{eb, cg})
-	}
-	var seeds []int
-	for _, s := range strings.Split(*seedList, ",") {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			return fmt.Errorf("-seeds %q: %v", *seedList, err)
-		}
-		seeds = append(seeds, v)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
 	}
 	steps := (n + *batch - 1) / *batch * *epochs
 	type key struct {
@@ -111,7 +168,6 @@ func run() error {
 				order = append(order, k)
 				for _, seed := range seeds {
 					name := fmt.Sprintf("e%g-c%g-%s-%s-s%d", c.epsBar, c.clip, sch, alg, seed)
-					metrics := filepath.Join(*out, name+".jsonl")
 					noise := "matched"
 					if alg == "dp" {
 						noise = "constant"
@@ -119,7 +175,7 @@ func run() error {
 					args := []string{"-dataset", *dataset, "-model", *model, "-optimizer", "adp-sgd",
 						"-adp-schedule", sch, "-adp-noise", noise, "-lr", fmt.Sprint(*lr), "-batch", strconv.Itoa(*batch),
 						"-epochs", strconv.Itoa(*epochs), "-clip", fmt.Sprint(c.clip), "-noise", strconv.FormatFloat(z, 'g', -1, 64),
-						"-delta", fmt.Sprint(*delta), "-seed", strconv.Itoa(seed), "-metrics", metrics, "-json"}
+						"-delta", fmt.Sprint(*delta), "-seed", strconv.Itoa(seed)}
 					if sch == "adagrad-norm" {
 						args = append(args, "-adp-beta", fmt.Sprint(*beta), "-adp-c", fmt.Sprint(*adpC))
 					}
@@ -132,30 +188,16 @@ func run() error {
 					if *budgetStore != "" {
 						args = append(args, "-budget-store", *budgetStore)
 					}
-					fmt.Fprintf(os.Stderr, "adpgrid: %s: train %s\n", name, strings.Join(args, " "))
-					cmd := exec.Command(*trainBin, args...)
-					report, err := os.Create(filepath.Join(*out, name+".err"))
+					eps, accs, err := train(*trainBin, name, args, *out)
 					if err != nil {
 						return err
 					}
-					cmd.Stderr = report
-					stdout, err := cmd.Output()
-					report.Close()
-					if err != nil {
-						return fmt.Errorf("%s: %v (see %s.err)", name, err, filepath.Join(*out, name))
+					if err := curveLines(curveOut, fmt.Sprintf("ε̄ %g, C_G %g, %s, %s", c.epsBar, c.clip, sch, alg), seed, accs); err != nil {
+						return err
 					}
-					var summary struct {
-						Epsilon float64 `json:"epsilon"`
-					}
-					if err := json.Unmarshal(stdout, &summary); err != nil {
-						return fmt.Errorf("%s: summary %q: %v", name, stdout, err)
-					}
-					b, l, at, err := bestAccuracy(metrics)
-					if err != nil {
-						return fmt.Errorf("%s: %v", name, err)
-					}
+					b, l, at := bestLast(accs)
 					best[k], last[k] = append(best[k], b), append(last[k], l)
-					fmt.Printf("%g\t%g\t%s\t%s\t%d\t%.4f\t%.4f\t%.2f\t%.2f\t%d\n", c.epsBar, c.clip, sch, alg, seed, z, summary.Epsilon, 100*b, 100*l, at)
+					fmt.Printf("%g\t%g\t%s\t%s\t%d\t%.4f\t%.4f\t%.2f\t%.2f\t%d\n", c.epsBar, c.clip, sch, alg, seed, z, eps, 100*b, 100*l, at)
 				}
 			}
 		}
@@ -168,6 +210,64 @@ func run() error {
 		fmt.Printf("%g\t%g\t%s\t%s\t%.2f ± %.2f\t%.2f ± %.2f\n", k.c.epsBar, k.c.clip, k.sch, k.alg, 100*bm, 100*bs, 100*lm, 100*ls)
 	}
 	return nil
+}
+
+// runF3 runs appendix F.3: for each σ, c and seed, DP-SGD (common) at noise multiplier σ
+// with -lr-schedule inverse-sqrt:2:c, i.e. η_t = lr/√(2 + c·t) (c = 0: the constant
+// lr/√2). One line per run on stdout as it finishes, then the mean ± sd per (σ, c).
+func runF3(bin, out string, common []string, sigmas, cs []float64, seeds []int, curveOut *os.File) error {
+	type key struct{ sigma, c float64 }
+	for _, sigma := range sigmas {
+		if !(sigma > 0) {
+			return fmt.Errorf("-sigmas: σ = %g: want noise multipliers > 0", sigma)
+		}
+	}
+	best, last := map[key][]float64{}, map[key][]float64{}
+	fmt.Println("sigma\tc\tseed\trdp_eps\tbest_acc\tlast_acc\tbest_epoch")
+	for _, sigma := range sigmas {
+		for _, c := range cs {
+			for _, seed := range seeds {
+				name := fmt.Sprintf("f3-z%g-c%g-s%d", sigma, c, seed)
+				args := append(slices.Clip(common), "-lr-schedule", fmt.Sprintf("inverse-sqrt:2:%g", c),
+					"-noise", fmt.Sprint(sigma), "-seed", strconv.Itoa(seed))
+				eps, accs, err := train(bin, name, args, out)
+				if err != nil {
+					return err
+				}
+				if err := curveLines(curveOut, fmt.Sprintf("σ %g, c = %g", sigma, c), seed, accs); err != nil {
+					return err
+				}
+				b, l, at := bestLast(accs)
+				k := key{sigma, c}
+				best[k], last[k] = append(best[k], b), append(last[k], l)
+				fmt.Printf("%g\t%g\t%d\t%.4f\t%.2f\t%.2f\t%d\n", sigma, c, seed, eps, 100*b, 100*l, at)
+			}
+		}
+	}
+	fmt.Printf("\nsummary: %d seeds; test accuracy %% mean ± sd\n", len(seeds))
+	fmt.Println("sigma\tc\tbest\tlast")
+	for _, sigma := range sigmas {
+		for _, c := range cs {
+			k := key{sigma, c}
+			bm, bs := meanSD(best[k])
+			lm, ls := meanSD(last[k])
+			fmt.Printf("%g\t%g\t%.2f ± %.2f\t%.2f ± %.2f\n", sigma, c, 100*bm, 100*bs, 100*lm, 100*ls)
+		}
+	}
+	return nil
+}
+
+// floats parses a comma-separated list of numbers ≥ 0.
+func floats(name, list string) ([]float64, error) {
+	var v []float64
+	for _, f := range strings.Split(list, ",") {
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(x >= 0) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s %q: want numbers ≥ 0, comma-separated", name, list)
+		}
+		v = append(v, x)
+	}
+	return v, nil
 }
 
 // paperNoise is the paper's Theorem 4.1 noise for the schedule, as cmd/train's noise
@@ -222,36 +322,91 @@ func trainSize(dataset, data string) (int, error) {
 	return 0, fmt.Errorf("-dataset %q: want cifar10 or mnist", dataset)
 }
 
-// bestAccuracy reads cmd/train's metrics: the best and the last test accuracy over the
-// epochs, and the epoch of the best.
-func bestAccuracy(path string) (best, last float64, at int, err error) {
+// train runs cmd/train with args and "-metrics OUT/NAME.jsonl -json" (its report in
+// OUT/NAME.err) and returns the ε its ledger certifies and the test accuracy at the end of
+// each epoch.
+func train(bin, name string, args []string, out string) (eps float64, accs []float64, err error) {
+	metrics := filepath.Join(out, name+".jsonl")
+	args = append(args, "-metrics", metrics, "-json")
+	fmt.Fprintf(os.Stderr, "adpgrid: %s: train %s\n", name, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
+	report, err := os.Create(filepath.Join(out, name+".err"))
+	if err != nil {
+		return 0, nil, err
+	}
+	cmd.Stderr = report
+	stdout, err := cmd.Output()
+	report.Close()
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %v (see %s.err)", name, err, filepath.Join(out, name))
+	}
+	var summary struct {
+		Epsilon float64 `json:"epsilon"`
+	}
+	if err := json.Unmarshal(stdout, &summary); err != nil {
+		return 0, nil, fmt.Errorf("%s: summary %q: %v", name, stdout, err)
+	}
+	accs, err = epochAccuracies(metrics)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return summary.Epsilon, accs, nil
+}
+
+// epochAccuracies reads cmd/train's metrics: the test accuracy at the end of each epoch,
+// in order (epochs without an evaluation are left out).
+func epochAccuracies(path string) ([]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	best = -1
+	var accs []float64
 	for sc.Scan() {
 		var r struct {
-			Epoch int      `json:"epoch"`
-			Test  *float64 `json:"test_accuracy"`
+			Test *float64 `json:"test_accuracy"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return 0, 0, 0, err
+			return nil, err
 		}
-		if r.Test == nil {
-			continue
+		if r.Test != nil {
+			accs = append(accs, *r.Test)
 		}
-		if *r.Test > best {
-			best, at = *r.Test, r.Epoch
-		}
-		last = *r.Test
 	}
-	if best < 0 {
-		return 0, 0, 0, fmt.Errorf("%s: no test accuracy", path)
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
-	return best, last, at, sc.Err()
+	if len(accs) == 0 {
+		return nil, fmt.Errorf("%s: no test accuracy", path)
+	}
+	return accs, nil
+}
+
+// bestLast is the best accuracy over the epochs (the paper's "best validation accuracy"),
+// the last one, and the epoch (from 1) of the first best.
+func bestLast(accs []float64) (best, last float64, at int) {
+	best = -1
+	for i, a := range accs {
+		if a > best {
+			best, at = a, i+1
+		}
+	}
+	return best, accs[len(accs)-1], at
+}
+
+// curveLines appends one run's test error (%) per epoch to w as utilityplot's TSV lines
+// (series, epoch, seed, error); w nil writes nothing.
+func curveLines(w *os.File, series string, seed int, accs []float64) error {
+	if w == nil {
+		return nil
+	}
+	var b strings.Builder
+	for i, a := range accs {
+		fmt.Fprintf(&b, "%s\t%d\t%d\t%.2f\n", series, i+1, seed, 100*(1-a))
+	}
+	_, err := w.WriteString(b.String())
+	return err
 }
 
 func meanSD(v []float64) (mean, sd float64) {
