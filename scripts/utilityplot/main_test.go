@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ const tinyTSV = "method\tepsilon\tseed\taccuracy\n" +
 // TestPoints: the mean and sample standard deviation per ε, by hand: 80, 82, 84 have
 // mean 82 and sd √((4+0+4)/2) = 2; one seed has sd 0; points come in increasing ε.
 func TestPoints(t *testing.T) {
-	r, err := parseTSV(strings.NewReader(tinyTSV))
+	r, err := parseTSV(strings.NewReader(tinyTSV), options{logX: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,19 +73,20 @@ func TestBadTSV(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"a\t1\t1\t80\nb\t1\t1\n", "line 2: 3 tab-separated fields"},
 		{"a\t1\t1\t80\na 1 1 80\n", "line 2: 1 tab-separated fields"},
-		{"a\tone\t1\t80\n", "line 1: epsilon \"one\""},
-		{"a\t0\t1\t80\n", "line 1: epsilon"},
-		{"a\tNaN\t1\t80\n", "line 1: epsilon"},
+		{"a\tone\t1\t80\n", "line 1: x \"one\": want a finite number"},
+		{"method\tepsilon\tseed\taccuracy\na\tone\t1\t80\n", "line 2: epsilon \"one\""},
+		{"a\t0\t1\t80\n", "line 1: x \"0\": want a number > 0 on a log axis"},
+		{"a\tNaN\t1\t80\n", "line 1: x"},
 		{"a\t1\t1.5\t80\n", "line 1: seed \"1.5\""},
-		{"a\t1\t1\t-3\n", "line 1: accuracy"},
-		{"a\t1\t1\tInf\n", "line 1: accuracy"},
+		{"a\t1\t1\tInf\n", "line 1: y \"Inf\""},
+		{"a\t1\t1\tNaN\n", "line 1: y \"NaN\""},
 		{"\ta\t1\t80\t\n", "line 1: 5 tab-separated"},
-		{"\t1\t1\t80\n", "line 1: empty method"},
-		{"#x\na\t1\t1\t80\na\t1\t1\t81\n", "line 3: a at ε = 1 with seed 1 appears twice"},
-		{"method\tepsilon\tseed\taccuracy\n", "no runs"},
+		{"\t1\t1\t80\n", "line 1: empty series"},
+		{"#x\na\t1\t1\t80\na\t1\t1\t81\n", "line 3: a at x = 1 with seed 1 appears twice"},
+		{"method\tepsilon\tseed\taccuracy\n", "no runs (want lines of method, epsilon, seed, accuracy)"},
 		{"", "no runs"},
 	} {
-		_, err := parseTSV(strings.NewReader(c.in))
+		_, err := parseTSV(strings.NewReader(c.in), options{logX: true})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
 		}
@@ -101,11 +103,62 @@ func TestBadTSV(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "o.svg")); err == nil {
 		t.Errorf("bad TSV wrote the plot")
 	}
-	for _, args := range [][]string{{"-in", bad}, {"-in", bad, "-out", "x.pdf"}, {"-in", bad, "-out", "x.svg", "extra"}} {
+	for _, args := range [][]string{{"-in", bad}, {"-in", bad, "-out", "x.pdf"}, {"-in", bad, "-out", "x.svg", "extra"}, {"-in", bad, "-out", "x.svg", "-legend", "middle"}} {
 		stderr.Reset()
 		if code := run(args, &stderr); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestAxes: a log axis refuses values ≤ 0 that a linear one takes (iteration 0, a
+// negative difference); -logy refuses y ≤ 0.
+func TestAxes(t *testing.T) {
+	in := "series\titeration\trun\tgap\nDP-GD\t0\t1\t-0.5\nDP-GD\t10\t1\t0.25\n"
+	r, err := parseTSV(strings.NewReader(in), options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.points("DP-GD"); len(got) != 2 || got[0] != (point{0, -0.5, 0}) || got[1] != (point{10, 0.25, 0}) {
+		t.Errorf("points %v", got)
+	}
+	if _, err := parseTSV(strings.NewReader(in), options{logX: true}); err == nil || !strings.Contains(err.Error(), "line 2: iteration \"0\"") {
+		t.Errorf("log x: %v", err)
+	}
+	if _, err := parseTSV(strings.NewReader(in), options{logY: true}); err == nil || !strings.Contains(err.Error(), "line 2: gap \"-0.5\"") {
+		t.Errorf("log y: %v", err)
+	}
+}
+
+// TestCurvesPlot: a curve of many iterations on log-log axes with a paper's points
+// renders, and both series are in the legend.
+func TestCurvesPlot(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("series\tx\tseed\ty\n")
+	for it := 1; it <= 200; it++ {
+		for seed := 1; seed <= 3; seed++ {
+			fmt.Fprintf(&b, "DP-NAG\t%d\t%d\t%g\n", it, seed, 1/float64(it*seed))
+		}
+	}
+	b.WriteString("paper: DP-NAG\t100\t0\t0.02\n")
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "c.tsv"), filepath.Join(dir, "c.svg")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"-in", in, "-out", out, "-logy", "-xlabel", "iteration", "-legend", "top-right"}, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	svg, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), "paper: DP-NAG") || !strings.Contains(string(svg), "iteration") {
+		t.Errorf("svg lacks the paper series or the x label")
+	}
+	if !isPaper("Paper (Fig. 3)") || isPaper("ours vs paper") {
+		t.Errorf("isPaper")
 	}
 }
 
@@ -117,7 +170,7 @@ func FuzzParseTSV(f *testing.F) {
 	f.Add("a\t1e308\t-9\t0\r\n")
 	f.Add("method\tepsilon\tseed\taccuracy\n\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		r, err := parseTSV(strings.NewReader(in))
+		r, err := parseTSV(strings.NewReader(in), options{logX: true})
 		if err != nil {
 			return
 		}

@@ -55,13 +55,18 @@ func readModelFile(path string) (*nn.Architecture, string, error) {
 
 // modelFileSpec is the network of -model FILE.json for examples of shape and classes
 // classes. The file's input_shape and num_classes may be left out (taken from the data);
-// given, they must be the data's.
+// given, they must be the data's. The file is read once per run: later calls (the plan,
+// the model, the checkpoint) use what the first read, so the network trained is the one
+// whose SHA-256 is recorded even if the file changes meanwhile.
 func modelFileSpec(o *options, shape []int, classes int) (nn.Spec, error) {
-	a, sum, err := readModelFile(o.model)
-	if err != nil {
-		return nn.Spec{}, err
+	if o.modelFileArch == nil {
+		a, sum, err := readModelFile(o.model)
+		if err != nil {
+			return nn.Spec{}, err
+		}
+		o.modelFileArch, o.modelFileSum = a, sum
 	}
-	o.modelFileSum = sum
+	a := *o.modelFileArch // a copy: the shape and classes filled in below are this call's
 	if a.InputShape == nil {
 		a.InputShape = slices.Clone(shape)
 	} else if !slices.Equal(a.InputShape, shape) {
@@ -75,7 +80,7 @@ func modelFileSpec(o *options, shape []int, classes int) (nn.Spec, error) {
 			o.model, a.NumClasses, o.dataset, classes)
 	}
 	name := strings.TrimSuffix(filepath.Base(o.model), filepath.Ext(o.model))
-	spec, err := nn.SpecOf(a, name)
+	spec, err := nn.SpecOf(&a, name)
 	if err != nil {
 		return nn.Spec{}, exit.Usagef("-model %s: %s", o.model, strings.TrimPrefix(err.Error(), "nn: "))
 	}

@@ -2,6 +2,8 @@ package traincmd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -70,6 +72,37 @@ func TestModelFile(t *testing.T) {
 	code, _, stderr := runCmd(t, context.Background(), "-resume", part, "-data", data, "-epochs", "3", "-checkpoint", part)
 	if code != exit.Usage || !strings.Contains(stderr, settingModelFile) {
 		t.Errorf("resuming with an edited -model file: exit %d, %q", code, stderr)
+	}
+}
+
+// TestModelFileReadOnce: a run reads -model FILE.json once; a file edited between two
+// uses (plan, model, checkpoint) changes neither the network nor the recorded SHA-256,
+// which stays that of the bytes first read (computed here with crypto/sha256).
+func TestModelFileReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "net.json")
+	copyFile(t, exampleModel, model)
+	orig, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &options{model: model, dataset: "fashion-mnist"}
+	first, err := modelFileSpec(o, []int{1, 28, 28}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(model, []byte(`{"layers": [{"type": "flatten"}, {"type": "dense", "units": 10}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again, err := modelFileSpec(o, []int{1, 28, 28}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Layers) != len(first.Layers) || len(first.Layers) <= 2 {
+		t.Errorf("second use has %d layers, first %d: the edited file was read again", len(again.Layers), len(first.Layers))
+	}
+	if sum := sha256.Sum256(orig); o.modelFileSum != hex.EncodeToString(sum[:]) {
+		t.Errorf("recorded SHA-256 %s, want the first bytes' %x", o.modelFileSum, sum)
 	}
 }
 

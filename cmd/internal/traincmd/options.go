@@ -13,6 +13,7 @@ import (
 	"github.com/privtrain/privtrain/datasets/mnist"
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/internal/privrand"
+	"github.com/privtrain/privtrain/nn"
 )
 
 // The defaults of a run with no flags: DP-SGD on the MNIST CNN on the embedded sample at
@@ -47,13 +48,14 @@ var (
 // options are the parsed flags.
 type options struct {
 	model, activation      string
-	modelFileSum           string          // SHA-256 of -model FILE.json (modelfile.go)
-	printModel             bool            // -print-model (modelfile.go)
-	prepareOnly            bool            // -prepare-only (prepare.go)
-	config                 string          // -config FILE (config.go)
-	recipe                 string          // -recipe NAME (recipe.go)
-	distributed            string          // -distributed mpi (distributed.go)
-	dist                   *distributedRun // this process's place in the job; nil: one process
+	modelFileSum           string           // SHA-256 of -model FILE.json (modelfile.go)
+	modelFileArch          *nn.Architecture // -model FILE.json as first read (modelfile.go)
+	printModel             bool             // -print-model (modelfile.go)
+	prepareOnly            bool             // -prepare-only (prepare.go)
+	config                 string           // -config FILE (config.go)
+	recipe                 string           // -recipe NAME (recipe.go)
+	distributed            string           // -distributed mpi (distributed.go)
+	dist                   *distributedRun  // this process's place in the job; nil: one process
 	dataset, data          string
 	optimizer              string
 	lr                     float64
