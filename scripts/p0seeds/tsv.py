@@ -47,7 +47,7 @@ def fig4():
                 continue
             diff = [d3[k] - d0[k] for k in seeds]
             print(f"ε {e} a {a:g}: σ0 {ms([d0[k] for k in seeds])}  σ3 {ms([d3[k] for k in seeds])}  "
-                  f"Δ {st.mean(diff):+.2f} ({sum(x > 0 for x in diff)}/{len(diff)}) seeds {','.join(seeds)}")
+                  f"Δ {st.mean(diff):+.2f} ± {st.stdev(diff):.2f} ({sum(x > 0 for x in diff)}/{len(diff)}) seeds {','.join(seeds)}")
 
 
 def fig3():
@@ -56,13 +56,15 @@ def fig3():
         f.write("eps_column\tz\tvariant\tsigma\tseed\ta\tepoch\tstep\ttrain_loss\ttest_loss\ttest_accuracy\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
-    for e in ("0.20", "0.10"):
-        with open(f"{RES}/p0-fig3-eps{e}.tsv", "w") as f:
+    # the paper's four panels: (a) training and (b) validation loss at ε 0.20, (c) and (d) at 0.10
+    for panel, e, col, name in (("a", "0.20", 8, "training"), ("b", "0.20", 9, "test"),
+                                ("c", "0.10", 8, "training"), ("d", "0.10", 9, "test")):
+        with open(f"{RES}/p0-fig3{panel}.tsv", "w") as f:
             f.write("series\tepoch\tseed\tloss\n")
-            for col, name in ((8, "training"), (9, "test")):
-                for r in rows:
-                    if r[0] == e:
-                        f.write(f"{name} loss, σ_LS {r[3]}\t{r[6]}\t{r[4]}\t{r[col]}\n")
+            for r in rows:
+                if r[0] == e:
+                    f.write(f"{name} loss, σ_LS {r[3]}\t{r[6]}\t{r[4]}\t{r[col]}\n")
+    for e in ("0.20", "0.10"):
         for s in ("0", "1", "3"):
             last = [r for r in rows if r[0] == e and r[3] == s and r[6] == "50"]
             mid = [r for r in rows if r[0] == e and r[3] == s and r[6] == "10"]
