@@ -20,13 +20,10 @@ import (
 // tinyImages is n random 28×28 digits with random labels of 10 classes.
 func tinyImages(t *testing.T, n int, seed uint64) *datasets.Images {
 	r := rand.New(rand.NewPCG(seed, 1))
-	px := make([]byte, n*784)
-	lb := make([]byte, n)
+	px, lb := make([]byte, n*784), make([]byte, n)
 	for i := range px {
 		px[i] = byte(r.IntN(256))
-	}
-	for i := range lb {
-		lb[i] = byte(r.IntN(10))
+		lb[i/784] = byte(r.IntN(10))
 	}
 	ds, err := datasets.NewImages([]int{1, 28, 28}, 10, px, lb)
 	if err != nil {

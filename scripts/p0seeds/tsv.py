@@ -26,7 +26,7 @@ def ms(v):
 
 
 def fig4():
-    rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(OUT, "fig4-raw.tsv")) if l.strip()]
+    rows = read_rows("fig4-raw.tsv")
     with open(f"{RES}/p0-fig4-runs.tsv", "w") as f:
         f.write("a\teps_column\tz\tvariant\tsigma\tseed\ttest_accuracy\trdp_epsilon\tseconds\n")
         for r in rows:
@@ -50,12 +50,25 @@ def fig4():
                   f"Δ {st.mean(diff):+.2f} ± {st.stdev(diff):.2f} ({sum(x > 0 for x in diff)}/{len(diff)}) seeds {','.join(seeds)}")
 
 
-def fig3():
-    rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(OUT, "fig3-curves.tsv")) if l.strip()]
-    with open(f"{RES}/p0-fig3-curves.tsv", "w") as f:
-        f.write("eps_column\tz\tvariant\tsigma\tseed\ta\tepoch\tstep\ttrain_loss\ttest_loss\ttest_accuracy\n")
+CURVE_HEADER = "eps_column\tz\tvariant\tsigma\tseed\ta\tepoch\tstep\ttrain_loss\ttest_loss\ttest_accuracy\n"
+
+
+def read_rows(name):
+    return [l.rstrip("\n").split("\t") for l in open(os.path.join(OUT, name)) if l.strip()]
+
+
+def copy_curves(name, dest):
+    """Reads $OUT/name (lstable2 -curves lines), writes them with a header to dest, returns them."""
+    rows = read_rows(name)
+    with open(dest, "w") as f:
+        f.write(CURVE_HEADER)
         for r in rows:
             f.write("\t".join(r) + "\n")
+    return rows
+
+
+def fig3():
+    rows = copy_curves("fig3-curves.tsv", f"{RES}/p0-fig3-curves.tsv")
     # the paper's four panels: (a) training and (b) validation loss at ε 0.20, (c) and (d) at 0.10
     for panel, e, col, name in (("a", "0.20", 8, "training"), ("b", "0.20", 9, "test"),
                                 ("c", "0.10", 8, "training"), ("d", "0.10", 9, "test")):
@@ -75,12 +88,8 @@ def fig3():
 
 def fig1():
     # DP-SGD (σ_LS 0) at all five ε columns: fig1-curves (0.30, 0.25, 0.15) and fig3-curves (0.20, 0.10)
-    rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(OUT, "fig1-curves.tsv")) if l.strip()]
-    with open(f"{RES}/p0-fig1-curves.tsv", "w") as f:
-        f.write("eps_column\tz\tvariant\tsigma\tseed\ta\tepoch\tstep\ttrain_loss\ttest_loss\ttest_accuracy\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
-    rows += [l.rstrip("\n").split("\t") for l in open(os.path.join(OUT, "fig3-curves.tsv")) if l.strip()]
+    rows = copy_curves("fig1-curves.tsv", f"{RES}/p0-fig1-curves.tsv")
+    rows += read_rows("fig3-curves.tsv")
     rows = [r for r in rows if r[3] == "0"]
     for col, name in ((8, "train"), (9, "test")):
         with open(f"{RES}/p0-fig1-{name}.tsv", "w") as f:
