@@ -3,7 +3,7 @@
 P0 plots of docs/results/seeds.md (series, x, seed, y; utilityplot's format) and prints the
 summary numbers the section quotes (mean ± sd over seeds, paired differences).
 
-    python3 scripts/p0seeds/tsv.py fig1|fig3|fig4|fig5|fig7
+    python3 scripts/p0seeds/tsv.py fig1|fig3|fig4|fig4bm|fig5|fig7
 
 Each writes docs/results/p0-<fig>*.tsv (the raw runs and the plot TSVs); the plot
 commands are in seeds.md beside each image.
@@ -25,14 +25,14 @@ def ms(v):
     return "%.2f ± %.2f" % (st.mean(v), st.stdev(v)) if len(v) > 1 else "%.2f" % v[0]
 
 
-def fig4():
-    rows = read_rows("fig4-raw.tsv")
-    with open(f"{RES}/p0-fig4-runs.tsv", "w") as f:
+def fig4(raw="fig4-raw.tsv", prefix="p0-fig4"):
+    rows = read_rows(raw)
+    with open(f"{RES}/{prefix}-runs.tsv", "w") as f:
         f.write("a\teps_column\tz\tvariant\tsigma\tseed\ttest_accuracy\trdp_epsilon\tseconds\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
     acc = {}
-    with open(f"{RES}/p0-fig4.tsv", "w") as f:
+    with open(f"{RES}/{prefix}.tsv", "w") as f:
         f.write("series\ta\tseed\ttest_accuracy\n")
         for a, e, z, v, s, seed, y, *_ in rows:
             f.write(f"σ_LS {s}, ε {e}\t{a}\t{seed}\t{y}\n")
@@ -155,4 +155,4 @@ def fig5():
             print(f"{b} − {a}: {st.mean(diff):+.2f} ({' / '.join('%+.2f' % x for x in diff)}; {sum(x > 0 for x in diff)}/{len(diff)})")
 
 
-{"fig1": fig1, "fig4": fig4, "fig3": fig3, "fig5": fig5, "fig7": fig7}[sys.argv[1]]()
+{"fig4bm": lambda: fig4("fig4bm-raw.tsv", "p0-fig4-batchmean"), "fig1": fig1, "fig4": fig4, "fig3": fig3, "fig5": fig5, "fig7": fig7}[sys.argv[1]]()
