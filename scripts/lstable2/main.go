@@ -23,6 +23,10 @@
 //
 //	nice -n 10 go run ./scripts/lstable2 -dataset mnist -normalize -weight-decay 1e-4 \
 //	    -sigmas 0,1,2,3 -noise calibrate -sampling poisson -seeds 1,2,3
+//
+// -a sets the step's a (the paper's Fig. 4 sweeps 0.5 … 3), and -curves FILE appends the
+// training and test loss after every epoch of each run (the paper's Figs. 1 and 3;
+// scripts/p0seeds runs both).
 package main
 
 import (
