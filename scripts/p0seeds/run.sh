@@ -3,7 +3,7 @@
 # at a time, nice 10, one thread; raw rows go to $OUT (default /tmp/p0runs) as each run
 # finishes. Run from the repository root:
 #
-#	sh scripts/p0seeds/run.sh fig4|fig4bm|fig1|fig3|fig5|fig7
+#	sh scripts/p0seeds/run.sh fig4|fig4bm|fig1|fig3|fig5|fig5nm2|fig7
 #
 # then sh scripts/p0seeds/tsv.sh turns them into docs/results/p0-*.tsv and renders the SVGs.
 set -e
@@ -42,12 +42,23 @@ fig5) # the TF tutorial CNN at NM 10 (Fig. 5): DP-Adam / DP-LSAdam (lr 0.001) an
 			$N "$OUT/train" $F -seed $s -metrics "$OUT/m-$name-$s.jsonl" -json "$@" >"$OUT/$name-$s.json"
 		done
 	done ;;
+fig5nm2) # Fig. 5's NM 2 panel: the four optimizers, σ_LS 0.2 (the paper's for NM 2), seeds 1-3
+	F="-dataset mnist -model cnn -activation relu -batch 256 -clip 1 -epochs 60 -lr-schedule step:1368:0.1 -noise 2"
+	for s in 1 2 3; do
+		for arm in "adam -optimizer dp-adam -lr 0.001" "lsadam -optimizer dp-lsadam -lr 0.001 -ls-sigma 0.2" \
+			"sgd -optimizer dp-sgd -lr 0.15 -momentum 0" "lssgd -optimizer dp-lssgd -lr 0.15 -momentum 0 -ls-sigma 0.2"; do
+			set -- $arm
+			name=nm2$1
+			shift
+			$N "$OUT/train" $F -seed $s -metrics "$OUT/m-$name-$s.jsonl" -json "$@" >"$OUT/$name-$s.json"
+		done
+	done ;;
 fig7) # Fig. 7 left's third curve: DP-LSSGD σ_LS 2 at NM 10, lr 0.15 (σ_LS 0 and 1 are fig5's sgd and lssgd), seeds 1-3
 	F="-dataset mnist -model cnn -activation relu -batch 256 -clip 1 -epochs 60 -lr-schedule step:1368:0.1 -noise 10"
 	for s in 1 2 3; do
 		$N "$OUT/train" $F -seed $s -metrics "$OUT/m-lssgd2-$s.jsonl" -json -optimizer dp-lssgd -lr 0.15 -momentum 0 -ls-sigma 2 >"$OUT/lssgd2-$s.json"
 	done ;;
 *)
-	echo "usage: run.sh fig4|fig4bm|fig1|fig3|fig5|fig7" >&2
+	echo "usage: run.sh fig4|fig4bm|fig1|fig3|fig5|fig5nm2|fig7" >&2
 	exit 2 ;;
 esac

@@ -3,7 +3,7 @@
 P0 plots of docs/results/seeds.md (series, x, seed, y; utilityplot's format) and prints the
 summary numbers the section quotes (mean ± sd over seeds, paired differences).
 
-    python3 scripts/p0seeds/tsv.py fig1|fig3|fig4|fig4bm|fig5|fig7
+    python3 scripts/p0seeds/tsv.py fig1|fig3|fig4|fig4bm|fig5|fig5nm2|fig7
 
 Each writes docs/results/p0-<fig>*.tsv (the raw runs and the plot TSVs); the plot
 commands are in seeds.md beside each image.
@@ -120,13 +120,15 @@ def fig7():
                 print(f"{label} seed {seed}: {100 * s['test_accuracy']:.2f}")
 
 
-ARMS = (("sgd", "DP-SGD, lr 0.15"), ("lssgd", "DP-LSSGD σ_LS 1, lr 0.15"),
-        ("adam", "DP-Adam, lr 0.001"), ("lsadam", "DP-LSAdam σ_LS 1, lr 0.001"))
+def arms(ls):
+    return (("sgd", "DP-SGD, lr 0.15"), ("lssgd", f"DP-LSSGD σ_LS {ls}, lr 0.15"),
+            ("adam", "DP-Adam, lr 0.001"), ("lsadam", f"DP-LSAdam σ_LS {ls}, lr 0.001"))
 
 
-def fig5():
+def fig5(pre="", name="p0-fig5-nm10", ls=1):
     final = {}
-    with open(f"{RES}/p0-fig5-nm10-runs.tsv", "w") as raw, open(f"{RES}/p0-fig5-nm10.tsv", "w") as f:
+    ARMS = [(pre + a, label) for a, label in arms(ls)]
+    with open(f"{RES}/{name}-runs.tsv", "w") as raw, open(f"{RES}/{name}.tsv", "w") as f:
         raw.write("arm\tseed\tepoch\tstep\ttrain_loss\ttest_loss\ttest_accuracy\tepsilon\n")
         f.write("series\tepoch\tseed\ttest_accuracy\n")
         for arm, label in ARMS:
@@ -147,7 +149,8 @@ def fig5():
         if d:
             v = [d[k][0] for k in sorted(d)]
             print(f"{label}: {ms(v)} ({' / '.join('%.2f' % x for x in v)}) ε {list(d.values())[0][1]:.3f} seeds {','.join(sorted(d))}")
-    for a, b in (("sgd", "lssgd"), ("adam", "lsadam"), ("lssgd", "adam"), ("adam", "lssgd")):
+    for a, b in (("sgd", "lssgd"), ("adam", "lsadam"), ("lssgd", "adam"), ("sgd", "adam")):
+        a, b = pre + a, pre + b
         da, db = final.get(a, {}), final.get(b, {})
         seeds = sorted(set(da) & set(db))
         if seeds:
@@ -155,4 +158,4 @@ def fig5():
             print(f"{b} − {a}: {st.mean(diff):+.2f} ({' / '.join('%+.2f' % x for x in diff)}; {sum(x > 0 for x in diff)}/{len(diff)})")
 
 
-{"fig4bm": lambda: fig4("fig4bm-raw.tsv", "p0-fig4-batchmean"), "fig1": fig1, "fig4": fig4, "fig3": fig3, "fig5": fig5, "fig7": fig7}[sys.argv[1]]()
+{"fig5nm2": lambda: fig5("nm2", "p0-fig5-nm2", 0.2), "fig4bm": lambda: fig4("fig4bm-raw.tsv", "p0-fig4-batchmean"), "fig1": fig1, "fig4": fig4, "fig3": fig3, "fig5": fig5, "fig7": fig7}[sys.argv[1]]()
