@@ -23,12 +23,17 @@
 //
 //	nice -n 10 go run ./scripts/lstable2 -dataset mnist -normalize -weight-decay 1e-4 \
 //	    -sigmas 0,1,2,3 -noise calibrate -sampling poisson -seeds 1,2,3
+//
+// -a sets the step's a (the paper's Fig. 4 sweeps 0.5 … 3), and -curves FILE appends the
+// training and test loss after every epoch of each run (the paper's Figs. 1 and 3;
+// scripts/p0seeds runs both).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -111,6 +116,7 @@ func run() error {
 	noiseMode := flag.String("noise", "authors", "authors (z = the authors' std × batch) or calibrate (z such that privtrain's ε ≤ the column's ε at δ = 1e-5)")
 	clipMode := flag.String("clip", "per-example", "per-example (the paper: each example's gradient clipped to 1, privtrain's trainer) or batch-mean (the authors' code: the batch's mean gradient clipped to 1 per tensor; own loop, ε from sensitivity 2√2: see batchmean.go)")
 	avgIter := flag.String("average-iterates", "", "uniform or step: evaluate DP-LSSGD's averaged output θ̃ (dpoptim.IterateAverage; Theorem 3 / Theorem 2 with the a/t step as weights) instead of the last iterate; variants get the suffix +avg-uniform / +avg-step")
+	curves := flag.String("curves", "", "append one line per epoch of every per-example run to this file (tab-separated: eps_column, z, variant, sigma, seed, a, epoch, step, train_loss, test_loss, test_accuracy): the loss curves of the paper's Fig. 3. The training loss is the mean cross-entropy over the examples each epoch's steps sampled, measured by the step that trained on them, before clipping and noise: not private, for the plot only")
 	maxOrder := flag.Int("max-order", 0, "RDP orders up to this (0: the library's default, up to 63, whose ε floor at δ = 1e-5 is about 0.10; the ε = 0.10 column needs more, e.g. 1024)")
 	flag.Parse()
 	var acc []accountant.Option
@@ -125,6 +131,9 @@ func run() error {
 	}
 	if *avgIter != "" && *clipMode == "batch-mean" {
 		return fmt.Errorf("-average-iterates: only with -clip per-example")
+	}
+	if *curves != "" && *clipMode == "batch-mean" {
+		return fmt.Errorf("-curves: only with -clip per-example")
 	}
 	if *noiseMode != "authors" && *noiseMode != "calibrate" {
 		return fmt.Errorf("-noise %q: want authors or calibrate", *noiseMode)
@@ -169,6 +178,13 @@ func run() error {
 	fmt.Printf("# data %s (%d training, %d test examples), normalize %v, weight decay %g, sampling %s, noise %s, a %g, batch %d, epochs %d, max RDP order %d (0: default), clip %s\n",
 		name, n, test.Len(), *norm, *wd, *sampling, *noiseMode, *a, *batch, *epochs, *maxOrder, *clipMode)
 	fmt.Println("eps_column\tz\tvariant\tsigma\tseed\ttest_accuracy\trdp_epsilon\tseconds")
+	var curveFile *os.File
+	if *curves != "" {
+		if curveFile, err = os.OpenFile(*curves, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			return err
+		}
+		defer curveFile.Close()
+	}
 	if *clipMode == "batch-mean" {
 		return runBatchMeanGrid(train, test, arms2sigmas(arms), *epsList, *seedList, *noiseMode, *a, *wd, *batch, *epochs, acc)
 	}
@@ -231,8 +247,17 @@ func run() error {
 				case "step":
 					avg = &dpoptim.IterateAverage{Weights: epochInverseTime{a: *a, stepsPerEpoch: steps}}
 				}
+				var cb training.Callbacks
+				if curveFile != nil {
+					label := v
+					if avg != nil {
+						label += "+avg-" + *avgIter
+					}
+					cb.OnEpoch = curveWriter(curveFile, e, z, label, am.sigma, seed, *a)
+				}
 				tr, err := training.NewTrainer(m, training.TrainerConfig{
 					Averaging: training.Averaging{Iterate: avg},
+					Callbacks: cb,
 					Data:      training.Data{Train: train, Test: test, Name: name},
 					Rule:      rule,
 					Privacy:   p,
@@ -261,6 +286,22 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// curveWriter returns an OnEpoch callback that writes one tab-separated line per epoch to
+// f: the run's ε column, z (0 while calibrating: the line's z is the requested one, the
+// summary line has the calibrated one), variant, σ (0 for DP-SGD), seed and a, then the
+// epoch, the steps so far, the training loss, the test loss and the test accuracy (%).
+// Each line is written as its epoch ends, so a run cut short leaves its epochs so far.
+func curveWriter(f io.Writer, eps string, z float64, variant string, sigma float64, seed uint64, a float64) func(training.EpochMetrics) error {
+	if variant == "dp-sgd" {
+		sigma = 0
+	}
+	return func(m training.EpochMetrics) error {
+		_, err := fmt.Fprintf(f, "%s\t%.4f\t%s\t%g\t%d\t%g\t%d\t%d\t%.6g\t%.6g\t%.2f\n",
+			eps, z, variant, sigma, seed, a, m.Epoch, m.Step, m.TrainLoss, m.TestLoss, 100*m.TestAccuracy)
+		return err
+	}
 }
 
 // arm is one row of the table: a variant ("dp-sgd", "input", "flat") and its σ.
