@@ -81,13 +81,29 @@ func svrgNoise(eps, delta float64, steps, n, batch int, G float64, opts []accoun
 	if !(delta > 0 && delta < 1) {
 		return 0, 0, 0, fmt.Errorf("erm: δ = %v: must be in (0, 1): %w", delta, ErrInvalid)
 	}
+	// Calibrate the scale z = σ/G.
+	z, achieved, err := accountant.Calibrate(eps, func(z float64) (float64, error) {
+		e, _, err := svrgEpsilon(z*G, delta, steps, n, batch, G, opts)
+		return e, err
+	})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("erm: calibrating DP-SVRG noise: %w", err)
+	}
+	_, split, err = svrgEpsilon(z*G, delta, steps, n, batch, G, opts)
+	return z * G, achieved, split, err
+}
+
+// svrgEpsilon is svrgNoise's accountant run the other way: the ε at which
+// steps inner steps with noise std sigma are (ε, δ)-DP, minimised over the
+// variance split f (returned), +Inf where no order gives a finite bound.
+func svrgEpsilon(sigma, delta float64, steps, n, batch int, G float64, opts []accountant.Option) (eps, split float64, err error) {
 	if opts == nil {
 		opts = []accountant.Option{accountant.WithOrders(accountant.OrdersUpTo(256))}
 	}
 	q := float64(batch) / float64(n)
 	sampledSens := 4 * G / float64(batch)
 	fullSens := 2 * G / float64(n)
-	epsAt := func(sigma, f float64) (float64, error) {
+	epsAt := func(f float64) (float64, error) {
 		l := accountant.NewLedger(opts...)
 		if err := l.Record(q, math.Sqrt(f)*sigma/sampledSens, steps); err != nil {
 			return 0, err
@@ -98,29 +114,17 @@ func svrgNoise(eps, delta float64, steps, n, batch int, G float64, opts []accoun
 		s, err := l.Epsilon(delta)
 		return s.Epsilon, err
 	}
-	bestSplit := func(sigma float64) (float64, float64, error) {
-		best, bestF := math.Inf(1), 0.0
-		for _, f := range svrgSplits {
-			e, err := epsAt(sigma, f)
-			if err != nil {
-				return 0, 0, err
-			}
-			if e < best {
-				best, bestF = e, f
-			}
+	best, bestF := math.Inf(1), svrgSplits[0]
+	for _, f := range svrgSplits {
+		e, err := epsAt(f)
+		if err != nil {
+			return 0, 0, err
 		}
-		return best, bestF, nil
+		if e < best {
+			best, bestF = e, f
+		}
 	}
-	// Calibrate the scale z = σ/G.
-	z, achieved, err := accountant.Calibrate(eps, func(z float64) (float64, error) {
-		e, _, err := bestSplit(z * G)
-		return e, err
-	})
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("erm: calibrating DP-SVRG noise: %w", err)
-	}
-	_, split, err = bestSplit(z * G)
-	return z * G, achieved, split, err
+	return best, bestF, nil
 }
 
 // gaussianSettings validates what the Gaussian methods share and returns G.

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/internal/privrand"
 )
 
@@ -37,6 +38,10 @@ type GDPL struct {
 	// StepSize is η; 0 means 1/L.
 	StepSize float64
 	Start    []float64
+	// PaperConstant, when > 0, draws σ from the paper's eq. (11) with c =
+	// PaperConstant instead of the zCDP calibration: the run is NOT DP at
+	// Epsilon (see papernoise.go; Result.Epsilon is then the zCDP ε of that σ).
+	PaperConstant float64
 }
 
 // Solve runs DP-GD under the PL condition.
@@ -49,6 +54,9 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		return nil, fmt.Errorf("erm: DP-GD (PL) takes neither an L1 term nor a constraint: %w", ErrUnsupported)
 	}
 	if _, err := smoothLoss(p, "DP-GD (PL)"); err != nil {
+		return nil, err
+	}
+	if err := checkPaperConstant(a.PaperConstant, a.Epsilon); err != nil {
 		return nil, err
 	}
 	n, d := p.Len(), p.Dim()
@@ -81,7 +89,16 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if a.Start != nil && len(a.Start) != d {
 		return nil, fmt.Errorf("erm: Start has length %d, want %d: %w", len(a.Start), d, ErrInvalid)
 	}
-	sigma, achieved, err := zcdpNoise(a.Epsilon, a.Delta, T, n, G)
+	var pc *PaperCalibration
+	var sigma, achieved float64
+	if a.PaperConstant > 0 { // eq. (11), as printed
+		pc = &PaperCalibration{Equation: "eq. (11)", C: a.PaperConstant, Epsilon: a.Epsilon,
+			Sigma: paperSigma(a.PaperConstant, G, float64(T), math.Log(1/a.Delta), n, a.Epsilon)}
+		sigma = pc.Sigma
+		achieved, err = accountant.ZCDPEpsilon(sigma, a.Delta, T, n, G)
+	} else {
+		sigma, achieved, err = zcdpNoise(a.Epsilon, a.Delta, T, n, G)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +127,10 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if a.RandomIterate {
 		note += ", output x_k for k uniform in {0, …, T−1} (Theorem 6.3)"
 	}
-	return &Result{X: out, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T, Calibration: note}, nil
+	if pc != nil {
+		note = paperNote(pc, achieved) + "; " + note
+	}
+	return &Result{X: out, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T, Calibration: note, Paper: pc}, nil
 }
 
 // gdplTrace, when set (by tests), sees every iterate x_t, t = 0, …, T−1,

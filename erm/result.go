@@ -14,4 +14,8 @@ type Result struct {
 	// Calibration describes the noise in one line, for logs and the CLI
 	// ("Laplace b = 0.04, uniform over T = 100").
 	Calibration string
+	// Paper is set when the noise came from the DP-ERM-revisited paper's
+	// printed formula (PaperConstant, papernoise.go): the run is then not DP
+	// at Paper.Epsilon, and Epsilon is the proven ε for the σ used.
+	Paper *PaperCalibration
 }

@@ -54,6 +54,10 @@ type SVRG struct {
 	Sampling Sampling
 	// AccountantOptions configure the ledger; nil means orders up to 256.
 	AccountantOptions []accountant.Option
+	// PaperConstant, when > 0, draws σ from the paper's eq. (3) with c =
+	// PaperConstant instead of the proven calibration: the run is NOT DP at
+	// Epsilon (see papernoise.go; Result.Epsilon is then the proven ε).
+	PaperConstant float64
 }
 
 // svrgConfig is what both SVRG variants derive from their settings.
@@ -104,20 +108,36 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sigma, achieved, split, err := svrgNoise(a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
+	var pc *PaperCalibration
+	var sigma, achieved, split float64
+	if a.PaperConstant > 0 { // eq. (3), as printed
+		pc = &PaperCalibration{Equation: "eq. (3)", C: a.PaperConstant, Epsilon: a.Epsilon,
+			Sigma: paperSigma(a.PaperConstant, c.G, float64(T)*float64(m), math.Log(1/a.Delta), c.n, a.Epsilon)}
+		sigma = pc.Sigma
+		achieved, split, err = svrgEpsilon(sigma, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
+	} else {
+		sigma, achieved, split, err = svrgNoise(a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r := a.run(p, rng, c, m, T, sigma, split)
+	note := fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), %s, %s",
+		sigma, T, m, c.batch, c.n, split, a.stepNote(c.eta, r.etas), svrgSamplingNote(a.Sampling, c.batch))
+	if pc != nil {
+		note = paperNote(pc, achieved) + "; " + note
+	}
 	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: T * m,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of T·m = %d·%d inner steps (RDP: sampled part q = %d/%d and full-gradient part, variance split %.3g), %s, %s",
-			sigma, T, m, c.batch, c.n, split, a.stepNote(c.eta, r.etas), svrgSamplingNote(a.Sampling, c.batch))}, nil
+		Calibration: note, Paper: pc}, nil
 }
 
 // plan validates the settings and derives η (in c), m and T.
 func (a *SVRG) plan(p *Problem) (c svrgConfig, m, T int, err error) {
 	c, err = svrgSetup(p, "DP-SVRG", a.Epsilon, a.Delta, a.BatchSize, a.StepSize, a.Start)
 	if err != nil {
+		return c, 0, 0, err
+	}
+	if err := checkPaperConstant(a.PaperConstant, a.Epsilon); err != nil {
 		return c, 0, 0, err
 	}
 	if !(c.mu > 0) {

@@ -30,12 +30,19 @@ type SVRGPlusPlus struct {
 	// uniform examples per inner step, Algorithm 2), both charged the same ε.
 	Sampling          Sampling
 	AccountantOptions []accountant.Option
+	// PaperConstant, when > 0, draws σ from the paper's eq. (6) with c =
+	// PaperConstant, as printed (2^T·m, ln(2/δ)), instead of the proven
+	// calibration: the run is NOT DP at Epsilon (see papernoise.go).
+	PaperConstant float64
 }
 
 // Solve runs DP-SVRG++ and releases x̃_T.
 func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	c, err := svrgSetup(p, "DP-SVRG++", a.Epsilon, a.Delta, a.BatchSize, a.StepSize, a.Start)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPaperConstant(a.PaperConstant, a.Epsilon); err != nil {
 		return nil, err
 	}
 	if c.eta == 0 {
@@ -60,7 +67,16 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		return nil, fmt.Errorf("erm: Epochs = %d: must be in [1, 40] (epoch s runs 2^s·m steps): %w", T, ErrInvalid)
 	}
 	steps := m * ((1 << (T + 1)) - 2) // Σ_{s=1..T} 2^s m
-	sigma, achieved, split, err := svrgNoise(a.Epsilon, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
+	var pc *PaperCalibration
+	var sigma, achieved, split float64
+	if a.PaperConstant > 0 { // eq. (6), as printed
+		pc = &PaperCalibration{Equation: "eq. (6)", C: a.PaperConstant, Epsilon: a.Epsilon,
+			Sigma: paperSigma(a.PaperConstant, c.G, math.Ldexp(float64(m), T), math.Log(2/a.Delta), c.n, a.Epsilon)}
+		sigma = pc.Sigma
+		achieved, split, err = svrgEpsilon(sigma, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
+	} else {
+		sigma, achieved, split, err = svrgNoise(a.Epsilon, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +88,11 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	for s := 1; s <= T; s++ {
 		r.epoch(rng, m<<s) // r.x carries over: x_0^{s+1} = x_{m_s}^s
 	}
+	note := fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of %d inner steps (epochs of 2^s·%d, s ≤ %d; RDP sampled q = %d/%d plus full-gradient part, variance split %.3g), η = %.4g, %s",
+		sigma, steps, m, T, c.batch, c.n, split, c.eta, svrgSamplingNote(a.Sampling, c.batch))
+	if pc != nil {
+		note = paperNote(pc, achieved) + "; " + note
+	}
 	return &Result{X: r.snapshot, Epsilon: achieved, Delta: gaussianDelta(a.Epsilon, a.Delta), Iterations: steps,
-		Calibration: fmt.Sprintf("Gaussian σ = %.4g per coordinate in each of %d inner steps (epochs of 2^s·%d, s ≤ %d; RDP sampled q = %d/%d plus full-gradient part, variance split %.3g), η = %.4g, %s",
-			sigma, steps, m, T, c.batch, c.n, split, c.eta, svrgSamplingNote(a.Sampling, c.batch))}, nil
+		Calibration: note, Paper: pc}, nil
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,10 +52,22 @@ func main() {
 	seedList := flag.String("seeds", "1,2,3", "noise seeds")
 	epsList := flag.String("eps", "0.2,0.5,1", "ε values")
 	exps := flag.String("exp", "1,2", "experiments to run: 1 (DP-SVRG vs DP-GD), 2 (DP-SVRG++ vs DP-GD)")
+	only := flag.String("methods", "", "run only the methods whose name matches this regular expression (default: all)")
+	calibs := flag.String("calib", "proven", "noise calibrations, comma-separated: proven (erm's accountants) and/or paper (the paper's printed eq. (3)/(6)/(11) with c = 1: NOT DP at the printed ε; the spent_epsilon column is then the proven ε of that σ)")
 	flag.Parse()
-	seeds, err := parseList(*seedList, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
+	keep, err := regexp.Compile(*only)
 	if err != nil {
-		fail("-seeds: %v", err)
+		fail("-methods: %v", err)
+	}
+	calibList := strings.Split(*calibs, ",")
+	for _, c := range calibList {
+		if c != "proven" && c != "paper" {
+			fail("-calib %q: want proven and/or paper", c)
+		}
+	}
+	seeds, err2 := parseList(*seedList, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
+	if err2 != nil {
+		fail("-seeds: %v", err2)
 	}
 	epss, err := parseList(*epsList, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 	if err != nil {
@@ -73,7 +86,7 @@ func main() {
 		exp, name string
 		p         *erm.Problem
 		fstar     float64
-		build     func(eps float64) erm.Solver
+		build     func(eps, c float64) erm.Solver
 	}
 	var methods []method
 	if strings.Contains(*exps, "1") {
@@ -84,20 +97,20 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "exp 1: F* = %.10g (certified within %.2g), accuracy %.4f\n", opt.Value, opt.Gap, erm.Accuracy(ds, opt.X))
 		methods = append(methods,
-			method{"1", "DP-SVRG (BB, one)", p, opt.Value, func(e float64) erm.Solver {
-				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.One}
+			method{"1", "DP-SVRG (BB, one)", p, opt.Value, func(e, c float64) erm.Solver {
+				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.One, PaperConstant: c}
 			}},
-			method{"1", "DP-SVRG (BB, Poisson)", p, opt.Value, func(e float64) erm.Solver {
-				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.Poisson}
+			method{"1", "DP-SVRG (BB, Poisson)", p, opt.Value, func(e, c float64) erm.Solver {
+				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.Poisson, PaperConstant: c}
 			}},
-			method{"1", "DP-SVRG (η = 1/(40L), one)", p, opt.Value, func(e float64) erm.Solver {
-				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, Sampling: erm.One}
+			method{"1", "DP-SVRG (η = 1/(40L), one)", p, opt.Value, func(e, c float64) erm.Solver {
+				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, Sampling: erm.One, PaperConstant: c}
 			}},
-			method{"1", "DP-SVRG (BB, one, b = 100)", p, opt.Value, func(e float64) erm.Solver {
-				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.One, BatchSize: 100}
+			method{"1", "DP-SVRG (BB, one, b = 100)", p, opt.Value, func(e, c float64) erm.Solver {
+				return &erm.SVRG{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 5000, BB: true, Sampling: erm.One, BatchSize: 100, PaperConstant: c}
 			}},
-			method{"1", "DP-GD (T = 1500)", p, opt.Value, func(e float64) erm.Solver {
-				return &erm.GDPL{Epsilon: e, Delta: delta, Iterations: 1500}
+			method{"1", "DP-GD (T = 1500)", p, opt.Value, func(e, c float64) erm.Solver {
+				return &erm.GDPL{Epsilon: e, Delta: delta, Iterations: 1500, PaperConstant: c}
 			}})
 	}
 	if strings.Contains(*exps, "2") {
@@ -111,44 +124,54 @@ func main() {
 		fmt.Fprintf(os.Stderr, "exp 2: F* ≈ %.10g (λ = 1e-9 optimum, ‖w*‖ = %.4g, so within %.2g), accuracy %.4f\n",
 			fstar, floats.Norm(opt.X, 2), 0.5e-9*math.Pow(floats.Norm(opt.X, 2), 2), erm.Accuracy(ds, opt.X))
 		methods = append(methods,
-			method{"2", "DP-SVRG++ (one)", p, fstar, func(e float64) erm.Solver {
-				return &erm.SVRGPlusPlus{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 10, StepSize: 0.01, Sampling: erm.One}
+			method{"2", "DP-SVRG++ (one)", p, fstar, func(e, c float64) erm.Solver {
+				return &erm.SVRGPlusPlus{Epsilon: e, Delta: delta, Epochs: 15, InnerSteps: 10, StepSize: 0.01, Sampling: erm.One, PaperConstant: c}
 			}},
-			method{"2", "DP-GD (T = 1000, η = 0.1)", p, fstar, func(e float64) erm.Solver {
-				return &erm.GDPL{Epsilon: e, Delta: delta, Iterations: 1000, StepSize: 0.1}
+			method{"2", "DP-GD (T = 1000, η = 0.1)", p, fstar, func(e, c float64) erm.Solver {
+				return &erm.GDPL{Epsilon: e, Delta: delta, Iterations: 1000, StepSize: 0.1, PaperConstant: c}
 			}})
 	}
+	methods = slices.DeleteFunc(methods, func(m method) bool { return !keep.MatchString(m.name) })
 	type key struct {
-		exp, name string
-		eps       float64
+		exp, name, calib string
+		eps              float64
 	}
 	gaps, secs := map[key][]float64{}, map[key][]float64{}
-	fmt.Println("exp\tmethod\tepsilon\tseed\tgap\tseconds\tspent_epsilon\tcalibration")
+	// calib "paper" rows are NOT DP at their epsilon column: spent_epsilon is the proven ε.
+	fmt.Println("exp\tmethod\tcalib\tepsilon\tseed\tgap\tseconds\tspent_epsilon\tcalibration")
 	for _, seed := range seeds { // every cell gets a run before any gets its second
 		for _, eps := range epss {
 			for _, m := range methods {
-				start := time.Now()
-				res, err := m.build(eps).Solve(m.p, erm.NewNoise(seed))
-				el := time.Since(start).Seconds()
-				if err != nil {
-					fail("%s ε %g seed %d: %v", m.name, eps, seed, err)
+				for _, calib := range calibList {
+					c := 0.0
+					if calib == "paper" {
+						c = 1
+					}
+					start := time.Now()
+					res, err := m.build(eps, c).Solve(m.p, erm.NewNoise(seed))
+					el := time.Since(start).Seconds()
+					if err != nil {
+						fail("%s (%s) ε %g seed %d: %v", m.name, calib, eps, seed, err)
+					}
+					gap := m.p.Value(res.X) - m.fstar
+					k := key{m.exp, m.name, calib, eps}
+					gaps[k] = append(gaps[k], gap)
+					secs[k] = append(secs[k], el)
+					fmt.Printf("%s\t%s\t%s\t%g\t%d\t%.6g\t%.2f\t%.4g\t%s\n", m.exp, m.name, calib, eps, seed, gap, el, res.Epsilon, res.Calibration)
+					fmt.Fprintf(os.Stderr, "%s (%s) ε %g seed %d: gap %.4g in %.1f s\n", m.name, calib, eps, seed, gap, el)
 				}
-				gap := m.p.Value(res.X) - m.fstar
-				k := key{m.exp, m.name, eps}
-				gaps[k] = append(gaps[k], gap)
-				secs[k] = append(secs[k], el)
-				fmt.Printf("%s\t%s\t%g\t%d\t%.6g\t%.2f\t%.4f\t%s\n", m.exp, m.name, eps, seed, gap, el, res.Epsilon, res.Calibration)
-				fmt.Fprintf(os.Stderr, "%s ε %g seed %d: gap %.4g in %.1f s\n", m.name, eps, seed, gap, el)
 			}
 		}
 	}
-	fmt.Println("\n# summary: exp, method, ε, runs, gap mean ± sd, gap median [min, max], seconds median [min, max]")
+	fmt.Println("\n# summary: exp, method, calibration, ε, runs, gap mean ± sd, gap median [min, max], seconds median [min, max]")
 	for _, eps := range epss {
 		for _, m := range methods {
-			k := key{m.exp, m.name, eps}
-			g, s := gaps[k], secs[k]
-			fmt.Printf("# %s\t%s\t%g\t%d\t%.4g ± %.2g\t%.4g [%.4g, %.4g]\t%.1f [%.1f, %.1f]\n", m.exp, m.name, eps, len(g),
-				stat.Mean(g, nil), sd(g), median(g), slices.Min(g), slices.Max(g), median(s), slices.Min(s), slices.Max(s))
+			for _, calib := range calibList {
+				k := key{m.exp, m.name, calib, eps}
+				g, s := gaps[k], secs[k]
+				fmt.Printf("# %s\t%s\t%s\t%g\t%d\t%.4g ± %.2g\t%.4g [%.4g, %.4g]\t%.1f [%.1f, %.1f]\n", m.exp, m.name, calib, eps, len(g),
+					stat.Mean(g, nil), sd(g), median(g), slices.Min(g), slices.Max(g), median(s), slices.Min(s), slices.Max(s))
+			}
 		}
 	}
 }

@@ -47,7 +47,15 @@ func (o *trainOptions) reserveBudget(name string) (*budget.Reservation, error) {
 		delta = 0
 	}
 	run := budget.Run{Tool: "erm", Name: name, Command: o.budget.command, Delta: delta}
-	res, err := store.Reserve(o.budget.fingerprint, run, approxSpend(o.epsilon, delta), 0)
+	reserve := approxSpend(o.epsilon, delta)
+	if o.paperSet {
+		// -paper-noise: the printed ε is no bound, and the proven one is known only once
+		// the solver has calibrated; reserve without a bound, settle at the proven ε.
+		// Refusing to record would leave the data's spend uncounted; recording the printed
+		// ε would record a bound that does not hold.
+		reserve = approxSpend(math.Inf(1), delta)
+	}
+	res, err := store.Reserve(o.budget.fingerprint, run, reserve, 0)
 	if err != nil {
 		err = cli.StoreError("-budget", store, err)
 		if ue, ok := err.(*exit.UsageError); ok {

@@ -71,6 +71,8 @@ type trainOptions struct {
 	ball                        string // -ball: l2 (default) or l1, dp-accmd's constraint
 	seed                        int64
 	budget                      ermBudget // -budget-store (budget.go)
+	paperC                      float64   // -paper-noise (papernoise.go); 0: proven calibration
+	paperSet                    bool
 }
 
 // solverInfo describes a solver for -help and the report.
@@ -142,6 +144,7 @@ func parseTrain(args []string, stdout, stderr io.Writer) (o *trainOptions, code 
 	fs.Var(seedFlag{&o.seed}, "seed", "noise seed `N` ≥ 0 for a reproducible run (default: "+privrand.SecureOrigin+")")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
 	addBudgetFlag(fs, &o.budget)
+	addPaperNoiseFlag(fs, o)
 	// A bad flag prints the help too: the solvers are listed there.
 	cmd := cli.Command{Name: "erm", Flags: fs, Header: fmt.Sprintf("usage: erm [flags]  |  erm reproduce [flags]\n\nSolvers: %s\n\nFlags:\n", solverNames()),
 		Verbatim: true, HelpOnError: true, ArgsHint: " (flags only; the subcommand is reproduce)"}
@@ -244,7 +247,7 @@ func (o *trainOptions) validate() error {
 		}
 		return exit.Usagef("erm: -radius: dp-accmd needs an L2-ball constraint (-radius > 0)")
 	}
-	return nil
+	return o.validatePaperNoise()
 }
 
 func lossByName(name string) (erm.Loss, error) {
@@ -293,11 +296,11 @@ func (o *trainOptions) buildSolver(p *erm.Problem) erm.Solver {
 	case "dp-masg-opt":
 		return &erm.MASG{LaplaceSettings: ls, Optimal: true}
 	case "dp-gd-pl":
-		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start, RandomIterate: o.output == "random-iterate"}
+		return &erm.GDPL{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, StepSize: o.eta, Start: start, RandomIterate: o.output == "random-iterate", PaperConstant: o.paperC}
 	case "dp-svrg":
-		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling, BB: o.bb}
+		return &erm.SVRG{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling, BB: o.bb, PaperConstant: o.paperC}
 	case "dp-svrg++":
-		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling}
+		return &erm.SVRGPlusPlus{Epsilon: o.epsilon, Delta: o.delta, Epochs: o.epochs, InnerSteps: o.inner, BatchSize: o.batch, StepSize: o.eta, Start: start, Sampling: sampling, PaperConstant: o.paperC}
 	case "dp-accmd":
 		if o.ball == "l1" {
 			return &erm.AccMD{Epsilon: o.epsilon, Delta: o.delta, Iterations: o.iters, L1Radius: o.radius}
@@ -370,11 +373,14 @@ type report struct {
 	ExcessRisk  float64  `json:"excess_risk"`
 	Accuracy    *float64 `json:"accuracy,omitempty"`
 	MSE         *float64 `json:"mse,omitempty"`
-	Epsilon     *float64 `json:"epsilon"` // null when the noise is off
+	Epsilon     *float64 `json:"epsilon"` // null when the noise is off (or, with paper_noise, has no finite proven bound)
 	Delta       float64  `json:"delta"`
 	Iterations  int      `json:"iterations"`
 	Calibration string   `json:"calibration"`
 	NoiseSeed   string   `json:"noise_seed"`
+	// Paper is set with -paper-noise: the run is not DP at its printed_epsilon, and
+	// epsilon is the proven ε of the σ used.
+	Paper *paperReport `json:"paper_noise,omitempty"`
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
@@ -473,6 +479,9 @@ func (o *trainOptions) train() (*report, error) {
 		e := res.Epsilon
 		rep.Epsilon = &e
 	}
+	if res.Paper != nil {
+		paperFields(rep, res)
+	}
 	if loss.Classification() {
 		a := erm.Accuracy(ds, res.X)
 		rep.Accuracy = &a
@@ -505,7 +514,9 @@ func printReport(w io.Writer, r *report) {
 	if r.MSE != nil {
 		fmt.Fprintf(w, "mse          %.6g (training data)\n", *r.MSE)
 	}
-	if r.Epsilon == nil {
+	if r.Paper != nil {
+		fmt.Fprintf(w, "privacy      %s\n", r.Paper.Note)
+	} else if r.Epsilon == nil {
 		fmt.Fprintf(w, "privacy      none: ε = ∞ (noise off)\n")
 	} else if r.Delta == 0 {
 		fmt.Fprintf(w, "privacy      ε = %.6g, δ = 0 (pure DP)\n", *r.Epsilon)
