@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privtrain/privtrain/internal/safeio"
@@ -266,27 +265,9 @@ func EncodeAdult(train, test *AdultTable, enc AdultEncoding) (trainDS, testDS *D
 	}
 	trainDS, testDS = encode(train, trainStats), encode(test, testStats)
 	// Max-abs scaling fitted on the training file, then unit rows.
-	d := len(names)
-	maxAbs := make([]float64, d)
-	for i := range trainDS.Len() {
-		for j, v := range trainDS.Row(i) {
-			maxAbs[j] = max(maxAbs[j], math.Abs(v))
-		}
-	}
-	for _, ds := range []*Dataset{trainDS, testDS} {
-		for i := range ds.Len() {
-			row := ds.X.RawRowView(i)
-			for j := range row {
-				if maxAbs[j] > 0 {
-					row[j] /= maxAbs[j]
-				}
-			}
-			if nrm := floats.Norm(row, 2); nrm > 0 {
-				floats.Scale(1/nrm, row)
-			}
-		}
-		ds.L2Bound, ds.L1Bound = 1, math.Sqrt(float64(d))
-	}
+	maxAbs := trainDS.maxAbs()
+	trainDS.normalizeBy(maxAbs)
+	testDS.normalizeBy(maxAbs)
 	return trainDS, testDS, names, nil
 }
 

@@ -99,7 +99,10 @@ func (ds *Dataset) Validate() error {
 // The per-feature maxima depend on the whole data set, so this step is not
 // differentially private; the DP-SCD and DP-SVRG papers preprocess this way
 // and report ε for the training run alone.
-func (ds *Dataset) Normalize() {
+func (ds *Dataset) Normalize() { ds.normalizeBy(ds.maxAbs()) }
+
+// maxAbs is each feature's largest absolute value over the examples.
+func (ds *Dataset) maxAbs() []float64 {
 	n, d := ds.X.Dims()
 	maxAbs := make([]float64, d)
 	for i := range n {
@@ -107,6 +110,13 @@ func (ds *Dataset) Normalize() {
 			maxAbs[j] = max(maxAbs[j], math.Abs(v))
 		}
 	}
+	return maxAbs
+}
+
+// normalizeBy is Normalize with the per-feature maxima given (e.g. a training
+// file's, applied to its test file too).
+func (ds *Dataset) normalizeBy(maxAbs []float64) {
+	n, d := ds.X.Dims()
 	for i := range n {
 		row := ds.X.RawRowView(i)
 		for j := range row {
