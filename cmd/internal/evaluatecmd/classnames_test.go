@@ -47,14 +47,7 @@ func TestEvaluateClassNames(t *testing.T) {
 				t.Errorf("%s: no row for class %d %s in\n%s", tc.dataset, k, name, stdout)
 			}
 		}
-		c, err := checkpoint.Load(ckpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.ClassNames = nil
-		if err := checkpoint.Save(ckpt, c); err != nil {
-			t.Fatal(err)
-		}
+		clitest.Rewrite(t, ckpt, ckpt, func(c *checkpoint.Training) { c.ClassNames = nil })
 		if r := evaluateJSON(t, "-checkpoint", ckpt, "-json"); !slices.Equal(r.ClassNames, tc.names) {
 			t.Errorf("%s without names in the checkpoint: class_names %q, want the data's %q", tc.dataset, r.ClassNames, tc.names)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/datatest"
 	"github.com/privtrain/privtrain/datasets/mnist"
@@ -41,22 +42,12 @@ func TestEvaluateValidationContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tr.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckpt := filepath.Join(t.TempDir(), "v.ckpt")
-	if err := checkpoint.Save(ckpt, c); err != nil {
-		t.Fatal(err)
-	}
+	ckpt := clitest.Save(t, tr, filepath.Join(t.TempDir(), "v.ckpt"))
 	code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "train")
 	if code != 2 || !strings.Contains(stderr, "other examples") {
 		t.Errorf("-split train of a run on other pixels with the same labels: exit %d, %q", code, stderr)
 	}
-	c.Dataset.Content = ""
-	if err := checkpoint.Save(ckpt, c); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Rewrite(t, ckpt, ckpt, func(c *checkpoint.Training) { c.Dataset.Content = "" })
 	if code, _, stderr := runEvaluate("-checkpoint", ckpt, "-split", "train"); code != 0 {
 		t.Errorf("-split train of a checkpoint without content_sha256: exit %d, %q", code, stderr)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/privtrain/privtrain/dpoptim"
 	"github.com/privtrain/privtrain/models"
 	"github.com/privtrain/privtrain/nn"
-	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/training"
 )
 
@@ -330,15 +329,8 @@ func TestEvaluateValidationSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := tr.Checkpoint() // the untrained model: only the split matters here
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "v.ckpt")
-		if err := checkpoint.Save(path, c); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		// The untrained model: only the split matters here.
+		return clitest.Save(t, tr, filepath.Join(t.TempDir(), "v.ckpt"))
 	}
 	ckpt := save(map[string]string{"dataset": "mnist", "validation": "0.2", "split-seed": "3"})
 	counts := make([]int, 10)

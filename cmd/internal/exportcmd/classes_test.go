@@ -23,15 +23,9 @@ func TestExportClassNames(t *testing.T) {
 	dir := t.TempDir()
 	train, _ := clitest.MNIST(t, 128)
 	ckpt := clitest.Checkpoint(t, dir, models.LogisticRegression(), train)
-	c, err := checkpoint.Load(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ClassNames = mnist.FashionClasses[:] // as a run on Fashion-MNIST records them
-	named := filepath.Join(dir, "fashion.ckpt")
-	if err := checkpoint.Save(named, c); err != nil {
-		t.Fatal(err)
-	}
+	named := clitest.Rewrite(t, ckpt, filepath.Join(dir, "fashion.ckpt"), func(c *checkpoint.Training) {
+		c.ClassNames = mnist.FashionClasses[:] // as a run on Fashion-MNIST records them
+	})
 	st, py := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.py")
 	if code, _, stderr := runExport("-checkpoint", named, "-o", st, "-pytorch", py); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

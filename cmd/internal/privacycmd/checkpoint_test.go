@@ -51,15 +51,7 @@ func privateCheckpoint(t *testing.T, dir, name string, settings map[string]strin
 	if _, err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := tr.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	if err := checkpoint.Save(path, c); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return clitest.Save(t, tr, filepath.Join(dir, name))
 }
 
 // TestEpsilonOfCheckpoint: epsilon -checkpoint gives the ε that the accountants give for
@@ -174,14 +166,7 @@ func TestEpsilonOfRewoundCheckpoint(t *testing.T) {
 	if _, err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := tr.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "rewound.ckpt")
-	if err := checkpoint.Save(path, c); err != nil {
-		t.Fatal(err)
-	}
+	path := clitest.Save(t, tr, filepath.Join(t.TempDir(), "rewound.ckpt"))
 	const perEpoch = ckptN / ckptBatch
 	taken := ckptEpochs*perEpoch + (ckptEpochs-1)*perEpoch // 12, then 8 again from step 4
 	want, err := accountant.RDP{}.Epsilon([]accountant.Segment{{Q: float64(ckptBatch) / ckptN, Z: ckptZ, Steps: taken}}, ckptDelta)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/nn/checkpoint"
 	"github.com/privtrain/privtrain/smoothing"
@@ -162,14 +163,7 @@ func TestLSAxisResume(t *testing.T) {
 	// The same run as a checkpoint from before -ls-axis.
 	old := filepath.Join(dir, "old.ckpt")
 	mustRun(t, "-model", "logreg", "-optimizer", "dp-lssgd", "-seed", "3", "-noise", "2", "-epochs", "1", "-batch", "2000", "-ls-axis", "flat", "-checkpoint", old)
-	ck, err = checkpoint.Load(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(ck.Settings, "ls-axis")
-	if err := checkpoint.Save(old, ck); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Rewrite(t, old, old, func(c *checkpoint.Training) { delete(c.Settings, "ls-axis") })
 	code, _, stderr = runCmd(t, context.Background(), "-resume", old, "-ls-axis", "input", "-epochs", "2")
 	if code != exit.Usage || !strings.Contains(stderr, "before -ls-axis") {
 		t.Errorf("resuming an old checkpoint with -ls-axis input: exit %d, %q", code, stderr)

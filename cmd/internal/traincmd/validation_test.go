@@ -17,6 +17,7 @@ import (
 
 	"github.com/privtrain/privtrain/accountant"
 	"github.com/privtrain/privtrain/cmd/internal/cli"
+	"github.com/privtrain/privtrain/cmd/internal/cli/clitest"
 	"github.com/privtrain/privtrain/cmd/internal/exit"
 	"github.com/privtrain/privtrain/datasets"
 	"github.com/privtrain/privtrain/datasets/mnist"
@@ -465,13 +466,7 @@ func TestValidationResumeLegacy(t *testing.T) {
 	if _, err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	oc, err := tr.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.Save(old, oc); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Save(t, tr, old)
 	const warning = "train: warning: -resume %s: its -validation split is the stratified one of earlier versions, made again as it was: its ε is per the part it trained on, not per the training set that was split"
 	for range 2 { // the second resume reads the checkpoint the first one wrote
 		code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-checkpoint", old, "-epochs", "2", "-json")
@@ -558,13 +553,7 @@ func TestOwnDataResumeLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc, err := tr.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.Save(old, oc); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Save(t, tr, old)
 	code, stdout, stderr := runCmd(t, context.Background(), "-resume", old, "-epochs", "2", "-json")
 	if code != exit.OK {
 		t.Fatalf("resume of an old-style checkpoint: exit %d\n%s", code, stderr)

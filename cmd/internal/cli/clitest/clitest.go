@@ -82,15 +82,36 @@ func checkpointLR(t testing.TB, dir string, spec nn.Spec, train datasets.Dataset
 	if _, err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return Save(t, tr, filepath.Join(dir, "m.ckpt"))
+}
+
+// Save writes tr's checkpoint, as the trainer stands, to path and returns path.
+func Save(t testing.TB, tr *training.Trainer, path string) string {
+	t.Helper()
 	c, err := tr.Checkpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "m.ckpt")
 	if err := checkpoint.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// Rewrite loads the checkpoint src, lets edit change it, and saves it as dst (which may
+// be src): a checkpoint as an older version, or another run, would have written it.
+// It returns dst.
+func Rewrite(t testing.TB, src, dst string, edit func(*checkpoint.Training)) string {
+	t.Helper()
+	c, err := checkpoint.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(c)
+	if err := checkpoint.Save(dst, c); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // OwnData trains spec (its InputShape, NumClasses and a last Dense layer's units set from the data) on dataset
