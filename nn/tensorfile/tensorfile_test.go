@@ -368,15 +368,22 @@ func TestEveryByteFlipDetected(t *testing.T) {
 	good := encode(t, smallCheckpoint())
 	for i := range good {
 		for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF} {
-			bad := slices.Clone(good)
-			bad[i] ^= mask
-			_, err := tensorfile.Decode(bytes.NewReader(bad))
-			if err == nil {
-				t.Errorf("byte %d of %d ^ %#x: damage not detected", i, len(good), mask)
-			} else if !isOurError(err) {
-				t.Errorf("byte %d ^ %#x: error %v matches no sentinel", i, mask, err)
-			}
+			checkFlip(t, good, i, mask)
 		}
+	}
+}
+
+// checkFlip decodes good with byte i XORed by mask: the damage must fail with one of the
+// package's errors.
+func checkFlip(t *testing.T, good []byte, i int, mask byte) {
+	t.Helper()
+	bad := slices.Clone(good)
+	bad[i] ^= mask
+	_, err := tensorfile.Decode(bytes.NewReader(bad))
+	if err == nil {
+		t.Errorf("byte %d of %d ^ %#x: damage not detected", i, len(good), mask)
+	} else if !isOurError(err) {
+		t.Errorf("byte %d ^ %#x: error %v matches no sentinel", i, mask, err)
 	}
 }
 
@@ -390,14 +397,7 @@ func TestSampledByteFlipsLarge(t *testing.T) {
 	stride := max(1, len(good)/400)
 	for i := 0; i < len(good); i += stride {
 		for _, mask := range []byte{0x01, 0x55} {
-			bad := slices.Clone(good)
-			bad[i] ^= mask
-			_, err := tensorfile.Decode(bytes.NewReader(bad))
-			if err == nil {
-				t.Errorf("byte %d of %d ^ %#x: damage not detected", i, len(good), mask)
-			} else if !isOurError(err) {
-				t.Errorf("byte %d ^ %#x: error %v matches no sentinel", i, mask, err)
-			}
+			checkFlip(t, good, i, mask)
 		}
 	}
 }
