@@ -92,8 +92,7 @@ func (a *GDPL) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	var pc *PaperCalibration
 	var sigma, achieved float64
 	if a.PaperConstant > 0 { // eq. (11), as printed
-		pc = &PaperCalibration{Equation: "eq. (11)", C: a.PaperConstant, Epsilon: a.Epsilon,
-			Sigma: paperSigma(a.PaperConstant, G, float64(T), math.Log(1/a.Delta), n, a.Epsilon)}
+		pc = newPaperCalibration("eq. (11)", a.PaperConstant, a.Epsilon, G, float64(T), math.Log(1/a.Delta), n)
 		sigma = pc.Sigma
 		achieved, err = accountant.ZCDPEpsilon(sigma, a.Delta, T, n, G)
 	} else {

@@ -3,6 +3,8 @@ package erm
 import (
 	"fmt"
 	"math"
+
+	"github.com/privtrain/privtrain/accountant"
 )
 
 // The DP-ERM-revisited paper's own noise formulas, for comparison runs only.
@@ -38,11 +40,22 @@ type PaperCalibration struct {
 // NotDP is the label every report of a paper-calibrated run carries.
 const NotDP = "not DP at the printed ε"
 
-// paperSigma returns G·√(c·queries·logTerm)/(n·ε): the σ of the paper's
-// formulas, with queries = T·m (eq. 3), 2^T·m (eq. 6) or T (eq. 11) and
-// logTerm = ln(1/δ) or ln(2/δ).
-func paperSigma(c, G, queries, logTerm float64, n int, eps float64) float64 {
-	return G * math.Sqrt(c*queries*logTerm) / (float64(n) * eps)
+// newPaperCalibration is the calibration of equation eq with constant c at ε = eps:
+// σ = G·√(c·queries·logTerm)/(n·ε), with queries = T·m (eq. 3), 2^T·m (eq. 6) or
+// T (eq. 11) and logTerm = ln(1/δ) or ln(2/δ).
+func newPaperCalibration(eq string, c, eps, G, queries, logTerm float64, n int) *PaperCalibration {
+	return &PaperCalibration{Equation: eq, C: c, Epsilon: eps, Sigma: G * math.Sqrt(c*queries*logTerm) / (float64(n) * eps)}
+}
+
+// svrgSigma is the noise of the DP-SVRG variants: pc's σ with the proven ε the
+// accountant gives for it (svrgEpsilon), or with pc nil σ calibrated to eps
+// (svrgNoise).
+func svrgSigma(pc *PaperCalibration, eps, delta float64, steps, n, batch int, G float64, opts []accountant.Option) (sigma, achieved, split float64, err error) {
+	if pc == nil {
+		return svrgNoise(eps, delta, steps, n, batch, G, opts)
+	}
+	achieved, split, err = svrgEpsilon(pc.Sigma, delta, steps, n, batch, G, opts)
+	return pc.Sigma, achieved, split, err
 }
 
 // checkPaperConstant validates PaperConstant (0: off) for a run at eps.

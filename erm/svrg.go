@@ -109,15 +109,10 @@ func (a *SVRG) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 		return nil, err
 	}
 	var pc *PaperCalibration
-	var sigma, achieved, split float64
 	if a.PaperConstant > 0 { // eq. (3), as printed
-		pc = &PaperCalibration{Equation: "eq. (3)", C: a.PaperConstant, Epsilon: a.Epsilon,
-			Sigma: paperSigma(a.PaperConstant, c.G, float64(T)*float64(m), math.Log(1/a.Delta), c.n, a.Epsilon)}
-		sigma = pc.Sigma
-		achieved, split, err = svrgEpsilon(sigma, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
-	} else {
-		sigma, achieved, split, err = svrgNoise(a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
+		pc = newPaperCalibration("eq. (3)", a.PaperConstant, a.Epsilon, c.G, float64(T)*float64(m), math.Log(1/a.Delta), c.n)
 	}
+	sigma, achieved, split, err := svrgSigma(pc, a.Epsilon, a.Delta, T*m, c.n, c.batch, c.G, a.AccountantOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -68,15 +68,10 @@ func (a *SVRGPlusPlus) Solve(p *Problem, rng *rand.Rand) (*Result, error) {
 	}
 	steps := m * ((1 << (T + 1)) - 2) // Σ_{s=1..T} 2^s m
 	var pc *PaperCalibration
-	var sigma, achieved, split float64
 	if a.PaperConstant > 0 { // eq. (6), as printed
-		pc = &PaperCalibration{Equation: "eq. (6)", C: a.PaperConstant, Epsilon: a.Epsilon,
-			Sigma: paperSigma(a.PaperConstant, c.G, math.Ldexp(float64(m), T), math.Log(2/a.Delta), c.n, a.Epsilon)}
-		sigma = pc.Sigma
-		achieved, split, err = svrgEpsilon(sigma, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
-	} else {
-		sigma, achieved, split, err = svrgNoise(a.Epsilon, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
+		pc = newPaperCalibration("eq. (6)", a.PaperConstant, a.Epsilon, c.G, math.Ldexp(float64(m), T), math.Log(2/a.Delta), c.n)
 	}
+	sigma, achieved, split, err := svrgSigma(pc, a.Epsilon, a.Delta, steps, c.n, c.batch, c.G, a.AccountantOptions)
 	if err != nil {
 		return nil, err
 	}
