@@ -221,12 +221,9 @@ func (o *reproduceOptions) runKuru(args []string, stdout, stderr io.Writer) int 
 func kuruRun(p *erm.Problem, opt *erm.Optimum, build func(erm.LaplaceSettings) erm.Solver, ls erm.LaplaceSettings,
 	k, runs, stride int, name string, tsv *bytes.Buffer) (kuruCell, error) {
 	cell := kuruCell{risks: make([]float64, runs)}
-	var lastT int
-	var lastX []float64
 	for s := range runs {
 		if tsv != nil {
 			ls.Trace = func(t int, x []float64) {
-				lastT, lastX = t, append(lastX[:0], x...)
 				if t%stride == 0 {
 					fmt.Fprintf(tsv, "%s\t%d\t%d\t%.6g\n", name, t, s, opt.ExcessRisk(p, x))
 				}
@@ -241,8 +238,8 @@ func kuruRun(p *erm.Problem, opt *erm.Optimum, build func(erm.LaplaceSettings) e
 		}
 		cell.risks[s] = opt.ExcessRisk(p, res.X)
 		cell.ranT = res.Iterations
-		if tsv != nil && lastT%stride != 0 {
-			fmt.Fprintf(tsv, "%s\t%d\t%d\t%.6g\n", name, lastT, s, opt.ExcessRisk(p, lastX))
+		if tsv != nil && res.Iterations%stride != 0 { // the last iterate, x_T = res.X (LaplaceSettings.Trace)
+			fmt.Fprintf(tsv, "%s\t%d\t%d\t%.6g\n", name, res.Iterations, s, cell.risks[s])
 		}
 	}
 	return cell, nil
