@@ -52,7 +52,13 @@ func AddLaplace(r *rand.Rand, v []float64, b float64) {
 }
 
 // AddGaussian adds iid N(0, std²) noise to every entry of v ([AddGaussian] on s's draws).
-func (s *Source) AddGaussian(v []float64, std float64) { AddGaussian(s.rng, v, std) }
+// A pending PrefetchGaussian of len(v) values from s's present state supplies the draws.
+func (s *Source) AddGaussian(v []float64, std float64) {
+	if s.takePrefetch(v, std) {
+		return
+	}
+	AddGaussian(s.rng, v, std)
+}
 
 // AddLaplace adds iid Laplace(b) noise to every entry of v ([AddLaplace] on s's draws).
 func (s *Source) AddLaplace(v []float64, b float64) { AddLaplace(s.rng, v, b) }

@@ -87,6 +87,10 @@ type Source struct {
 	seeded bool
 	seed   uint64
 	stream Stream
+	// pre is a pending PrefetchGaussian (prefetch.go); taken counts the prefetches used
+	// (for tests).
+	pre   *prefetch
+	taken int
 }
 
 var (
