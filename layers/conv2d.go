@@ -148,6 +148,9 @@ type convOp[T num.Float] struct {
 	runs     []int32
 	runStart []int32
 	padded   []uint8
+	// wino, when not nil, computes the forward product by F(4×4, 3×3) (winograd.go); the
+	// patches are then not kept in scratch, and the taps rebuild them.
+	wino *winograd[T]
 }
 
 func newConvOp[T num.Float](l Conv2D, in activation, batch int, ps [][]T, act actFunc, train, needIn bool) (*convOp[T], activation, error) {
@@ -205,6 +208,9 @@ func newConvOp[T num.Float](l Conv2D, in activation, batch int, ps [][]T, act ac
 		}
 	}
 	o.runStart[o.p] = int32(len(o.runs) / 3)
+	if useWinograd(o) {
+		o.wino = newWinograd(o)
+	}
 	out := activation{image: true, nhwc: true, h: o.oh, w: o.ow, c: o.f, n: o.p * o.f}
 	return o, out, nil
 }
@@ -230,9 +236,19 @@ func (o *convOp[T]) alias() bool { return false }
 
 func (o *convOp[T]) scratchSize() (int, int) {
 	if o.needIn { // U, and dU
-		return 2 * o.p * o.k, 0
+		return o.uSize() + o.p*o.k, 0
 	}
-	return o.p * o.k, 0
+	return o.uSize(), 0
+}
+
+// uSize is the per-row scratch of the forward pass: the patches U, or Winograd's tiles
+// (which are never more than U for the images it is used on; the larger of the two keeps
+// Native's chunk as it was).
+func (o *convOp[T]) uSize() int {
+	if o.wino != nil {
+		return max(o.p*o.k, o.wino.scratch(o.c, o.f))
+	}
+	return o.p * o.k
 }
 
 func (o *convOp[T]) prepare() {
@@ -250,6 +266,9 @@ func (o *convOp[T]) prepare() {
 			o.wp[f*o.k+j] = v
 			o.wt[j*o.f+f] = v
 		}
+	}
+	if o.wino != nil {
+		o.wino.prepare(o.wt, o.c, o.f)
 	}
 }
 
@@ -297,6 +316,10 @@ func (o *convOp[T]) col2im(du, dx []T) {
 }
 
 func (o *convOp[T]) forward(sc *nativeScratch[T], k int, in, out []T, n, lo int) {
+	if o.wino != nil {
+		o.wino.forward(o, in, out, sc.floats[k][:n*o.uSize()], n)
+		return
+	}
 	u := sc.floats[k][:n*o.p*o.k]
 	inN := o.h * o.w * o.c
 	for e := range n {
@@ -327,7 +350,7 @@ func (o *convOp[T]) backward(sc *nativeScratch[T], k int, _, out, gOut, gIn []T,
 	if gIn == nil {
 		return
 	}
-	du := sc.floats[k][n*o.p*o.k : 2*n*o.p*o.k]
+	du := sc.floats[k][n*o.uSize() : n*o.uSize()+n*o.p*o.k]
 	gemm.Gemm(n*o.p, o.k, o.f, gemm.Matrix[T]{Data: dz, Stride: o.f}, o.wp, o.k, du, o.k, nil, 0)
 	inN := o.h * o.w * o.c
 	for e := range n {
@@ -349,7 +372,7 @@ func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) [
 			}
 			nv.mu.Unlock()
 			// The worker's scratch is only written by the goroutine now asking.
-			if sc != nil && sc.lo <= i && i < sc.hi {
+			if sc != nil && sc.lo <= i && i < sc.hi && o.wino == nil {
 				return sc.floats[k][(i-sc.lo)*n : (i-sc.lo+1)*n]
 			}
 		}

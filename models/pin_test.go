@@ -48,6 +48,11 @@ import (
 //   - wrn-16-4 and resnet-klause again when clipping.Workspace's partial sums became an
 //     even number (3 → 2 for both: 3 groups on 2 cores left one idle a third of the step),
 //     which changes the order of the clipped sum's additions.
+//   - scatter-cnn-cifar10-relu and scatter-cnn-cifar10-tanh on every amd64 path (issue 38,
+//     eighth session): their first convolution (243 → 64 channels, 3×3) computes its
+//     forward product by Winograd's F(4×4, 3×3) (layers/winograd.go), a different sum than
+//     im2col's; TestWinogradForward holds it to the float64 definition within a
+//     first-order rounding bound.
 //
 // Added since, recorded from the code when the model was added (a guard for later
 // refactors, like the others, not a check of its arithmetic, which the parameter-count,
@@ -115,8 +120,8 @@ var pinnedAMD64AVX512 = map[string]string{
 	"scatter-linear-cifar10":   "58db5bc7defa231acf308be9ce1b35a4",
 	"scatter-cnn-mnist-relu":   "d7ecdea5700063a67a9c568679154652",
 	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
-	"scatter-cnn-cifar10-relu": "3fceba7efda303f2c44dbfce6762e6e3",
-	"scatter-cnn-cifar10-tanh": "599f94df3f5ee98403f184e33d4e8d61",
+	"scatter-cnn-cifar10-relu": "5ab8308aecbfd556a4c92209bb6faef4",
+	"scatter-cnn-cifar10-tanh": "c96bdf703bfe29a47f8bc4045ac923d5",
 	"wrn-16-4":                 "d5ee4b5076991df1faafcbe1e459bb72",
 	"resnet-klause":            "ef192c46a31b73ed65d20adda2f8c573",
 	"wide-cnn-28":              "03ac40cb9c86d689604120abf657508e",
@@ -152,8 +157,8 @@ var pinnedAMD64Generic = map[string]string{
 	"scatter-linear-cifar10":   "a8d4da9f9d27dce8215b400f076f6e6c",
 	"scatter-cnn-mnist-relu":   "64643481ed910abd6d92a98078c3aab5",
 	"scatter-cnn-mnist-tanh":   "05ba08c21833e02259f294bd59b51204",
-	"scatter-cnn-cifar10-relu": "1419d1166ff677eee8f8577f8067a33c",
-	"scatter-cnn-cifar10-tanh": "88f4e72fbece19b742433a150f063b39",
+	"scatter-cnn-cifar10-relu": "9d588cf1c5b352cc6c16f55a16797381",
+	"scatter-cnn-cifar10-tanh": "c9d4f0036223086d0f7b579b351a9bc7",
 	"wrn-16-4":                 "1795a79354dd181597a9479ffa0c32ec",
 	"resnet-klause":            "e8822bbe0f9c6a6cfa01919f4d944768",
 	"wide-cnn-28":              "fe97e0aad22a285ce267286137f9f7c9",
