@@ -117,6 +117,9 @@ func TestWinogradForward(t *testing.T) {
 			{12, 12, 16, 32, 1, 1, 2}, // 3×3 blocks
 		} {
 			for _, act := range []actFunc{actNone, actReLU, actTanh} {
+				if sh.c > 64 && act != actNone {
+					continue // the activations are checked on the small shapes (and the oracle is slow under emulation)
+				}
 				noBias := sh.c%2 == 0
 				t.Run(fmt.Sprintf("%s/%dx%dx%d-f%d-p%d%d-act%d", path, sh.h, sh.w, sh.c, sh.f, sh.ph, sh.pw, act), func(t *testing.T) {
 					defer cpupath.Force(path)()
