@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 	"github.com/privtrain/privtrain/internal/parallel"
 )
@@ -367,12 +368,13 @@ func (w *Workspace[T]) reduce(groups int, dst []float64) {
 	const block = 4096
 	tmp := w.partial[0]
 	// Sum into partial[0] block by block (in parallel over blocks), then scatter.
+	// Each addition is tmp += 1·p on internal/gemm's vector kernels (k = 1 and Accumulate:
+	// one rounding of tmp + p per value, as the scalar loop, so the same bits on every path).
+	one := []T{1}
 	parallel.For(runtime.GOMAXPROCS(0), w.d, block, func(_, lo, hi int) {
+		n := hi - lo
 		for g := 1; g < groups; g++ {
-			p := w.partial[g][lo:hi]
-			for j, v := range p {
-				tmp[lo+j] += v
-			}
+			gemm.Gemm(1, n, 1, gemm.Matrix[T]{Data: one, Stride: 1}, w.partial[g][lo:hi], n, tmp[lo:hi], n, nil, gemm.Accumulate)
 		}
 	})
 	for l, g := range w.grads {
