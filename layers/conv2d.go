@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"runtime"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -9,6 +10,7 @@ import (
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 // Conv2D is a 2-D convolution over CHW input with Filters output channels, a bias per
@@ -260,15 +262,20 @@ func (o *convOp[T]) prepare() {
 		standardize(w, o.std, o.rstd, o.f, o.k)
 		w = o.std
 	}
-	for f := range o.f {
-		for j, src := range o.order {
-			v := w[f*o.k+src]
-			o.wp[f*o.k+j] = v
-			o.wt[j*o.f+f] = v
+	// prepare runs between steps, alone: both cores pack (disjoint filters) and transform
+	// (disjoint columns); every value is computed as on one.
+	workers := runtime.GOMAXPROCS(0)
+	parallel.For(workers, o.f, max(1, o.f/(2*workers)), func(_, lo, hi int) {
+		for f := lo; f < hi; f++ {
+			for j, src := range o.order {
+				v := w[f*o.k+src]
+				o.wp[f*o.k+j] = v
+				o.wt[j*o.f+f] = v
+			}
 		}
-	}
+	})
 	if o.wino != nil {
-		o.wino.prepare(o.wt, o.c, o.f)
+		o.wino.prepare(o.wt, o.c, o.f, workers)
 	}
 }
 

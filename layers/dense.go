@@ -2,12 +2,14 @@ package layers
 
 import (
 	"fmt"
+	"runtime"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/privtrain/privtrain/clipping"
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/parallel"
 	"github.com/privtrain/privtrain/smoothing"
 )
 
@@ -127,15 +129,19 @@ func (o *denseOp[T]) alias() bool             { return false }
 func (o *denseOp[T]) scratchSize() (int, int) { return 0, 0 }
 
 func (o *denseOp[T]) prepare() {
+	// prepare runs between steps, alone: both cores copy and transpose disjoint rows.
+	workers := runtime.GOMAXPROCS(0)
 	for i, src := range o.order {
 		copy(o.wperm[i*o.nOut:(i+1)*o.nOut], o.weight[src*o.nOut:(src+1)*o.nOut])
 	}
 	w := o.w()
-	for i := range o.nIn {
-		for j := range o.nOut {
-			o.wt[j*o.nIn+i] = w[i*o.nOut+j]
+	parallel.For(workers, o.nIn, max(64, o.nIn/(2*workers)), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for j := range o.nOut {
+				o.wt[j*o.nIn+i] = w[i*o.nOut+j]
+			}
 		}
-	}
+	})
 }
 
 func (o *denseOp[T]) forward(_ *nativeScratch[T], _ int, in, out []T, n, _ int) {

@@ -3,6 +3,7 @@ package layers
 import (
 	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
+	"github.com/privtrain/privtrain/internal/parallel"
 )
 
 // Winograd's minimal filtering F(4×4, 3×3) (Lavin & Gray, "Fast Algorithms for
@@ -129,9 +130,13 @@ func flat[T num.Float](a [][]float64) []T {
 func (wg *winograd[T]) scratch(c, f int) int { return wg.tiles * (72*c + 76*f) }
 
 // prepare transforms the packed weight wt, [k × F] with k ordered (kh, kw, channel): as a
-// 9 × C·F matrix its rows are the filter taps, so U = (G⊗G)·wt is [36][C][F].
-func (wg *winograd[T]) prepare(wt []T, c, f int) {
-	gemm.Gemm(36, c*f, 9, gemm.Matrix[T]{Data: wg.g, Stride: 9}, wt, c*f, wg.u, c*f, nil, 0)
+// 9 × C·F matrix its rows are the filter taps, so U = (G⊗G)·wt is [36][C][F]. Workers
+// take disjoint blocks of columns (each value is the same sum whoever computes it).
+func (wg *winograd[T]) prepare(wt []T, c, f, workers int) {
+	n := c * f
+	parallel.For(workers, n, max(64, (n/(2*workers)+63)&^63), func(_, lo, hi int) {
+		gemm.Gemm(36, hi-lo, 9, gemm.Matrix[T]{Data: wg.g, Stride: 9}, wt[lo:], n, wg.u[lo:], n, nil, 0)
+	})
 }
 
 // forward writes Z = conv(x) + bias for n NHWC images in (o's shapes) into out, [n × P × F],
