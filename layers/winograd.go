@@ -34,9 +34,9 @@ import (
 // 3×3): the input transform costs 2·(216 + 216) operations per tile and channel, the
 // product saves 2·(144 − 36)·F per tile and channel, and the gathered tiles replace a
 // 9-fold im2col copy. It pays on the scatter CNN's 243 channels (docs/performance.md:
-// 1.2× its private step on the AVX2 path); the built-in models' narrower 3×3 convolutions
-// (at most 128 input channels) keep the direct product until they are measured with this
-// one.
+// 1.15–1.2× its private step on the AVX2 and AVX-512 paths); the built-in models'
+// narrower 3×3 convolutions (at most 128 input channels) keep the direct product until
+// they are measured with this one.
 const winogradMinChannels = 192
 
 // winogradMaxWeight bounds the transformed weight, 36·C·F values (4× the layer's own
