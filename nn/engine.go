@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/privtrain/privtrain/clipping"
+	"github.com/privtrain/privtrain/internal/gemm"
 	"github.com/privtrain/privtrain/internal/num"
 )
 
@@ -52,10 +53,18 @@ func loadRow[T num.Float](b Batch, i, L, K int, row []T) (bool, error) {
 		return false, nil
 	}
 	src := b.X[i*L : (i+1)*L]
-	var probe float32
-	for j, v := range src {
-		row[j] = T(v)
-		probe += v * 0 // NaN or ±Inf make it NaN
+	var probe float64
+	if r32, ok := any(row).([]float32); ok {
+		// A copy, and the vector sum of squares as the check: every finite float32 squared
+		// is below 1.2e77, so a finite sum says every value is finite; NaN and ±Inf make it
+		// NaN or +Inf.
+		copy(r32, src)
+		probe = gemm.SumSquares(src) * 0
+	} else {
+		for j, v := range src {
+			row[j] = T(v)
+			probe += float64(v) * 0 // NaN or ±Inf make it NaN
+		}
 	}
 	if probe != 0 {
 		for j, v := range src {
