@@ -233,6 +233,7 @@ func (s *Source) AppendBinary(b []byte) ([]byte, error) {
 // position it was saved at, a secure one freshly keyed from crypto/rand (keeping s's
 // stream). Malformed input gives an error wrapping [ErrState] and leaves s unchanged.
 func (s *Source) UnmarshalBinary(data []byte) error {
+	s.dropPrefetch() // its goroutine writes the caller's buffer: let it finish first
 	if len(data) < headerBytes || string(data[:len(Magic)]) != Magic {
 		return fmt.Errorf("%w: missing %q header", ErrState, Magic)
 	}
