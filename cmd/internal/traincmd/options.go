@@ -101,6 +101,9 @@ type options struct {
 	budget                 budgetFlags  // -budget, -budget-store (budget.go)
 	tune                   string       // -tune SPEC: a private random search (tune.go)
 	noCheckpoint           bool         // -no-checkpoint: a -tune search that keeps no model (tune.go)
+	tuneRecipe             bool         // -tune-recipe: -tune over -recipe's own search space (recipe.go)
+	fromRecipe             []string     // flags that -recipe set (applyRecipe), not the user
+	tuneFixed              []string     // -tune-recipe's keys given on the command line, left out of the search
 	// calibratedFor is the ε the noise multiplier was calibrated for when the run
 	// started (0: z was given with -noise, or a checkpoint older than this setting does
 	// not say). A resumed run keeps the checkpoint's z whatever -epsilon says now.
@@ -162,6 +165,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	addProtectFlags(fs, &o.protect)
 	fs.StringVar(&o.tune, "tune", "", "private hyperparameter search (Papernot & Steinke 2022): `SPEC` = 'lr=0.5,1,2;clip=0.5,1;trials=geometric:mean=8' runs a random number of trials (trials=geometric:mean=M | logarithmic:gamma=G | negbin:eta=E,gamma=G | poisson:mean=M), each with values drawn from the lists, trained on the training set minus -validation (default 0.1) and scored by its validation accuracy with N(0, σ²) noise on the correct count (score-noise=σ, default 10); releases the best trial (-checkpoint) and reports the ε of the whole search. -epsilon is then the budget of the whole search (z calibrated for it); -noise fixes z. Needs -checkpoint FILE or -no-checkpoint. See docs/tuning.md")
 	fs.BoolVar(&o.noCheckpoint, "no-checkpoint", false, "with -tune: run the search without -checkpoint; its ε is spent on the data set all the same, but the best trial's model is not kept")
+	fs.BoolVar(&o.tuneRecipe, "tune-recipe", false, "with -recipe NAME (an MNIST or Fashion-MNIST one): run -tune over the values the recipe's were chosen from, with its distribution of trials (the spec is printed before the first trial; docs/tuning.md lists each), so that the choice of the recipe's values is inside ε: -epsilon (default 3) is then the budget of the whole search. A flag given beside it that the search varies is fixed at its value and left out of the search. Not with -tune. Needs -checkpoint FILE or -no-checkpoint")
 	for _, f := range optimizerFlags {
 		if f.text != nil {
 			fs.StringVar(f.text(o), f.name, "", f.usage+"; taken by "+takers(f.name, false))

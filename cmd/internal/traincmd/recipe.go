@@ -1,6 +1,7 @@
 package traincmd
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +27,16 @@ type recipe struct {
 	values [][2]string
 	// provenance says where the values come from and how far they were tested here.
 	provenance string
+	// search is the -tune SPEC of -tune-recipe ("": none): every value of a searched flag
+	// that the validation runs which chose the recipe tried (docs/results/utility.md),
+	// the recipe's own among them, and the distribution of the number of trials. What a
+	// spec leaves out is listed in docs/tuning.md.
+	search string
 }
+
+// recipeTrials is the distribution of the number of trials of every recipe's search: a
+// geometric one of mean 8 (docs/tuning.md#-tune-recipe says why).
+const recipeTrials = "trials=geometric:mean=8"
 
 // recipeProvisional is the provenance of a recipe not yet tuned on this code base.
 const recipeProvisional = "provisional: T&B settings, not yet tuned here (no CIFAR-10 data on the machine where the others were tuned)"
@@ -44,19 +54,23 @@ var recipes = []recipe{
 	{name: "fashion-mnist-cnn", help: "end-to-end small residual CNN (res-cnn-28) on Fashion-MNIST, with an average of the parameters (EMA)",
 		values: [][2]string{{"dataset", "fashion-mnist"}, {"model", "res-cnn-28"}, {"optimizer", "dp-sgd"},
 			{"lr", "6"}, {"momentum", "0"}, {"clip", "1"}, {"batch", "2048"}, {"epochs", "40"}, {"ema", "0.999"}},
-		provenance: recipeTuned},
+		provenance: recipeTuned,
+		search:     "lr=3,4,6,9;loss=cross-entropy,focal:2;" + recipeTrials},
 	{name: "fashion-mnist-scatter", help: "ScatterNet + GroupNorm features whitened by a dead-leaves prior (no data; computed once per machine, cached) + linear on Fashion-MNIST",
 		values: [][2]string{{"dataset", "fashion-mnist"}, {"model", "scatter-prior-linear"}, {"optimizer", "dp-sgd"},
 			{"lr", "8"}, {"momentum", "0.9"}, {"clip", "0.1"}, {"batch", "16384"}, {"epochs", "120"}},
-		provenance: recipeTuned},
+		provenance: recipeTuned,
+		search:     "lr=4,8,16;batch=8192,16384;epochs=100,120,200;" + recipeTrials},
 	{name: "mnist-cnn", help: "end-to-end MNIST CNN (tanh) on the MNIST data (-data DIR; default the embedded sample)",
 		values: [][2]string{{"dataset", "mnist"}, {"model", "cnn"}, {"activation", "tanh"}, {"optimizer", "dp-sgd"},
 			{"lr", "3"}, {"momentum", "0"}, {"clip", "1"}, {"batch", "2048"}, {"epochs", "30"}},
-		provenance: recipeTuned + "; this command's MNIST defaults, which none of the alternatives beat"},
+		provenance: recipeTuned + "; this command's MNIST defaults, which none of the alternatives beat",
+		search:     "lr=3,4;momentum=0,0.9;clip=0.1,1;epochs=30,40;ema=0,0.999;" + recipeTrials},
 	{name: "mnist-scatter", help: "ScatterNet + GroupNorm + CNN (tanh) on the MNIST data (-data DIR; default the embedded sample)",
 		values: [][2]string{{"dataset", "mnist"}, {"model", "scatter-cnn"}, {"activation", "tanh"}, {"optimizer", "dp-sgd"},
 			{"lr", "1"}, {"momentum", "0.9"}, {"clip", "0.1"}, {"batch", "2048"}, {"epochs", "60"}},
-		provenance: recipeTuned + " of the embedded sample (5 seeds a configuration)"},
+		provenance: recipeTuned + " of the embedded sample (5 seeds a configuration)",
+		search:     "lr=0.35,0.5,0.7,1,1.5,2,4;batch=512,1024,2048,4096;epochs=30,40,60,80;ema=0,0.999;clip=0.1,1;activation=tanh,relu;" + recipeTrials},
 	{name: "cifar10-cnn", help: "Tramèr & Boneh's end-to-end CNN on CIFAR-10 (-data DIR required)",
 		values: [][2]string{{"dataset", "cifar10"}, {"model", "cifar-tb-cnn"}, {"activation", "tanh"}, {"optimizer", "dp-sgd"},
 			{"lr", "2"}, {"momentum", "0.9"}, {"clip", "0.1"}, {"batch", "2048"}, {"epochs", "30"}},
@@ -128,6 +142,7 @@ func (o *options) applyRecipe(flags *flag.FlagSet) error {
 			return fmt.Errorf("-recipe %s: -%s %s: %w", r.name, name, value, err) // a bug in the table
 		}
 		o.set[name] = true
+		o.fromRecipe = append(o.fromRecipe, name)
 	}
 	// The recipe's model must fit a -dataset of another shape.
 	if o.set["dataset"] && !contains(o.fromCheckpoint, "dataset") {
@@ -138,6 +153,48 @@ func (o *options) applyRecipe(flags *flag.FlagSet) error {
 			}
 		}
 	}
+	return nil
+}
+
+// applyTuneRecipe turns -tune-recipe into -tune with the recipe's search (after
+// applyRecipe). Of the spec's keys, those given on the command line (or in -config) are
+// fixed at their values and left out of the search, as they override the recipe's.
+func (o *options) applyTuneRecipe() error {
+	if !o.tuneRecipe {
+		return nil
+	}
+	if o.set["tune"] {
+		return exit.Usagef("-tune and -tune-recipe: give one (-tune-recipe runs -tune with the recipe's own search space; to search other values, give -tune SPEC with -recipe %s)", cmp.Or(o.recipe, "NAME"))
+	}
+	var searched []string
+	for _, r := range recipes {
+		if r.search != "" {
+			searched = append(searched, r.name)
+		}
+	}
+	if o.recipe == "" {
+		return exit.Usagef("-tune-recipe without -recipe NAME: it searches the values a recipe's were chosen from; give one of %s", strings.Join(searched, ", "))
+	}
+	r := lookupRecipe(o.recipe) // known: applyRecipe ran
+	if r.search == "" {
+		return exit.Usagef("-tune-recipe with -recipe %s: that recipe has no search space (its values are %s); -tune-recipe takes %s, or give -tune SPEC yourself",
+			r.name, r.provenance, strings.Join(searched, ", "))
+	}
+	var kept, fixed []string
+	for _, part := range strings.Split(r.search, ";") {
+		key, _, _ := strings.Cut(part, "=")
+		if key != "trials" && key != "score-noise" && o.set[key] && !contains(o.fromRecipe, key) {
+			fixed = append(fixed, key)
+			continue
+		}
+		kept = append(kept, part)
+	}
+	o.tune = strings.Join(kept, ";")
+	if len(kept) == 1 { // trials= only
+		return exit.Usagef("-tune-recipe with -recipe %s: every flag it searches (%s) is given on the command line; leave one out to search it, or drop -tune-recipe",
+			r.name, strings.Join(fixed, ", "))
+	}
+	o.tuneFixed = fixed
 	return nil
 }
 

@@ -57,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
 		return exit.Usage
 	}
+	if err := o.applyTuneRecipe(); err != nil { // recipe.go: -tune-recipe becomes -tune
+		fmt.Fprintf(stderr, "train: %s\n", exit.OneLine(err.Error()))
+		return exit.Usage
+	}
 
 	o.budget.command = cli.CommandLine("train", args)
 	var err error

@@ -340,7 +340,7 @@ func prepareTune(o *options, args []string) (*tuneSearch, error) {
 		}
 	}
 	for _, p := range spec.params {
-		if o.set[p.name] {
+		if o.set[p.name] && !contains(o.fromRecipe, p.name) { // a recipe's value gives way to the search's
 			return nil, exit.Usagef("-%s and -tune %s=…: give the values in one place", p.name, p.name)
 		}
 	}
@@ -515,6 +515,13 @@ func (s *tuneSearch) header(w io.Writer) {
 	var values []string
 	for _, p := range s.spec.params {
 		values = append(values, p.name+" ∈ {"+strings.Join(p.values, ", ")+"}")
+	}
+	if s.base.tuneRecipe {
+		fixed := ""
+		if len(s.base.tuneFixed) > 0 {
+			fixed = fmt.Sprintf("; left out of it, as given on the command line: -%s", strings.Join(s.base.tuneFixed, ", -"))
+		}
+		fmt.Fprintf(w, "tune: -recipe %s -tune-recipe: the search its values were chosen from, -tune '%s'%s\n", s.base.recipe, s.base.tune, fixed)
 	}
 	fmt.Fprintf(w, "tune: private random search over %s; number of trials %v; data %s: %s train / %s validation examples\n",
 		strings.Join(values, ", "), s.spec.trials, s.dataName, cli.Thousands(s.trainSet.Len()), cli.Thousands(s.valSet.Len()))
