@@ -95,15 +95,17 @@ func TestEncodeAdultBruteForce(t *testing.T) {
 		{}}
 	indTestRefit := [][]string{indTest[0], {"occupation=Machine-op-inspct"}}
 
-	standardise := func(rows [][]float64) [][]float64 {
+	// standardise scales each numeric column of rows by the mean and sd of that column of
+	// by (a zero sd counting as 1).
+	standardise := func(rows, by [][]float64) [][]float64 {
 		out := make([][]float64, len(rows))
 		for i := range out {
 			out[i] = make([]float64, 5)
 		}
 		for j := range 5 {
-			col := make([]float64, len(rows))
-			for i := range rows {
-				col[i] = rows[i][j]
+			col := make([]float64, len(by))
+			for i := range by {
+				col[i] = by[i][j]
 			}
 			m, sd := stat.PopMeanStdDev(col, nil)
 			if sd == 0 {
@@ -159,34 +161,19 @@ func TestEncodeAdultBruteForce(t *testing.T) {
 		}
 		return train, test
 	}
-	stdTrain := standardise(numTrain)
+	stdTrain := standardise(numTrain, numTrain)
 	cases := []struct {
 		name          string
 		refit         bool
 		testNum       [][]float64
 		testIndicator [][]string
 	}{
-		{"train statistics", false, nil, indTest},
-		{"refit on test (the authors' code)", true, standardise(numTest), indTestRefit},
+		{"train statistics", false, standardise(numTest, numTrain), indTest},
+		{"refit on test (the authors' code)", true, standardise(numTest, numTest), indTestRefit},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			testNum := tc.testNum
-			if testNum == nil { // the training file's mean and sd
-				testNum = make([][]float64, len(numTest))
-				for i := range numTest {
-					testNum[i] = make([]float64, 5)
-					for j := range 5 {
-						col := make([]float64, len(numTrain))
-						for k := range numTrain {
-							col[k] = numTrain[k][j]
-						}
-						m, sd := stat.PopMeanStdDev(col, nil)
-						testNum[i][j] = (numTest[i][j] - m) / sd
-					}
-				}
-			}
-			wantTrain, wantTest := finish(build(stdTrain, indTrain), build(testNum, tc.testIndicator))
+			wantTrain, wantTest := finish(build(stdTrain, indTrain), build(tc.testNum, tc.testIndicator))
 			tr, te, names, err := EncodeAdult(readAdultString(t, adultTrainFixture), readAdultString(t, adultTestFixture), AdultEncoding{RefitOnTest: tc.refit})
 			if err != nil {
 				t.Fatal(err)
