@@ -122,14 +122,20 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 		}
 		mr := rows[nv]
 		biasj, bj := blockColumn(bias, bp, j)
-		for i := 0; i < m; i += mr {
-			h := min(mr, m-i)
+		// The full blocks of mr rows in one call (the kernel steps down them), then the
+		// rest: each block is computed as by a call of its own.
+		for i := 0; i < m; {
+			h, blocks := mr, m/mr
+			if i > 0 || blocks == 0 {
+				h, blocks = m-i, 1
+			}
 			ai := blockRow(ap, a, i)
 			if useAVX512() {
-				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks)
 			} else {
-				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags)
+				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks)
 			}
+			i += h * blocks
 		}
 	}
 }

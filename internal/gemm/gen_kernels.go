@@ -5,7 +5,9 @@
 //
 //	go run gen_kernels.go
 //
-// A kernel computes one block of C of mr rows and nv·16 columns (the last vector masked):
+// A kernel computes blocks of C of mr rows and nv·16 columns (the last vector masked), one
+// under the other (blocks of them: the loop over a column of blocks runs in the kernel,
+// not in Go, whose call per block cost about a tenth of a small product's time):
 //
 //	C[r, j] = init[r, j] + Σ_{kk<k} A(r, kk)·B(kk, j),   then max(·, 0) with the ReLU flag
 //
@@ -57,8 +59,8 @@ func main() {
 			for mr := 1; mr <= maxRows[nv]; mr++ {
 				name := kernelName(col, mr, nv)
 				avx512.kernel(&s, name, col, mr, nv)
-				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
-				fmt.Fprintf(&cases, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags)\n", key(col, mr, nv), name)
+				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n\n", name)
+				fmt.Fprintf(&cases, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)\n", key(col, mr, nv), name)
 			}
 		}
 	}
@@ -68,19 +70,19 @@ func main() {
 			for mr := 1; mr <= maxRows2[nv]; mr++ {
 				name := "kernel2" + kernelName(col, mr, nv)[6:]
 				avx2.kernel(&s, name, col, mr, nv)
-				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
-				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags)\n", key(col, mr, nv), name)
+				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n\n", name)
+				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)\n", key(col, mr, nv), name)
 			}
 		}
 	}
 	s.WriteString(maskTable)
-	g.WriteString("// callKernel2 runs the AVX2 kernel for a block of mr rows and nv vectors.\n")
-	g.WriteString("func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {\n")
+	g.WriteString("// callKernel2 runs the AVX2 kernel on blocks blocks of mr rows and nv vectors, one under the other.\n")
+	g.WriteString("func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {\n")
 	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
 	g.Write(cases2.Bytes())
 	g.WriteString("\tdefault:\n\t\tpanic(\"gemm: no kernel for this block\")\n\t}\n}\n\n")
-	g.WriteString("// callKernel runs the kernel for a block of mr rows and nv vectors (see gen_kernels.go).\n")
-	g.WriteString("func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int) {\n")
+	g.WriteString("// callKernel runs the kernel on blocks blocks of mr rows and nv vectors, one under the other (see gen_kernels.go).\n")
+	g.WriteString("func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {\n")
 	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
 	g.Write(cases.Bytes())
 	g.WriteString("\tdefault:\n\t\tpanic(\"gemm: no kernel for this block\")\n\t}\n}\n")
@@ -196,13 +198,14 @@ func (x isa) off(base string, v int) string {
 }
 
 func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
-	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n", name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	w.WriteString("\tMOVQ k+0(FP), CX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $2, R8\n")
 	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
 	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
 	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
 	w.WriteString(x.maskSetup)
+	fmt.Fprintf(w, "%s_block:\n", name)
 	if !col {
 		for j := 1; j*3 < mr; j++ {
 			// Pj = a + 3j·lda
@@ -274,5 +277,15 @@ func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 			x.store(w, v, nv, x.acc(r, v, nv), x.off("DX", v))
 		}
 	}
+	// The next block down: A's and C's rows mr further (kept in the argument slots), B,
+	// k and the bias from the start.
+	fmt.Fprintf(w, "\tDECQ blocks+72(FP)\n\tJZ %s_done\n\tMOVQ a+8(FP), SI\n", name)
+	if col {
+		fmt.Fprintf(w, "\tADDQ $%d, SI\n", 4*mr)
+	} else {
+		fmt.Fprintf(w, "\tIMUL3Q $%d, R8, R12\n\tADDQ R12, SI\n", mr)
+	}
+	fmt.Fprintf(w, "\tMOVQ SI, a+8(FP)\n\tMOVQ c+40(FP), DX\n\tIMUL3Q $%d, R10, R12\n\tADDQ R12, DX\n\tMOVQ DX, c+40(FP)\n", mr)
+	fmt.Fprintf(w, "\tMOVQ k+0(FP), CX\n\tMOVQ b+24(FP), DI\n\tMOVQ bias+56(FP), BX\n\tJMP %s_block\n%s_done:\n", name, name)
 	w.WriteString("\tVZEROUPPER\n\tRET\n")
 }

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR1x1(SB), NOSPLIT, $0-72
+// func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR1x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -19,6 +19,7 @@ TEXT ·kernelR1x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR1x1_block:
 	TESTQ $1, AX
 	JNZ kernelR1x1_fromc
 	TESTQ $2, AX
@@ -49,11 +50,26 @@ kernelR1x1_store:
 	VMAXPS Z4, Z8, Z8
 kernelR1x1_nomax:
 	VMOVUPS Z8, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR1x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR1x1_block
+kernelR1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR2x1(SB), NOSPLIT, $0-72
+// func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR2x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -69,6 +85,7 @@ TEXT ·kernelR2x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR2x1_block:
 	TESTQ $1, AX
 	JNZ kernelR2x1_fromc
 	TESTQ $2, AX
@@ -107,11 +124,26 @@ kernelR2x1_nomax:
 	VMOVUPS Z8, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z9, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR2x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR2x1_block
+kernelR2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR3x1(SB), NOSPLIT, $0-72
+// func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR3x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -127,6 +159,7 @@ TEXT ·kernelR3x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR3x1_block:
 	TESTQ $1, AX
 	JNZ kernelR3x1_fromc
 	TESTQ $2, AX
@@ -173,11 +206,26 @@ kernelR3x1_nomax:
 	VMOVUPS Z9, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z10, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR3x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR3x1_block
+kernelR3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR4x1(SB), NOSPLIT, $0-72
+// func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR4x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -193,6 +241,7 @@ TEXT ·kernelR4x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -250,11 +299,26 @@ kernelR4x1_nomax:
 	VMOVUPS Z10, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z11, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR4x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR4x1_block
+kernelR4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR5x1(SB), NOSPLIT, $0-72
+// func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR5x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -270,6 +334,7 @@ TEXT ·kernelR5x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -335,11 +400,26 @@ kernelR5x1_nomax:
 	VMOVUPS Z11, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z12, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR5x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR5x1_block
+kernelR5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR6x1(SB), NOSPLIT, $0-72
+// func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR6x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -355,6 +435,7 @@ TEXT ·kernelR6x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -428,11 +509,26 @@ kernelR6x1_nomax:
 	VMOVUPS Z12, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z13, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR6x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR6x1_block
+kernelR6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR7x1(SB), NOSPLIT, $0-72
+// func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR7x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -448,6 +544,7 @@ TEXT ·kernelR7x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -532,11 +629,26 @@ kernelR7x1_nomax:
 	VMOVUPS Z13, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z14, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR7x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $7, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR7x1_block
+kernelR7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR8x1(SB), NOSPLIT, $0-72
+// func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR8x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -552,6 +664,7 @@ TEXT ·kernelR8x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -644,11 +757,26 @@ kernelR8x1_nomax:
 	VMOVUPS Z14, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z15, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR8x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $8, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR8x1_block
+kernelR8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR9x1(SB), NOSPLIT, $0-72
+// func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR9x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -664,6 +792,7 @@ TEXT ·kernelR9x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -764,11 +893,26 @@ kernelR9x1_nomax:
 	VMOVUPS Z15, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z16, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR9x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $9, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR9x1_block
+kernelR9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR10x1(SB), NOSPLIT, $0-72
+// func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR10x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -784,6 +928,7 @@ TEXT ·kernelR10x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -895,11 +1040,26 @@ kernelR10x1_nomax:
 	VMOVUPS Z16, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z17, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR10x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $10, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR10x1_block
+kernelR10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR11x1(SB), NOSPLIT, $0-72
+// func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR11x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -915,6 +1075,7 @@ TEXT ·kernelR11x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -1034,11 +1195,26 @@ kernelR11x1_nomax:
 	VMOVUPS Z17, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z18, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR11x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $11, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR11x1_block
+kernelR11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR12x1(SB), NOSPLIT, $0-72
+// func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR12x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1054,6 +1230,7 @@ TEXT ·kernelR12x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -1181,11 +1358,26 @@ kernelR12x1_nomax:
 	VMOVUPS Z18, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z19, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelR12x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $12, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR12x1_block
+kernelR12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR1x2(SB), NOSPLIT, $0-72
+// func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR1x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1201,6 +1393,7 @@ TEXT ·kernelR1x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR1x2_block:
 	TESTQ $1, AX
 	JNZ kernelR1x2_fromc
 	TESTQ $2, AX
@@ -1240,11 +1433,26 @@ kernelR1x2_store:
 kernelR1x2_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR1x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR1x2_block
+kernelR1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR2x2(SB), NOSPLIT, $0-72
+// func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR2x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1260,6 +1468,7 @@ TEXT ·kernelR2x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR2x2_block:
 	TESTQ $1, AX
 	JNZ kernelR2x2_fromc
 	TESTQ $2, AX
@@ -1314,11 +1523,26 @@ kernelR2x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z10, (DX)
 	VMOVUPS Z11, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR2x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR2x2_block
+kernelR2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR3x2(SB), NOSPLIT, $0-72
+// func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR3x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1334,6 +1558,7 @@ TEXT ·kernelR3x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR3x2_block:
 	TESTQ $1, AX
 	JNZ kernelR3x2_fromc
 	TESTQ $2, AX
@@ -1403,11 +1628,26 @@ kernelR3x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z12, (DX)
 	VMOVUPS Z13, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR3x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR3x2_block
+kernelR3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR4x2(SB), NOSPLIT, $0-72
+// func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR4x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1423,6 +1663,7 @@ TEXT ·kernelR4x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -1510,11 +1751,26 @@ kernelR4x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR4x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR4x2_block
+kernelR4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR5x2(SB), NOSPLIT, $0-72
+// func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR5x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1530,6 +1786,7 @@ TEXT ·kernelR5x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -1632,11 +1889,26 @@ kernelR5x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z16, (DX)
 	VMOVUPS Z17, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR5x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR5x2_block
+kernelR5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR6x2(SB), NOSPLIT, $0-72
+// func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR6x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1652,6 +1924,7 @@ TEXT ·kernelR6x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -1769,11 +2042,26 @@ kernelR6x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z18, (DX)
 	VMOVUPS Z19, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR6x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR6x2_block
+kernelR6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR7x2(SB), NOSPLIT, $0-72
+// func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR7x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1789,6 +2077,7 @@ TEXT ·kernelR7x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR7x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -1924,11 +2213,26 @@ kernelR7x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR7x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $7, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR7x2_block
+kernelR7x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR8x2(SB), NOSPLIT, $0-72
+// func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR8x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1944,6 +2248,7 @@ TEXT ·kernelR8x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR8x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -2094,11 +2399,26 @@ kernelR8x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z22, (DX)
 	VMOVUPS Z23, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR8x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $8, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR8x2_block
+kernelR8x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR9x2(SB), NOSPLIT, $0-72
+// func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR9x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2114,6 +2434,7 @@ TEXT ·kernelR9x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR9x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -2279,11 +2600,26 @@ kernelR9x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z24, (DX)
 	VMOVUPS Z25, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR9x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $9, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR9x2_block
+kernelR9x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR10x2(SB), NOSPLIT, $0-72
+// func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR10x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2299,6 +2635,7 @@ TEXT ·kernelR10x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR10x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -2482,11 +2819,26 @@ kernelR10x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR10x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $10, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR10x2_block
+kernelR10x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR11x2(SB), NOSPLIT, $0-72
+// func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR11x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2502,6 +2854,7 @@ TEXT ·kernelR11x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR11x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -2700,11 +3053,26 @@ kernelR11x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z28, (DX)
 	VMOVUPS Z29, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR11x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $11, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR11x2_block
+kernelR11x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR12x2(SB), NOSPLIT, $0-72
+// func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR12x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2720,6 +3088,7 @@ TEXT ·kernelR12x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR12x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -2933,11 +3302,26 @@ kernelR12x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z30, (DX)
 	VMOVUPS Z31, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR12x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $12, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR12x2_block
+kernelR12x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR1x3(SB), NOSPLIT, $0-72
+// func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR1x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2953,6 +3337,7 @@ TEXT ·kernelR1x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR1x3_block:
 	TESTQ $1, AX
 	JNZ kernelR1x3_fromc
 	TESTQ $2, AX
@@ -3000,11 +3385,26 @@ kernelR1x3_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR1x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR1x3_block
+kernelR1x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR2x3(SB), NOSPLIT, $0-72
+// func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR2x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3020,6 +3420,7 @@ TEXT ·kernelR2x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR2x3_block:
 	TESTQ $1, AX
 	JNZ kernelR2x3_fromc
 	TESTQ $2, AX
@@ -3088,11 +3489,26 @@ kernelR2x3_nomax:
 	VMOVUPS Z11, (DX)
 	VMOVUPS Z12, 64(DX)
 	VMOVUPS Z13, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR2x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR2x3_block
+kernelR2x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR3x3(SB), NOSPLIT, $0-72
+// func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR3x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3108,6 +3524,7 @@ TEXT ·kernelR3x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR3x3_block:
 	TESTQ $1, AX
 	JNZ kernelR3x3_fromc
 	TESTQ $2, AX
@@ -3197,11 +3614,26 @@ kernelR3x3_nomax:
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, 64(DX)
 	VMOVUPS Z16, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR3x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR3x3_block
+kernelR3x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR4x3(SB), NOSPLIT, $0-72
+// func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR4x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3217,6 +3649,7 @@ TEXT ·kernelR4x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR4x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -3330,11 +3763,26 @@ kernelR4x3_nomax:
 	VMOVUPS Z17, (DX)
 	VMOVUPS Z18, 64(DX)
 	VMOVUPS Z19, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR4x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR4x3_block
+kernelR4x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR5x3(SB), NOSPLIT, $0-72
+// func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR5x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3350,6 +3798,7 @@ TEXT ·kernelR5x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR5x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -3484,11 +3933,26 @@ kernelR5x3_nomax:
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR5x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR5x3_block
+kernelR5x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR6x3(SB), NOSPLIT, $0-72
+// func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR6x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3504,6 +3968,7 @@ TEXT ·kernelR6x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR6x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -3659,11 +4124,26 @@ kernelR6x3_nomax:
 	VMOVUPS Z23, (DX)
 	VMOVUPS Z24, 64(DX)
 	VMOVUPS Z25, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR6x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR6x3_block
+kernelR6x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR7x3(SB), NOSPLIT, $0-72
+// func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR7x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3679,6 +4159,7 @@ TEXT ·kernelR7x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR7x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -3858,11 +4339,26 @@ kernelR7x3_nomax:
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, 64(DX)
 	VMOVUPS Z28, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR7x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $7, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR7x3_block
+kernelR7x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR8x3(SB), NOSPLIT, $0-72
+// func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR8x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3878,6 +4374,7 @@ TEXT ·kernelR8x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR8x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -4078,11 +4575,26 @@ kernelR8x3_nomax:
 	VMOVUPS Z29, (DX)
 	VMOVUPS Z30, 64(DX)
 	VMOVUPS Z31, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR8x3_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $8, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR8x3_block
+kernelR8x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR1x4(SB), NOSPLIT, $0-72
+// func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR1x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4098,6 +4610,7 @@ TEXT ·kernelR1x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR1x4_block:
 	TESTQ $1, AX
 	JNZ kernelR1x4_fromc
 	TESTQ $2, AX
@@ -4153,11 +4666,26 @@ kernelR1x4_nomax:
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
 	VMOVUPS Z11, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR1x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR1x4_block
+kernelR1x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR2x4(SB), NOSPLIT, $0-72
+// func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR2x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4173,6 +4701,7 @@ TEXT ·kernelR2x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR2x4_block:
 	TESTQ $1, AX
 	JNZ kernelR2x4_fromc
 	TESTQ $2, AX
@@ -4255,11 +4784,26 @@ kernelR2x4_nomax:
 	VMOVUPS Z13, 64(DX)
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR2x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR2x4_block
+kernelR2x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR3x4(SB), NOSPLIT, $0-72
+// func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR3x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4275,6 +4819,7 @@ TEXT ·kernelR3x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR3x4_block:
 	TESTQ $1, AX
 	JNZ kernelR3x4_fromc
 	TESTQ $2, AX
@@ -4384,11 +4929,26 @@ kernelR3x4_nomax:
 	VMOVUPS Z17, 64(DX)
 	VMOVUPS Z18, 128(DX)
 	VMOVUPS Z19, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR3x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR3x4_block
+kernelR3x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR4x4(SB), NOSPLIT, $0-72
+// func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR4x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4404,6 +4964,7 @@ TEXT ·kernelR4x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR4x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -4543,11 +5104,26 @@ kernelR4x4_nomax:
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, 128(DX)
 	VMOVUPS Z23, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR4x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR4x4_block
+kernelR4x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR5x4(SB), NOSPLIT, $0-72
+// func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR5x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4563,6 +5139,7 @@ TEXT ·kernelR5x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR5x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -4729,11 +5306,26 @@ kernelR5x4_nomax:
 	VMOVUPS Z25, 64(DX)
 	VMOVUPS Z26, 128(DX)
 	VMOVUPS Z27, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR5x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR5x4_block
+kernelR5x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelR6x4(SB), NOSPLIT, $0-72
+// func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelR6x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4749,6 +5341,7 @@ TEXT ·kernelR6x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelR6x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -4942,11 +5535,26 @@ kernelR6x4_nomax:
 	VMOVUPS Z29, 64(DX)
 	VMOVUPS Z30, 128(DX)
 	VMOVUPS Z31, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelR6x4_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelR6x4_block
+kernelR6x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC1x1(SB), NOSPLIT, $0-72
+// func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC1x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4962,6 +5570,7 @@ TEXT ·kernelC1x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC1x1_block:
 	TESTQ $1, AX
 	JNZ kernelC1x1_fromc
 	TESTQ $2, AX
@@ -4992,11 +5601,25 @@ kernelC1x1_store:
 	VMAXPS Z4, Z8, Z8
 kernelC1x1_nomax:
 	VMOVUPS Z8, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC1x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC1x1_block
+kernelC1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC2x1(SB), NOSPLIT, $0-72
+// func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC2x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5012,6 +5635,7 @@ TEXT ·kernelC2x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC2x1_block:
 	TESTQ $1, AX
 	JNZ kernelC2x1_fromc
 	TESTQ $2, AX
@@ -5050,11 +5674,25 @@ kernelC2x1_nomax:
 	VMOVUPS Z8, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z9, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC2x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC2x1_block
+kernelC2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC3x1(SB), NOSPLIT, $0-72
+// func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC3x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5070,6 +5708,7 @@ TEXT ·kernelC3x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC3x1_block:
 	TESTQ $1, AX
 	JNZ kernelC3x1_fromc
 	TESTQ $2, AX
@@ -5116,11 +5755,25 @@ kernelC3x1_nomax:
 	VMOVUPS Z9, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z10, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC3x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC3x1_block
+kernelC3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC4x1(SB), NOSPLIT, $0-72
+// func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC4x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5136,6 +5789,7 @@ TEXT ·kernelC4x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC4x1_block:
 	TESTQ $1, AX
 	JNZ kernelC4x1_fromc
 	TESTQ $2, AX
@@ -5190,11 +5844,25 @@ kernelC4x1_nomax:
 	VMOVUPS Z10, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z11, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC4x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC4x1_block
+kernelC4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC5x1(SB), NOSPLIT, $0-72
+// func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC5x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5210,6 +5878,7 @@ TEXT ·kernelC5x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC5x1_block:
 	TESTQ $1, AX
 	JNZ kernelC5x1_fromc
 	TESTQ $2, AX
@@ -5272,11 +5941,25 @@ kernelC5x1_nomax:
 	VMOVUPS Z11, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z12, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC5x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC5x1_block
+kernelC5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC6x1(SB), NOSPLIT, $0-72
+// func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC6x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5292,6 +5975,7 @@ TEXT ·kernelC6x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC6x1_block:
 	TESTQ $1, AX
 	JNZ kernelC6x1_fromc
 	TESTQ $2, AX
@@ -5362,11 +6046,25 @@ kernelC6x1_nomax:
 	VMOVUPS Z12, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z13, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC6x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC6x1_block
+kernelC6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC7x1(SB), NOSPLIT, $0-72
+// func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC7x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5382,6 +6080,7 @@ TEXT ·kernelC7x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC7x1_block:
 	TESTQ $1, AX
 	JNZ kernelC7x1_fromc
 	TESTQ $2, AX
@@ -5460,11 +6159,25 @@ kernelC7x1_nomax:
 	VMOVUPS Z13, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z14, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC7x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $28, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC7x1_block
+kernelC7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC8x1(SB), NOSPLIT, $0-72
+// func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC8x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5480,6 +6193,7 @@ TEXT ·kernelC8x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC8x1_block:
 	TESTQ $1, AX
 	JNZ kernelC8x1_fromc
 	TESTQ $2, AX
@@ -5566,11 +6280,25 @@ kernelC8x1_nomax:
 	VMOVUPS Z14, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z15, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC8x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $32, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC8x1_block
+kernelC8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC9x1(SB), NOSPLIT, $0-72
+// func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC9x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5586,6 +6314,7 @@ TEXT ·kernelC9x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC9x1_block:
 	TESTQ $1, AX
 	JNZ kernelC9x1_fromc
 	TESTQ $2, AX
@@ -5680,11 +6409,25 @@ kernelC9x1_nomax:
 	VMOVUPS Z15, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z16, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC9x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $36, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC9x1_block
+kernelC9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC10x1(SB), NOSPLIT, $0-72
+// func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC10x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5700,6 +6443,7 @@ TEXT ·kernelC10x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC10x1_block:
 	TESTQ $1, AX
 	JNZ kernelC10x1_fromc
 	TESTQ $2, AX
@@ -5802,11 +6546,25 @@ kernelC10x1_nomax:
 	VMOVUPS Z16, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z17, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC10x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $40, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC10x1_block
+kernelC10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC11x1(SB), NOSPLIT, $0-72
+// func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC11x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5822,6 +6580,7 @@ TEXT ·kernelC11x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC11x1_block:
 	TESTQ $1, AX
 	JNZ kernelC11x1_fromc
 	TESTQ $2, AX
@@ -5932,11 +6691,25 @@ kernelC11x1_nomax:
 	VMOVUPS Z17, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z18, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC11x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $44, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC11x1_block
+kernelC11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC12x1(SB), NOSPLIT, $0-72
+// func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC12x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5952,6 +6725,7 @@ TEXT ·kernelC12x1(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC12x1_block:
 	TESTQ $1, AX
 	JNZ kernelC12x1_fromc
 	TESTQ $2, AX
@@ -6070,11 +6844,25 @@ kernelC12x1_nomax:
 	VMOVUPS Z18, K1, (DX)
 	ADDQ R10, DX
 	VMOVUPS Z19, K1, (DX)
+	DECQ blocks+72(FP)
+	JZ kernelC12x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $48, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC12x1_block
+kernelC12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC1x2(SB), NOSPLIT, $0-72
+// func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC1x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6090,6 +6878,7 @@ TEXT ·kernelC1x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC1x2_block:
 	TESTQ $1, AX
 	JNZ kernelC1x2_fromc
 	TESTQ $2, AX
@@ -6129,11 +6918,25 @@ kernelC1x2_store:
 kernelC1x2_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC1x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC1x2_block
+kernelC1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC2x2(SB), NOSPLIT, $0-72
+// func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC2x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6149,6 +6952,7 @@ TEXT ·kernelC2x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC2x2_block:
 	TESTQ $1, AX
 	JNZ kernelC2x2_fromc
 	TESTQ $2, AX
@@ -6203,11 +7007,25 @@ kernelC2x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z10, (DX)
 	VMOVUPS Z11, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC2x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC2x2_block
+kernelC2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC3x2(SB), NOSPLIT, $0-72
+// func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC3x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6223,6 +7041,7 @@ TEXT ·kernelC3x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC3x2_block:
 	TESTQ $1, AX
 	JNZ kernelC3x2_fromc
 	TESTQ $2, AX
@@ -6292,11 +7111,25 @@ kernelC3x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z12, (DX)
 	VMOVUPS Z13, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC3x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC3x2_block
+kernelC3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC4x2(SB), NOSPLIT, $0-72
+// func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC4x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6312,6 +7145,7 @@ TEXT ·kernelC4x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC4x2_block:
 	TESTQ $1, AX
 	JNZ kernelC4x2_fromc
 	TESTQ $2, AX
@@ -6396,11 +7230,25 @@ kernelC4x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC4x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC4x2_block
+kernelC4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC5x2(SB), NOSPLIT, $0-72
+// func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC5x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6416,6 +7264,7 @@ TEXT ·kernelC5x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC5x2_block:
 	TESTQ $1, AX
 	JNZ kernelC5x2_fromc
 	TESTQ $2, AX
@@ -6515,11 +7364,25 @@ kernelC5x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z16, (DX)
 	VMOVUPS Z17, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC5x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC5x2_block
+kernelC5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC6x2(SB), NOSPLIT, $0-72
+// func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC6x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6535,6 +7398,7 @@ TEXT ·kernelC6x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC6x2_block:
 	TESTQ $1, AX
 	JNZ kernelC6x2_fromc
 	TESTQ $2, AX
@@ -6649,11 +7513,25 @@ kernelC6x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z18, (DX)
 	VMOVUPS Z19, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC6x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC6x2_block
+kernelC6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC7x2(SB), NOSPLIT, $0-72
+// func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC7x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6669,6 +7547,7 @@ TEXT ·kernelC7x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC7x2_block:
 	TESTQ $1, AX
 	JNZ kernelC7x2_fromc
 	TESTQ $2, AX
@@ -6798,11 +7677,25 @@ kernelC7x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC7x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $28, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC7x2_block
+kernelC7x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC8x2(SB), NOSPLIT, $0-72
+// func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC8x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6818,6 +7711,7 @@ TEXT ·kernelC8x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC8x2_block:
 	TESTQ $1, AX
 	JNZ kernelC8x2_fromc
 	TESTQ $2, AX
@@ -6962,11 +7856,25 @@ kernelC8x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z22, (DX)
 	VMOVUPS Z23, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC8x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $32, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC8x2_block
+kernelC8x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC9x2(SB), NOSPLIT, $0-72
+// func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC9x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6982,6 +7890,7 @@ TEXT ·kernelC9x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC9x2_block:
 	TESTQ $1, AX
 	JNZ kernelC9x2_fromc
 	TESTQ $2, AX
@@ -7141,11 +8050,25 @@ kernelC9x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z24, (DX)
 	VMOVUPS Z25, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC9x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $36, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC9x2_block
+kernelC9x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC10x2(SB), NOSPLIT, $0-72
+// func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC10x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7161,6 +8084,7 @@ TEXT ·kernelC10x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC10x2_block:
 	TESTQ $1, AX
 	JNZ kernelC10x2_fromc
 	TESTQ $2, AX
@@ -7335,11 +8259,25 @@ kernelC10x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC10x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $40, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC10x2_block
+kernelC10x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC11x2(SB), NOSPLIT, $0-72
+// func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC11x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7355,6 +8293,7 @@ TEXT ·kernelC11x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC11x2_block:
 	TESTQ $1, AX
 	JNZ kernelC11x2_fromc
 	TESTQ $2, AX
@@ -7544,11 +8483,25 @@ kernelC11x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z28, (DX)
 	VMOVUPS Z29, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC11x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $44, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC11x2_block
+kernelC11x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC12x2(SB), NOSPLIT, $0-72
+// func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC12x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7564,6 +8517,7 @@ TEXT ·kernelC12x2(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC12x2_block:
 	TESTQ $1, AX
 	JNZ kernelC12x2_fromc
 	TESTQ $2, AX
@@ -7768,11 +8722,25 @@ kernelC12x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z30, (DX)
 	VMOVUPS Z31, K1, 64(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC12x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $48, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC12x2_block
+kernelC12x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC1x3(SB), NOSPLIT, $0-72
+// func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC1x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7788,6 +8756,7 @@ TEXT ·kernelC1x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC1x3_block:
 	TESTQ $1, AX
 	JNZ kernelC1x3_fromc
 	TESTQ $2, AX
@@ -7835,11 +8804,25 @@ kernelC1x3_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC1x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC1x3_block
+kernelC1x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC2x3(SB), NOSPLIT, $0-72
+// func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC2x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7855,6 +8838,7 @@ TEXT ·kernelC2x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC2x3_block:
 	TESTQ $1, AX
 	JNZ kernelC2x3_fromc
 	TESTQ $2, AX
@@ -7923,11 +8907,25 @@ kernelC2x3_nomax:
 	VMOVUPS Z11, (DX)
 	VMOVUPS Z12, 64(DX)
 	VMOVUPS Z13, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC2x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC2x3_block
+kernelC2x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC3x3(SB), NOSPLIT, $0-72
+// func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC3x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7943,6 +8941,7 @@ TEXT ·kernelC3x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC3x3_block:
 	TESTQ $1, AX
 	JNZ kernelC3x3_fromc
 	TESTQ $2, AX
@@ -8032,11 +9031,25 @@ kernelC3x3_nomax:
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, 64(DX)
 	VMOVUPS Z16, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC3x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC3x3_block
+kernelC3x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC4x3(SB), NOSPLIT, $0-72
+// func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC4x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8052,6 +9065,7 @@ TEXT ·kernelC4x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC4x3_block:
 	TESTQ $1, AX
 	JNZ kernelC4x3_fromc
 	TESTQ $2, AX
@@ -8162,11 +9176,25 @@ kernelC4x3_nomax:
 	VMOVUPS Z17, (DX)
 	VMOVUPS Z18, 64(DX)
 	VMOVUPS Z19, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC4x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC4x3_block
+kernelC4x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC5x3(SB), NOSPLIT, $0-72
+// func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC5x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8182,6 +9210,7 @@ TEXT ·kernelC5x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC5x3_block:
 	TESTQ $1, AX
 	JNZ kernelC5x3_fromc
 	TESTQ $2, AX
@@ -8313,11 +9342,25 @@ kernelC5x3_nomax:
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC5x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC5x3_block
+kernelC5x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC6x3(SB), NOSPLIT, $0-72
+// func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC6x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8333,6 +9376,7 @@ TEXT ·kernelC6x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC6x3_block:
 	TESTQ $1, AX
 	JNZ kernelC6x3_fromc
 	TESTQ $2, AX
@@ -8485,11 +9529,25 @@ kernelC6x3_nomax:
 	VMOVUPS Z23, (DX)
 	VMOVUPS Z24, 64(DX)
 	VMOVUPS Z25, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC6x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC6x3_block
+kernelC6x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC7x3(SB), NOSPLIT, $0-72
+// func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC7x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8505,6 +9563,7 @@ TEXT ·kernelC7x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC7x3_block:
 	TESTQ $1, AX
 	JNZ kernelC7x3_fromc
 	TESTQ $2, AX
@@ -8678,11 +9737,25 @@ kernelC7x3_nomax:
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, 64(DX)
 	VMOVUPS Z28, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC7x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $28, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC7x3_block
+kernelC7x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC8x3(SB), NOSPLIT, $0-72
+// func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC8x3(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8698,6 +9771,7 @@ TEXT ·kernelC8x3(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC8x3_block:
 	TESTQ $1, AX
 	JNZ kernelC8x3_fromc
 	TESTQ $2, AX
@@ -8892,11 +9966,25 @@ kernelC8x3_nomax:
 	VMOVUPS Z29, (DX)
 	VMOVUPS Z30, 64(DX)
 	VMOVUPS Z31, K1, 128(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC8x3_done
+	MOVQ a+8(FP), SI
+	ADDQ $32, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC8x3_block
+kernelC8x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC1x4(SB), NOSPLIT, $0-72
+// func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC1x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8912,6 +10000,7 @@ TEXT ·kernelC1x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC1x4_block:
 	TESTQ $1, AX
 	JNZ kernelC1x4_fromc
 	TESTQ $2, AX
@@ -8967,11 +10056,25 @@ kernelC1x4_nomax:
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, 128(DX)
 	VMOVUPS Z11, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC1x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC1x4_block
+kernelC1x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC2x4(SB), NOSPLIT, $0-72
+// func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC2x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8987,6 +10090,7 @@ TEXT ·kernelC2x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC2x4_block:
 	TESTQ $1, AX
 	JNZ kernelC2x4_fromc
 	TESTQ $2, AX
@@ -9069,11 +10173,25 @@ kernelC2x4_nomax:
 	VMOVUPS Z13, 64(DX)
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC2x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC2x4_block
+kernelC2x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC3x4(SB), NOSPLIT, $0-72
+// func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC3x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9089,6 +10207,7 @@ TEXT ·kernelC3x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC3x4_block:
 	TESTQ $1, AX
 	JNZ kernelC3x4_fromc
 	TESTQ $2, AX
@@ -9198,11 +10317,25 @@ kernelC3x4_nomax:
 	VMOVUPS Z17, 64(DX)
 	VMOVUPS Z18, 128(DX)
 	VMOVUPS Z19, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC3x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC3x4_block
+kernelC3x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC4x4(SB), NOSPLIT, $0-72
+// func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC4x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9218,6 +10351,7 @@ TEXT ·kernelC4x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC4x4_block:
 	TESTQ $1, AX
 	JNZ kernelC4x4_fromc
 	TESTQ $2, AX
@@ -9354,11 +10488,25 @@ kernelC4x4_nomax:
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, 128(DX)
 	VMOVUPS Z23, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC4x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC4x4_block
+kernelC4x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC5x4(SB), NOSPLIT, $0-72
+// func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC5x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9374,6 +10522,7 @@ TEXT ·kernelC5x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC5x4_block:
 	TESTQ $1, AX
 	JNZ kernelC5x4_fromc
 	TESTQ $2, AX
@@ -9537,11 +10686,25 @@ kernelC5x4_nomax:
 	VMOVUPS Z25, 64(DX)
 	VMOVUPS Z26, 128(DX)
 	VMOVUPS Z27, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC5x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC5x4_block
+kernelC5x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernelC6x4(SB), NOSPLIT, $0-72
+// func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernelC6x4(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9557,6 +10720,7 @@ TEXT ·kernelC6x4(SB), NOSPLIT, $0-72
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+kernelC6x4_block:
 	TESTQ $1, AX
 	JNZ kernelC6x4_fromc
 	TESTQ $2, AX
@@ -9747,11 +10911,25 @@ kernelC6x4_nomax:
 	VMOVUPS Z29, 64(DX)
 	VMOVUPS Z30, 128(DX)
 	VMOVUPS Z31, K1, 192(DX)
+	DECQ blocks+72(FP)
+	JZ kernelC6x4_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernelC6x4_block
+kernelC6x4_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R1x1(SB), NOSPLIT, $0-72
+// func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R1x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9769,6 +10947,7 @@ TEXT ·kernel2R1x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x1_fromc
 	TESTQ $2, AX
@@ -9800,11 +10979,26 @@ kernel2R1x1_store:
 	VMAXPS Y2, Y3, Y3
 kernel2R1x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R1x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R1x1_block
+kernel2R1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R2x1(SB), NOSPLIT, $0-72
+// func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R2x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9822,6 +11016,7 @@ TEXT ·kernel2R2x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x1_fromc
 	TESTQ $2, AX
@@ -9862,11 +11057,26 @@ kernel2R2x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y4, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R2x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R2x1_block
+kernel2R2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R3x1(SB), NOSPLIT, $0-72
+// func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R3x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9884,6 +11094,7 @@ TEXT ·kernel2R3x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x1_fromc
 	TESTQ $2, AX
@@ -9933,11 +11144,26 @@ kernel2R3x1_nomax:
 	VMASKMOVPS Y4, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y5, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R3x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R3x1_block
+kernel2R3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R4x1(SB), NOSPLIT, $0-72
+// func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R4x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9955,6 +11181,7 @@ TEXT ·kernel2R4x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -10016,11 +11243,26 @@ kernel2R4x1_nomax:
 	VMASKMOVPS Y5, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y6, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R4x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R4x1_block
+kernel2R4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R5x1(SB), NOSPLIT, $0-72
+// func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R5x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10038,6 +11280,7 @@ TEXT ·kernel2R5x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -10108,11 +11351,26 @@ kernel2R5x1_nomax:
 	VMASKMOVPS Y6, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y7, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R5x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R5x1_block
+kernel2R5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R6x1(SB), NOSPLIT, $0-72
+// func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R6x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10130,6 +11388,7 @@ TEXT ·kernel2R6x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -10209,11 +11468,26 @@ kernel2R6x1_nomax:
 	VMASKMOVPS Y7, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y8, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R6x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R6x1_block
+kernel2R6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R7x1(SB), NOSPLIT, $0-72
+// func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R7x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10231,6 +11505,7 @@ TEXT ·kernel2R7x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -10322,11 +11597,26 @@ kernel2R7x1_nomax:
 	VMASKMOVPS Y8, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y9, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R7x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $7, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R7x1_block
+kernel2R7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R8x1(SB), NOSPLIT, $0-72
+// func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R8x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10344,6 +11634,7 @@ TEXT ·kernel2R8x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -10444,11 +11735,26 @@ kernel2R8x1_nomax:
 	VMASKMOVPS Y9, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y10, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R8x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $8, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R8x1_block
+kernel2R8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R9x1(SB), NOSPLIT, $0-72
+// func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R9x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10466,6 +11772,7 @@ TEXT ·kernel2R9x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -10575,11 +11882,26 @@ kernel2R9x1_nomax:
 	VMASKMOVPS Y10, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y11, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R9x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $9, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R9x1_block
+kernel2R9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R10x1(SB), NOSPLIT, $0-72
+// func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R10x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10597,6 +11919,7 @@ TEXT ·kernel2R10x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -10718,11 +12041,26 @@ kernel2R10x1_nomax:
 	VMASKMOVPS Y11, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y12, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R10x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $10, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R10x1_block
+kernel2R10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R11x1(SB), NOSPLIT, $0-72
+// func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R11x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10740,6 +12078,7 @@ TEXT ·kernel2R11x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -10870,11 +12209,26 @@ kernel2R11x1_nomax:
 	VMASKMOVPS Y12, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y13, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R11x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $11, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R11x1_block
+kernel2R11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R12x1(SB), NOSPLIT, $0-72
+// func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R12x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10892,6 +12246,7 @@ TEXT ·kernel2R12x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	LEAQ (R11)(R8*2), R12
@@ -11031,11 +12386,26 @@ kernel2R12x1_nomax:
 	VMASKMOVPS Y13, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y14, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R12x1_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $12, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R12x1_block
+kernel2R12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R1x2(SB), NOSPLIT, $0-72
+// func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R1x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11053,6 +12423,7 @@ TEXT ·kernel2R1x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x2_fromc
 	TESTQ $2, AX
@@ -11092,11 +12463,26 @@ kernel2R1x2_store:
 kernel2R1x2_nomax:
 	VMOVUPS Y3, (DX)
 	VMASKMOVPS Y4, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R1x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R1x2_block
+kernel2R1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R2x2(SB), NOSPLIT, $0-72
+// func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R2x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11114,6 +12500,7 @@ TEXT ·kernel2R2x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x2_fromc
 	TESTQ $2, AX
@@ -11168,11 +12555,26 @@ kernel2R2x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y5, (DX)
 	VMASKMOVPS Y6, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R2x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R2x2_block
+kernel2R2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R3x2(SB), NOSPLIT, $0-72
+// func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R3x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11190,6 +12592,7 @@ TEXT ·kernel2R3x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x2_fromc
 	TESTQ $2, AX
@@ -11259,11 +12662,26 @@ kernel2R3x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y7, (DX)
 	VMASKMOVPS Y8, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R3x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R3x2_block
+kernel2R3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R4x2(SB), NOSPLIT, $0-72
+// func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R4x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11281,6 +12699,7 @@ TEXT ·kernel2R4x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -11368,11 +12787,26 @@ kernel2R4x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y9, (DX)
 	VMASKMOVPS Y10, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R4x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R4x2_block
+kernel2R4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R5x2(SB), NOSPLIT, $0-72
+// func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R5x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11390,6 +12824,7 @@ TEXT ·kernel2R5x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -11492,11 +12927,26 @@ kernel2R5x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y11, (DX)
 	VMASKMOVPS Y12, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R5x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R5x2_block
+kernel2R5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2R6x2(SB), NOSPLIT, $0-72
+// func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2R6x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11514,6 +12964,7 @@ TEXT ·kernel2R6x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2R6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
 	TESTQ $1, AX
@@ -11631,11 +13082,26 @@ kernel2R6x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y13, (DX)
 	VMASKMOVPS Y14, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R6x2_done
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R6x2_block
+kernel2R6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C1x1(SB), NOSPLIT, $0-72
+// func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C1x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11653,6 +13119,7 @@ TEXT ·kernel2C1x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x1_fromc
 	TESTQ $2, AX
@@ -11684,11 +13151,25 @@ kernel2C1x1_store:
 	VMAXPS Y2, Y3, Y3
 kernel2C1x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C1x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C1x1_block
+kernel2C1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C2x1(SB), NOSPLIT, $0-72
+// func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C2x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11706,6 +13187,7 @@ TEXT ·kernel2C2x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x1_fromc
 	TESTQ $2, AX
@@ -11746,11 +13228,25 @@ kernel2C2x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y4, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C2x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C2x1_block
+kernel2C2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C3x1(SB), NOSPLIT, $0-72
+// func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C3x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11768,6 +13264,7 @@ TEXT ·kernel2C3x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x1_fromc
 	TESTQ $2, AX
@@ -11817,11 +13314,25 @@ kernel2C3x1_nomax:
 	VMASKMOVPS Y4, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y5, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C3x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C3x1_block
+kernel2C3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C4x1(SB), NOSPLIT, $0-72
+// func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C4x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11839,6 +13350,7 @@ TEXT ·kernel2C4x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C4x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x1_fromc
 	TESTQ $2, AX
@@ -11897,11 +13409,25 @@ kernel2C4x1_nomax:
 	VMASKMOVPS Y5, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y6, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C4x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C4x1_block
+kernel2C4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C5x1(SB), NOSPLIT, $0-72
+// func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C5x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11919,6 +13445,7 @@ TEXT ·kernel2C5x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C5x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x1_fromc
 	TESTQ $2, AX
@@ -11986,11 +13513,25 @@ kernel2C5x1_nomax:
 	VMASKMOVPS Y6, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y7, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C5x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C5x1_block
+kernel2C5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C6x1(SB), NOSPLIT, $0-72
+// func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C6x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12008,6 +13549,7 @@ TEXT ·kernel2C6x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C6x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x1_fromc
 	TESTQ $2, AX
@@ -12084,11 +13626,25 @@ kernel2C6x1_nomax:
 	VMASKMOVPS Y7, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y8, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C6x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C6x1_block
+kernel2C6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C7x1(SB), NOSPLIT, $0-72
+// func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C7x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12106,6 +13662,7 @@ TEXT ·kernel2C7x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C7x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C7x1_fromc
 	TESTQ $2, AX
@@ -12191,11 +13748,25 @@ kernel2C7x1_nomax:
 	VMASKMOVPS Y8, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y9, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C7x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $28, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C7x1_block
+kernel2C7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C8x1(SB), NOSPLIT, $0-72
+// func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C8x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12213,6 +13784,7 @@ TEXT ·kernel2C8x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C8x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C8x1_fromc
 	TESTQ $2, AX
@@ -12307,11 +13879,25 @@ kernel2C8x1_nomax:
 	VMASKMOVPS Y9, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y10, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C8x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $32, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C8x1_block
+kernel2C8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C9x1(SB), NOSPLIT, $0-72
+// func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C9x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12329,6 +13915,7 @@ TEXT ·kernel2C9x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C9x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C9x1_fromc
 	TESTQ $2, AX
@@ -12432,11 +14019,25 @@ kernel2C9x1_nomax:
 	VMASKMOVPS Y10, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y11, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C9x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $36, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C9x1_block
+kernel2C9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C10x1(SB), NOSPLIT, $0-72
+// func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C10x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12454,6 +14055,7 @@ TEXT ·kernel2C10x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C10x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C10x1_fromc
 	TESTQ $2, AX
@@ -12566,11 +14168,25 @@ kernel2C10x1_nomax:
 	VMASKMOVPS Y11, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y12, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C10x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $40, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C10x1_block
+kernel2C10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C11x1(SB), NOSPLIT, $0-72
+// func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C11x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12588,6 +14204,7 @@ TEXT ·kernel2C11x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C11x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C11x1_fromc
 	TESTQ $2, AX
@@ -12709,11 +14326,25 @@ kernel2C11x1_nomax:
 	VMASKMOVPS Y12, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y13, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C11x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $44, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C11x1_block
+kernel2C11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C12x1(SB), NOSPLIT, $0-72
+// func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C12x1(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12731,6 +14362,7 @@ TEXT ·kernel2C12x1(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C12x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C12x1_fromc
 	TESTQ $2, AX
@@ -12861,11 +14493,25 @@ kernel2C12x1_nomax:
 	VMASKMOVPS Y13, Y15, (DX)
 	ADDQ R10, DX
 	VMASKMOVPS Y14, Y15, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C12x1_done
+	MOVQ a+8(FP), SI
+	ADDQ $48, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C12x1_block
+kernel2C12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C1x2(SB), NOSPLIT, $0-72
+// func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C1x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12883,6 +14529,7 @@ TEXT ·kernel2C1x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x2_fromc
 	TESTQ $2, AX
@@ -12922,11 +14569,25 @@ kernel2C1x2_store:
 kernel2C1x2_nomax:
 	VMOVUPS Y3, (DX)
 	VMASKMOVPS Y4, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C1x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C1x2_block
+kernel2C1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C2x2(SB), NOSPLIT, $0-72
+// func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C2x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12944,6 +14605,7 @@ TEXT ·kernel2C2x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x2_fromc
 	TESTQ $2, AX
@@ -12998,11 +14660,25 @@ kernel2C2x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y5, (DX)
 	VMASKMOVPS Y6, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C2x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C2x2_block
+kernel2C2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C3x2(SB), NOSPLIT, $0-72
+// func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C3x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13020,6 +14696,7 @@ TEXT ·kernel2C3x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x2_fromc
 	TESTQ $2, AX
@@ -13089,11 +14766,25 @@ kernel2C3x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y7, (DX)
 	VMASKMOVPS Y8, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C3x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C3x2_block
+kernel2C3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C4x2(SB), NOSPLIT, $0-72
+// func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C4x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13111,6 +14802,7 @@ TEXT ·kernel2C4x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C4x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x2_fromc
 	TESTQ $2, AX
@@ -13195,11 +14887,25 @@ kernel2C4x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y9, (DX)
 	VMASKMOVPS Y10, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C4x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C4x2_block
+kernel2C4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C5x2(SB), NOSPLIT, $0-72
+// func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C5x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13217,6 +14923,7 @@ TEXT ·kernel2C5x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C5x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x2_fromc
 	TESTQ $2, AX
@@ -13316,11 +15023,25 @@ kernel2C5x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y11, (DX)
 	VMASKMOVPS Y12, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C5x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C5x2_block
+kernel2C5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·kernel2C6x2(SB), NOSPLIT, $0-72
+// func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+TEXT ·kernel2C6x2(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13338,6 +15059,7 @@ TEXT ·kernel2C6x2(SB), NOSPLIT, $0-72
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+kernel2C6x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x2_fromc
 	TESTQ $2, AX
@@ -13452,6 +15174,20 @@ kernel2C6x2_nomax:
 	ADDQ R10, DX
 	VMOVUPS Y13, (DX)
 	VMASKMOVPS Y14, Y15, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C6x2_done
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C6x2_block
+kernel2C6x2_done:
 	VZEROUPPER
 	RET
 
