@@ -15,11 +15,11 @@ func useAVX512() bool { return false }
 
 func useAVX2() bool { return false }
 
-func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {
+func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {
 	panic("gemm: no AVX2 kernels on arm64")
 }
 
-func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {
+func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {
 	panic("gemm: no AVX-512 kernels on arm64")
 }
 

@@ -112,8 +112,13 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 		lanes, rows = 8, maxRows2[:]
 	}
 	blockCols := lanes * (len(rows) - 1)
-	for j := 0; j < n; j += blockCols {
-		w := min(blockCols, n-j)
+	for j := 0; j < n; {
+		// The full-width columns of blocks in one call (the kernel steps right along
+		// them), then the last, narrower one.
+		w, cblocks := min(blockCols, n-j), 1
+		if w == blockCols {
+			cblocks = (n - j) / blockCols
+		}
 		nv := (w + lanes - 1) / lanes
 		last := w - lanes*(nv-1)   // lanes of the last vector
 		flags := int(f) | last<<16 // AVX2: the lane count
@@ -131,12 +136,13 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 			}
 			ai := blockRow(ap, a, i)
 			if useAVX512() {
-				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks)
+				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks, cblocks)
 			} else {
-				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks)
+				callKernel2(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks, cblocks)
 			}
 			i += h * blocks
 		}
+		j += w * cblocks
 	}
 }
 

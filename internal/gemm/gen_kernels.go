@@ -5,9 +5,10 @@
 //
 //	go run gen_kernels.go
 //
-// A kernel computes blocks of C of mr rows and nv·16 columns (the last vector masked), one
-// under the other (blocks of them: the loop over a column of blocks runs in the kernel,
-// not in Go, whose call per block cost about a tenth of a small product's time):
+// A kernel computes blocks of C of mr rows and nv·16 columns (the last vector masked):
+// blocks of them one under the other, then as many again in each of the next cblocks − 1
+// columns of blocks to the right (the loops run in the kernel: a call per block from Go
+// cost more than the block itself in skinny products, such as a sum of vectors):
 //
 //	C[r, j] = init[r, j] + Σ_{kk<k} A(r, kk)·B(kk, j),   then max(·, 0) with the ReLU flag
 //
@@ -59,8 +60,8 @@ func main() {
 			for mr := 1; mr <= maxRows[nv]; mr++ {
 				name := kernelName(col, mr, nv)
 				avx512.kernel(&s, name, col, mr, nv)
-				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n\n", name)
-				fmt.Fprintf(&cases, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)\n", key(col, mr, nv), name)
+				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n\n", name)
+				fmt.Fprintf(&cases, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)\n", key(col, mr, nv), name)
 			}
 		}
 	}
@@ -70,19 +71,19 @@ func main() {
 			for mr := 1; mr <= maxRows2[nv]; mr++ {
 				name := "kernel2" + kernelName(col, mr, nv)[6:]
 				avx2.kernel(&s, name, col, mr, nv)
-				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n\n", name)
-				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)\n", key(col, mr, nv), name)
+				fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n\n", name)
+				fmt.Fprintf(&cases2, "\tcase %d:\n\t\t%s(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)\n", key(col, mr, nv), name)
 			}
 		}
 	}
 	s.WriteString(maskTable)
-	g.WriteString("// callKernel2 runs the AVX2 kernel on blocks blocks of mr rows and nv vectors, one under the other.\n")
-	g.WriteString("func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {\n")
+	g.WriteString("// callKernel2 runs the AVX2 kernel on cblocks columns of blocks blocks of mr rows and nv vectors.\n")
+	g.WriteString("func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {\n")
 	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
 	g.Write(cases2.Bytes())
 	g.WriteString("\tdefault:\n\t\tpanic(\"gemm: no kernel for this block\")\n\t}\n}\n\n")
-	g.WriteString("// callKernel runs the kernel on blocks blocks of mr rows and nv vectors, one under the other (see gen_kernels.go).\n")
-	g.WriteString("func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {\n")
+	g.WriteString("// callKernel runs the AVX-512 kernel on cblocks columns of blocks blocks of mr rows and nv vectors (see gen_kernels.go).\n")
+	g.WriteString("func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {\n")
 	g.WriteString("\tkey := mr<<3 | nv\n\tif colA {\n\t\tkey |= 1 << 8\n\t}\n\tswitch key {\n")
 	g.Write(cases.Bytes())
 	g.WriteString("\tdefault:\n\t\tpanic(\"gemm: no kernel for this block\")\n\t}\n}\n")
@@ -198,13 +199,15 @@ func (x isa) off(base string, v int) string {
 }
 
 func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
-	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)\n", name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $24-88\n", name)
 	w.WriteString("\tMOVQ k+0(FP), CX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $2, R8\n")
 	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
 	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
 	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
 	w.WriteString(x.maskSetup)
+	// The first row block of the current column of blocks, and the row blocks per column.
+	w.WriteString("\tMOVQ SI, a0-8(SP)\n\tMOVQ DX, c0-16(SP)\n\tMOVQ blocks+72(FP), R12\n\tMOVQ R12, nb-24(SP)\n")
 	fmt.Fprintf(w, "%s_block:\n", name)
 	if !col {
 		for j := 1; j*3 < mr; j++ {
@@ -279,13 +282,22 @@ func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 	}
 	// The next block down: A's and C's rows mr further (kept in the argument slots), B,
 	// k and the bias from the start.
-	fmt.Fprintf(w, "\tDECQ blocks+72(FP)\n\tJZ %s_done\n\tMOVQ a+8(FP), SI\n", name)
+	fmt.Fprintf(w, "\tDECQ blocks+72(FP)\n\tJZ %s_column\n\tMOVQ a+8(FP), SI\n", name)
 	if col {
 		fmt.Fprintf(w, "\tADDQ $%d, SI\n", 4*mr)
 	} else {
 		fmt.Fprintf(w, "\tIMUL3Q $%d, R8, R12\n\tADDQ R12, SI\n", mr)
 	}
 	fmt.Fprintf(w, "\tMOVQ SI, a+8(FP)\n\tMOVQ c+40(FP), DX\n\tIMUL3Q $%d, R10, R12\n\tADDQ R12, DX\n\tMOVQ DX, c+40(FP)\n", mr)
-	fmt.Fprintf(w, "\tMOVQ k+0(FP), CX\n\tMOVQ b+24(FP), DI\n\tMOVQ bias+56(FP), BX\n\tJMP %s_block\n%s_done:\n", name, name)
+	fmt.Fprintf(w, "\tMOVQ k+0(FP), CX\n\tMOVQ b+24(FP), DI\n\tMOVQ bias+56(FP), BX\n\tJMP %s_block\n", name)
+	// The next column of blocks, nv vectors to the right: its first row block, B's and the
+	// bias's columns there (a nil bias stays nil).
+	cols := nv * x.bytes
+	fmt.Fprintf(w, "%s_column:\n\tDECQ cblocks+80(FP)\n\tJZ %s_done\n", name, name)
+	w.WriteString("\tMOVQ nb-24(SP), R12\n\tMOVQ R12, blocks+72(FP)\n\tMOVQ a0-8(SP), SI\n\tMOVQ SI, a+8(FP)\n")
+	fmt.Fprintf(w, "\tMOVQ c0-16(SP), DX\n\tADDQ $%d, DX\n\tMOVQ DX, c0-16(SP)\n\tMOVQ DX, c+40(FP)\n", cols)
+	fmt.Fprintf(w, "\tMOVQ b+24(FP), DI\n\tADDQ $%d, DI\n\tMOVQ DI, b+24(FP)\n", cols)
+	fmt.Fprintf(w, "\tMOVQ bias+56(FP), BX\n\tTESTQ BX, BX\n\tJZ %s_nobias\n\tADDQ $%d, BX\n\tMOVQ BX, bias+56(FP)\n%s_nobias:\n", name, cols, name)
+	fmt.Fprintf(w, "\tMOVQ k+0(FP), CX\n\tJMP %s_block\n%s_done:\n", name, name)
 	w.WriteString("\tVZEROUPPER\n\tRET\n")
 }

@@ -3,584 +3,584 @@
 package gemm
 
 //go:noescape
-func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
+func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
-// callKernel2 runs the AVX2 kernel on blocks blocks of mr rows and nv vectors, one under the other.
-func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {
+// callKernel2 runs the AVX2 kernel on cblocks columns of blocks blocks of mr rows and nv vectors.
+func callKernel2(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {
 	key := mr<<3 | nv
 	if colA {
 		key |= 1 << 8
 	}
 	switch key {
 	case 9:
-		kernel2R1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 17:
-		kernel2R2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 25:
-		kernel2R3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 33:
-		kernel2R4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 41:
-		kernel2R5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 49:
-		kernel2R6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 57:
-		kernel2R7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 65:
-		kernel2R8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 73:
-		kernel2R9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 81:
-		kernel2R10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 89:
-		kernel2R11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 97:
-		kernel2R12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 10:
-		kernel2R1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 18:
-		kernel2R2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 26:
-		kernel2R3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 34:
-		kernel2R4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 42:
-		kernel2R5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 50:
-		kernel2R6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2R6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 265:
-		kernel2C1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 273:
-		kernel2C2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 281:
-		kernel2C3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 289:
-		kernel2C4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 297:
-		kernel2C5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 305:
-		kernel2C6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 313:
-		kernel2C7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 321:
-		kernel2C8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 329:
-		kernel2C9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 337:
-		kernel2C10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 345:
-		kernel2C11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 353:
-		kernel2C12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 266:
-		kernel2C1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 274:
-		kernel2C2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 282:
-		kernel2C3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 290:
-		kernel2C4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 298:
-		kernel2C5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 306:
-		kernel2C6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernel2C6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	default:
 		panic("gemm: no kernel for this block")
 	}
 }
 
-// callKernel runs the kernel on blocks blocks of mr rows and nv vectors, one under the other (see gen_kernels.go).
-func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks int) {
+// callKernel runs the AVX-512 kernel on cblocks columns of blocks blocks of mr rows and nv vectors (see gen_kernels.go).
+func callKernel(colA bool, mr, nv, k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags, blocks, cblocks int) {
 	key := mr<<3 | nv
 	if colA {
 		key |= 1 << 8
 	}
 	switch key {
 	case 9:
-		kernelR1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 17:
-		kernelR2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 25:
-		kernelR3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 33:
-		kernelR4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 41:
-		kernelR5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 49:
-		kernelR6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 57:
-		kernelR7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 65:
-		kernelR8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 73:
-		kernelR9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 81:
-		kernelR10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 89:
-		kernelR11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 97:
-		kernelR12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 10:
-		kernelR1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 18:
-		kernelR2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 26:
-		kernelR3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 34:
-		kernelR4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 42:
-		kernelR5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 50:
-		kernelR6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 58:
-		kernelR7x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR7x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 66:
-		kernelR8x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR8x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 74:
-		kernelR9x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR9x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 82:
-		kernelR10x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR10x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 90:
-		kernelR11x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR11x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 98:
-		kernelR12x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR12x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 11:
-		kernelR1x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR1x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 19:
-		kernelR2x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR2x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 27:
-		kernelR3x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR3x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 35:
-		kernelR4x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR4x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 43:
-		kernelR5x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR5x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 51:
-		kernelR6x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR6x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 59:
-		kernelR7x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR7x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 67:
-		kernelR8x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR8x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 12:
-		kernelR1x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR1x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 20:
-		kernelR2x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR2x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 28:
-		kernelR3x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR3x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 36:
-		kernelR4x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR4x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 44:
-		kernelR5x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR5x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 52:
-		kernelR6x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelR6x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 265:
-		kernelC1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC1x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 273:
-		kernelC2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC2x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 281:
-		kernelC3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC3x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 289:
-		kernelC4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC4x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 297:
-		kernelC5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC5x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 305:
-		kernelC6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC6x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 313:
-		kernelC7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC7x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 321:
-		kernelC8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC8x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 329:
-		kernelC9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC9x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 337:
-		kernelC10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC10x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 345:
-		kernelC11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC11x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 353:
-		kernelC12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC12x1(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 266:
-		kernelC1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC1x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 274:
-		kernelC2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC2x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 282:
-		kernelC3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC3x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 290:
-		kernelC4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC4x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 298:
-		kernelC5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC5x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 306:
-		kernelC6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC6x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 314:
-		kernelC7x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC7x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 322:
-		kernelC8x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC8x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 330:
-		kernelC9x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC9x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 338:
-		kernelC10x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC10x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 346:
-		kernelC11x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC11x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 354:
-		kernelC12x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC12x2(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 267:
-		kernelC1x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC1x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 275:
-		kernelC2x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC2x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 283:
-		kernelC3x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC3x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 291:
-		kernelC4x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC4x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 299:
-		kernelC5x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC5x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 307:
-		kernelC6x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC6x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 315:
-		kernelC7x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC7x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 323:
-		kernelC8x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC8x3(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 268:
-		kernelC1x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC1x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 276:
-		kernelC2x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC2x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 284:
-		kernelC3x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC3x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 292:
-		kernelC4x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC4x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 300:
-		kernelC5x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC5x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	case 308:
-		kernelC6x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks)
+		kernelC6x4(k, a, lda, b, ldb, c, ldc, bias, flags, blocks, cblocks)
 	default:
 		panic("gemm: no kernel for this block")
 	}

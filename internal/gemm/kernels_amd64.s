@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR1x1(SB), NOSPLIT, $0-80
+// func kernelR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR1x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -19,6 +19,10 @@ TEXT ·kernelR1x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR1x1_block:
 	TESTQ $1, AX
 	JNZ kernelR1x1_fromc
@@ -51,7 +55,7 @@ kernelR1x1_store:
 kernelR1x1_nomax:
 	VMOVUPS Z8, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR1x1_done
+	JZ kernelR1x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -64,12 +68,34 @@ kernelR1x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR1x1_block
+kernelR1x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR1x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR1x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR1x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR1x1_block
 kernelR1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR2x1(SB), NOSPLIT, $0-80
+// func kernelR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR2x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -85,6 +111,10 @@ TEXT ·kernelR2x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR2x1_block:
 	TESTQ $1, AX
 	JNZ kernelR2x1_fromc
@@ -125,7 +155,7 @@ kernelR2x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z9, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR2x1_done
+	JZ kernelR2x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -138,12 +168,34 @@ kernelR2x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR2x1_block
+kernelR2x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR2x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR2x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR2x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR2x1_block
 kernelR2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR3x1(SB), NOSPLIT, $0-80
+// func kernelR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR3x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -159,6 +211,10 @@ TEXT ·kernelR3x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR3x1_block:
 	TESTQ $1, AX
 	JNZ kernelR3x1_fromc
@@ -207,7 +263,7 @@ kernelR3x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z10, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR3x1_done
+	JZ kernelR3x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -220,12 +276,34 @@ kernelR3x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR3x1_block
+kernelR3x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR3x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR3x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR3x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR3x1_block
 kernelR3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR4x1(SB), NOSPLIT, $0-80
+// func kernelR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR4x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -241,6 +319,10 @@ TEXT ·kernelR4x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -300,7 +382,7 @@ kernelR4x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z11, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR4x1_done
+	JZ kernelR4x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -313,12 +395,34 @@ kernelR4x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR4x1_block
+kernelR4x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR4x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR4x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR4x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR4x1_block
 kernelR4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR5x1(SB), NOSPLIT, $0-80
+// func kernelR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR5x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -334,6 +438,10 @@ TEXT ·kernelR5x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -401,7 +509,7 @@ kernelR5x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z12, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR5x1_done
+	JZ kernelR5x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -414,12 +522,34 @@ kernelR5x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR5x1_block
+kernelR5x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR5x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR5x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR5x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR5x1_block
 kernelR5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR6x1(SB), NOSPLIT, $0-80
+// func kernelR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR6x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -435,6 +565,10 @@ TEXT ·kernelR6x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -510,7 +644,7 @@ kernelR6x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z13, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR6x1_done
+	JZ kernelR6x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -523,12 +657,34 @@ kernelR6x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR6x1_block
+kernelR6x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR6x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR6x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR6x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR6x1_block
 kernelR6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR7x1(SB), NOSPLIT, $0-80
+// func kernelR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR7x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -544,6 +700,10 @@ TEXT ·kernelR7x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -630,7 +790,7 @@ kernelR7x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z14, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR7x1_done
+	JZ kernelR7x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $7, R8, R12
 	ADDQ R12, SI
@@ -643,12 +803,34 @@ kernelR7x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR7x1_block
+kernelR7x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR7x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR7x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR7x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR7x1_block
 kernelR7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR8x1(SB), NOSPLIT, $0-80
+// func kernelR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR8x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -664,6 +846,10 @@ TEXT ·kernelR8x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -758,7 +944,7 @@ kernelR8x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z15, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR8x1_done
+	JZ kernelR8x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $8, R8, R12
 	ADDQ R12, SI
@@ -771,12 +957,34 @@ kernelR8x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR8x1_block
+kernelR8x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR8x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR8x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR8x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR8x1_block
 kernelR8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR9x1(SB), NOSPLIT, $0-80
+// func kernelR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR9x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -792,6 +1000,10 @@ TEXT ·kernelR9x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -894,7 +1106,7 @@ kernelR9x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z16, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR9x1_done
+	JZ kernelR9x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $9, R8, R12
 	ADDQ R12, SI
@@ -907,12 +1119,34 @@ kernelR9x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR9x1_block
+kernelR9x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR9x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR9x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR9x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR9x1_block
 kernelR9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR10x1(SB), NOSPLIT, $0-80
+// func kernelR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR10x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -928,6 +1162,10 @@ TEXT ·kernelR10x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1041,7 +1279,7 @@ kernelR10x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z17, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR10x1_done
+	JZ kernelR10x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $10, R8, R12
 	ADDQ R12, SI
@@ -1054,12 +1292,34 @@ kernelR10x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR10x1_block
+kernelR10x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR10x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR10x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR10x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR10x1_block
 kernelR10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR11x1(SB), NOSPLIT, $0-80
+// func kernelR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR11x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1075,6 +1335,10 @@ TEXT ·kernelR11x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1196,7 +1460,7 @@ kernelR11x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z18, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR11x1_done
+	JZ kernelR11x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $11, R8, R12
 	ADDQ R12, SI
@@ -1209,12 +1473,34 @@ kernelR11x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR11x1_block
+kernelR11x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR11x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR11x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR11x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR11x1_block
 kernelR11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR12x1(SB), NOSPLIT, $0-80
+// func kernelR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR12x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1230,6 +1516,10 @@ TEXT ·kernelR12x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1359,7 +1649,7 @@ kernelR12x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z19, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelR12x1_done
+	JZ kernelR12x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $12, R8, R12
 	ADDQ R12, SI
@@ -1372,12 +1662,34 @@ kernelR12x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR12x1_block
+kernelR12x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR12x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR12x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelR12x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR12x1_block
 kernelR12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR1x2(SB), NOSPLIT, $0-80
+// func kernelR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR1x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1393,6 +1705,10 @@ TEXT ·kernelR1x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR1x2_block:
 	TESTQ $1, AX
 	JNZ kernelR1x2_fromc
@@ -1434,7 +1750,7 @@ kernelR1x2_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR1x2_done
+	JZ kernelR1x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -1447,12 +1763,34 @@ kernelR1x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR1x2_block
+kernelR1x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR1x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR1x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR1x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR1x2_block
 kernelR1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR2x2(SB), NOSPLIT, $0-80
+// func kernelR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR2x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1468,6 +1806,10 @@ TEXT ·kernelR2x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR2x2_block:
 	TESTQ $1, AX
 	JNZ kernelR2x2_fromc
@@ -1524,7 +1866,7 @@ kernelR2x2_nomax:
 	VMOVUPS Z10, (DX)
 	VMOVUPS Z11, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR2x2_done
+	JZ kernelR2x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -1537,12 +1879,34 @@ kernelR2x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR2x2_block
+kernelR2x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR2x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR2x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR2x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR2x2_block
 kernelR2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR3x2(SB), NOSPLIT, $0-80
+// func kernelR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR3x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1558,6 +1922,10 @@ TEXT ·kernelR3x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR3x2_block:
 	TESTQ $1, AX
 	JNZ kernelR3x2_fromc
@@ -1629,7 +1997,7 @@ kernelR3x2_nomax:
 	VMOVUPS Z12, (DX)
 	VMOVUPS Z13, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR3x2_done
+	JZ kernelR3x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -1642,12 +2010,34 @@ kernelR3x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR3x2_block
+kernelR3x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR3x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR3x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR3x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR3x2_block
 kernelR3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR4x2(SB), NOSPLIT, $0-80
+// func kernelR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR4x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1663,6 +2053,10 @@ TEXT ·kernelR4x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1752,7 +2146,7 @@ kernelR4x2_nomax:
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR4x2_done
+	JZ kernelR4x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -1765,12 +2159,34 @@ kernelR4x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR4x2_block
+kernelR4x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR4x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR4x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR4x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR4x2_block
 kernelR4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR5x2(SB), NOSPLIT, $0-80
+// func kernelR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR5x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1786,6 +2202,10 @@ TEXT ·kernelR5x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1890,7 +2310,7 @@ kernelR5x2_nomax:
 	VMOVUPS Z16, (DX)
 	VMOVUPS Z17, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR5x2_done
+	JZ kernelR5x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -1903,12 +2323,34 @@ kernelR5x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR5x2_block
+kernelR5x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR5x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR5x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR5x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR5x2_block
 kernelR5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR6x2(SB), NOSPLIT, $0-80
+// func kernelR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR6x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -1924,6 +2366,10 @@ TEXT ·kernelR6x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2043,7 +2489,7 @@ kernelR6x2_nomax:
 	VMOVUPS Z18, (DX)
 	VMOVUPS Z19, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR6x2_done
+	JZ kernelR6x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -2056,12 +2502,34 @@ kernelR6x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR6x2_block
+kernelR6x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR6x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR6x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR6x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR6x2_block
 kernelR6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR7x2(SB), NOSPLIT, $0-80
+// func kernelR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR7x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2077,6 +2545,10 @@ TEXT ·kernelR7x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR7x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2214,7 +2686,7 @@ kernelR7x2_nomax:
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR7x2_done
+	JZ kernelR7x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $7, R8, R12
 	ADDQ R12, SI
@@ -2227,12 +2699,34 @@ kernelR7x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR7x2_block
+kernelR7x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR7x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR7x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR7x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR7x2_block
 kernelR7x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR8x2(SB), NOSPLIT, $0-80
+// func kernelR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR8x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2248,6 +2742,10 @@ TEXT ·kernelR8x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR8x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2400,7 +2898,7 @@ kernelR8x2_nomax:
 	VMOVUPS Z22, (DX)
 	VMOVUPS Z23, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR8x2_done
+	JZ kernelR8x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $8, R8, R12
 	ADDQ R12, SI
@@ -2413,12 +2911,34 @@ kernelR8x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR8x2_block
+kernelR8x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR8x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR8x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR8x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR8x2_block
 kernelR8x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR9x2(SB), NOSPLIT, $0-80
+// func kernelR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR9x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2434,6 +2954,10 @@ TEXT ·kernelR9x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR9x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2601,7 +3125,7 @@ kernelR9x2_nomax:
 	VMOVUPS Z24, (DX)
 	VMOVUPS Z25, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR9x2_done
+	JZ kernelR9x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $9, R8, R12
 	ADDQ R12, SI
@@ -2614,12 +3138,34 @@ kernelR9x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR9x2_block
+kernelR9x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR9x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR9x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR9x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR9x2_block
 kernelR9x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR10x2(SB), NOSPLIT, $0-80
+// func kernelR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR10x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2635,6 +3181,10 @@ TEXT ·kernelR10x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR10x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2820,7 +3370,7 @@ kernelR10x2_nomax:
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR10x2_done
+	JZ kernelR10x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $10, R8, R12
 	ADDQ R12, SI
@@ -2833,12 +3383,34 @@ kernelR10x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR10x2_block
+kernelR10x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR10x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR10x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR10x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR10x2_block
 kernelR10x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR11x2(SB), NOSPLIT, $0-80
+// func kernelR11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR11x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -2854,6 +3426,10 @@ TEXT ·kernelR11x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR11x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3054,7 +3630,7 @@ kernelR11x2_nomax:
 	VMOVUPS Z28, (DX)
 	VMOVUPS Z29, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR11x2_done
+	JZ kernelR11x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $11, R8, R12
 	ADDQ R12, SI
@@ -3067,12 +3643,34 @@ kernelR11x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR11x2_block
+kernelR11x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR11x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR11x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR11x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR11x2_block
 kernelR11x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR12x2(SB), NOSPLIT, $0-80
+// func kernelR12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR12x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3088,6 +3686,10 @@ TEXT ·kernelR12x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR12x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3303,7 +3905,7 @@ kernelR12x2_nomax:
 	VMOVUPS Z30, (DX)
 	VMOVUPS Z31, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR12x2_done
+	JZ kernelR12x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $12, R8, R12
 	ADDQ R12, SI
@@ -3316,12 +3918,34 @@ kernelR12x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR12x2_block
+kernelR12x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR12x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR12x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelR12x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR12x2_block
 kernelR12x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR1x3(SB), NOSPLIT, $0-80
+// func kernelR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR1x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3337,6 +3961,10 @@ TEXT ·kernelR1x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR1x3_block:
 	TESTQ $1, AX
 	JNZ kernelR1x3_fromc
@@ -3386,7 +4014,7 @@ kernelR1x3_nomax:
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR1x3_done
+	JZ kernelR1x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -3399,12 +4027,34 @@ kernelR1x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR1x3_block
+kernelR1x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR1x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR1x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR1x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR1x3_block
 kernelR1x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR2x3(SB), NOSPLIT, $0-80
+// func kernelR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR2x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3420,6 +4070,10 @@ TEXT ·kernelR2x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR2x3_block:
 	TESTQ $1, AX
 	JNZ kernelR2x3_fromc
@@ -3490,7 +4144,7 @@ kernelR2x3_nomax:
 	VMOVUPS Z12, 64(DX)
 	VMOVUPS Z13, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR2x3_done
+	JZ kernelR2x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -3503,12 +4157,34 @@ kernelR2x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR2x3_block
+kernelR2x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR2x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR2x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR2x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR2x3_block
 kernelR2x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR3x3(SB), NOSPLIT, $0-80
+// func kernelR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR3x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3524,6 +4200,10 @@ TEXT ·kernelR3x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR3x3_block:
 	TESTQ $1, AX
 	JNZ kernelR3x3_fromc
@@ -3615,7 +4295,7 @@ kernelR3x3_nomax:
 	VMOVUPS Z15, 64(DX)
 	VMOVUPS Z16, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR3x3_done
+	JZ kernelR3x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -3628,12 +4308,34 @@ kernelR3x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR3x3_block
+kernelR3x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR3x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR3x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR3x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR3x3_block
 kernelR3x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR4x3(SB), NOSPLIT, $0-80
+// func kernelR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR4x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3649,6 +4351,10 @@ TEXT ·kernelR4x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR4x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3764,7 +4470,7 @@ kernelR4x3_nomax:
 	VMOVUPS Z18, 64(DX)
 	VMOVUPS Z19, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR4x3_done
+	JZ kernelR4x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -3777,12 +4483,34 @@ kernelR4x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR4x3_block
+kernelR4x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR4x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR4x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR4x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR4x3_block
 kernelR4x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR5x3(SB), NOSPLIT, $0-80
+// func kernelR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR5x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3798,6 +4526,10 @@ TEXT ·kernelR5x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR5x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3934,7 +4666,7 @@ kernelR5x3_nomax:
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR5x3_done
+	JZ kernelR5x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -3947,12 +4679,34 @@ kernelR5x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR5x3_block
+kernelR5x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR5x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR5x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR5x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR5x3_block
 kernelR5x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR6x3(SB), NOSPLIT, $0-80
+// func kernelR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR6x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -3968,6 +4722,10 @@ TEXT ·kernelR6x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR6x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4125,7 +4883,7 @@ kernelR6x3_nomax:
 	VMOVUPS Z24, 64(DX)
 	VMOVUPS Z25, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR6x3_done
+	JZ kernelR6x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -4138,12 +4896,34 @@ kernelR6x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR6x3_block
+kernelR6x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR6x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR6x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR6x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR6x3_block
 kernelR6x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR7x3(SB), NOSPLIT, $0-80
+// func kernelR7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR7x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4159,6 +4939,10 @@ TEXT ·kernelR7x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR7x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4340,7 +5124,7 @@ kernelR7x3_nomax:
 	VMOVUPS Z27, 64(DX)
 	VMOVUPS Z28, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR7x3_done
+	JZ kernelR7x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $7, R8, R12
 	ADDQ R12, SI
@@ -4353,12 +5137,34 @@ kernelR7x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR7x3_block
+kernelR7x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR7x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR7x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR7x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR7x3_block
 kernelR7x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR8x3(SB), NOSPLIT, $0-80
+// func kernelR8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR8x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4374,6 +5180,10 @@ TEXT ·kernelR8x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR8x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4576,7 +5386,7 @@ kernelR8x3_nomax:
 	VMOVUPS Z30, 64(DX)
 	VMOVUPS Z31, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR8x3_done
+	JZ kernelR8x3_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $8, R8, R12
 	ADDQ R12, SI
@@ -4589,12 +5399,34 @@ kernelR8x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR8x3_block
+kernelR8x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR8x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR8x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelR8x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR8x3_block
 kernelR8x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR1x4(SB), NOSPLIT, $0-80
+// func kernelR1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR1x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4610,6 +5442,10 @@ TEXT ·kernelR1x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR1x4_block:
 	TESTQ $1, AX
 	JNZ kernelR1x4_fromc
@@ -4667,7 +5503,7 @@ kernelR1x4_nomax:
 	VMOVUPS Z10, 128(DX)
 	VMOVUPS Z11, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR1x4_done
+	JZ kernelR1x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -4680,12 +5516,34 @@ kernelR1x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR1x4_block
+kernelR1x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR1x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR1x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR1x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR1x4_block
 kernelR1x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR2x4(SB), NOSPLIT, $0-80
+// func kernelR2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR2x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4701,6 +5559,10 @@ TEXT ·kernelR2x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR2x4_block:
 	TESTQ $1, AX
 	JNZ kernelR2x4_fromc
@@ -4785,7 +5647,7 @@ kernelR2x4_nomax:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR2x4_done
+	JZ kernelR2x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -4798,12 +5660,34 @@ kernelR2x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR2x4_block
+kernelR2x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR2x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR2x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR2x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR2x4_block
 kernelR2x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR3x4(SB), NOSPLIT, $0-80
+// func kernelR3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR3x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4819,6 +5703,10 @@ TEXT ·kernelR3x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR3x4_block:
 	TESTQ $1, AX
 	JNZ kernelR3x4_fromc
@@ -4930,7 +5818,7 @@ kernelR3x4_nomax:
 	VMOVUPS Z18, 128(DX)
 	VMOVUPS Z19, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR3x4_done
+	JZ kernelR3x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -4943,12 +5831,34 @@ kernelR3x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR3x4_block
+kernelR3x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR3x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR3x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR3x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR3x4_block
 kernelR3x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR4x4(SB), NOSPLIT, $0-80
+// func kernelR4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR4x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -4964,6 +5874,10 @@ TEXT ·kernelR4x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR4x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -5105,7 +6019,7 @@ kernelR4x4_nomax:
 	VMOVUPS Z22, 128(DX)
 	VMOVUPS Z23, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR4x4_done
+	JZ kernelR4x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -5118,12 +6032,34 @@ kernelR4x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR4x4_block
+kernelR4x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR4x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR4x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR4x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR4x4_block
 kernelR4x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR5x4(SB), NOSPLIT, $0-80
+// func kernelR5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR5x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5139,6 +6075,10 @@ TEXT ·kernelR5x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR5x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -5307,7 +6247,7 @@ kernelR5x4_nomax:
 	VMOVUPS Z26, 128(DX)
 	VMOVUPS Z27, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR5x4_done
+	JZ kernelR5x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -5320,12 +6260,34 @@ kernelR5x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR5x4_block
+kernelR5x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR5x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR5x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR5x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR5x4_block
 kernelR5x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelR6x4(SB), NOSPLIT, $0-80
+// func kernelR6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelR6x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5341,6 +6303,10 @@ TEXT ·kernelR6x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelR6x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -5536,7 +6502,7 @@ kernelR6x4_nomax:
 	VMOVUPS Z30, 128(DX)
 	VMOVUPS Z31, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelR6x4_done
+	JZ kernelR6x4_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -5549,12 +6515,34 @@ kernelR6x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelR6x4_block
+kernelR6x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelR6x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelR6x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelR6x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelR6x4_block
 kernelR6x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC1x1(SB), NOSPLIT, $0-80
+// func kernelC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC1x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5570,6 +6558,10 @@ TEXT ·kernelC1x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC1x1_block:
 	TESTQ $1, AX
 	JNZ kernelC1x1_fromc
@@ -5602,7 +6594,7 @@ kernelC1x1_store:
 kernelC1x1_nomax:
 	VMOVUPS Z8, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC1x1_done
+	JZ kernelC1x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -5614,12 +6606,34 @@ kernelC1x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC1x1_block
+kernelC1x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC1x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC1x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC1x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC1x1_block
 kernelC1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC2x1(SB), NOSPLIT, $0-80
+// func kernelC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC2x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5635,6 +6649,10 @@ TEXT ·kernelC2x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC2x1_block:
 	TESTQ $1, AX
 	JNZ kernelC2x1_fromc
@@ -5675,7 +6693,7 @@ kernelC2x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z9, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC2x1_done
+	JZ kernelC2x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -5687,12 +6705,34 @@ kernelC2x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC2x1_block
+kernelC2x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC2x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC2x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC2x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC2x1_block
 kernelC2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC3x1(SB), NOSPLIT, $0-80
+// func kernelC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC3x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5708,6 +6748,10 @@ TEXT ·kernelC3x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC3x1_block:
 	TESTQ $1, AX
 	JNZ kernelC3x1_fromc
@@ -5756,7 +6800,7 @@ kernelC3x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z10, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC3x1_done
+	JZ kernelC3x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -5768,12 +6812,34 @@ kernelC3x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC3x1_block
+kernelC3x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC3x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC3x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC3x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC3x1_block
 kernelC3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC4x1(SB), NOSPLIT, $0-80
+// func kernelC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC4x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5789,6 +6855,10 @@ TEXT ·kernelC4x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC4x1_block:
 	TESTQ $1, AX
 	JNZ kernelC4x1_fromc
@@ -5845,7 +6915,7 @@ kernelC4x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z11, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC4x1_done
+	JZ kernelC4x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -5857,12 +6927,34 @@ kernelC4x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC4x1_block
+kernelC4x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC4x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC4x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC4x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC4x1_block
 kernelC4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC5x1(SB), NOSPLIT, $0-80
+// func kernelC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC5x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5878,6 +6970,10 @@ TEXT ·kernelC5x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC5x1_block:
 	TESTQ $1, AX
 	JNZ kernelC5x1_fromc
@@ -5942,7 +7038,7 @@ kernelC5x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z12, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC5x1_done
+	JZ kernelC5x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -5954,12 +7050,34 @@ kernelC5x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC5x1_block
+kernelC5x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC5x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC5x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC5x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC5x1_block
 kernelC5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC6x1(SB), NOSPLIT, $0-80
+// func kernelC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC6x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -5975,6 +7093,10 @@ TEXT ·kernelC6x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC6x1_block:
 	TESTQ $1, AX
 	JNZ kernelC6x1_fromc
@@ -6047,7 +7169,7 @@ kernelC6x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z13, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC6x1_done
+	JZ kernelC6x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -6059,12 +7181,34 @@ kernelC6x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC6x1_block
+kernelC6x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC6x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC6x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC6x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC6x1_block
 kernelC6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC7x1(SB), NOSPLIT, $0-80
+// func kernelC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC7x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6080,6 +7224,10 @@ TEXT ·kernelC7x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC7x1_block:
 	TESTQ $1, AX
 	JNZ kernelC7x1_fromc
@@ -6160,7 +7308,7 @@ kernelC7x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z14, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC7x1_done
+	JZ kernelC7x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $28, SI
 	MOVQ SI, a+8(FP)
@@ -6172,12 +7320,34 @@ kernelC7x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC7x1_block
+kernelC7x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC7x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC7x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC7x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC7x1_block
 kernelC7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC8x1(SB), NOSPLIT, $0-80
+// func kernelC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC8x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6193,6 +7363,10 @@ TEXT ·kernelC8x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC8x1_block:
 	TESTQ $1, AX
 	JNZ kernelC8x1_fromc
@@ -6281,7 +7455,7 @@ kernelC8x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z15, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC8x1_done
+	JZ kernelC8x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $32, SI
 	MOVQ SI, a+8(FP)
@@ -6293,12 +7467,34 @@ kernelC8x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC8x1_block
+kernelC8x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC8x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC8x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC8x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC8x1_block
 kernelC8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC9x1(SB), NOSPLIT, $0-80
+// func kernelC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC9x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6314,6 +7510,10 @@ TEXT ·kernelC9x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC9x1_block:
 	TESTQ $1, AX
 	JNZ kernelC9x1_fromc
@@ -6410,7 +7610,7 @@ kernelC9x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z16, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC9x1_done
+	JZ kernelC9x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $36, SI
 	MOVQ SI, a+8(FP)
@@ -6422,12 +7622,34 @@ kernelC9x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC9x1_block
+kernelC9x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC9x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC9x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC9x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC9x1_block
 kernelC9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC10x1(SB), NOSPLIT, $0-80
+// func kernelC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC10x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6443,6 +7665,10 @@ TEXT ·kernelC10x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC10x1_block:
 	TESTQ $1, AX
 	JNZ kernelC10x1_fromc
@@ -6547,7 +7773,7 @@ kernelC10x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z17, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC10x1_done
+	JZ kernelC10x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $40, SI
 	MOVQ SI, a+8(FP)
@@ -6559,12 +7785,34 @@ kernelC10x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC10x1_block
+kernelC10x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC10x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC10x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC10x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC10x1_block
 kernelC10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC11x1(SB), NOSPLIT, $0-80
+// func kernelC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC11x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6580,6 +7828,10 @@ TEXT ·kernelC11x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC11x1_block:
 	TESTQ $1, AX
 	JNZ kernelC11x1_fromc
@@ -6692,7 +7944,7 @@ kernelC11x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z18, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC11x1_done
+	JZ kernelC11x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $44, SI
 	MOVQ SI, a+8(FP)
@@ -6704,12 +7956,34 @@ kernelC11x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC11x1_block
+kernelC11x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC11x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC11x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC11x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC11x1_block
 kernelC11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC12x1(SB), NOSPLIT, $0-80
+// func kernelC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC12x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6725,6 +7999,10 @@ TEXT ·kernelC12x1(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC12x1_block:
 	TESTQ $1, AX
 	JNZ kernelC12x1_fromc
@@ -6845,7 +8123,7 @@ kernelC12x1_nomax:
 	ADDQ R10, DX
 	VMOVUPS Z19, K1, (DX)
 	DECQ blocks+72(FP)
-	JZ kernelC12x1_done
+	JZ kernelC12x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $48, SI
 	MOVQ SI, a+8(FP)
@@ -6857,12 +8135,34 @@ kernelC12x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC12x1_block
+kernelC12x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC12x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC12x1_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernelC12x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC12x1_block
 kernelC12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC1x2(SB), NOSPLIT, $0-80
+// func kernelC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC1x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6878,6 +8178,10 @@ TEXT ·kernelC1x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC1x2_block:
 	TESTQ $1, AX
 	JNZ kernelC1x2_fromc
@@ -6919,7 +8223,7 @@ kernelC1x2_nomax:
 	VMOVUPS Z8, (DX)
 	VMOVUPS Z9, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC1x2_done
+	JZ kernelC1x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -6931,12 +8235,34 @@ kernelC1x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC1x2_block
+kernelC1x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC1x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC1x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC1x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC1x2_block
 kernelC1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC2x2(SB), NOSPLIT, $0-80
+// func kernelC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC2x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -6952,6 +8278,10 @@ TEXT ·kernelC2x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC2x2_block:
 	TESTQ $1, AX
 	JNZ kernelC2x2_fromc
@@ -7008,7 +8338,7 @@ kernelC2x2_nomax:
 	VMOVUPS Z10, (DX)
 	VMOVUPS Z11, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC2x2_done
+	JZ kernelC2x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -7020,12 +8350,34 @@ kernelC2x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC2x2_block
+kernelC2x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC2x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC2x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC2x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC2x2_block
 kernelC2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC3x2(SB), NOSPLIT, $0-80
+// func kernelC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC3x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7041,6 +8393,10 @@ TEXT ·kernelC3x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC3x2_block:
 	TESTQ $1, AX
 	JNZ kernelC3x2_fromc
@@ -7112,7 +8468,7 @@ kernelC3x2_nomax:
 	VMOVUPS Z12, (DX)
 	VMOVUPS Z13, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC3x2_done
+	JZ kernelC3x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -7124,12 +8480,34 @@ kernelC3x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC3x2_block
+kernelC3x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC3x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC3x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC3x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC3x2_block
 kernelC3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC4x2(SB), NOSPLIT, $0-80
+// func kernelC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC4x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7145,6 +8523,10 @@ TEXT ·kernelC4x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC4x2_block:
 	TESTQ $1, AX
 	JNZ kernelC4x2_fromc
@@ -7231,7 +8613,7 @@ kernelC4x2_nomax:
 	VMOVUPS Z14, (DX)
 	VMOVUPS Z15, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC4x2_done
+	JZ kernelC4x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -7243,12 +8625,34 @@ kernelC4x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC4x2_block
+kernelC4x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC4x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC4x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC4x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC4x2_block
 kernelC4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC5x2(SB), NOSPLIT, $0-80
+// func kernelC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC5x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7264,6 +8668,10 @@ TEXT ·kernelC5x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC5x2_block:
 	TESTQ $1, AX
 	JNZ kernelC5x2_fromc
@@ -7365,7 +8773,7 @@ kernelC5x2_nomax:
 	VMOVUPS Z16, (DX)
 	VMOVUPS Z17, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC5x2_done
+	JZ kernelC5x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -7377,12 +8785,34 @@ kernelC5x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC5x2_block
+kernelC5x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC5x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC5x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC5x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC5x2_block
 kernelC5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC6x2(SB), NOSPLIT, $0-80
+// func kernelC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC6x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7398,6 +8828,10 @@ TEXT ·kernelC6x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC6x2_block:
 	TESTQ $1, AX
 	JNZ kernelC6x2_fromc
@@ -7514,7 +8948,7 @@ kernelC6x2_nomax:
 	VMOVUPS Z18, (DX)
 	VMOVUPS Z19, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC6x2_done
+	JZ kernelC6x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -7526,12 +8960,34 @@ kernelC6x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC6x2_block
+kernelC6x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC6x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC6x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC6x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC6x2_block
 kernelC6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC7x2(SB), NOSPLIT, $0-80
+// func kernelC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC7x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7547,6 +9003,10 @@ TEXT ·kernelC7x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC7x2_block:
 	TESTQ $1, AX
 	JNZ kernelC7x2_fromc
@@ -7678,7 +9138,7 @@ kernelC7x2_nomax:
 	VMOVUPS Z20, (DX)
 	VMOVUPS Z21, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC7x2_done
+	JZ kernelC7x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $28, SI
 	MOVQ SI, a+8(FP)
@@ -7690,12 +9150,34 @@ kernelC7x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC7x2_block
+kernelC7x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC7x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC7x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC7x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC7x2_block
 kernelC7x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC8x2(SB), NOSPLIT, $0-80
+// func kernelC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC8x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7711,6 +9193,10 @@ TEXT ·kernelC8x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC8x2_block:
 	TESTQ $1, AX
 	JNZ kernelC8x2_fromc
@@ -7857,7 +9343,7 @@ kernelC8x2_nomax:
 	VMOVUPS Z22, (DX)
 	VMOVUPS Z23, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC8x2_done
+	JZ kernelC8x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $32, SI
 	MOVQ SI, a+8(FP)
@@ -7869,12 +9355,34 @@ kernelC8x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC8x2_block
+kernelC8x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC8x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC8x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC8x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC8x2_block
 kernelC8x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC9x2(SB), NOSPLIT, $0-80
+// func kernelC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC9x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -7890,6 +9398,10 @@ TEXT ·kernelC9x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC9x2_block:
 	TESTQ $1, AX
 	JNZ kernelC9x2_fromc
@@ -8051,7 +9563,7 @@ kernelC9x2_nomax:
 	VMOVUPS Z24, (DX)
 	VMOVUPS Z25, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC9x2_done
+	JZ kernelC9x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $36, SI
 	MOVQ SI, a+8(FP)
@@ -8063,12 +9575,34 @@ kernelC9x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC9x2_block
+kernelC9x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC9x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC9x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC9x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC9x2_block
 kernelC9x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC10x2(SB), NOSPLIT, $0-80
+// func kernelC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC10x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8084,6 +9618,10 @@ TEXT ·kernelC10x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC10x2_block:
 	TESTQ $1, AX
 	JNZ kernelC10x2_fromc
@@ -8260,7 +9798,7 @@ kernelC10x2_nomax:
 	VMOVUPS Z26, (DX)
 	VMOVUPS Z27, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC10x2_done
+	JZ kernelC10x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $40, SI
 	MOVQ SI, a+8(FP)
@@ -8272,12 +9810,34 @@ kernelC10x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC10x2_block
+kernelC10x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC10x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC10x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC10x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC10x2_block
 kernelC10x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC11x2(SB), NOSPLIT, $0-80
+// func kernelC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC11x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8293,6 +9853,10 @@ TEXT ·kernelC11x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC11x2_block:
 	TESTQ $1, AX
 	JNZ kernelC11x2_fromc
@@ -8484,7 +10048,7 @@ kernelC11x2_nomax:
 	VMOVUPS Z28, (DX)
 	VMOVUPS Z29, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC11x2_done
+	JZ kernelC11x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $44, SI
 	MOVQ SI, a+8(FP)
@@ -8496,12 +10060,34 @@ kernelC11x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC11x2_block
+kernelC11x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC11x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC11x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC11x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC11x2_block
 kernelC11x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC12x2(SB), NOSPLIT, $0-80
+// func kernelC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC12x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8517,6 +10103,10 @@ TEXT ·kernelC12x2(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC12x2_block:
 	TESTQ $1, AX
 	JNZ kernelC12x2_fromc
@@ -8723,7 +10313,7 @@ kernelC12x2_nomax:
 	VMOVUPS Z30, (DX)
 	VMOVUPS Z31, K1, 64(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC12x2_done
+	JZ kernelC12x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $48, SI
 	MOVQ SI, a+8(FP)
@@ -8735,12 +10325,34 @@ kernelC12x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC12x2_block
+kernelC12x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC12x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $128, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC12x2_nobias
+	ADDQ $128, BX
+	MOVQ BX, bias+56(FP)
+kernelC12x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC12x2_block
 kernelC12x2_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC1x3(SB), NOSPLIT, $0-80
+// func kernelC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC1x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8756,6 +10368,10 @@ TEXT ·kernelC1x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC1x3_block:
 	TESTQ $1, AX
 	JNZ kernelC1x3_fromc
@@ -8805,7 +10421,7 @@ kernelC1x3_nomax:
 	VMOVUPS Z9, 64(DX)
 	VMOVUPS Z10, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC1x3_done
+	JZ kernelC1x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -8817,12 +10433,34 @@ kernelC1x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC1x3_block
+kernelC1x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC1x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC1x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC1x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC1x3_block
 kernelC1x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC2x3(SB), NOSPLIT, $0-80
+// func kernelC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC2x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8838,6 +10476,10 @@ TEXT ·kernelC2x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC2x3_block:
 	TESTQ $1, AX
 	JNZ kernelC2x3_fromc
@@ -8908,7 +10550,7 @@ kernelC2x3_nomax:
 	VMOVUPS Z12, 64(DX)
 	VMOVUPS Z13, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC2x3_done
+	JZ kernelC2x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -8920,12 +10562,34 @@ kernelC2x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC2x3_block
+kernelC2x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC2x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC2x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC2x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC2x3_block
 kernelC2x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC3x3(SB), NOSPLIT, $0-80
+// func kernelC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC3x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -8941,6 +10605,10 @@ TEXT ·kernelC3x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC3x3_block:
 	TESTQ $1, AX
 	JNZ kernelC3x3_fromc
@@ -9032,7 +10700,7 @@ kernelC3x3_nomax:
 	VMOVUPS Z15, 64(DX)
 	VMOVUPS Z16, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC3x3_done
+	JZ kernelC3x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -9044,12 +10712,34 @@ kernelC3x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC3x3_block
+kernelC3x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC3x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC3x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC3x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC3x3_block
 kernelC3x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC4x3(SB), NOSPLIT, $0-80
+// func kernelC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC4x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9065,6 +10755,10 @@ TEXT ·kernelC4x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC4x3_block:
 	TESTQ $1, AX
 	JNZ kernelC4x3_fromc
@@ -9177,7 +10871,7 @@ kernelC4x3_nomax:
 	VMOVUPS Z18, 64(DX)
 	VMOVUPS Z19, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC4x3_done
+	JZ kernelC4x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -9189,12 +10883,34 @@ kernelC4x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC4x3_block
+kernelC4x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC4x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC4x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC4x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC4x3_block
 kernelC4x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC5x3(SB), NOSPLIT, $0-80
+// func kernelC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC5x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9210,6 +10926,10 @@ TEXT ·kernelC5x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC5x3_block:
 	TESTQ $1, AX
 	JNZ kernelC5x3_fromc
@@ -9343,7 +11063,7 @@ kernelC5x3_nomax:
 	VMOVUPS Z21, 64(DX)
 	VMOVUPS Z22, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC5x3_done
+	JZ kernelC5x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -9355,12 +11075,34 @@ kernelC5x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC5x3_block
+kernelC5x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC5x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC5x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC5x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC5x3_block
 kernelC5x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC6x3(SB), NOSPLIT, $0-80
+// func kernelC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC6x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9376,6 +11118,10 @@ TEXT ·kernelC6x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC6x3_block:
 	TESTQ $1, AX
 	JNZ kernelC6x3_fromc
@@ -9530,7 +11276,7 @@ kernelC6x3_nomax:
 	VMOVUPS Z24, 64(DX)
 	VMOVUPS Z25, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC6x3_done
+	JZ kernelC6x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -9542,12 +11288,34 @@ kernelC6x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC6x3_block
+kernelC6x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC6x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC6x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC6x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC6x3_block
 kernelC6x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC7x3(SB), NOSPLIT, $0-80
+// func kernelC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC7x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9563,6 +11331,10 @@ TEXT ·kernelC7x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC7x3_block:
 	TESTQ $1, AX
 	JNZ kernelC7x3_fromc
@@ -9738,7 +11510,7 @@ kernelC7x3_nomax:
 	VMOVUPS Z27, 64(DX)
 	VMOVUPS Z28, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC7x3_done
+	JZ kernelC7x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $28, SI
 	MOVQ SI, a+8(FP)
@@ -9750,12 +11522,34 @@ kernelC7x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC7x3_block
+kernelC7x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC7x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC7x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC7x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC7x3_block
 kernelC7x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC8x3(SB), NOSPLIT, $0-80
+// func kernelC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC8x3(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -9771,6 +11565,10 @@ TEXT ·kernelC8x3(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC8x3_block:
 	TESTQ $1, AX
 	JNZ kernelC8x3_fromc
@@ -9967,7 +11765,7 @@ kernelC8x3_nomax:
 	VMOVUPS Z30, 64(DX)
 	VMOVUPS Z31, K1, 128(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC8x3_done
+	JZ kernelC8x3_column
 	MOVQ a+8(FP), SI
 	ADDQ $32, SI
 	MOVQ SI, a+8(FP)
@@ -9979,12 +11777,34 @@ kernelC8x3_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC8x3_block
+kernelC8x3_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC8x3_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $192, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $192, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC8x3_nobias
+	ADDQ $192, BX
+	MOVQ BX, bias+56(FP)
+kernelC8x3_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC8x3_block
 kernelC8x3_done:
 	VZEROUPPER
 	RET
 
-// func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC1x4(SB), NOSPLIT, $0-80
+// func kernelC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC1x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10000,6 +11820,10 @@ TEXT ·kernelC1x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC1x4_block:
 	TESTQ $1, AX
 	JNZ kernelC1x4_fromc
@@ -10057,7 +11881,7 @@ kernelC1x4_nomax:
 	VMOVUPS Z10, 128(DX)
 	VMOVUPS Z11, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC1x4_done
+	JZ kernelC1x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -10069,12 +11893,34 @@ kernelC1x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC1x4_block
+kernelC1x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC1x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC1x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC1x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC1x4_block
 kernelC1x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC2x4(SB), NOSPLIT, $0-80
+// func kernelC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC2x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10090,6 +11936,10 @@ TEXT ·kernelC2x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC2x4_block:
 	TESTQ $1, AX
 	JNZ kernelC2x4_fromc
@@ -10174,7 +12024,7 @@ kernelC2x4_nomax:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC2x4_done
+	JZ kernelC2x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -10186,12 +12036,34 @@ kernelC2x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC2x4_block
+kernelC2x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC2x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC2x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC2x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC2x4_block
 kernelC2x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC3x4(SB), NOSPLIT, $0-80
+// func kernelC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC3x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10207,6 +12079,10 @@ TEXT ·kernelC3x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC3x4_block:
 	TESTQ $1, AX
 	JNZ kernelC3x4_fromc
@@ -10318,7 +12194,7 @@ kernelC3x4_nomax:
 	VMOVUPS Z18, 128(DX)
 	VMOVUPS Z19, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC3x4_done
+	JZ kernelC3x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -10330,12 +12206,34 @@ kernelC3x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC3x4_block
+kernelC3x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC3x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC3x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC3x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC3x4_block
 kernelC3x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC4x4(SB), NOSPLIT, $0-80
+// func kernelC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC4x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10351,6 +12249,10 @@ TEXT ·kernelC4x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC4x4_block:
 	TESTQ $1, AX
 	JNZ kernelC4x4_fromc
@@ -10489,7 +12391,7 @@ kernelC4x4_nomax:
 	VMOVUPS Z22, 128(DX)
 	VMOVUPS Z23, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC4x4_done
+	JZ kernelC4x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -10501,12 +12403,34 @@ kernelC4x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC4x4_block
+kernelC4x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC4x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC4x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC4x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC4x4_block
 kernelC4x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC5x4(SB), NOSPLIT, $0-80
+// func kernelC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC5x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10522,6 +12446,10 @@ TEXT ·kernelC5x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC5x4_block:
 	TESTQ $1, AX
 	JNZ kernelC5x4_fromc
@@ -10687,7 +12615,7 @@ kernelC5x4_nomax:
 	VMOVUPS Z26, 128(DX)
 	VMOVUPS Z27, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC5x4_done
+	JZ kernelC5x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -10699,12 +12627,34 @@ kernelC5x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC5x4_block
+kernelC5x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC5x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC5x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC5x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC5x4_block
 kernelC5x4_done:
 	VZEROUPPER
 	RET
 
-// func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernelC6x4(SB), NOSPLIT, $0-80
+// func kernelC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernelC6x4(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10720,6 +12670,10 @@ TEXT ·kernelC6x4(SB), NOSPLIT, $0-80
 	MOVQ AX, R12
 	SHRQ $16, R12
 	KMOVW R12, K1
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernelC6x4_block:
 	TESTQ $1, AX
 	JNZ kernelC6x4_fromc
@@ -10912,7 +12866,7 @@ kernelC6x4_nomax:
 	VMOVUPS Z30, 128(DX)
 	VMOVUPS Z31, K1, 192(DX)
 	DECQ blocks+72(FP)
-	JZ kernelC6x4_done
+	JZ kernelC6x4_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -10924,12 +12878,34 @@ kernelC6x4_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernelC6x4_block
+kernelC6x4_column:
+	DECQ cblocks+80(FP)
+	JZ kernelC6x4_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $256, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $256, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernelC6x4_nobias
+	ADDQ $256, BX
+	MOVQ BX, bias+56(FP)
+kernelC6x4_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernelC6x4_block
 kernelC6x4_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R1x1(SB), NOSPLIT, $0-80
+// func kernel2R1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R1x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -10947,6 +12923,10 @@ TEXT ·kernel2R1x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x1_fromc
@@ -10980,7 +12960,7 @@ kernel2R1x1_store:
 kernel2R1x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R1x1_done
+	JZ kernel2R1x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -10993,12 +12973,34 @@ kernel2R1x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R1x1_block
+kernel2R1x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R1x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R1x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R1x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R1x1_block
 kernel2R1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R2x1(SB), NOSPLIT, $0-80
+// func kernel2R2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R2x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11016,6 +13018,10 @@ TEXT ·kernel2R2x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x1_fromc
@@ -11058,7 +13064,7 @@ kernel2R2x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y4, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R2x1_done
+	JZ kernel2R2x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -11071,12 +13077,34 @@ kernel2R2x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R2x1_block
+kernel2R2x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R2x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R2x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R2x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R2x1_block
 kernel2R2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R3x1(SB), NOSPLIT, $0-80
+// func kernel2R3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R3x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11094,6 +13122,10 @@ TEXT ·kernel2R3x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x1_fromc
@@ -11145,7 +13177,7 @@ kernel2R3x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y5, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R3x1_done
+	JZ kernel2R3x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -11158,12 +13190,34 @@ kernel2R3x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R3x1_block
+kernel2R3x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R3x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R3x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R3x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R3x1_block
 kernel2R3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R4x1(SB), NOSPLIT, $0-80
+// func kernel2R4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R4x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11181,6 +13235,10 @@ TEXT ·kernel2R4x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11244,7 +13302,7 @@ kernel2R4x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y6, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R4x1_done
+	JZ kernel2R4x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -11257,12 +13315,34 @@ kernel2R4x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R4x1_block
+kernel2R4x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R4x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R4x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R4x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R4x1_block
 kernel2R4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R5x1(SB), NOSPLIT, $0-80
+// func kernel2R5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R5x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11280,6 +13360,10 @@ TEXT ·kernel2R5x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11352,7 +13436,7 @@ kernel2R5x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y7, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R5x1_done
+	JZ kernel2R5x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -11365,12 +13449,34 @@ kernel2R5x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R5x1_block
+kernel2R5x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R5x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R5x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R5x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R5x1_block
 kernel2R5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R6x1(SB), NOSPLIT, $0-80
+// func kernel2R6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R6x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11388,6 +13494,10 @@ TEXT ·kernel2R6x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11469,7 +13579,7 @@ kernel2R6x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y8, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R6x1_done
+	JZ kernel2R6x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -11482,12 +13592,34 @@ kernel2R6x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R6x1_block
+kernel2R6x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R6x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R6x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R6x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R6x1_block
 kernel2R6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R7x1(SB), NOSPLIT, $0-80
+// func kernel2R7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R7x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11505,6 +13637,10 @@ TEXT ·kernel2R7x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11598,7 +13734,7 @@ kernel2R7x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y9, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R7x1_done
+	JZ kernel2R7x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $7, R8, R12
 	ADDQ R12, SI
@@ -11611,12 +13747,34 @@ kernel2R7x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R7x1_block
+kernel2R7x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R7x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R7x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R7x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R7x1_block
 kernel2R7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R8x1(SB), NOSPLIT, $0-80
+// func kernel2R8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R8x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11634,6 +13792,10 @@ TEXT ·kernel2R8x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11736,7 +13898,7 @@ kernel2R8x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y10, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R8x1_done
+	JZ kernel2R8x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $8, R8, R12
 	ADDQ R12, SI
@@ -11749,12 +13911,34 @@ kernel2R8x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R8x1_block
+kernel2R8x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R8x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R8x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R8x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R8x1_block
 kernel2R8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R9x1(SB), NOSPLIT, $0-80
+// func kernel2R9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R9x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11772,6 +13956,10 @@ TEXT ·kernel2R9x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -11883,7 +14071,7 @@ kernel2R9x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y11, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R9x1_done
+	JZ kernel2R9x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $9, R8, R12
 	ADDQ R12, SI
@@ -11896,12 +14084,34 @@ kernel2R9x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R9x1_block
+kernel2R9x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R9x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R9x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R9x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R9x1_block
 kernel2R9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R10x1(SB), NOSPLIT, $0-80
+// func kernel2R10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R10x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -11919,6 +14129,10 @@ TEXT ·kernel2R10x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -12042,7 +14256,7 @@ kernel2R10x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y12, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R10x1_done
+	JZ kernel2R10x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $10, R8, R12
 	ADDQ R12, SI
@@ -12055,12 +14269,34 @@ kernel2R10x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R10x1_block
+kernel2R10x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R10x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R10x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R10x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R10x1_block
 kernel2R10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R11x1(SB), NOSPLIT, $0-80
+// func kernel2R11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R11x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12078,6 +14314,10 @@ TEXT ·kernel2R11x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -12210,7 +14450,7 @@ kernel2R11x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y13, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R11x1_done
+	JZ kernel2R11x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $11, R8, R12
 	ADDQ R12, SI
@@ -12223,12 +14463,34 @@ kernel2R11x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R11x1_block
+kernel2R11x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R11x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R11x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R11x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R11x1_block
 kernel2R11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R12x1(SB), NOSPLIT, $0-80
+// func kernel2R12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R12x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12246,6 +14508,10 @@ TEXT ·kernel2R12x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -12387,7 +14653,7 @@ kernel2R12x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y14, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R12x1_done
+	JZ kernel2R12x1_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $12, R8, R12
 	ADDQ R12, SI
@@ -12400,12 +14666,34 @@ kernel2R12x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R12x1_block
+kernel2R12x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R12x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R12x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R12x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R12x1_block
 kernel2R12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R1x2(SB), NOSPLIT, $0-80
+// func kernel2R1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R1x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12423,6 +14711,10 @@ TEXT ·kernel2R1x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x2_fromc
@@ -12464,7 +14756,7 @@ kernel2R1x2_nomax:
 	VMOVUPS Y3, (DX)
 	VMASKMOVPS Y4, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R1x2_done
+	JZ kernel2R1x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $1, R8, R12
 	ADDQ R12, SI
@@ -12477,12 +14769,34 @@ kernel2R1x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R1x2_block
+kernel2R1x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R1x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R1x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R1x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R1x2_block
 kernel2R1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R2x2(SB), NOSPLIT, $0-80
+// func kernel2R2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R2x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12500,6 +14814,10 @@ TEXT ·kernel2R2x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x2_fromc
@@ -12556,7 +14874,7 @@ kernel2R2x2_nomax:
 	VMOVUPS Y5, (DX)
 	VMASKMOVPS Y6, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R2x2_done
+	JZ kernel2R2x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $2, R8, R12
 	ADDQ R12, SI
@@ -12569,12 +14887,34 @@ kernel2R2x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R2x2_block
+kernel2R2x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R2x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R2x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R2x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R2x2_block
 kernel2R2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R3x2(SB), NOSPLIT, $0-80
+// func kernel2R3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R3x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12592,6 +14932,10 @@ TEXT ·kernel2R3x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x2_fromc
@@ -12663,7 +15007,7 @@ kernel2R3x2_nomax:
 	VMOVUPS Y7, (DX)
 	VMASKMOVPS Y8, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R3x2_done
+	JZ kernel2R3x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $3, R8, R12
 	ADDQ R12, SI
@@ -12676,12 +15020,34 @@ kernel2R3x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R3x2_block
+kernel2R3x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R3x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R3x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R3x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R3x2_block
 kernel2R3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R4x2(SB), NOSPLIT, $0-80
+// func kernel2R4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R4x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12699,6 +15065,10 @@ TEXT ·kernel2R4x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -12788,7 +15158,7 @@ kernel2R4x2_nomax:
 	VMOVUPS Y9, (DX)
 	VMASKMOVPS Y10, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R4x2_done
+	JZ kernel2R4x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $4, R8, R12
 	ADDQ R12, SI
@@ -12801,12 +15171,34 @@ kernel2R4x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R4x2_block
+kernel2R4x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R4x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R4x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R4x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R4x2_block
 kernel2R4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R5x2(SB), NOSPLIT, $0-80
+// func kernel2R5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R5x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12824,6 +15216,10 @@ TEXT ·kernel2R5x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -12928,7 +15324,7 @@ kernel2R5x2_nomax:
 	VMOVUPS Y11, (DX)
 	VMASKMOVPS Y12, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R5x2_done
+	JZ kernel2R5x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $5, R8, R12
 	ADDQ R12, SI
@@ -12941,12 +15337,34 @@ kernel2R5x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R5x2_block
+kernel2R5x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R5x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R5x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R5x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R5x2_block
 kernel2R5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2R6x2(SB), NOSPLIT, $0-80
+// func kernel2R6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2R6x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -12964,6 +15382,10 @@ TEXT ·kernel2R6x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2R6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13083,7 +15505,7 @@ kernel2R6x2_nomax:
 	VMOVUPS Y13, (DX)
 	VMASKMOVPS Y14, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2R6x2_done
+	JZ kernel2R6x2_column
 	MOVQ a+8(FP), SI
 	IMUL3Q $6, R8, R12
 	ADDQ R12, SI
@@ -13096,12 +15518,34 @@ kernel2R6x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2R6x2_block
+kernel2R6x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R6x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R6x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R6x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R6x2_block
 kernel2R6x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C1x1(SB), NOSPLIT, $0-80
+// func kernel2C1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C1x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13119,6 +15563,10 @@ TEXT ·kernel2C1x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x1_fromc
@@ -13152,7 +15600,7 @@ kernel2C1x1_store:
 kernel2C1x1_nomax:
 	VMASKMOVPS Y3, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C1x1_done
+	JZ kernel2C1x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -13164,12 +15612,34 @@ kernel2C1x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C1x1_block
+kernel2C1x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C1x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C1x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C1x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C1x1_block
 kernel2C1x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C2x1(SB), NOSPLIT, $0-80
+// func kernel2C2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C2x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13187,6 +15657,10 @@ TEXT ·kernel2C2x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x1_fromc
@@ -13229,7 +15703,7 @@ kernel2C2x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y4, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C2x1_done
+	JZ kernel2C2x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -13241,12 +15715,34 @@ kernel2C2x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C2x1_block
+kernel2C2x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C2x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C2x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C2x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C2x1_block
 kernel2C2x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C3x1(SB), NOSPLIT, $0-80
+// func kernel2C3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C3x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13264,6 +15760,10 @@ TEXT ·kernel2C3x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x1_fromc
@@ -13315,7 +15815,7 @@ kernel2C3x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y5, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C3x1_done
+	JZ kernel2C3x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -13327,12 +15827,34 @@ kernel2C3x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C3x1_block
+kernel2C3x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C3x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C3x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C3x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C3x1_block
 kernel2C3x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C4x1(SB), NOSPLIT, $0-80
+// func kernel2C4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C4x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13350,6 +15872,10 @@ TEXT ·kernel2C4x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C4x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x1_fromc
@@ -13410,7 +15936,7 @@ kernel2C4x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y6, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C4x1_done
+	JZ kernel2C4x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -13422,12 +15948,34 @@ kernel2C4x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C4x1_block
+kernel2C4x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C4x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C4x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C4x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C4x1_block
 kernel2C4x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C5x1(SB), NOSPLIT, $0-80
+// func kernel2C5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C5x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13445,6 +15993,10 @@ TEXT ·kernel2C5x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C5x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x1_fromc
@@ -13514,7 +16066,7 @@ kernel2C5x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y7, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C5x1_done
+	JZ kernel2C5x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -13526,12 +16078,34 @@ kernel2C5x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C5x1_block
+kernel2C5x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C5x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C5x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C5x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C5x1_block
 kernel2C5x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C6x1(SB), NOSPLIT, $0-80
+// func kernel2C6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C6x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13549,6 +16123,10 @@ TEXT ·kernel2C6x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C6x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x1_fromc
@@ -13627,7 +16205,7 @@ kernel2C6x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y8, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C6x1_done
+	JZ kernel2C6x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -13639,12 +16217,34 @@ kernel2C6x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C6x1_block
+kernel2C6x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C6x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C6x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C6x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C6x1_block
 kernel2C6x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C7x1(SB), NOSPLIT, $0-80
+// func kernel2C7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C7x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13662,6 +16262,10 @@ TEXT ·kernel2C7x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C7x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C7x1_fromc
@@ -13749,7 +16353,7 @@ kernel2C7x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y9, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C7x1_done
+	JZ kernel2C7x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $28, SI
 	MOVQ SI, a+8(FP)
@@ -13761,12 +16365,34 @@ kernel2C7x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C7x1_block
+kernel2C7x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C7x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C7x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C7x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C7x1_block
 kernel2C7x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C8x1(SB), NOSPLIT, $0-80
+// func kernel2C8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C8x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13784,6 +16410,10 @@ TEXT ·kernel2C8x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C8x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C8x1_fromc
@@ -13880,7 +16510,7 @@ kernel2C8x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y10, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C8x1_done
+	JZ kernel2C8x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $32, SI
 	MOVQ SI, a+8(FP)
@@ -13892,12 +16522,34 @@ kernel2C8x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C8x1_block
+kernel2C8x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C8x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C8x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C8x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C8x1_block
 kernel2C8x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C9x1(SB), NOSPLIT, $0-80
+// func kernel2C9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C9x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -13915,6 +16567,10 @@ TEXT ·kernel2C9x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C9x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C9x1_fromc
@@ -14020,7 +16676,7 @@ kernel2C9x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y11, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C9x1_done
+	JZ kernel2C9x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $36, SI
 	MOVQ SI, a+8(FP)
@@ -14032,12 +16688,34 @@ kernel2C9x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C9x1_block
+kernel2C9x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C9x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C9x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C9x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C9x1_block
 kernel2C9x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C10x1(SB), NOSPLIT, $0-80
+// func kernel2C10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C10x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14055,6 +16733,10 @@ TEXT ·kernel2C10x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C10x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C10x1_fromc
@@ -14169,7 +16851,7 @@ kernel2C10x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y12, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C10x1_done
+	JZ kernel2C10x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $40, SI
 	MOVQ SI, a+8(FP)
@@ -14181,12 +16863,34 @@ kernel2C10x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C10x1_block
+kernel2C10x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C10x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C10x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C10x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C10x1_block
 kernel2C10x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C11x1(SB), NOSPLIT, $0-80
+// func kernel2C11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C11x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14204,6 +16908,10 @@ TEXT ·kernel2C11x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C11x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C11x1_fromc
@@ -14327,7 +17035,7 @@ kernel2C11x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y13, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C11x1_done
+	JZ kernel2C11x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $44, SI
 	MOVQ SI, a+8(FP)
@@ -14339,12 +17047,34 @@ kernel2C11x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C11x1_block
+kernel2C11x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C11x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C11x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C11x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C11x1_block
 kernel2C11x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C12x1(SB), NOSPLIT, $0-80
+// func kernel2C12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C12x1(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14362,6 +17092,10 @@ TEXT ·kernel2C12x1(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C12x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C12x1_fromc
@@ -14494,7 +17228,7 @@ kernel2C12x1_nomax:
 	ADDQ R10, DX
 	VMASKMOVPS Y14, Y15, (DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C12x1_done
+	JZ kernel2C12x1_column
 	MOVQ a+8(FP), SI
 	ADDQ $48, SI
 	MOVQ SI, a+8(FP)
@@ -14506,12 +17240,34 @@ kernel2C12x1_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C12x1_block
+kernel2C12x1_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C12x1_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C12x1_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C12x1_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C12x1_block
 kernel2C12x1_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C1x2(SB), NOSPLIT, $0-80
+// func kernel2C1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C1x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14529,6 +17285,10 @@ TEXT ·kernel2C1x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x2_fromc
@@ -14570,7 +17330,7 @@ kernel2C1x2_nomax:
 	VMOVUPS Y3, (DX)
 	VMASKMOVPS Y4, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C1x2_done
+	JZ kernel2C1x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $4, SI
 	MOVQ SI, a+8(FP)
@@ -14582,12 +17342,34 @@ kernel2C1x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C1x2_block
+kernel2C1x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C1x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C1x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C1x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C1x2_block
 kernel2C1x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C2x2(SB), NOSPLIT, $0-80
+// func kernel2C2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C2x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14605,6 +17387,10 @@ TEXT ·kernel2C2x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x2_fromc
@@ -14661,7 +17447,7 @@ kernel2C2x2_nomax:
 	VMOVUPS Y5, (DX)
 	VMASKMOVPS Y6, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C2x2_done
+	JZ kernel2C2x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $8, SI
 	MOVQ SI, a+8(FP)
@@ -14673,12 +17459,34 @@ kernel2C2x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C2x2_block
+kernel2C2x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C2x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C2x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C2x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C2x2_block
 kernel2C2x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C3x2(SB), NOSPLIT, $0-80
+// func kernel2C3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C3x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14696,6 +17504,10 @@ TEXT ·kernel2C3x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x2_fromc
@@ -14767,7 +17579,7 @@ kernel2C3x2_nomax:
 	VMOVUPS Y7, (DX)
 	VMASKMOVPS Y8, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C3x2_done
+	JZ kernel2C3x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $12, SI
 	MOVQ SI, a+8(FP)
@@ -14779,12 +17591,34 @@ kernel2C3x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C3x2_block
+kernel2C3x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C3x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C3x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C3x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C3x2_block
 kernel2C3x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C4x2(SB), NOSPLIT, $0-80
+// func kernel2C4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C4x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14802,6 +17636,10 @@ TEXT ·kernel2C4x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C4x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x2_fromc
@@ -14888,7 +17726,7 @@ kernel2C4x2_nomax:
 	VMOVUPS Y9, (DX)
 	VMASKMOVPS Y10, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C4x2_done
+	JZ kernel2C4x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $16, SI
 	MOVQ SI, a+8(FP)
@@ -14900,12 +17738,34 @@ kernel2C4x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C4x2_block
+kernel2C4x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C4x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C4x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C4x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C4x2_block
 kernel2C4x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C5x2(SB), NOSPLIT, $0-80
+// func kernel2C5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C5x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -14923,6 +17783,10 @@ TEXT ·kernel2C5x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C5x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x2_fromc
@@ -15024,7 +17888,7 @@ kernel2C5x2_nomax:
 	VMOVUPS Y11, (DX)
 	VMASKMOVPS Y12, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C5x2_done
+	JZ kernel2C5x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $20, SI
 	MOVQ SI, a+8(FP)
@@ -15036,12 +17900,34 @@ kernel2C5x2_nomax:
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
 	JMP kernel2C5x2_block
+kernel2C5x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C5x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C5x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C5x2_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C5x2_block
 kernel2C5x2_done:
 	VZEROUPPER
 	RET
 
-// func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int)
-TEXT ·kernel2C6x2(SB), NOSPLIT, $0-80
+// func kernel2C6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·kernel2C6x2(SB), NOSPLIT, $24-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -15059,6 +17945,10 @@ TEXT ·kernel2C6x2(SB), NOSPLIT, $0-80
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
 kernel2C6x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x2_fromc
@@ -15175,7 +18065,7 @@ kernel2C6x2_nomax:
 	VMOVUPS Y13, (DX)
 	VMASKMOVPS Y14, Y15, 32(DX)
 	DECQ blocks+72(FP)
-	JZ kernel2C6x2_done
+	JZ kernel2C6x2_column
 	MOVQ a+8(FP), SI
 	ADDQ $24, SI
 	MOVQ SI, a+8(FP)
@@ -15186,6 +18076,28 @@ kernel2C6x2_nomax:
 	MOVQ k+0(FP), CX
 	MOVQ b+24(FP), DI
 	MOVQ bias+56(FP), BX
+	JMP kernel2C6x2_block
+kernel2C6x2_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C6x2_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C6x2_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C6x2_nobias:
+	MOVQ k+0(FP), CX
 	JMP kernel2C6x2_block
 kernel2C6x2_done:
 	VZEROUPPER
