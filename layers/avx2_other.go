@@ -38,3 +38,7 @@ func gnGradMasked32AVX2(dy, xh, y, dx *float32, gain, mg, mgx, r *float64, p, c 
 }
 
 func wsChain32AVX2(grad, what, rstd *float32, f, k int) { panic("layers: no AVX2 kernels") }
+
+func winoIn2AVX2(x, v *float32, rs, cs, plane, n int) { panic("layers: no AVX2 kernels") }
+
+func winoOut2AVX2(m, out *float32, plane, gs, n int) { panic("layers: no AVX2 kernels") }

@@ -151,7 +151,8 @@ type convOp[T num.Float] struct {
 	runStart []int32
 	padded   []uint8
 	// wino, when not nil, computes the forward product by F(4×4, 3×3) (winograd.go); the
-	// patches are then not kept in scratch, and the taps rebuild them.
+	// patches are then not kept in scratch: the taps form the per-example weight
+	// gradients by F(2×2, 3×3) (winograd_grad.go), and rebuild patches for plain sums.
 	wino *winograd[T]
 }
 
@@ -225,6 +226,10 @@ func (o *convOp[T]) gradient(nv *Native[T], k int) clipping.Gradient[T] {
 		PositionsMajor: true, InOrder: o.order}
 	if nv.train {
 		g.Patches = nv.patches(o, k)
+		if o.wino != nil && o.rstd == nil {
+			src, size := nv.acts[o.in].batch, nv.acts[o.in].size
+			g.wino, g.input = newWinoGrad(o), func(i int) []T { return src[i*size : (i+1)*size] }
+		}
 	}
 	if o.rstd != nil { // ŵ packed in the patches' order, as the gradient's columns
 		return clipping.Formed[T](&wsConvGradient[T]{conv: g, what: o.wp, rstd: o.rstd})

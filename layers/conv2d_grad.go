@@ -36,6 +36,13 @@ type Conv2DGradient[T num.Float] struct {
 	// In's order, from a cache of its own or built into buf (which has room for it).
 	// worker is as in Scratch; it is called concurrently for different workers.
 	Patches func(worker, i int, buf []T) []T
+
+	// wino, when not nil, forms an example's weight gradient (Example) by F(2×2, 3×3)
+	// (winograd_grad.go) from input(i), its NHWC input, instead of the product on its
+	// patches: the native engine's convolutions whose forward is Winograd's. AddExample (plain
+	// sums) keeps the product.
+	wino  *winoGrad[T]
+	input func(i int) []T
 }
 
 var _ clipping.ExampleKind[float32] = (*Conv2DGradient[float32])(nil)
@@ -97,6 +104,9 @@ func (t *Conv2DGradient[T]) NewExampleScratch() clipping.ExampleScratch[T] {
 	if t.Patches != nil {
 		sc.patches = make([]T, t.Positions*t.InDim)
 	}
+	if t.wino != nil {
+		sc.wbuf = make([]T, t.wino.scratch())
+	}
 	return sc
 }
 
@@ -124,6 +134,7 @@ type convScratch[T num.Float] struct {
 	t       *Conv2DGradient[T]
 	ones    []T
 	patches []T
+	wbuf    []T // Winograd's scratch (wino)
 }
 
 // patchesOf is example i's im2col'd input: a slice of In, or from Patches.
@@ -144,13 +155,17 @@ func (s *convScratch[T]) patchesOf(worker, i int) []T {
 func (s *convScratch[T]) gemms(worker, i int, g []T, f gemm.Flags) {
 	t := s.t
 	F, k, P := t.OutDim, t.InDim, t.Positions
-	dz, u := t.GradZ[i*F*P:(i+1)*F*P], s.patchesOf(worker, i)
-	// Weight: dZ_i [F × P] · U_i [P × k], dZ_i stored [P × F] when PositionsMajor.
-	a := gemm.Matrix[T]{Data: dz, Stride: P}
-	if t.PositionsMajor {
-		a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
+	dz := t.GradZ[i*F*P : (i+1)*F*P]
+	if t.wino != nil && f == 0 {
+		t.wino.example(t.input(i), dz, g, s.wbuf)
+	} else {
+		// Weight: dZ_i [F × P] · U_i [P × k], dZ_i stored [P × F] when PositionsMajor.
+		a := gemm.Matrix[T]{Data: dz, Stride: P}
+		if t.PositionsMajor {
+			a = gemm.Matrix[T]{Data: dz, Stride: F, ColMajor: true}
+		}
+		gemm.Gemm(F, k, P, a, s.patchesOf(worker, i), k, g, k, nil, f)
 	}
-	gemm.Gemm(F, k, P, a, u, k, g, k, nil, f)
 	if !t.Bias {
 		return
 	}

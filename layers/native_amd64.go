@@ -95,3 +95,9 @@ func gnGradMasked32AVX2(dy, xh, y, dx *float32, gain, mg, mgx, r *float64, p, c 
 
 //go:noescape
 func wsChain32AVX2(grad, what, rstd *float32, f, k int)
+
+//go:noescape
+func winoIn2AVX2(x, v *float32, rs, cs, plane, n int)
+
+//go:noescape
+func winoOut2AVX2(m, out *float32, plane, gs, n int)

@@ -23,12 +23,13 @@ import (
 // (AVX-512, AVX2, NEON, pure Go) runs the same algorithm on the kernels it already has and
 // is checked by their path tests.
 //
-// Only the forward product changes. The backward pass (dU = dZ·Wp and the per-example
-// weight gradients dZᵢᵀ·Uᵢ) still uses the direct products on patches rebuilt from the
-// input: the per-example gradient is the exact gradient of the direct convolution at the
-// forward's activations, which differ from the direct forward's by float32 rounding (see
-// TestWinogradForward for the bound). Clipping bounds whatever vector is clipped, so this
-// changes no privacy guarantee.
+// The backward pass keeps the direct product for dU = dZ·Wp; the per-example weight
+// gradients are formed by F(2×2, 3×3) (winograd_grad.go) from the input itself, no patches
+// built. Both are the gradient of the convolution at the forward's activations, which
+// differ from the direct forward's by float32 rounding (see TestWinogradForward and
+// TestWinogradGradient for the bounds). Clipping bounds whatever vector is clipped: the
+// norm is taken of the formed gradient that is then summed, so this changes no privacy
+// guarantee.
 
 // winogradMinChannels is the fewest input channels for which a convolution uses F(4×4,
 // 3×3): the input transform costs 2·(216 + 216) operations per tile and channel, the
