@@ -127,6 +127,7 @@ type isa struct {
 	broadcast func(r int) string
 	bcstFMA   bool
 	maxZero   string // the zero register of the ReLU clamp
+	full      bool   // the last vector has every lane: plain moves, no mask
 }
 
 // AVX-512: Z0–Z3 B vectors, Z4–Z7 broadcasts and temporaries, Z8… accumulators, K1 the
@@ -176,7 +177,7 @@ func aOperand(col bool, r int) string {
 
 // load writes a vector move of vector v, masked when it is the last one.
 func (x isa) load(w *bytes.Buffer, v, nv int, mem, reg string) {
-	if v == nv-1 {
+	if v == nv-1 && !x.full {
 		fmt.Fprintf(w, x.maskLoad, mem, reg)
 	} else {
 		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", mem, reg)
@@ -184,7 +185,7 @@ func (x isa) load(w *bytes.Buffer, v, nv int, mem, reg string) {
 }
 
 func (x isa) store(w *bytes.Buffer, v, nv int, reg, mem string) {
-	if v == nv-1 {
+	if v == nv-1 && !x.full {
 		fmt.Fprintf(w, x.maskStore, reg, mem)
 	} else {
 		fmt.Fprintf(w, "\tVMOVUPS %s, %s\n", reg, mem)
@@ -205,9 +206,24 @@ func (x isa) kernel(w *bytes.Buffer, name string, col bool, mr, nv int) {
 	w.WriteString("\tMOVQ b+24(FP), DI\n\tMOVQ ldb+32(FP), R9\n\tSHLQ $2, R9\n")
 	w.WriteString("\tMOVQ c+40(FP), DX\n\tMOVQ ldc+48(FP), R10\n\tSHLQ $2, R10\n")
 	w.WriteString("\tMOVQ bias+56(FP), BX\n\tMOVQ flags+64(FP), AX\n")
-	w.WriteString(x.maskSetup)
 	// The first row block of the current column of blocks, and the row blocks per column.
 	w.WriteString("\tMOVQ SI, a0-8(SP)\n\tMOVQ DX, c0-16(SP)\n\tMOVQ blocks+72(FP), R12\n\tMOVQ R12, nb-24(SP)\n")
+	if x.bytes == 32 {
+		// AVX2: blocks whose last vector has all 8 lanes take a copy of the body with plain
+		// moves (VMASKMOVPS, a store above all, is far slower on AMD cores); the same
+		// arithmetic, so the same bits.
+		fmt.Fprintf(w, "\tMOVQ AX, R12\n\tSHRQ $16, R12\n\tCMPQ R12, $8\n\tJNE %s_m\n", name)
+		full := x
+		full.full = true
+		full.body(w, name+"_f", col, mr, nv)
+		fmt.Fprintf(w, "%s_m:\n", name)
+	}
+	w.WriteString(x.maskSetup)
+	x.body(w, name, col, mr, nv)
+}
+
+// body writes the kernel's loops, labels prefixed by name.
+func (x isa) body(w *bytes.Buffer, name string, col bool, mr, nv int) {
 	fmt.Fprintf(w, "%s_block:\n", name)
 	if !col {
 		for j := 1; j*3 < mr; j++ {

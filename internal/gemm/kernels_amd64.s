@@ -16,13 +16,13 @@ TEXT ·kernelR1x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR1x1_block:
 	TESTQ $1, AX
 	JNZ kernelR1x1_fromc
@@ -108,13 +108,13 @@ TEXT ·kernelR2x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR2x1_block:
 	TESTQ $1, AX
 	JNZ kernelR2x1_fromc
@@ -208,13 +208,13 @@ TEXT ·kernelR3x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR3x1_block:
 	TESTQ $1, AX
 	JNZ kernelR3x1_fromc
@@ -316,13 +316,13 @@ TEXT ·kernelR4x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -435,13 +435,13 @@ TEXT ·kernelR5x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -562,13 +562,13 @@ TEXT ·kernelR6x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -697,13 +697,13 @@ TEXT ·kernelR7x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -843,13 +843,13 @@ TEXT ·kernelR8x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -997,13 +997,13 @@ TEXT ·kernelR9x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1159,13 +1159,13 @@ TEXT ·kernelR10x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1332,13 +1332,13 @@ TEXT ·kernelR11x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1513,13 +1513,13 @@ TEXT ·kernelR12x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -1702,13 +1702,13 @@ TEXT ·kernelR1x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR1x2_block:
 	TESTQ $1, AX
 	JNZ kernelR1x2_fromc
@@ -1803,13 +1803,13 @@ TEXT ·kernelR2x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR2x2_block:
 	TESTQ $1, AX
 	JNZ kernelR2x2_fromc
@@ -1919,13 +1919,13 @@ TEXT ·kernelR3x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR3x2_block:
 	TESTQ $1, AX
 	JNZ kernelR3x2_fromc
@@ -2050,13 +2050,13 @@ TEXT ·kernelR4x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2199,13 +2199,13 @@ TEXT ·kernelR5x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2363,13 +2363,13 @@ TEXT ·kernelR6x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2542,13 +2542,13 @@ TEXT ·kernelR7x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR7x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2739,13 +2739,13 @@ TEXT ·kernelR8x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR8x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -2951,13 +2951,13 @@ TEXT ·kernelR9x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR9x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3178,13 +3178,13 @@ TEXT ·kernelR10x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR10x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3423,13 +3423,13 @@ TEXT ·kernelR11x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR11x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3683,13 +3683,13 @@ TEXT ·kernelR12x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR12x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -3958,13 +3958,13 @@ TEXT ·kernelR1x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR1x3_block:
 	TESTQ $1, AX
 	JNZ kernelR1x3_fromc
@@ -4067,13 +4067,13 @@ TEXT ·kernelR2x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR2x3_block:
 	TESTQ $1, AX
 	JNZ kernelR2x3_fromc
@@ -4197,13 +4197,13 @@ TEXT ·kernelR3x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR3x3_block:
 	TESTQ $1, AX
 	JNZ kernelR3x3_fromc
@@ -4348,13 +4348,13 @@ TEXT ·kernelR4x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR4x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4523,13 +4523,13 @@ TEXT ·kernelR5x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR5x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4719,13 +4719,13 @@ TEXT ·kernelR6x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR6x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -4936,13 +4936,13 @@ TEXT ·kernelR7x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR7x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -5177,13 +5177,13 @@ TEXT ·kernelR8x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR8x3_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -5439,13 +5439,13 @@ TEXT ·kernelR1x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR1x4_block:
 	TESTQ $1, AX
 	JNZ kernelR1x4_fromc
@@ -5556,13 +5556,13 @@ TEXT ·kernelR2x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR2x4_block:
 	TESTQ $1, AX
 	JNZ kernelR2x4_fromc
@@ -5700,13 +5700,13 @@ TEXT ·kernelR3x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR3x4_block:
 	TESTQ $1, AX
 	JNZ kernelR3x4_fromc
@@ -5871,13 +5871,13 @@ TEXT ·kernelR4x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR4x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -6072,13 +6072,13 @@ TEXT ·kernelR5x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR5x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -6300,13 +6300,13 @@ TEXT ·kernelR6x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelR6x4_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -6555,13 +6555,13 @@ TEXT ·kernelC1x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC1x1_block:
 	TESTQ $1, AX
 	JNZ kernelC1x1_fromc
@@ -6646,13 +6646,13 @@ TEXT ·kernelC2x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC2x1_block:
 	TESTQ $1, AX
 	JNZ kernelC2x1_fromc
@@ -6745,13 +6745,13 @@ TEXT ·kernelC3x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC3x1_block:
 	TESTQ $1, AX
 	JNZ kernelC3x1_fromc
@@ -6852,13 +6852,13 @@ TEXT ·kernelC4x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC4x1_block:
 	TESTQ $1, AX
 	JNZ kernelC4x1_fromc
@@ -6967,13 +6967,13 @@ TEXT ·kernelC5x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC5x1_block:
 	TESTQ $1, AX
 	JNZ kernelC5x1_fromc
@@ -7090,13 +7090,13 @@ TEXT ·kernelC6x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC6x1_block:
 	TESTQ $1, AX
 	JNZ kernelC6x1_fromc
@@ -7221,13 +7221,13 @@ TEXT ·kernelC7x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC7x1_block:
 	TESTQ $1, AX
 	JNZ kernelC7x1_fromc
@@ -7360,13 +7360,13 @@ TEXT ·kernelC8x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC8x1_block:
 	TESTQ $1, AX
 	JNZ kernelC8x1_fromc
@@ -7507,13 +7507,13 @@ TEXT ·kernelC9x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC9x1_block:
 	TESTQ $1, AX
 	JNZ kernelC9x1_fromc
@@ -7662,13 +7662,13 @@ TEXT ·kernelC10x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC10x1_block:
 	TESTQ $1, AX
 	JNZ kernelC10x1_fromc
@@ -7825,13 +7825,13 @@ TEXT ·kernelC11x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC11x1_block:
 	TESTQ $1, AX
 	JNZ kernelC11x1_fromc
@@ -7996,13 +7996,13 @@ TEXT ·kernelC12x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC12x1_block:
 	TESTQ $1, AX
 	JNZ kernelC12x1_fromc
@@ -8175,13 +8175,13 @@ TEXT ·kernelC1x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC1x2_block:
 	TESTQ $1, AX
 	JNZ kernelC1x2_fromc
@@ -8275,13 +8275,13 @@ TEXT ·kernelC2x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC2x2_block:
 	TESTQ $1, AX
 	JNZ kernelC2x2_fromc
@@ -8390,13 +8390,13 @@ TEXT ·kernelC3x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC3x2_block:
 	TESTQ $1, AX
 	JNZ kernelC3x2_fromc
@@ -8520,13 +8520,13 @@ TEXT ·kernelC4x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC4x2_block:
 	TESTQ $1, AX
 	JNZ kernelC4x2_fromc
@@ -8665,13 +8665,13 @@ TEXT ·kernelC5x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC5x2_block:
 	TESTQ $1, AX
 	JNZ kernelC5x2_fromc
@@ -8825,13 +8825,13 @@ TEXT ·kernelC6x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC6x2_block:
 	TESTQ $1, AX
 	JNZ kernelC6x2_fromc
@@ -9000,13 +9000,13 @@ TEXT ·kernelC7x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC7x2_block:
 	TESTQ $1, AX
 	JNZ kernelC7x2_fromc
@@ -9190,13 +9190,13 @@ TEXT ·kernelC8x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC8x2_block:
 	TESTQ $1, AX
 	JNZ kernelC8x2_fromc
@@ -9395,13 +9395,13 @@ TEXT ·kernelC9x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC9x2_block:
 	TESTQ $1, AX
 	JNZ kernelC9x2_fromc
@@ -9615,13 +9615,13 @@ TEXT ·kernelC10x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC10x2_block:
 	TESTQ $1, AX
 	JNZ kernelC10x2_fromc
@@ -9850,13 +9850,13 @@ TEXT ·kernelC11x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC11x2_block:
 	TESTQ $1, AX
 	JNZ kernelC11x2_fromc
@@ -10100,13 +10100,13 @@ TEXT ·kernelC12x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC12x2_block:
 	TESTQ $1, AX
 	JNZ kernelC12x2_fromc
@@ -10365,13 +10365,13 @@ TEXT ·kernelC1x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC1x3_block:
 	TESTQ $1, AX
 	JNZ kernelC1x3_fromc
@@ -10473,13 +10473,13 @@ TEXT ·kernelC2x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC2x3_block:
 	TESTQ $1, AX
 	JNZ kernelC2x3_fromc
@@ -10602,13 +10602,13 @@ TEXT ·kernelC3x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC3x3_block:
 	TESTQ $1, AX
 	JNZ kernelC3x3_fromc
@@ -10752,13 +10752,13 @@ TEXT ·kernelC4x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC4x3_block:
 	TESTQ $1, AX
 	JNZ kernelC4x3_fromc
@@ -10923,13 +10923,13 @@ TEXT ·kernelC5x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC5x3_block:
 	TESTQ $1, AX
 	JNZ kernelC5x3_fromc
@@ -11115,13 +11115,13 @@ TEXT ·kernelC6x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC6x3_block:
 	TESTQ $1, AX
 	JNZ kernelC6x3_fromc
@@ -11328,13 +11328,13 @@ TEXT ·kernelC7x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC7x3_block:
 	TESTQ $1, AX
 	JNZ kernelC7x3_fromc
@@ -11562,13 +11562,13 @@ TEXT ·kernelC8x3(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC8x3_block:
 	TESTQ $1, AX
 	JNZ kernelC8x3_fromc
@@ -11817,13 +11817,13 @@ TEXT ·kernelC1x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC1x4_block:
 	TESTQ $1, AX
 	JNZ kernelC1x4_fromc
@@ -11933,13 +11933,13 @@ TEXT ·kernelC2x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC2x4_block:
 	TESTQ $1, AX
 	JNZ kernelC2x4_fromc
@@ -12076,13 +12076,13 @@ TEXT ·kernelC3x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC3x4_block:
 	TESTQ $1, AX
 	JNZ kernelC3x4_fromc
@@ -12246,13 +12246,13 @@ TEXT ·kernelC4x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC4x4_block:
 	TESTQ $1, AX
 	JNZ kernelC4x4_fromc
@@ -12443,13 +12443,13 @@ TEXT ·kernelC5x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC5x4_block:
 	TESTQ $1, AX
 	JNZ kernelC5x4_fromc
@@ -12667,13 +12667,13 @@ TEXT ·kernelC6x4(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
-	MOVQ AX, R12
-	SHRQ $16, R12
-	KMOVW R12, K1
 	MOVQ SI, a0-8(SP)
 	MOVQ DX, c0-16(SP)
 	MOVQ blocks+72(FP), R12
 	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	KMOVW R12, K1
 kernelC6x4_block:
 	TESTQ $1, AX
 	JNZ kernelC6x4_fromc
@@ -12918,15 +12918,91 @@ TEXT ·kernel2R1x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R1x1_m
+kernel2R1x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R1x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R1x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	JMP kernel2R1x1_f_loop
+kernel2R1x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	JMP kernel2R1x1_f_loop
+kernel2R1x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+kernel2R1x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R1x1_f_store
+kernel2R1x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R1x1_f_k
+kernel2R1x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R1x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+kernel2R1x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R1x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R1x1_f_block
+kernel2R1x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R1x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R1x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R1x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R1x1_f_block
+kernel2R1x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R1x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x1_fromc
@@ -13013,15 +13089,100 @@ TEXT ·kernel2R2x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R2x1_m
+kernel2R2x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R2x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R2x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	JMP kernel2R2x1_f_loop
+kernel2R2x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	JMP kernel2R2x1_f_loop
+kernel2R2x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+kernel2R2x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R2x1_f_store
+kernel2R2x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R2x1_f_k
+kernel2R2x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R2x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+kernel2R2x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R2x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R2x1_f_block
+kernel2R2x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R2x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R2x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R2x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R2x1_f_block
+kernel2R2x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R2x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x1_fromc
@@ -13117,15 +13278,109 @@ TEXT ·kernel2R3x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R3x1_m
+kernel2R3x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R3x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R3x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	JMP kernel2R3x1_f_loop
+kernel2R3x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	JMP kernel2R3x1_f_loop
+kernel2R3x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+kernel2R3x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R3x1_f_store
+kernel2R3x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R3x1_f_k
+kernel2R3x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R3x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+kernel2R3x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R3x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R3x1_f_block
+kernel2R3x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R3x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R3x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R3x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R3x1_f_block
+kernel2R3x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R3x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x1_fromc
@@ -13230,15 +13485,121 @@ TEXT ·kernel2R4x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R4x1_m
+kernel2R4x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R4x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R4x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	JMP kernel2R4x1_f_loop
+kernel2R4x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	JMP kernel2R4x1_f_loop
+kernel2R4x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+kernel2R4x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R4x1_f_store
+kernel2R4x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R4x1_f_k
+kernel2R4x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R4x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+kernel2R4x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R4x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R4x1_f_block
+kernel2R4x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R4x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R4x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R4x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R4x1_f_block
+kernel2R4x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R4x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R4x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13355,15 +13716,130 @@ TEXT ·kernel2R5x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R5x1_m
+kernel2R5x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R5x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R5x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP kernel2R5x1_f_loop
+kernel2R5x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	JMP kernel2R5x1_f_loop
+kernel2R5x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+kernel2R5x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R5x1_f_store
+kernel2R5x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R5x1_f_k
+kernel2R5x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R5x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+kernel2R5x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R5x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R5x1_f_block
+kernel2R5x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R5x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R5x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R5x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R5x1_f_block
+kernel2R5x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R5x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R5x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13489,15 +13965,139 @@ TEXT ·kernel2R6x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R6x1_m
+kernel2R6x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R6x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R6x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	JMP kernel2R6x1_f_loop
+kernel2R6x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	JMP kernel2R6x1_f_loop
+kernel2R6x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+kernel2R6x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R6x1_f_store
+kernel2R6x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R6x1_f_k
+kernel2R6x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R6x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+kernel2R6x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R6x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R6x1_f_block
+kernel2R6x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R6x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R6x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R6x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R6x1_f_block
+kernel2R6x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R6x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R6x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13632,15 +14232,151 @@ TEXT ·kernel2R7x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R7x1_m
+kernel2R7x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	TESTQ $1, AX
+	JNZ kernel2R7x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R7x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	JMP kernel2R7x1_f_loop
+kernel2R7x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	JMP kernel2R7x1_f_loop
+kernel2R7x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+kernel2R7x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R7x1_f_store
+kernel2R7x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R7x1_f_k
+kernel2R7x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R7x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+kernel2R7x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R7x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $7, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R7x1_f_block
+kernel2R7x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R7x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R7x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R7x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R7x1_f_block
+kernel2R7x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R7x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R7x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13787,15 +14523,160 @@ TEXT ·kernel2R8x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R8x1_m
+kernel2R8x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	TESTQ $1, AX
+	JNZ kernel2R8x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R8x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	JMP kernel2R8x1_f_loop
+kernel2R8x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	JMP kernel2R8x1_f_loop
+kernel2R8x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+kernel2R8x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R8x1_f_store
+kernel2R8x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS (R12)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y10
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R8x1_f_k
+kernel2R8x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R8x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+kernel2R8x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R8x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $8, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R8x1_f_block
+kernel2R8x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R8x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R8x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R8x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R8x1_f_block
+kernel2R8x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R8x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R8x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -13951,15 +14832,169 @@ TEXT ·kernel2R9x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R9x1_m
+kernel2R9x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	TESTQ $1, AX
+	JNZ kernel2R9x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R9x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	JMP kernel2R9x1_f_loop
+kernel2R9x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	JMP kernel2R9x1_f_loop
+kernel2R9x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+kernel2R9x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R9x1_f_store
+kernel2R9x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS (R12)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS (R12)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y11
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R9x1_f_k
+kernel2R9x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R9x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+kernel2R9x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R9x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $9, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R9x1_f_block
+kernel2R9x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R9x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R9x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R9x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R9x1_f_block
+kernel2R9x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R9x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R9x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -14124,15 +15159,181 @@ TEXT ·kernel2R10x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R10x1_m
+kernel2R10x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	TESTQ $1, AX
+	JNZ kernel2R10x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R10x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	JMP kernel2R10x1_f_loop
+kernel2R10x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	JMP kernel2R10x1_f_loop
+kernel2R10x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+kernel2R10x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R10x1_f_store
+kernel2R10x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS (R12)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS (R12)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS (R13), Y2
+	VFMADD231PS Y0, Y2, Y12
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R10x1_f_k
+kernel2R10x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R10x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+kernel2R10x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R10x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $10, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R10x1_f_block
+kernel2R10x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R10x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R10x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R10x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R10x1_f_block
+kernel2R10x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R10x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R10x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -14309,15 +15510,190 @@ TEXT ·kernel2R11x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R11x1_m
+kernel2R11x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	TESTQ $1, AX
+	JNZ kernel2R11x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R11x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	JMP kernel2R11x1_f_loop
+kernel2R11x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	JMP kernel2R11x1_f_loop
+kernel2R11x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+	VMOVAPS Y0, Y13
+kernel2R11x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R11x1_f_store
+kernel2R11x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS (R12)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS (R12)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS (R13), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VBROADCASTSS (R13)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y13
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R11x1_f_k
+kernel2R11x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R11x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+kernel2R11x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R11x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $11, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R11x1_f_block
+kernel2R11x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R11x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R11x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R11x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R11x1_f_block
+kernel2R11x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R11x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R11x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -14503,15 +15879,199 @@ TEXT ·kernel2R12x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R12x1_m
+kernel2R12x1_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	TESTQ $1, AX
+	JNZ kernel2R12x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R12x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	JMP kernel2R12x1_f_loop
+kernel2R12x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	ADDQ R10, BX
+	VMOVUPS (BX), Y14
+	JMP kernel2R12x1_f_loop
+kernel2R12x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+	VMOVAPS Y0, Y13
+	VMOVAPS Y0, Y14
+kernel2R12x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R12x1_f_store
+kernel2R12x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS (R12), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS (R12)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS (R12)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS (R13), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VBROADCASTSS (R13)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y13
+	VBROADCASTSS (R13)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y14
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R12x1_f_k
+kernel2R12x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2R12x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+	VMAXPS Y2, Y14, Y14
+kernel2R12x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y14, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R12x1_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $12, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R12x1_f_block
+kernel2R12x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R12x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R12x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2R12x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R12x1_f_block
+kernel2R12x1_f_done:
+	VZEROUPPER
+	RET
+kernel2R12x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R12x1_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -14706,15 +16266,99 @@ TEXT ·kernel2R1x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R1x2_m
+kernel2R1x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R1x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R1x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	JMP kernel2R1x2_f_loop
+kernel2R1x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	JMP kernel2R1x2_f_loop
+kernel2R1x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+kernel2R1x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R1x2_f_store
+kernel2R1x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R1x2_f_k
+kernel2R1x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R1x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+kernel2R1x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R1x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $1, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R1x2_f_block
+kernel2R1x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R1x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R1x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R1x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R1x2_f_block
+kernel2R1x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R1x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R1x2_fromc
@@ -14809,15 +16453,114 @@ TEXT ·kernel2R2x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R2x2_m
+kernel2R2x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R2x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R2x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	JMP kernel2R2x2_f_loop
+kernel2R2x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	JMP kernel2R2x2_f_loop
+kernel2R2x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+kernel2R2x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R2x2_f_store
+kernel2R2x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R2x2_f_k
+kernel2R2x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R2x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+kernel2R2x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R2x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $2, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R2x2_f_block
+kernel2R2x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R2x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R2x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R2x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R2x2_f_block
+kernel2R2x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R2x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R2x2_fromc
@@ -14927,15 +16670,129 @@ TEXT ·kernel2R3x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R3x2_m
+kernel2R3x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2R3x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R3x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	JMP kernel2R3x2_f_loop
+kernel2R3x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	JMP kernel2R3x2_f_loop
+kernel2R3x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+kernel2R3x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R3x2_f_store
+kernel2R3x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	ADDQ $4, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R3x2_f_k
+kernel2R3x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R3x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+kernel2R3x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R3x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $3, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R3x2_f_block
+kernel2R3x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R3x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R3x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R3x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R3x2_f_block
+kernel2R3x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R3x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2R3x2_fromc
@@ -15060,15 +16917,147 @@ TEXT ·kernel2R4x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R4x2_m
+kernel2R4x2_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R4x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R4x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	JMP kernel2R4x2_f_loop
+kernel2R4x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	JMP kernel2R4x2_f_loop
+kernel2R4x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+kernel2R4x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R4x2_f_store
+kernel2R4x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R4x2_f_k
+kernel2R4x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R4x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+kernel2R4x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R4x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $4, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R4x2_f_block
+kernel2R4x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R4x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R4x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R4x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R4x2_f_block
+kernel2R4x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R4x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R4x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -15211,15 +17200,162 @@ TEXT ·kernel2R5x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R5x2_m
+kernel2R5x2_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R5x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R5x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	JMP kernel2R5x2_f_loop
+kernel2R5x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	VMOVUPS 32(BX), Y12
+	JMP kernel2R5x2_f_loop
+kernel2R5x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y1, Y12
+kernel2R5x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R5x2_f_store
+kernel2R5x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VFMADD231PS Y1, Y2, Y12
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R5x2_f_k
+kernel2R5x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R5x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+kernel2R5x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	VMOVUPS Y12, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R5x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $5, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R5x2_f_block
+kernel2R5x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R5x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R5x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R5x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R5x2_f_block
+kernel2R5x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R5x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R5x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -15377,15 +17513,177 @@ TEXT ·kernel2R6x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2R6x2_m
+kernel2R6x2_f_block:
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	TESTQ $1, AX
+	JNZ kernel2R6x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2R6x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	JMP kernel2R6x2_f_loop
+kernel2R6x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	VMOVUPS 32(BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	VMOVUPS 32(BX), Y14
+	JMP kernel2R6x2_f_loop
+kernel2R6x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y1, Y12
+	VMOVAPS Y0, Y13
+	VMOVAPS Y1, Y14
+kernel2R6x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2R6x2_f_store
+kernel2R6x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS (SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS (SI)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS (SI)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS (R11), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	VBROADCASTSS (R11)(R8*1), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VFMADD231PS Y1, Y2, Y12
+	VBROADCASTSS (R11)(R8*2), Y2
+	VFMADD231PS Y0, Y2, Y13
+	VFMADD231PS Y1, Y2, Y14
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2R6x2_f_k
+kernel2R6x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2R6x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+	VMAXPS Y2, Y14, Y14
+kernel2R6x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	VMOVUPS Y12, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	VMOVUPS Y14, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2R6x2_f_column
+	MOVQ a+8(FP), SI
+	IMUL3Q $6, R8, R12
+	ADDQ R12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2R6x2_f_block
+kernel2R6x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2R6x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2R6x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2R6x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2R6x2_f_block
+kernel2R6x2_f_done:
+	VZEROUPPER
+	RET
+kernel2R6x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2R6x2_block:
 	LEAQ (SI)(R8*2), R11
 	ADDQ R8, R11
@@ -15558,15 +17856,90 @@ TEXT ·kernel2C1x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C1x1_m
+kernel2C1x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C1x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C1x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	JMP kernel2C1x1_f_loop
+kernel2C1x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	JMP kernel2C1x1_f_loop
+kernel2C1x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+kernel2C1x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C1x1_f_store
+kernel2C1x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C1x1_f_k
+kernel2C1x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C1x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+kernel2C1x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C1x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C1x1_f_block
+kernel2C1x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C1x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C1x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C1x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C1x1_f_block
+kernel2C1x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C1x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C1x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x1_fromc
@@ -15652,15 +18025,99 @@ TEXT ·kernel2C2x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C2x1_m
+kernel2C2x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C2x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C2x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	JMP kernel2C2x1_f_loop
+kernel2C2x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	JMP kernel2C2x1_f_loop
+kernel2C2x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+kernel2C2x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C2x1_f_store
+kernel2C2x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C2x1_f_k
+kernel2C2x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C2x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+kernel2C2x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C2x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C2x1_f_block
+kernel2C2x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C2x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C2x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C2x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C2x1_f_block
+kernel2C2x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C2x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C2x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x1_fromc
@@ -15755,15 +18212,108 @@ TEXT ·kernel2C3x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C3x1_m
+kernel2C3x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C3x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C3x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	JMP kernel2C3x1_f_loop
+kernel2C3x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	JMP kernel2C3x1_f_loop
+kernel2C3x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+kernel2C3x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C3x1_f_store
+kernel2C3x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C3x1_f_k
+kernel2C3x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C3x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+kernel2C3x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C3x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C3x1_f_block
+kernel2C3x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C3x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C3x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C3x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C3x1_f_block
+kernel2C3x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C3x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C3x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x1_fromc
@@ -15867,15 +18417,117 @@ TEXT ·kernel2C4x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C4x1_m
+kernel2C4x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C4x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C4x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	JMP kernel2C4x1_f_loop
+kernel2C4x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	JMP kernel2C4x1_f_loop
+kernel2C4x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+kernel2C4x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C4x1_f_store
+kernel2C4x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C4x1_f_k
+kernel2C4x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C4x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+kernel2C4x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C4x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C4x1_f_block
+kernel2C4x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C4x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C4x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C4x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C4x1_f_block
+kernel2C4x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C4x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C4x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x1_fromc
@@ -15988,15 +18640,126 @@ TEXT ·kernel2C5x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C5x1_m
+kernel2C5x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C5x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C5x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP kernel2C5x1_f_loop
+kernel2C5x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	JMP kernel2C5x1_f_loop
+kernel2C5x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+kernel2C5x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C5x1_f_store
+kernel2C5x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C5x1_f_k
+kernel2C5x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C5x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+kernel2C5x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C5x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C5x1_f_block
+kernel2C5x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C5x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C5x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C5x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C5x1_f_block
+kernel2C5x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C5x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C5x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x1_fromc
@@ -16118,15 +18881,135 @@ TEXT ·kernel2C6x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C6x1_m
+kernel2C6x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C6x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C6x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	JMP kernel2C6x1_f_loop
+kernel2C6x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	JMP kernel2C6x1_f_loop
+kernel2C6x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+kernel2C6x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C6x1_f_store
+kernel2C6x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C6x1_f_k
+kernel2C6x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C6x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+kernel2C6x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C6x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C6x1_f_block
+kernel2C6x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C6x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C6x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C6x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C6x1_f_block
+kernel2C6x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C6x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C6x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x1_fromc
@@ -16257,15 +19140,144 @@ TEXT ·kernel2C7x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C7x1_m
+kernel2C7x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C7x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C7x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	JMP kernel2C7x1_f_loop
+kernel2C7x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	JMP kernel2C7x1_f_loop
+kernel2C7x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+kernel2C7x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C7x1_f_store
+kernel2C7x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C7x1_f_k
+kernel2C7x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C7x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+kernel2C7x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C7x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $28, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $7, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C7x1_f_block
+kernel2C7x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C7x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C7x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C7x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C7x1_f_block
+kernel2C7x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C7x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C7x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C7x1_fromc
@@ -16405,15 +19417,153 @@ TEXT ·kernel2C8x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C8x1_m
+kernel2C8x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C8x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C8x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	JMP kernel2C8x1_f_loop
+kernel2C8x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	JMP kernel2C8x1_f_loop
+kernel2C8x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+kernel2C8x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C8x1_f_store
+kernel2C8x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS 28(SI), Y2
+	VFMADD231PS Y0, Y2, Y10
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C8x1_f_k
+kernel2C8x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C8x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+kernel2C8x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C8x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $32, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $8, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C8x1_f_block
+kernel2C8x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C8x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C8x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C8x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C8x1_f_block
+kernel2C8x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C8x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C8x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C8x1_fromc
@@ -16562,15 +19712,162 @@ TEXT ·kernel2C9x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C9x1_m
+kernel2C9x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C9x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C9x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	JMP kernel2C9x1_f_loop
+kernel2C9x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	JMP kernel2C9x1_f_loop
+kernel2C9x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+kernel2C9x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C9x1_f_store
+kernel2C9x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS 28(SI), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS 32(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C9x1_f_k
+kernel2C9x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C9x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+kernel2C9x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C9x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $36, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $9, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C9x1_f_block
+kernel2C9x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C9x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C9x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C9x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C9x1_f_block
+kernel2C9x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C9x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C9x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C9x1_fromc
@@ -16728,15 +20025,171 @@ TEXT ·kernel2C10x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C10x1_m
+kernel2C10x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C10x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C10x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	JMP kernel2C10x1_f_loop
+kernel2C10x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	JMP kernel2C10x1_f_loop
+kernel2C10x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+kernel2C10x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C10x1_f_store
+kernel2C10x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS 28(SI), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS 32(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS 36(SI), Y2
+	VFMADD231PS Y0, Y2, Y12
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C10x1_f_k
+kernel2C10x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C10x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+kernel2C10x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C10x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $40, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $10, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C10x1_f_block
+kernel2C10x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C10x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C10x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C10x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C10x1_f_block
+kernel2C10x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C10x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C10x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C10x1_fromc
@@ -16903,15 +20356,180 @@ TEXT ·kernel2C11x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C11x1_m
+kernel2C11x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C11x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C11x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	JMP kernel2C11x1_f_loop
+kernel2C11x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	JMP kernel2C11x1_f_loop
+kernel2C11x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+	VMOVAPS Y0, Y13
+kernel2C11x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C11x1_f_store
+kernel2C11x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS 28(SI), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS 32(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS 36(SI), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VBROADCASTSS 40(SI), Y2
+	VFMADD231PS Y0, Y2, Y13
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C11x1_f_k
+kernel2C11x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C11x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+kernel2C11x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C11x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $44, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $11, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C11x1_f_block
+kernel2C11x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C11x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C11x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C11x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C11x1_f_block
+kernel2C11x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C11x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C11x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C11x1_fromc
@@ -17087,15 +20705,189 @@ TEXT ·kernel2C12x1(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C12x1_m
+kernel2C12x1_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C12x1_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C12x1_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	JMP kernel2C12x1_f_loop
+kernel2C12x1_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	ADDQ R10, BX
+	VMOVUPS (BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	ADDQ R10, BX
+	VMOVUPS (BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	ADDQ R10, BX
+	VMOVUPS (BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	ADDQ R10, BX
+	VMOVUPS (BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	ADDQ R10, BX
+	VMOVUPS (BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	ADDQ R10, BX
+	VMOVUPS (BX), Y14
+	JMP kernel2C12x1_f_loop
+kernel2C12x1_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y0, Y12
+	VMOVAPS Y0, Y13
+	VMOVAPS Y0, Y14
+kernel2C12x1_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C12x1_f_store
+kernel2C12x1_f_k:
+	VMOVUPS (DI), Y0
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y4
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y6
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y8
+	VBROADCASTSS 24(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VBROADCASTSS 28(SI), Y2
+	VFMADD231PS Y0, Y2, Y10
+	VBROADCASTSS 32(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VBROADCASTSS 36(SI), Y2
+	VFMADD231PS Y0, Y2, Y12
+	VBROADCASTSS 40(SI), Y2
+	VFMADD231PS Y0, Y2, Y13
+	VBROADCASTSS 44(SI), Y2
+	VFMADD231PS Y0, Y2, Y14
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C12x1_f_k
+kernel2C12x1_f_store:
+	TESTQ $4, AX
+	JZ kernel2C12x1_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+	VMAXPS Y2, Y14, Y14
+kernel2C12x1_f_nomax:
+	VMOVUPS Y3, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y4, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y6, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y8, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y10, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y12, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	ADDQ R10, DX
+	VMOVUPS Y14, (DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C12x1_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $48, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $12, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C12x1_f_block
+kernel2C12x1_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C12x1_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $32, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $32, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C12x1_f_nobias
+	ADDQ $32, BX
+	MOVQ BX, bias+56(FP)
+kernel2C12x1_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C12x1_f_block
+kernel2C12x1_f_done:
+	VZEROUPPER
+	RET
+kernel2C12x1_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C12x1_block:
 	TESTQ $1, AX
 	JNZ kernel2C12x1_fromc
@@ -17280,15 +21072,98 @@ TEXT ·kernel2C1x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C1x2_m
+kernel2C1x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C1x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C1x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	JMP kernel2C1x2_f_loop
+kernel2C1x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	JMP kernel2C1x2_f_loop
+kernel2C1x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+kernel2C1x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C1x2_f_store
+kernel2C1x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C1x2_f_k
+kernel2C1x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C1x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+kernel2C1x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C1x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $4, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $1, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C1x2_f_block
+kernel2C1x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C1x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C1x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C1x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C1x2_f_block
+kernel2C1x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C1x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C1x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C1x2_fromc
@@ -17382,15 +21257,113 @@ TEXT ·kernel2C2x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C2x2_m
+kernel2C2x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C2x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C2x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	JMP kernel2C2x2_f_loop
+kernel2C2x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	JMP kernel2C2x2_f_loop
+kernel2C2x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+kernel2C2x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C2x2_f_store
+kernel2C2x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C2x2_f_k
+kernel2C2x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C2x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+kernel2C2x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C2x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $8, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $2, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C2x2_f_block
+kernel2C2x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C2x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C2x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C2x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C2x2_f_block
+kernel2C2x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C2x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C2x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C2x2_fromc
@@ -17499,15 +21472,128 @@ TEXT ·kernel2C3x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C3x2_m
+kernel2C3x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C3x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C3x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	JMP kernel2C3x2_f_loop
+kernel2C3x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	JMP kernel2C3x2_f_loop
+kernel2C3x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+kernel2C3x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C3x2_f_store
+kernel2C3x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C3x2_f_k
+kernel2C3x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C3x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+kernel2C3x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C3x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $12, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $3, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C3x2_f_block
+kernel2C3x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C3x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C3x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C3x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C3x2_f_block
+kernel2C3x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C3x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C3x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C3x2_fromc
@@ -17631,15 +21717,143 @@ TEXT ·kernel2C4x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C4x2_m
+kernel2C4x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C4x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C4x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	JMP kernel2C4x2_f_loop
+kernel2C4x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	JMP kernel2C4x2_f_loop
+kernel2C4x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+kernel2C4x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C4x2_f_store
+kernel2C4x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C4x2_f_k
+kernel2C4x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C4x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+kernel2C4x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C4x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $16, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $4, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C4x2_f_block
+kernel2C4x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C4x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C4x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C4x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C4x2_f_block
+kernel2C4x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C4x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C4x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C4x2_fromc
@@ -17778,15 +21992,158 @@ TEXT ·kernel2C5x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C5x2_m
+kernel2C5x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C5x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C5x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	JMP kernel2C5x2_f_loop
+kernel2C5x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	VMOVUPS 32(BX), Y12
+	JMP kernel2C5x2_f_loop
+kernel2C5x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y1, Y12
+kernel2C5x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C5x2_f_store
+kernel2C5x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VFMADD231PS Y1, Y2, Y12
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C5x2_f_k
+kernel2C5x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C5x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+kernel2C5x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	VMOVUPS Y12, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C5x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $20, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $5, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C5x2_f_block
+kernel2C5x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C5x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C5x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C5x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C5x2_f_block
+kernel2C5x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C5x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C5x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C5x2_fromc
@@ -17940,15 +22297,173 @@ TEXT ·kernel2C6x2(SB), NOSPLIT, $24-88
 	SHLQ $2, R10
 	MOVQ bias+56(FP), BX
 	MOVQ flags+64(FP), AX
+	MOVQ SI, a0-8(SP)
+	MOVQ DX, c0-16(SP)
+	MOVQ blocks+72(FP), R12
+	MOVQ R12, nb-24(SP)
+	MOVQ AX, R12
+	SHRQ $16, R12
+	CMPQ R12, $8
+	JNE kernel2C6x2_m
+kernel2C6x2_f_block:
+	TESTQ $1, AX
+	JNZ kernel2C6x2_f_fromc
+	TESTQ $2, AX
+	JNZ kernel2C6x2_f_frombias
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	JMP kernel2C6x2_f_loop
+kernel2C6x2_f_fromc:
+	MOVQ DX, BX
+	VMOVUPS (BX), Y3
+	VMOVUPS 32(BX), Y4
+	ADDQ R10, BX
+	VMOVUPS (BX), Y5
+	VMOVUPS 32(BX), Y6
+	ADDQ R10, BX
+	VMOVUPS (BX), Y7
+	VMOVUPS 32(BX), Y8
+	ADDQ R10, BX
+	VMOVUPS (BX), Y9
+	VMOVUPS 32(BX), Y10
+	ADDQ R10, BX
+	VMOVUPS (BX), Y11
+	VMOVUPS 32(BX), Y12
+	ADDQ R10, BX
+	VMOVUPS (BX), Y13
+	VMOVUPS 32(BX), Y14
+	JMP kernel2C6x2_f_loop
+kernel2C6x2_f_frombias:
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y3
+	VMOVAPS Y1, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y1, Y6
+	VMOVAPS Y0, Y7
+	VMOVAPS Y1, Y8
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y1, Y12
+	VMOVAPS Y0, Y13
+	VMOVAPS Y1, Y14
+kernel2C6x2_f_loop:
+	TESTQ CX, CX
+	JZ kernel2C6x2_f_store
+kernel2C6x2_f_k:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS 0(SI), Y2
+	VFMADD231PS Y0, Y2, Y3
+	VFMADD231PS Y1, Y2, Y4
+	VBROADCASTSS 4(SI), Y2
+	VFMADD231PS Y0, Y2, Y5
+	VFMADD231PS Y1, Y2, Y6
+	VBROADCASTSS 8(SI), Y2
+	VFMADD231PS Y0, Y2, Y7
+	VFMADD231PS Y1, Y2, Y8
+	VBROADCASTSS 12(SI), Y2
+	VFMADD231PS Y0, Y2, Y9
+	VFMADD231PS Y1, Y2, Y10
+	VBROADCASTSS 16(SI), Y2
+	VFMADD231PS Y0, Y2, Y11
+	VFMADD231PS Y1, Y2, Y12
+	VBROADCASTSS 20(SI), Y2
+	VFMADD231PS Y0, Y2, Y13
+	VFMADD231PS Y1, Y2, Y14
+	ADDQ R8, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNZ kernel2C6x2_f_k
+kernel2C6x2_f_store:
+	TESTQ $4, AX
+	JZ kernel2C6x2_f_nomax
+	VXORPS Y2, Y2, Y2
+	VMAXPS Y2, Y3, Y3
+	VMAXPS Y2, Y4, Y4
+	VMAXPS Y2, Y5, Y5
+	VMAXPS Y2, Y6, Y6
+	VMAXPS Y2, Y7, Y7
+	VMAXPS Y2, Y8, Y8
+	VMAXPS Y2, Y9, Y9
+	VMAXPS Y2, Y10, Y10
+	VMAXPS Y2, Y11, Y11
+	VMAXPS Y2, Y12, Y12
+	VMAXPS Y2, Y13, Y13
+	VMAXPS Y2, Y14, Y14
+kernel2C6x2_f_nomax:
+	VMOVUPS Y3, (DX)
+	VMOVUPS Y4, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y7, (DX)
+	VMOVUPS Y8, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y9, (DX)
+	VMOVUPS Y10, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y11, (DX)
+	VMOVUPS Y12, 32(DX)
+	ADDQ R10, DX
+	VMOVUPS Y13, (DX)
+	VMOVUPS Y14, 32(DX)
+	DECQ blocks+72(FP)
+	JZ kernel2C6x2_f_column
+	MOVQ a+8(FP), SI
+	ADDQ $24, SI
+	MOVQ SI, a+8(FP)
+	MOVQ c+40(FP), DX
+	IMUL3Q $6, R10, R12
+	ADDQ R12, DX
+	MOVQ DX, c+40(FP)
+	MOVQ k+0(FP), CX
+	MOVQ b+24(FP), DI
+	MOVQ bias+56(FP), BX
+	JMP kernel2C6x2_f_block
+kernel2C6x2_f_column:
+	DECQ cblocks+80(FP)
+	JZ kernel2C6x2_f_done
+	MOVQ nb-24(SP), R12
+	MOVQ R12, blocks+72(FP)
+	MOVQ a0-8(SP), SI
+	MOVQ SI, a+8(FP)
+	MOVQ c0-16(SP), DX
+	ADDQ $64, DX
+	MOVQ DX, c0-16(SP)
+	MOVQ DX, c+40(FP)
+	MOVQ b+24(FP), DI
+	ADDQ $64, DI
+	MOVQ DI, b+24(FP)
+	MOVQ bias+56(FP), BX
+	TESTQ BX, BX
+	JZ kernel2C6x2_f_nobias
+	ADDQ $64, BX
+	MOVQ BX, bias+56(FP)
+kernel2C6x2_f_nobias:
+	MOVQ k+0(FP), CX
+	JMP kernel2C6x2_f_block
+kernel2C6x2_f_done:
+	VZEROUPPER
+	RET
+kernel2C6x2_m:
 	MOVQ AX, R12
 	SHRQ $16, R12
 	NEGQ R12
 	LEAQ masktab<>+32(SB), R11
 	VMOVDQU (R11)(R12*4), Y15
-	MOVQ SI, a0-8(SP)
-	MOVQ DX, c0-16(SP)
-	MOVQ blocks+72(FP), R12
-	MOVQ R12, nb-24(SP)
 kernel2C6x2_block:
 	TESTQ $1, AX
 	JNZ kernel2C6x2_fromc
