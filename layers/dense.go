@@ -75,6 +75,9 @@ func compileDense[T num.Float](c *compiler[T], l Dense) error {
 	}
 	op := newDenseOp(l, c.cur.n, c.batch, c.params, c.fuse(), c.train, c.takeOrder())
 	op.in = c.inputIndex()
+	// The first parametrised op's backward computes no input gradient (Native.Backward):
+	// its Wᵀ is never read, so prepare need not write it.
+	op.noWt = c.train && c.nv.first < 0
 	c.add(op, activation{n: l.Units}, c.train) // the input is the tap's In
 	return nil
 }
@@ -92,6 +95,7 @@ type denseOp[T num.Float] struct {
 	order        []int // nil: identity
 	wperm        []T   // with order: the weight, rows permuted
 	wt           []T   // packed (permuted) Wᵀ [nOut × nIn]
+	noWt         bool  // wt is not kept: no input gradient is computed (the first parametrised op)
 	gradZ        []T   // batch-sized tap (train)
 }
 
@@ -131,8 +135,15 @@ func (o *denseOp[T]) scratchSize() (int, int) { return 0, 0 }
 func (o *denseOp[T]) prepare() {
 	// prepare runs between steps, alone: both cores copy and transpose disjoint rows.
 	workers := runtime.GOMAXPROCS(0)
-	for i, src := range o.order {
-		copy(o.wperm[i*o.nOut:(i+1)*o.nOut], o.weight[src*o.nOut:(src+1)*o.nOut])
+	if o.order != nil {
+		parallel.For(workers, o.nIn, max(64, o.nIn/(2*workers)), func(_, lo, hi int) {
+			for i, src := range o.order[lo:hi] {
+				copy(o.wperm[(lo+i)*o.nOut:(lo+i+1)*o.nOut], o.weight[src*o.nOut:(src+1)*o.nOut])
+			}
+		})
+	}
+	if o.noWt {
+		return
 	}
 	w := o.w()
 	parallel.For(workers, o.nIn, max(64, o.nIn/(2*workers)), func(_, lo, hi int) {
@@ -167,6 +178,9 @@ func (o *denseOp[T]) backward(_ *nativeScratch[T], _ int, _, out, gOut, gIn []T,
 	dz := o.gradZ[lo*o.nOut : (lo+n)*o.nOut]
 	activationGrad(o.act, dz, gOut, out)
 	if gIn != nil {
+		if o.noWt {
+			panic("layers: the input gradient of a dense op that keeps no Wᵀ")
+		}
 		gemm.Gemm(n, o.nIn, o.nOut, gemm.Matrix[T]{Data: dz, Stride: o.nOut}, o.wt, o.nIn, gIn, o.nIn, nil, 0)
 	}
 }

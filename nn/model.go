@@ -351,17 +351,19 @@ func (m *Model) SetParams(src []float64) error {
 	if len(src) != m.numParams {
 		return fmt.Errorf("%w: %d values, model has %d", ErrParams, len(src), m.numParams)
 	}
+	// One pass: every value within ±lim (false for NaN), then which rule a value broke.
+	lim := maxFinite
+	if m.dtype == Float32 {
+		lim = maxFloat32
+	}
 	for j, v := range src {
+		if v >= -lim && v <= lim {
+			continue
+		}
 		if v != v || v > maxFinite || v < -maxFinite {
 			return fmt.Errorf("%w: value %d (%s) is %v", ErrParams, j, m.paramName(j), v)
 		}
-	}
-	if m.dtype == Float32 {
-		for j, v := range src {
-			if v > maxFloat32 || v < -maxFloat32 {
-				return fmt.Errorf("%w: value %d (%s) = %v overflows float32", ErrParams, j, m.paramName(j), v)
-			}
-		}
+		return fmt.Errorf("%w: value %d (%s) = %v overflows float32", ErrParams, j, m.paramName(j), v)
 	}
 	m.net.setParams(src)
 	return nil
