@@ -10,8 +10,12 @@ import (
 
 // DenseGradient is Dense's per-example gradient kind, of a fully connected layer
 // Z = A·W + b with W of shape [InDim, OutDim]: example i's gradient is outer(A_i, dZ_i)
-// for W (row-major) and dZ_i for b. No per-example gradient is ever formed:
-// ‖outer(a, dz)‖ = ‖a‖·‖dz‖, and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM.
+// for W and dZ_i for b. No per-example gradient is ever formed: ‖outer(a, dz)‖ =
+// ‖a‖·‖dz‖, and Σ_i c_i·outer(A_i, dZ_i) = Aᵀ·diag(c)·dZ is one GEMM, computed as its
+// transpose dZᵀ·diag(c)·A ([OutDim × InDim]: a layer's few outputs are the GEMM's rows and
+// its many inputs whole vectors of columns; each entry is the same sum of the same
+// products either way). So the kind order of the weight is Wᵀ, row-major, then the bias;
+// Scatter maps it to W's.
 type DenseGradient[T num.Float] struct {
 	// In is the layer input A, [B × InDim]; GradZ is ∂loss/∂Z, [B × OutDim].
 	In, GradZ     []T
@@ -84,15 +88,22 @@ func (t *DenseGradient[T]) NewScratch(chunk int) clipping.Scratch[T] {
 	return sc
 }
 
-// Scatter maps the weight rows back through InOrder.
+// Scatter maps the weight, Wᵀ in kind order, to W's rows, through InOrder.
 func (t *DenseGradient[T]) Scatter(g []T, dst []float64, overwrite bool) {
-	if t.InOrder == nil {
-		clipping.Scatter(g, dst, overwrite)
-		return
-	}
 	k, F := t.InDim, t.OutDim
-	for j, r := range t.InOrder {
-		clipping.Scatter(g[j*F:(j+1)*F], dst[r*F:(r+1)*F], overwrite)
+	for j := range k {
+		r := j
+		if t.InOrder != nil {
+			r = t.InOrder[j]
+		}
+		row := dst[r*F : (r+1)*F]
+		for o := range row {
+			if v := float64(g[o*k+j]); overwrite {
+				row[o] = v
+			} else {
+				row[o] += v
+			}
+		}
 	}
 	clipping.Scatter(g[k*F:], dst[k*F:], overwrite)
 }
@@ -142,8 +153,8 @@ func (s *denseScratch[T]) Sum(_ int, rows []int, acc []T) {
 	s.add(rows, gz, acc)
 }
 
-// add adds Aᵀ·S (weight) and Σ_q S_q (bias) to acc for the chunk's rows of A and the rows
-// S that go with them.
+// add adds Sᵀ·A (the weight, transposed) and Σ_q S_q (bias) to acc for the chunk's rows of
+// A and the rows S that go with them.
 func (s *denseScratch[T]) add(rows []int, gz, acc []T) {
 	t := s.t
 	k, F, n := t.InDim, t.OutDim, len(rows)
@@ -156,7 +167,7 @@ func (s *denseScratch[T]) add(rows []int, gz, acc []T) {
 			copy(a[q*k:(q+1)*k], t.In[i*k:(i+1)*k])
 		}
 	}
-	gemm.Gemm(k, F, n, gemm.Matrix[T]{Data: a, Stride: k, ColMajor: true}, gz, F, acc[:k*F], F, nil, gemm.Accumulate)
+	gemm.Gemm(F, k, n, gemm.Matrix[T]{Data: gz, Stride: F, ColMajor: true}, a, k, acc[:k*F], k, nil, gemm.Accumulate)
 	if t.Bias {
 		gemm.Gemm(1, F, n, gemm.Matrix[T]{Data: s.ones[:n], Stride: n}, gz, F, acc[k*F:k*F+F], F, nil, gemm.Accumulate)
 	}
@@ -166,9 +177,9 @@ func (s *denseScratch[T]) Example(_ int, i int, g []T) {
 	t := s.t
 	k, F := t.InDim, t.OutDim
 	a, dz := t.In[i*k:(i+1)*k], t.GradZ[i*F:(i+1)*F]
-	for r, av := range a {
-		for o, zv := range dz {
-			g[r*F+o] = av * zv
+	for o, zv := range dz {
+		for r, av := range a {
+			g[o*k+r] = av * zv
 		}
 	}
 	if t.Bias {
