@@ -22,13 +22,12 @@ import (
 // (TestWinogradGradient's bound); the larger F(4×4, 3×3) would take 4× fewer products but
 // 36 → 9 output transforms per channel and filter, and a sum over only 4 tiles.
 //
-// As for the forward (winograd.go), every part is a product on internal/gemm, on every
-// CPU path. The gradient is formed per example and then clipped like any other formed
+// The 16 products and the output gradient's transform run on internal/gemm, on every CPU
+// path; the input and output transforms are additions, subtractions and halvings only,
+// done by AVX2 kernels on the amd64 paths (winograd_amd64.s) and Go elsewhere, bit for bit
+// alike. The gradient is formed per example and then clipped like any other formed
 // gradient: its norm is taken from the values that are summed, so clipping bounds exactly
 // what is added whatever the rounding (clipping.Workspace).
-//
-// The input and output transforms are additions, subtractions and halvings only, done by
-// AVX2 kernels on the amd64 paths (winograd_amd64.s) and Go elsewhere, bit for bit alike.
 
 // The F(2, 3) transforms (Lavin & Gray, section 4.1, interpolation points 0, ±1, ∞).
 var (

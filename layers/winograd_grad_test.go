@@ -118,14 +118,7 @@ func TestWinogradGradient(t *testing.T) {
 					t.Fatal(err)
 				}
 				wg := newWinoGrad(o)
-				x := make([]float32, sh.h*sh.w*sh.c)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
-				dz := make([]float32, o.p*o.f)
-				for i := range dz {
-					dz[i] = float32(rng.NormFloat64())
-				}
+				x, dz := randFloat32s(rng, sh.h*sh.w*sh.c), randFloat32s(rng, o.p*o.f)
 				g := make([]float32, o.f*o.k)
 				for i := range g {
 					g[i] = float32(math.NaN()) // every value must be written
@@ -163,14 +156,7 @@ func BenchmarkWinogradGradient(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float32, 8*8*243)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	dz := make([]float32, o.p*o.f)
-	for i := range dz {
-		dz[i] = float32(rng.NormFloat64())
-	}
+	x, dz := randFloat32s(rng, 8*8*243), randFloat32s(rng, o.p*o.f)
 	g := make([]float32, o.k*o.f)
 	b.Run("winograd", func(b *testing.B) {
 		wg := newWinoGrad(o)
