@@ -75,9 +75,11 @@ func compileDense[T num.Float](c *compiler[T], l Dense) error {
 	}
 	op := newDenseOp(l, c.cur.n, c.batch, c.params, c.fuse(), c.train, c.takeOrder())
 	op.in = c.inputIndex()
-	// The first parametrised op's backward computes no input gradient (Native.Backward):
-	// its Wᵀ is never read, so prepare need not write it.
-	op.noWt = c.train && c.nv.first < 0
+	// Wᵀ is read only by backward's input gradient, which a forward-only Native never runs
+	// and the first parametrised op never computes (Native.Backward): then it is not kept.
+	if op.noWt = !c.train || c.nv.first < 0; op.noWt {
+		op.wt = nil
+	}
 	c.add(op, activation{n: l.Units}, c.train) // the input is the tap's In
 	return nil
 }
@@ -95,7 +97,7 @@ type denseOp[T num.Float] struct {
 	order        []int // nil: identity
 	wperm        []T   // with order: the weight, rows permuted
 	wt           []T   // packed (permuted) Wᵀ [nOut × nIn]
-	noWt         bool  // wt is not kept: no input gradient is computed (the first parametrised op)
+	noWt         bool  // wt is not kept: no input gradient is computed (forward only, or the first parametrised op)
 	gradZ        []T   // batch-sized tap (train)
 }
 
