@@ -57,6 +57,10 @@ import (
 //     per-example weight gradients are formed by F(2×2, 3×3) (layers/winograd_grad.go)
 //     instead of dZᵢᵀ·Uᵢ on patches; TestWinogradGradient holds them to the float64
 //     definition within a first-order rounding bound.
+//   - scatter-linear-cifar10 on every amd64 path (issue 38, ninth session): a network of
+//     Dense layers only takes chunks of at least 64 rows (layers.Native), so the pin run's
+//     batches (about 32 rows) are clipped as one chunk where they were cut into chunks of
+//     16, which changes the order of the clipped sum's additions.
 //
 // Added since, recorded from the code when the model was added (a guard for later
 // refactors, like the others, not a check of its arithmetic, which the parameter-count,
@@ -121,7 +125,7 @@ var pinnedAMD64AVX512 = map[string]string{
 	"cifar10-tb-cnn-relu":      "cac6ea34b2420fbadefafe023b0d4e89",
 	"cifar10-tb-cnn-tanh":      "fedf51f13cd9febeda66da8e184ef2ad",
 	"scatter-linear-mnist":     "c5f6aa0d2f9d5753b6030c29cc7c81e2",
-	"scatter-linear-cifar10":   "58db5bc7defa231acf308be9ce1b35a4",
+	"scatter-linear-cifar10":   "e03cc3ddd33420cd46b5551d6fa80bd6",
 	"scatter-cnn-mnist-relu":   "d7ecdea5700063a67a9c568679154652",
 	"scatter-cnn-mnist-tanh":   "d90e67379e7c6274aad3e7f500cb406f",
 	"scatter-cnn-cifar10-relu": "6c3e64d8947b50a4d0ab47839066980a",
@@ -158,7 +162,7 @@ var pinnedAMD64Generic = map[string]string{
 	"cifar10-tb-cnn-relu":      "be3d29a68e897dfff55a50ea109658c0",
 	"cifar10-tb-cnn-tanh":      "38919d1f84a12971a9ec7f6c2cfc9a01",
 	"scatter-linear-mnist":     "664b59bb4bea436cf646a345ea7799cc",
-	"scatter-linear-cifar10":   "a8d4da9f9d27dce8215b400f076f6e6c",
+	"scatter-linear-cifar10":   "a47243af78221a2661ea8da15955cca5",
 	"scatter-cnn-mnist-relu":   "64643481ed910abd6d92a98078c3aab5",
 	"scatter-cnn-mnist-tanh":   "05ba08c21833e02259f294bd59b51204",
 	"scatter-cnn-cifar10-relu": "59614d1ea7c1cdbb1cedbe047ba835b1",
