@@ -117,8 +117,15 @@ func newDenseOp[T num.Float](l Dense, nIn, batch int, ps [][]T, act actFunc, tra
 
 // gradient is the layer's DenseGradient: its input activation (batch-sized) and dZ.
 func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
-	return &DenseGradient[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
+	g := &DenseGradient[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
 		Bias: o.bias != nil, InOrder: o.order}
+	if o.order != nil {
+		g.inv = make([]int, o.nIn)
+		for j, r := range o.order {
+			g.inv[r] = j
+		}
+	}
+	return g
 }
 
 func (o *denseOp[T]) tapRow() int { return o.nOut }

@@ -26,6 +26,8 @@ type DenseGradient[T num.Float] struct {
 	// InOrder[j] (a permutation of 0…InDim−1): a network whose input arrives in another
 	// order (NHWC flattened) permutes the weight rows instead of the input.
 	InOrder []int
+
+	inv []int // InOrder's inverse, kept by the native engine's taps (Scatter makes one otherwise)
 }
 
 var _ clipping.Gradient[float32] = (*DenseGradient[float32])(nil)
@@ -91,17 +93,31 @@ func (t *DenseGradient[T]) NewScratch(chunk int) clipping.Scratch[T] {
 // Scatter maps the weight, Wᵀ in kind order, to W's rows, through InOrder.
 func (t *DenseGradient[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	k, F := t.InDim, t.OutDim
-	for j := range k {
-		r := j
-		if t.InOrder != nil {
-			r = t.InOrder[j]
+	// Row by row of W (so each row of dst is written whole, in order), reading the row's
+	// entries from g's F runs: with InOrder, row r is input j = inv[r], whose entries
+	// lie at a stride of the channel count apart for successive rows (a flattened NHWC
+	// image), which the prefetchers follow; writing dst at the permuted rows instead cost
+	// a random cache line an entry.
+	inv := t.inv
+	if t.InOrder != nil && len(inv) != k {
+		inv = make([]int, k)
+		for j, r := range t.InOrder {
+			inv[r] = j
+		}
+	}
+	for r := range k {
+		j := r
+		if inv != nil {
+			j = inv[r]
 		}
 		row := dst[r*F : (r+1)*F]
-		for o := range row {
-			if v := float64(g[o*k+j]); overwrite {
-				row[o] = v
-			} else {
-				row[o] += v
+		if overwrite {
+			for o := range row {
+				row[o] = float64(g[o*k+j])
+			}
+		} else {
+			for o := range row {
+				row[o] += float64(g[o*k+j])
 			}
 		}
 	}
