@@ -33,10 +33,10 @@ func sumSquares32(x *float32, n int) float64 { panic("gemm: no AVX-512 kernels o
 func sumSquaresNEON(x *float32, n int) float64
 
 // sgemmNEON runs a float32 product on the NEON kernels: column blocks of up to 3 (A
-// row-major) or 4 (A column-major) vectors of 4 columns, split evenly, then a tail of 1–3
-// columns on the
-// kernels that load and store it lane by lane; each column block in row blocks of the
-// kernels' height for its width (neonRowsR, neonRowsC).
+// row-major) or 4 (A column-major) vectors of 4 columns, the width chosen to split the
+// columns evenly and then used for every block it fits, then a tail of 1–3 columns on the
+// kernels that load and store it lane by lane; each width's blocks in row blocks of the
+// kernels' height for it (neonRowsR, neonRowsC), the kernel stepping through them.
 func sgemmNEON(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32, ldc int, bias []float32, f Flags) {
 	ap, bp := unsafe.SliceData(a.Data), unsafe.SliceData(b)
 	if k == 0 {
@@ -59,12 +59,23 @@ func sgemmNEON(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32
 		} else {
 			slot, mr = 4+w, rows[1]
 		}
-		biasj, bj := blockColumn(bias, bp, j)
-		for i := 0; i < m; i += mr {
-			h := min(mr, m-i)
-			ai := blockRow(ap, a, i)
-			neonKernels[layout][h][slot](k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, int(f))
+		// Every block of this width that fits, in one call per height: the kernel steps
+		// down the full blocks of mr rows and right along the columns of blocks. The
+		// blocks' widths change no entry's sum (each is summed over k in order).
+		cblocks := 1
+		if slot <= 4 {
+			cblocks = (n - j) / w
 		}
-		j += w
+		biasj, bj := blockColumn(bias, bp, j)
+		for i := 0; i < m; {
+			h, blocks := mr, m/mr
+			if i > 0 || blocks == 0 {
+				h, blocks = m-i, 1
+			}
+			ai := blockRow(ap, a, i)
+			neonKernels[layout][h][slot](k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, int(f), blocks, cblocks)
+			i += h * blocks
+		}
+		j += w * cblocks
 	}
 }

@@ -5,9 +5,11 @@
 //
 //	go run gen_neon.go
 //
-// A kernel computes one block of C of mr rows and nv vectors of 4 columns, or, for a "tail"
+// A kernel computes blocks of C of mr rows and nv vectors of 4 columns, or, for a "tail"
 // kernel, mr rows and 1 to 3 columns (one partial vector, loaded and stored lane by lane so
-// that nothing outside the matrices is touched):
+// that nothing outside the matrices is touched): blocks of them one under the other, then
+// as many again in each of the next cblocks − 1 columns of blocks to the right (the loops
+// run in the kernel, as on amd64: a Go call per block cost more than a skinny block):
 //
 //	C[r, j] = init[r, j] + Σ_{kk<k} A(r, kk)·B(kk, j),   then 0 where C < 0 with the ReLU flag
 //
@@ -68,7 +70,7 @@ func main() {
 			name := kernelName(col, mr, nv, lanes)
 			k := kernel{col: col, mr: mr, nv: nv, lanes: lanes, name: name}
 			k.write(&s)
-			fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n", name)
+			fmt.Fprintf(&g, "//go:noescape\nfunc %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n\n", name)
 			slot := nv
 			if lanes < 4 {
 				slot = 4 + lanes
@@ -86,7 +88,7 @@ func main() {
 			}
 		}
 	}
-	g.WriteString("type neonKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n\n")
+	g.WriteString("type neonKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n\n")
 	g.WriteString("// neonKernels[layout][mr][slot]: layout 0 row-major A, 1 column-major; slot nv (1…4) for\n")
 	g.WriteString("// nv full vectors, 4+lanes (5…7) for a tail of 1–3 columns.\n")
 	g.WriteString("var neonKernels [2][13][8]neonKernel\n\n")
@@ -200,8 +202,8 @@ func (k *kernel) write(w *bytes.Buffer) {
 	if k.accBase+k.mr*k.nv > 32 {
 		panic(k.name + ": too many registers")
 	}
-	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)\n", k.name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", k.name)
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)\n", k.name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $24-88\n", k.name)
 	k.p("MOVD k+0(FP), R0")
 	k.p("MOVD a+8(FP), R1")
 	k.p("MOVD lda+16(FP), R2")
@@ -214,6 +216,12 @@ func (k *kernel) write(w *bytes.Buffer) {
 	k.p("LSL $2, R6, R6")
 	k.p("MOVD bias+56(FP), R7")
 	k.p("MOVD flags+64(FP), R8")
+	// The first row block of the current column of blocks, and the row blocks per column.
+	k.p("MOVD R1, a0-8(SP)")
+	k.p("MOVD R5, c0-16(SP)")
+	k.p("MOVD blocks+72(FP), R22")
+	k.p("MOVD R22, nb-24(SP)")
+	k.label("block")
 	if !k.col {
 		k.p("MOVD R1, R%d", rowReg[0])
 		for r := 1; r < k.mr; r++ {
@@ -273,6 +281,57 @@ func (k *kernel) write(w *bytes.Buffer) {
 			k.p("ADD R6, R5, R5")
 		}
 	}
+	// The next block down: A's and C's rows mr further (kept in the argument slots), B, k
+	// and the bias from the start.
+	k.p("MOVD blocks+72(FP), R22")
+	k.p("SUBS $1, R22, R22")
+	k.p("MOVD R22, blocks+72(FP)")
+	k.p("BEQ column")
+	k.p("MOVD a+8(FP), R1")
+	if k.col {
+		k.p("ADD $%d, R1, R1", 4*k.mr)
+	} else {
+		k.p("MOVD $%d, R23", k.mr)
+		k.p("MUL R23, R2, R23")
+		k.p("ADD R23, R1, R1")
+	}
+	k.p("MOVD R1, a+8(FP)")
+	k.p("MOVD c+40(FP), R5")
+	k.p("MOVD $%d, R23", k.mr)
+	k.p("MUL R23, R6, R23")
+	k.p("ADD R23, R5, R5")
+	k.p("MOVD R5, c+40(FP)")
+	k.p("MOVD k+0(FP), R0")
+	k.p("MOVD b+24(FP), R3")
+	k.p("MOVD bias+56(FP), R7")
+	k.p("B block")
+	// The next column of blocks, nv vectors to the right (tail kernels are only ever called
+	// for one): its first row block, B's and the bias's columns there (a nil bias stays nil).
+	cols := 16 * k.nv
+	k.label("column")
+	k.p("MOVD cblocks+80(FP), R22")
+	k.p("SUBS $1, R22, R22")
+	k.p("MOVD R22, cblocks+80(FP)")
+	k.p("BEQ done")
+	k.p("MOVD nb-24(SP), R22")
+	k.p("MOVD R22, blocks+72(FP)")
+	k.p("MOVD a0-8(SP), R1")
+	k.p("MOVD R1, a+8(FP)")
+	k.p("MOVD c0-16(SP), R5")
+	k.p("ADD $%d, R5, R5", cols)
+	k.p("MOVD R5, c0-16(SP)")
+	k.p("MOVD R5, c+40(FP)")
+	k.p("MOVD b+24(FP), R3")
+	k.p("ADD $%d, R3, R3", cols)
+	k.p("MOVD R3, b+24(FP)")
+	k.p("MOVD bias+56(FP), R7")
+	k.p("CBZ R7, nobias")
+	k.p("ADD $%d, R7, R7", cols)
+	k.p("MOVD R7, bias+56(FP)")
+	k.label("nobias")
+	k.p("MOVD k+0(FP), R0")
+	k.p("B block")
+	k.label("done")
 	k.p("RET")
 }
 

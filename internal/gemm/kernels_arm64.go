@@ -3,420 +3,420 @@
 package gemm
 
 //go:noescape
-func neonR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonR12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonR12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 //go:noescape
-func neonC12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+func neonC12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
-type neonKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+type neonKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
 
 // neonKernels[layout][mr][slot]: layout 0 row-major A, 1 column-major; slot nv (1…4) for
 // nv full vectors, 4+lanes (5…7) for a tail of 1–3 columns.

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func neonR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1x1(SB), NOSPLIT, $0-72
+// func neonR1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16,6 +16,11 @@ TEXT ·neonR1x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -58,10 +63,52 @@ store:
 	WORD $0x4e601ca5 // BIC V5.16B, V5.16B, V0.16B
 nomax:
 	VST1 [V5.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2x1(SB), NOSPLIT, $0-72
+// func neonR2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -74,6 +121,11 @@ TEXT ·neonR2x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -132,10 +184,52 @@ nomax:
 	VST1 [V6.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V7.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3x1(SB), NOSPLIT, $0-72
+// func neonR3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -148,6 +242,11 @@ TEXT ·neonR3x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -222,10 +321,52 @@ nomax:
 	VST1 [V8.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V9.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4x1(SB), NOSPLIT, $0-72
+// func neonR4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -238,6 +379,11 @@ TEXT ·neonR4x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -328,10 +474,52 @@ nomax:
 	VST1 [V10.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V11.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5x1(SB), NOSPLIT, $0-72
+// func neonR5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -344,6 +532,11 @@ TEXT ·neonR5x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -450,10 +643,52 @@ nomax:
 	VST1 [V12.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V13.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6x1(SB), NOSPLIT, $0-72
+// func neonR6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -466,6 +701,11 @@ TEXT ·neonR6x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -588,10 +828,52 @@ nomax:
 	VST1 [V14.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V15.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR7x1(SB), NOSPLIT, $0-72
+// func neonR7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR7x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -604,6 +886,11 @@ TEXT ·neonR7x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -742,10 +1029,52 @@ nomax:
 	VST1 [V16.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V17.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $7, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR8x1(SB), NOSPLIT, $0-72
+// func neonR8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR8x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -758,6 +1087,11 @@ TEXT ·neonR8x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -912,10 +1246,52 @@ nomax:
 	VST1 [V18.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V19.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $8, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR9x1(SB), NOSPLIT, $0-72
+// func neonR9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR9x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -928,6 +1304,11 @@ TEXT ·neonR9x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -1098,10 +1479,52 @@ nomax:
 	VST1 [V19.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V20.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $9, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR10x1(SB), NOSPLIT, $0-72
+// func neonR10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR10x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1114,6 +1537,11 @@ TEXT ·neonR10x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -1300,10 +1728,52 @@ nomax:
 	VST1 [V20.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V21.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $10, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR11x1(SB), NOSPLIT, $0-72
+// func neonR11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR11x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1316,6 +1786,11 @@ TEXT ·neonR11x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -1518,10 +1993,52 @@ nomax:
 	VST1 [V21.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V22.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $11, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR12x1(SB), NOSPLIT, $0-72
+// func neonR12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR12x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1534,6 +2051,11 @@ TEXT ·neonR12x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -1752,10 +2274,52 @@ nomax:
 	VST1 [V22.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V23.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $12, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1x2(SB), NOSPLIT, $0-72
+// func neonR1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1768,6 +2332,11 @@ TEXT ·neonR1x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -1819,10 +2388,52 @@ store:
 	WORD $0x4e601d4a // BIC V10.16B, V10.16B, V0.16B
 nomax:
 	VST1 [V9.S4, V10.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2x2(SB), NOSPLIT, $0-72
+// func neonR2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1835,6 +2446,11 @@ TEXT ·neonR2x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -1911,10 +2527,52 @@ nomax:
 	VST1 [V10.S4, V11.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V12.S4, V13.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3x2(SB), NOSPLIT, $0-72
+// func neonR3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -1927,6 +2585,11 @@ TEXT ·neonR3x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2028,10 +2691,52 @@ nomax:
 	VST1 [V13.S4, V14.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V15.S4, V16.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4x2(SB), NOSPLIT, $0-72
+// func neonR4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -2044,6 +2749,11 @@ TEXT ·neonR4x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2170,10 +2880,52 @@ nomax:
 	VST1 [V16.S4, V17.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V18.S4, V19.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5x2(SB), NOSPLIT, $0-72
+// func neonR5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -2186,6 +2938,11 @@ TEXT ·neonR5x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2337,10 +3094,52 @@ nomax:
 	VST1 [V19.S4, V20.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V21.S4, V22.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6x2(SB), NOSPLIT, $0-72
+// func neonR6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -2353,6 +3152,11 @@ TEXT ·neonR6x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2529,10 +3333,52 @@ nomax:
 	VST1 [V22.S4, V23.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V24.S4, V25.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR7x2(SB), NOSPLIT, $0-72
+// func neonR7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR7x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -2545,6 +3391,11 @@ TEXT ·neonR7x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2746,10 +3597,52 @@ nomax:
 	VST1 [V25.S4, V26.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V27.S4, V28.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $7, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR8x2(SB), NOSPLIT, $0-72
+// func neonR8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR8x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -2762,6 +3655,11 @@ TEXT ·neonR8x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -2988,10 +3886,52 @@ nomax:
 	VST1 [V28.S4, V29.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V30.S4, V31.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $8, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR9x2(SB), NOSPLIT, $0-72
+// func neonR9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR9x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3004,6 +3944,11 @@ TEXT ·neonR9x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -3255,10 +4200,52 @@ nomax:
 	VST1 [V28.S4, V29.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V30.S4, V31.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $9, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR10x2(SB), NOSPLIT, $0-72
+// func neonR10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR10x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3271,6 +4258,11 @@ TEXT ·neonR10x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -3547,10 +4539,52 @@ nomax:
 	VST1 [V28.S4, V29.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V30.S4, V31.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $10, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1x3(SB), NOSPLIT, $0-72
+// func neonR1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3563,6 +4597,11 @@ TEXT ·neonR1x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -3623,10 +4662,52 @@ store:
 	WORD $0x4e601def // BIC V15.16B, V15.16B, V0.16B
 nomax:
 	VST1 [V13.S4, V14.S4, V15.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2x3(SB), NOSPLIT, $0-72
+// func neonR2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3639,6 +4720,11 @@ TEXT ·neonR2x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -3733,10 +4819,52 @@ nomax:
 	VST1 [V14.S4, V15.S4, V16.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V17.S4, V18.S4, V19.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3x3(SB), NOSPLIT, $0-72
+// func neonR3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3749,6 +4877,11 @@ TEXT ·neonR3x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -3877,10 +5010,52 @@ nomax:
 	VST1 [V18.S4, V19.S4, V20.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V21.S4, V22.S4, V23.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4x3(SB), NOSPLIT, $0-72
+// func neonR4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -3893,6 +5068,11 @@ TEXT ·neonR4x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4055,10 +5235,52 @@ nomax:
 	VST1 [V22.S4, V23.S4, V24.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V25.S4, V26.S4, V27.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5x3(SB), NOSPLIT, $0-72
+// func neonR5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4071,6 +5293,11 @@ TEXT ·neonR5x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4267,10 +5494,52 @@ nomax:
 	VST1 [V26.S4, V27.S4, V28.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V29.S4, V30.S4, V31.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6x3(SB), NOSPLIT, $0-72
+// func neonR6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4283,6 +5552,11 @@ TEXT ·neonR6x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4513,10 +5787,52 @@ nomax:
 	VST1 [V26.S4, V27.S4, V28.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V29.S4, V30.S4, V31.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1t1(SB), NOSPLIT, $0-72
+// func neonR1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4529,6 +5845,11 @@ TEXT ·neonR1t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -4576,10 +5897,52 @@ store:
 	WORD $0x4e601ca5 // BIC V5.16B, V5.16B, V0.16B
 nomax:
 	FMOVS F5, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2t1(SB), NOSPLIT, $0-72
+// func neonR2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4592,6 +5955,11 @@ TEXT ·neonR2t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -4655,10 +6023,52 @@ nomax:
 	FMOVS F6, (R5)
 	ADD R6, R5, R5
 	FMOVS F7, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3t1(SB), NOSPLIT, $0-72
+// func neonR3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4671,6 +6081,11 @@ TEXT ·neonR3t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4750,10 +6165,52 @@ nomax:
 	FMOVS F8, (R5)
 	ADD R6, R5, R5
 	FMOVS F9, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4t1(SB), NOSPLIT, $0-72
+// func neonR4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4766,6 +6223,11 @@ TEXT ·neonR4t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4861,10 +6323,52 @@ nomax:
 	FMOVS F10, (R5)
 	ADD R6, R5, R5
 	FMOVS F11, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5t1(SB), NOSPLIT, $0-72
+// func neonR5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -4877,6 +6381,11 @@ TEXT ·neonR5t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -4988,10 +6497,52 @@ nomax:
 	FMOVS F12, (R5)
 	ADD R6, R5, R5
 	FMOVS F13, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6t1(SB), NOSPLIT, $0-72
+// func neonR6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5004,6 +6555,11 @@ TEXT ·neonR6t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -5131,10 +6687,52 @@ nomax:
 	FMOVS F14, (R5)
 	ADD R6, R5, R5
 	FMOVS F15, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR7t1(SB), NOSPLIT, $0-72
+// func neonR7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR7t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5147,6 +6745,11 @@ TEXT ·neonR7t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -5290,10 +6893,52 @@ nomax:
 	FMOVS F16, (R5)
 	ADD R6, R5, R5
 	FMOVS F17, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $7, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR8t1(SB), NOSPLIT, $0-72
+// func neonR8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR8t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5306,6 +6951,11 @@ TEXT ·neonR8t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -5465,10 +7115,52 @@ nomax:
 	FMOVS F18, (R5)
 	ADD R6, R5, R5
 	FMOVS F19, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $8, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR9t1(SB), NOSPLIT, $0-72
+// func neonR9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR9t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5481,6 +7173,11 @@ TEXT ·neonR9t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -5656,10 +7353,52 @@ nomax:
 	FMOVS F19, (R5)
 	ADD R6, R5, R5
 	FMOVS F20, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $9, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR10t1(SB), NOSPLIT, $0-72
+// func neonR10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR10t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5672,6 +7411,11 @@ TEXT ·neonR10t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -5863,10 +7607,52 @@ nomax:
 	FMOVS F20, (R5)
 	ADD R6, R5, R5
 	FMOVS F21, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $10, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR11t1(SB), NOSPLIT, $0-72
+// func neonR11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR11t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -5879,6 +7665,11 @@ TEXT ·neonR11t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6086,10 +7877,52 @@ nomax:
 	FMOVS F21, (R5)
 	ADD R6, R5, R5
 	FMOVS F22, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $11, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR12t1(SB), NOSPLIT, $0-72
+// func neonR12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR12t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6102,6 +7935,11 @@ TEXT ·neonR12t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6325,10 +8163,52 @@ nomax:
 	FMOVS F22, (R5)
 	ADD R6, R5, R5
 	FMOVS F23, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $12, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1t2(SB), NOSPLIT, $0-72
+// func neonR1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6341,6 +8221,11 @@ TEXT ·neonR1t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -6388,10 +8273,52 @@ store:
 	WORD $0x4e601ca5 // BIC V5.16B, V5.16B, V0.16B
 nomax:
 	FMOVD F5, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2t2(SB), NOSPLIT, $0-72
+// func neonR2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6404,6 +8331,11 @@ TEXT ·neonR2t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -6467,10 +8399,52 @@ nomax:
 	FMOVD F6, (R5)
 	ADD R6, R5, R5
 	FMOVD F7, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3t2(SB), NOSPLIT, $0-72
+// func neonR3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6483,6 +8457,11 @@ TEXT ·neonR3t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6562,10 +8541,52 @@ nomax:
 	FMOVD F8, (R5)
 	ADD R6, R5, R5
 	FMOVD F9, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4t2(SB), NOSPLIT, $0-72
+// func neonR4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6578,6 +8599,11 @@ TEXT ·neonR4t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6673,10 +8699,52 @@ nomax:
 	FMOVD F10, (R5)
 	ADD R6, R5, R5
 	FMOVD F11, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5t2(SB), NOSPLIT, $0-72
+// func neonR5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6689,6 +8757,11 @@ TEXT ·neonR5t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6800,10 +8873,52 @@ nomax:
 	FMOVD F12, (R5)
 	ADD R6, R5, R5
 	FMOVD F13, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6t2(SB), NOSPLIT, $0-72
+// func neonR6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6816,6 +8931,11 @@ TEXT ·neonR6t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -6943,10 +9063,52 @@ nomax:
 	FMOVD F14, (R5)
 	ADD R6, R5, R5
 	FMOVD F15, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR7t2(SB), NOSPLIT, $0-72
+// func neonR7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR7t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -6959,6 +9121,11 @@ TEXT ·neonR7t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -7102,10 +9269,52 @@ nomax:
 	FMOVD F16, (R5)
 	ADD R6, R5, R5
 	FMOVD F17, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $7, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR8t2(SB), NOSPLIT, $0-72
+// func neonR8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR8t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -7118,6 +9327,11 @@ TEXT ·neonR8t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -7277,10 +9491,52 @@ nomax:
 	FMOVD F18, (R5)
 	ADD R6, R5, R5
 	FMOVD F19, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $8, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR9t2(SB), NOSPLIT, $0-72
+// func neonR9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR9t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -7293,6 +9549,11 @@ TEXT ·neonR9t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -7468,10 +9729,52 @@ nomax:
 	FMOVD F19, (R5)
 	ADD R6, R5, R5
 	FMOVD F20, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $9, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR10t2(SB), NOSPLIT, $0-72
+// func neonR10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR10t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -7484,6 +9787,11 @@ TEXT ·neonR10t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -7675,10 +9983,52 @@ nomax:
 	FMOVD F20, (R5)
 	ADD R6, R5, R5
 	FMOVD F21, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $10, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR11t2(SB), NOSPLIT, $0-72
+// func neonR11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR11t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -7691,6 +10041,11 @@ TEXT ·neonR11t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -7898,10 +10253,52 @@ nomax:
 	FMOVD F21, (R5)
 	ADD R6, R5, R5
 	FMOVD F22, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $11, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR12t2(SB), NOSPLIT, $0-72
+// func neonR12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR12t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -7914,6 +10311,11 @@ TEXT ·neonR12t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -8137,10 +10539,52 @@ nomax:
 	FMOVD F22, (R5)
 	ADD R6, R5, R5
 	FMOVD F23, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $12, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR1t3(SB), NOSPLIT, $0-72
+// func neonR1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR1t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8153,6 +10597,11 @@ TEXT ·neonR1t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
@@ -8216,10 +10665,52 @@ nomax:
 	FMOVD F5, (R5)
 	ADD $8, R5, R24
 	VST1 V5.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $1, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR2t3(SB), NOSPLIT, $0-72
+// func neonR2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR2t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8232,6 +10723,11 @@ TEXT ·neonR2t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	TBNZ $0, R8, fromc
@@ -8315,10 +10811,52 @@ nomax:
 	FMOVD F7, (R5)
 	ADD $8, R5, R24
 	VST1 V7.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $2, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR3t3(SB), NOSPLIT, $0-72
+// func neonR3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR3t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8331,6 +10869,11 @@ TEXT ·neonR3t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -8434,10 +10977,52 @@ nomax:
 	FMOVD F9, (R5)
 	ADD $8, R5, R24
 	VST1 V9.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $3, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR4t3(SB), NOSPLIT, $0-72
+// func neonR4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR4t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8450,6 +11035,11 @@ TEXT ·neonR4t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -8573,10 +11163,52 @@ nomax:
 	FMOVD F11, (R5)
 	ADD $8, R5, R24
 	VST1 V11.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $4, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR5t3(SB), NOSPLIT, $0-72
+// func neonR5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR5t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8589,6 +11221,11 @@ TEXT ·neonR5t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -8732,10 +11369,52 @@ nomax:
 	FMOVD F13, (R5)
 	ADD $8, R5, R24
 	VST1 V13.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $5, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR6t3(SB), NOSPLIT, $0-72
+// func neonR6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR6t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8748,6 +11427,11 @@ TEXT ·neonR6t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -8911,10 +11595,52 @@ nomax:
 	FMOVD F15, (R5)
 	ADD $8, R5, R24
 	VST1 V15.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $6, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR7t3(SB), NOSPLIT, $0-72
+// func neonR7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR7t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -8927,6 +11653,11 @@ TEXT ·neonR7t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -9110,10 +11841,52 @@ nomax:
 	FMOVD F17, (R5)
 	ADD $8, R5, R24
 	VST1 V17.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $7, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR8t3(SB), NOSPLIT, $0-72
+// func neonR8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR8t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -9126,6 +11899,11 @@ TEXT ·neonR8t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -9329,10 +12107,52 @@ nomax:
 	FMOVD F19, (R5)
 	ADD $8, R5, R24
 	VST1 V19.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $8, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR9t3(SB), NOSPLIT, $0-72
+// func neonR9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR9t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -9345,6 +12165,11 @@ TEXT ·neonR9t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -9568,10 +12393,52 @@ nomax:
 	FMOVD F20, (R5)
 	ADD $8, R5, R24
 	VST1 V20.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $9, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR10t3(SB), NOSPLIT, $0-72
+// func neonR10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR10t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -9584,6 +12451,11 @@ TEXT ·neonR10t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -9827,10 +12699,52 @@ nomax:
 	FMOVD F21, (R5)
 	ADD $8, R5, R24
 	VST1 V21.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $10, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR11t3(SB), NOSPLIT, $0-72
+// func neonR11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR11t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -9843,6 +12757,11 @@ TEXT ·neonR11t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -10106,10 +13025,52 @@ nomax:
 	FMOVD F22, (R5)
 	ADD $8, R5, R24
 	VST1 V22.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $11, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonR12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonR12t3(SB), NOSPLIT, $0-72
+// func neonR12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonR12t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10122,6 +13083,11 @@ TEXT ·neonR12t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	MOVD R1, R9
 	ADD R2, R9, R10
 	ADD R2, R10, R11
@@ -10405,10 +13371,52 @@ nomax:
 	FMOVD F23, (R5)
 	ADD $8, R5, R24
 	VST1 V23.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	MOVD $12, R23
+	MUL R23, R2, R23
+	ADD R23, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1x1(SB), NOSPLIT, $0-72
+// func neonC1x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10421,6 +13429,11 @@ TEXT ·neonC1x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -10447,10 +13460,50 @@ store:
 	WORD $0x4e601c42 // BIC V2.16B, V2.16B, V0.16B
 nomax:
 	VST1 [V2.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2x1(SB), NOSPLIT, $0-72
+// func neonC2x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10463,6 +13516,11 @@ TEXT ·neonC2x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -10498,10 +13556,50 @@ nomax:
 	VST1 [V2.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V3.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3x1(SB), NOSPLIT, $0-72
+// func neonC3x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10514,6 +13612,11 @@ TEXT ·neonC3x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -10560,10 +13663,50 @@ nomax:
 	VST1 [V3.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V4.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4x1(SB), NOSPLIT, $0-72
+// func neonC4x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10576,6 +13719,11 @@ TEXT ·neonC4x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -10628,10 +13776,50 @@ nomax:
 	VST1 [V4.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V5.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5x1(SB), NOSPLIT, $0-72
+// func neonC5x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10644,6 +13832,11 @@ TEXT ·neonC5x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -10708,10 +13901,50 @@ nomax:
 	VST1 [V6.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V7.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6x1(SB), NOSPLIT, $0-72
+// func neonC6x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10724,6 +13957,11 @@ TEXT ·neonC6x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -10797,10 +14035,50 @@ nomax:
 	VST1 [V7.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V8.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7x1(SB), NOSPLIT, $0-72
+// func neonC7x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10813,6 +14091,11 @@ TEXT ·neonC7x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -10897,10 +14180,50 @@ nomax:
 	VST1 [V8.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V9.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8x1(SB), NOSPLIT, $0-72
+// func neonC8x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -10913,6 +14236,11 @@ TEXT ·neonC8x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -11001,10 +14329,50 @@ nomax:
 	VST1 [V9.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V10.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC9x1(SB), NOSPLIT, $0-72
+// func neonC9x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC9x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11017,6 +14385,11 @@ TEXT ·neonC9x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -11117,10 +14490,50 @@ nomax:
 	VST1 [V11.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V12.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $36, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC10x1(SB), NOSPLIT, $0-72
+// func neonC10x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC10x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11133,6 +14546,11 @@ TEXT ·neonC10x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -11242,10 +14660,50 @@ nomax:
 	VST1 [V12.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V13.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $40, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC11x1(SB), NOSPLIT, $0-72
+// func neonC11x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC11x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11258,6 +14716,11 @@ TEXT ·neonC11x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -11378,10 +14841,50 @@ nomax:
 	VST1 [V13.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V14.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $44, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC12x1(SB), NOSPLIT, $0-72
+// func neonC12x1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC12x1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11394,6 +14897,11 @@ TEXT ·neonC12x1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -11518,10 +15026,50 @@ nomax:
 	VST1 [V14.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V15.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $48, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1x2(SB), NOSPLIT, $0-72
+// func neonC1x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11534,6 +15082,11 @@ TEXT ·neonC1x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -11565,10 +15118,50 @@ store:
 	WORD $0x4e601c84 // BIC V4.16B, V4.16B, V0.16B
 nomax:
 	VST1 [V3.S4, V4.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2x2(SB), NOSPLIT, $0-72
+// func neonC2x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11581,6 +15174,11 @@ TEXT ·neonC2x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -11626,10 +15224,50 @@ nomax:
 	VST1 [V3.S4, V4.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V5.S4, V6.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3x2(SB), NOSPLIT, $0-72
+// func neonC3x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11642,6 +15280,11 @@ TEXT ·neonC3x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -11703,10 +15346,50 @@ nomax:
 	VST1 [V5.S4, V6.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V7.S4, V8.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4x2(SB), NOSPLIT, $0-72
+// func neonC4x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11719,6 +15402,11 @@ TEXT ·neonC4x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -11791,10 +15479,50 @@ nomax:
 	VST1 [V7.S4, V8.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V9.S4, V10.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5x2(SB), NOSPLIT, $0-72
+// func neonC5x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11807,6 +15535,11 @@ TEXT ·neonC5x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -11896,10 +15629,50 @@ nomax:
 	VST1 [V10.S4, V11.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V12.S4, V13.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6x2(SB), NOSPLIT, $0-72
+// func neonC6x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -11912,6 +15685,11 @@ TEXT ·neonC6x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -12015,10 +15793,50 @@ nomax:
 	VST1 [V12.S4, V13.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V14.S4, V15.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7x2(SB), NOSPLIT, $0-72
+// func neonC7x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12031,6 +15849,11 @@ TEXT ·neonC7x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -12150,10 +15973,50 @@ nomax:
 	VST1 [V14.S4, V15.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V16.S4, V17.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8x2(SB), NOSPLIT, $0-72
+// func neonC8x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12166,6 +16029,11 @@ TEXT ·neonC8x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -12294,10 +16162,50 @@ nomax:
 	VST1 [V16.S4, V17.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V18.S4, V19.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC9x2(SB), NOSPLIT, $0-72
+// func neonC9x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC9x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12310,6 +16218,11 @@ TEXT ·neonC9x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -12455,10 +16368,50 @@ nomax:
 	VST1 [V19.S4, V20.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V21.S4, V22.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $36, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC10x2(SB), NOSPLIT, $0-72
+// func neonC10x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC10x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12471,6 +16424,11 @@ TEXT ·neonC10x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -12630,10 +16588,50 @@ nomax:
 	VST1 [V21.S4, V22.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V23.S4, V24.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $40, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC11x2(SB), NOSPLIT, $0-72
+// func neonC11x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC11x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12646,6 +16644,11 @@ TEXT ·neonC11x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -12821,10 +16824,50 @@ nomax:
 	VST1 [V23.S4, V24.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V25.S4, V26.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $44, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC12x2(SB), NOSPLIT, $0-72
+// func neonC12x2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC12x2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -12837,6 +16880,11 @@ TEXT ·neonC12x2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -13021,10 +17069,50 @@ nomax:
 	VST1 [V25.S4, V26.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V27.S4, V28.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $48, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $32, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $32, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $32, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1x3(SB), NOSPLIT, $0-72
+// func neonC1x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13037,6 +17125,11 @@ TEXT ·neonC1x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -13073,10 +17166,50 @@ store:
 	WORD $0x4e601cc6 // BIC V6.16B, V6.16B, V0.16B
 nomax:
 	VST1 [V4.S4, V5.S4, V6.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2x3(SB), NOSPLIT, $0-72
+// func neonC2x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13089,6 +17222,11 @@ TEXT ·neonC2x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -13144,10 +17282,50 @@ nomax:
 	VST1 [V4.S4, V5.S4, V6.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V7.S4, V8.S4, V9.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3x3(SB), NOSPLIT, $0-72
+// func neonC3x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13160,6 +17338,11 @@ TEXT ·neonC3x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -13236,10 +17419,50 @@ nomax:
 	VST1 [V7.S4, V8.S4, V9.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V10.S4, V11.S4, V12.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4x3(SB), NOSPLIT, $0-72
+// func neonC4x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13252,6 +17475,11 @@ TEXT ·neonC4x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -13344,10 +17572,50 @@ nomax:
 	VST1 [V10.S4, V11.S4, V12.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V13.S4, V14.S4, V15.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5x3(SB), NOSPLIT, $0-72
+// func neonC5x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13360,6 +17628,11 @@ TEXT ·neonC5x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -13474,10 +17747,50 @@ nomax:
 	VST1 [V14.S4, V15.S4, V16.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V17.S4, V18.S4, V19.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6x3(SB), NOSPLIT, $0-72
+// func neonC6x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13490,6 +17803,11 @@ TEXT ·neonC6x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -13623,10 +17941,50 @@ nomax:
 	VST1 [V17.S4, V18.S4, V19.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V20.S4, V21.S4, V22.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7x3(SB), NOSPLIT, $0-72
+// func neonC7x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13639,6 +17997,11 @@ TEXT ·neonC7x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -13793,10 +18156,50 @@ nomax:
 	VST1 [V20.S4, V21.S4, V22.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V23.S4, V24.S4, V25.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8x3(SB), NOSPLIT, $0-72
+// func neonC8x3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8x3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13809,6 +18212,11 @@ TEXT ·neonC8x3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -13977,10 +18385,50 @@ nomax:
 	VST1 [V23.S4, V24.S4, V25.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V26.S4, V27.S4, V28.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $48, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $48, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $48, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1x4(SB), NOSPLIT, $0-72
+// func neonC1x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -13993,6 +18441,11 @@ TEXT ·neonC1x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -14034,10 +18487,50 @@ store:
 	WORD $0x4e601d08 // BIC V8.16B, V8.16B, V0.16B
 nomax:
 	VST1 [V5.S4, V6.S4, V7.S4, V8.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2x4(SB), NOSPLIT, $0-72
+// func neonC2x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14050,6 +18543,11 @@ TEXT ·neonC2x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -14115,10 +18613,50 @@ nomax:
 	VST1 [V5.S4, V6.S4, V7.S4, V8.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V9.S4, V10.S4, V11.S4, V12.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3x4(SB), NOSPLIT, $0-72
+// func neonC3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14131,6 +18669,11 @@ TEXT ·neonC3x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -14222,10 +18765,50 @@ nomax:
 	VST1 [V9.S4, V10.S4, V11.S4, V12.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V13.S4, V14.S4, V15.S4, V16.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4x4(SB), NOSPLIT, $0-72
+// func neonC4x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14238,6 +18821,11 @@ TEXT ·neonC4x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V5.B16, V5.B16, V5.B16
@@ -14350,10 +18938,50 @@ nomax:
 	VST1 [V13.S4, V14.S4, V15.S4, V16.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V17.S4, V18.S4, V19.S4, V20.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5x4(SB), NOSPLIT, $0-72
+// func neonC5x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14366,6 +18994,11 @@ TEXT ·neonC5x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V6.B16, V6.B16, V6.B16
@@ -14505,10 +19138,50 @@ nomax:
 	VST1 [V18.S4, V19.S4, V20.S4, V21.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V22.S4, V23.S4, V24.S4, V25.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6x4(SB), NOSPLIT, $0-72
+// func neonC6x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6x4(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14521,6 +19194,11 @@ TEXT ·neonC6x4(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V6.B16, V6.B16, V6.B16
@@ -14684,10 +19362,50 @@ nomax:
 	VST1 [V22.S4, V23.S4, V24.S4, V25.S4], (R5)
 	ADD R6, R5, R5
 	VST1 [V26.S4, V27.S4, V28.S4, V29.S4], (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $64, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $64, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $64, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1t1(SB), NOSPLIT, $0-72
+// func neonC1t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14700,6 +19418,11 @@ TEXT ·neonC1t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -14727,10 +19450,50 @@ store:
 	WORD $0x4e601c42 // BIC V2.16B, V2.16B, V0.16B
 nomax:
 	FMOVS F2, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2t1(SB), NOSPLIT, $0-72
+// func neonC2t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14743,6 +19506,11 @@ TEXT ·neonC2t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -14779,10 +19547,50 @@ nomax:
 	FMOVS F2, (R5)
 	ADD R6, R5, R5
 	FMOVS F3, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3t1(SB), NOSPLIT, $0-72
+// func neonC3t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14795,6 +19603,11 @@ TEXT ·neonC3t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -14842,10 +19655,50 @@ nomax:
 	FMOVS F3, (R5)
 	ADD R6, R5, R5
 	FMOVS F4, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4t1(SB), NOSPLIT, $0-72
+// func neonC4t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14858,6 +19711,11 @@ TEXT ·neonC4t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -14911,10 +19769,50 @@ nomax:
 	FMOVS F4, (R5)
 	ADD R6, R5, R5
 	FMOVS F5, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5t1(SB), NOSPLIT, $0-72
+// func neonC5t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -14927,6 +19825,11 @@ TEXT ·neonC5t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -14992,10 +19895,50 @@ nomax:
 	FMOVS F6, (R5)
 	ADD R6, R5, R5
 	FMOVS F7, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6t1(SB), NOSPLIT, $0-72
+// func neonC6t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15008,6 +19951,11 @@ TEXT ·neonC6t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -15082,10 +20030,50 @@ nomax:
 	FMOVS F7, (R5)
 	ADD R6, R5, R5
 	FMOVS F8, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7t1(SB), NOSPLIT, $0-72
+// func neonC7t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15098,6 +20086,11 @@ TEXT ·neonC7t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -15183,10 +20176,50 @@ nomax:
 	FMOVS F8, (R5)
 	ADD R6, R5, R5
 	FMOVS F9, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8t1(SB), NOSPLIT, $0-72
+// func neonC8t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15199,6 +20232,11 @@ TEXT ·neonC8t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -15288,10 +20326,50 @@ nomax:
 	FMOVS F9, (R5)
 	ADD R6, R5, R5
 	FMOVS F10, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC9t1(SB), NOSPLIT, $0-72
+// func neonC9t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC9t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15304,6 +20382,11 @@ TEXT ·neonC9t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -15405,10 +20488,50 @@ nomax:
 	FMOVS F11, (R5)
 	ADD R6, R5, R5
 	FMOVS F12, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $36, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC10t1(SB), NOSPLIT, $0-72
+// func neonC10t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC10t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15421,6 +20544,11 @@ TEXT ·neonC10t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -15531,10 +20659,50 @@ nomax:
 	FMOVS F12, (R5)
 	ADD R6, R5, R5
 	FMOVS F13, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $40, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC11t1(SB), NOSPLIT, $0-72
+// func neonC11t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC11t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15547,6 +20715,11 @@ TEXT ·neonC11t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -15668,10 +20841,50 @@ nomax:
 	FMOVS F13, (R5)
 	ADD R6, R5, R5
 	FMOVS F14, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $44, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC12t1(SB), NOSPLIT, $0-72
+// func neonC12t1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC12t1(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15684,6 +20897,11 @@ TEXT ·neonC12t1(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -15809,10 +21027,50 @@ nomax:
 	FMOVS F14, (R5)
 	ADD R6, R5, R5
 	FMOVS F15, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $48, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1t2(SB), NOSPLIT, $0-72
+// func neonC1t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15825,6 +21083,11 @@ TEXT ·neonC1t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -15852,10 +21115,50 @@ store:
 	WORD $0x4e601c42 // BIC V2.16B, V2.16B, V0.16B
 nomax:
 	FMOVD F2, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2t2(SB), NOSPLIT, $0-72
+// func neonC2t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15868,6 +21171,11 @@ TEXT ·neonC2t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -15904,10 +21212,50 @@ nomax:
 	FMOVD F2, (R5)
 	ADD R6, R5, R5
 	FMOVD F3, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3t2(SB), NOSPLIT, $0-72
+// func neonC3t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15920,6 +21268,11 @@ TEXT ·neonC3t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -15967,10 +21320,50 @@ nomax:
 	FMOVD F3, (R5)
 	ADD R6, R5, R5
 	FMOVD F4, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4t2(SB), NOSPLIT, $0-72
+// func neonC4t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -15983,6 +21376,11 @@ TEXT ·neonC4t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -16036,10 +21434,50 @@ nomax:
 	FMOVD F4, (R5)
 	ADD R6, R5, R5
 	FMOVD F5, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5t2(SB), NOSPLIT, $0-72
+// func neonC5t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16052,6 +21490,11 @@ TEXT ·neonC5t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -16117,10 +21560,50 @@ nomax:
 	FMOVD F6, (R5)
 	ADD R6, R5, R5
 	FMOVD F7, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6t2(SB), NOSPLIT, $0-72
+// func neonC6t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16133,6 +21616,11 @@ TEXT ·neonC6t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -16207,10 +21695,50 @@ nomax:
 	FMOVD F7, (R5)
 	ADD R6, R5, R5
 	FMOVD F8, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7t2(SB), NOSPLIT, $0-72
+// func neonC7t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16223,6 +21751,11 @@ TEXT ·neonC7t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -16308,10 +21841,50 @@ nomax:
 	FMOVD F8, (R5)
 	ADD R6, R5, R5
 	FMOVD F9, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8t2(SB), NOSPLIT, $0-72
+// func neonC8t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16324,6 +21897,11 @@ TEXT ·neonC8t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -16413,10 +21991,50 @@ nomax:
 	FMOVD F9, (R5)
 	ADD R6, R5, R5
 	FMOVD F10, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC9t2(SB), NOSPLIT, $0-72
+// func neonC9t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC9t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16429,6 +22047,11 @@ TEXT ·neonC9t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -16530,10 +22153,50 @@ nomax:
 	FMOVD F11, (R5)
 	ADD R6, R5, R5
 	FMOVD F12, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $36, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC10t2(SB), NOSPLIT, $0-72
+// func neonC10t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC10t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16546,6 +22209,11 @@ TEXT ·neonC10t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -16656,10 +22324,50 @@ nomax:
 	FMOVD F12, (R5)
 	ADD R6, R5, R5
 	FMOVD F13, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $40, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC11t2(SB), NOSPLIT, $0-72
+// func neonC11t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC11t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16672,6 +22380,11 @@ TEXT ·neonC11t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -16793,10 +22506,50 @@ nomax:
 	FMOVD F13, (R5)
 	ADD R6, R5, R5
 	FMOVD F14, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $44, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC12t2(SB), NOSPLIT, $0-72
+// func neonC12t2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC12t2(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16809,6 +22562,11 @@ TEXT ·neonC12t2(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -16934,10 +22692,50 @@ nomax:
 	FMOVD F14, (R5)
 	ADD R6, R5, R5
 	FMOVD F15, (R5)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $48, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC1t3(SB), NOSPLIT, $0-72
+// func neonC1t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC1t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -16950,6 +22748,11 @@ TEXT ·neonC1t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -16985,10 +22788,50 @@ nomax:
 	FMOVD F2, (R5)
 	ADD $8, R5, R24
 	VST1 V2.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $4, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $1, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC2t3(SB), NOSPLIT, $0-72
+// func neonC2t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC2t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17001,6 +22844,11 @@ TEXT ·neonC2t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -17049,10 +22897,50 @@ nomax:
 	FMOVD F3, (R5)
 	ADD $8, R5, R24
 	VST1 V3.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $8, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $2, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC3t3(SB), NOSPLIT, $0-72
+// func neonC3t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC3t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17065,6 +22953,11 @@ TEXT ·neonC3t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -17128,10 +23021,50 @@ nomax:
 	FMOVD F4, (R5)
 	ADD $8, R5, R24
 	VST1 V4.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $12, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $3, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC4t3(SB), NOSPLIT, $0-72
+// func neonC4t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC4t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17144,6 +23077,11 @@ TEXT ·neonC4t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V2.B16, V2.B16, V2.B16
@@ -17217,10 +23155,50 @@ nomax:
 	FMOVD F5, (R5)
 	ADD $8, R5, R24
 	VST1 V5.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $16, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $4, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC5t3(SB), NOSPLIT, $0-72
+// func neonC5t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC5t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17233,6 +23211,11 @@ TEXT ·neonC5t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -17322,10 +23305,50 @@ nomax:
 	FMOVD F7, (R5)
 	ADD $8, R5, R24
 	VST1 V7.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $20, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $5, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC6t3(SB), NOSPLIT, $0-72
+// func neonC6t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC6t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17338,6 +23361,11 @@ TEXT ·neonC6t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -17440,10 +23468,50 @@ nomax:
 	FMOVD F8, (R5)
 	ADD $8, R5, R24
 	VST1 V8.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $24, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $6, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC7t3(SB), NOSPLIT, $0-72
+// func neonC7t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC7t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17456,6 +23524,11 @@ TEXT ·neonC7t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -17573,10 +23646,50 @@ nomax:
 	FMOVD F9, (R5)
 	ADD $8, R5, R24
 	VST1 V9.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $28, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $7, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC8t3(SB), NOSPLIT, $0-72
+// func neonC8t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC8t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17589,6 +23702,11 @@ TEXT ·neonC8t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V3.B16, V3.B16, V3.B16
@@ -17714,10 +23832,50 @@ nomax:
 	FMOVD F10, (R5)
 	ADD $8, R5, R24
 	VST1 V10.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $32, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $8, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC9t3(SB), NOSPLIT, $0-72
+// func neonC9t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC9t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17730,6 +23888,11 @@ TEXT ·neonC9t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -17871,10 +24034,50 @@ nomax:
 	FMOVD F12, (R5)
 	ADD $8, R5, R24
 	VST1 V12.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $36, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $9, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC10t3(SB), NOSPLIT, $0-72
+// func neonC10t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC10t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -17887,6 +24090,11 @@ TEXT ·neonC10t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -18041,10 +24249,50 @@ nomax:
 	FMOVD F13, (R5)
 	ADD $8, R5, R24
 	VST1 V13.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $40, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $10, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC11t3(SB), NOSPLIT, $0-72
+// func neonC11t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC11t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -18057,6 +24305,11 @@ TEXT ·neonC11t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -18226,10 +24479,50 @@ nomax:
 	FMOVD F14, (R5)
 	ADD $8, R5, R24
 	VST1 V14.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $44, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $11, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
 
-// func neonC12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
-TEXT ·neonC12t3(SB), NOSPLIT, $0-72
+// func neonC12t3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, blocks int, cblocks int)
+TEXT ·neonC12t3(SB), NOSPLIT, $24-88
 	MOVD k+0(FP), R0
 	MOVD a+8(FP), R1
 	MOVD lda+16(FP), R2
@@ -18242,6 +24535,11 @@ TEXT ·neonC12t3(SB), NOSPLIT, $0-72
 	LSL $2, R6, R6
 	MOVD bias+56(FP), R7
 	MOVD flags+64(FP), R8
+	MOVD R1, a0-8(SP)
+	MOVD R5, c0-16(SP)
+	MOVD blocks+72(FP), R22
+	MOVD R22, nb-24(SP)
+block:
 	TBNZ $0, R8, fromc
 	TBNZ $1, R8, frombias
 	VEOR V4.B16, V4.B16, V4.B16
@@ -18419,4 +24717,44 @@ nomax:
 	FMOVD F15, (R5)
 	ADD $8, R5, R24
 	VST1 V15.S[2], (R24)
+	MOVD blocks+72(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, blocks+72(FP)
+	BEQ column
+	MOVD a+8(FP), R1
+	ADD $48, R1, R1
+	MOVD R1, a+8(FP)
+	MOVD c+40(FP), R5
+	MOVD $12, R23
+	MUL R23, R6, R23
+	ADD R23, R5, R5
+	MOVD R5, c+40(FP)
+	MOVD k+0(FP), R0
+	MOVD b+24(FP), R3
+	MOVD bias+56(FP), R7
+	B block
+column:
+	MOVD cblocks+80(FP), R22
+	SUBS $1, R22, R22
+	MOVD R22, cblocks+80(FP)
+	BEQ done
+	MOVD nb-24(SP), R22
+	MOVD R22, blocks+72(FP)
+	MOVD a0-8(SP), R1
+	MOVD R1, a+8(FP)
+	MOVD c0-16(SP), R5
+	ADD $16, R5, R5
+	MOVD R5, c0-16(SP)
+	MOVD R5, c+40(FP)
+	MOVD b+24(FP), R3
+	ADD $16, R3, R3
+	MOVD R3, b+24(FP)
+	MOVD bias+56(FP), R7
+	CBZ R7, nobias
+	ADD $16, R7, R7
+	MOVD R7, bias+56(FP)
+nobias:
+	MOVD k+0(FP), R0
+	B block
+done:
 	RET
