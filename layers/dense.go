@@ -120,10 +120,7 @@ func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
 	g := &DenseGradient[T]{In: nv.acts[o.in].batch, GradZ: o.gradZ, InDim: o.nIn, OutDim: o.nOut,
 		Bias: o.bias != nil, InOrder: o.order}
 	if o.order != nil {
-		g.inv = make([]int, o.nIn)
-		for j, r := range o.order {
-			g.inv[r] = j
-		}
+		g.inv = inverse(o.order)
 	}
 	return g
 }

@@ -100,10 +100,7 @@ func (t *DenseGradient[T]) Scatter(g []T, dst []float64, overwrite bool) {
 	// a random cache line an entry.
 	inv := t.inv
 	if t.InOrder != nil && len(inv) != k {
-		inv = make([]int, k)
-		for j, r := range t.InOrder {
-			inv[r] = j
-		}
+		inv = inverse(t.InOrder)
 	}
 	for r := range k {
 		j := r
@@ -201,6 +198,15 @@ func (s *denseScratch[T]) Example(_ int, i int, g []T) {
 	if t.Bias {
 		copy(g[k*F:], dz)
 	}
+}
+
+// inverse is the inverse of permutation p: inverse(p)[p[j]] = j.
+func inverse(p []int) []int {
+	inv := make([]int, len(p))
+	for j, r := range p {
+		inv[r] = j
+	}
+	return inv
 }
 
 func consecutive(rows []int) bool { return rows[len(rows)-1]-rows[0] == len(rows)-1 }

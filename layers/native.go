@@ -581,7 +581,7 @@ func (nv *Native[T]) Backward(worker, lo, hi int, gradLogits []T) {
 
 // denseOnly says whether every parametrised op of ops is a Dense.
 func denseOnly[T num.Float](ops []nativeOp[T]) bool {
-	any := false
+	found := false
 	for _, op := range ops {
 		if _, ok := op.(tapOp[T]); !ok {
 			continue
@@ -589,7 +589,7 @@ func denseOnly[T num.Float](ops []nativeOp[T]) bool {
 		if _, ok := op.(*denseOp[T]); !ok {
 			return false
 		}
-		any = true
+		found = true
 	}
-	return any
+	return found
 }

@@ -68,10 +68,7 @@ func sgemmNEON(m, n, k int, a Matrix[float32], b []float32, ldb int, c []float32
 		}
 		biasj, bj := blockColumn(bias, bp, j)
 		for i := 0; i < m; {
-			h, blocks := mr, m/mr
-			if i > 0 || blocks == 0 {
-				h, blocks = m-i, 1
-			}
+			h, blocks := rowBlocks(i, m, mr)
 			ai := blockRow(ap, a, i)
 			neonKernels[layout][h][slot](k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, int(f), blocks, cblocks)
 			i += h * blocks

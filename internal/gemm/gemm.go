@@ -127,13 +127,8 @@ func sgemmKernels(m, n, k int, a Matrix[float32], b []float32, ldb int, c []floa
 		}
 		mr := rows[nv]
 		biasj, bj := blockColumn(bias, bp, j)
-		// The full blocks of mr rows in one call (the kernel steps down them), then the
-		// rest: each block is computed as by a call of its own.
 		for i := 0; i < m; {
-			h, blocks := mr, m/mr
-			if i > 0 || blocks == 0 {
-				h, blocks = m-i, 1
-			}
+			h, blocks := rowBlocks(i, m, mr)
 			ai := blockRow(ap, a, i)
 			if useAVX512() {
 				callKernel(a.ColMajor, h, nv, k, ai, a.Stride, bj, ldb, &c[i*ldc+j], ldc, biasj, flags, blocks, cblocks)
@@ -185,6 +180,16 @@ func blasGemm[T Float](m, n, k int, a Matrix[T], b []T, ldb int, c []T, ldc int,
 			}
 		}
 	}
+}
+
+// rowBlocks is the next kernel call's share of C's m rows from row i, for kernels mr rows
+// high: every full block of mr rows at once (the kernel steps down them), then the rest as
+// one block of its own height. Each block is computed as by a call of its own.
+func rowBlocks(i, m, mr int) (h, blocks int) {
+	if i == 0 && m >= mr {
+		return mr, m / mr
+	}
+	return m - i, 1
 }
 
 // blockColumn is where a block of C's columns from j reads the bias (nil without one) and
