@@ -227,8 +227,9 @@ func (o *convOp[T]) gradient(nv *Native[T], k int) clipping.Gradient[T] {
 	if nv.train {
 		g.Patches = nv.patches(o, k)
 		if o.wino != nil && o.rstd == nil {
-			src, size := nv.acts[o.in].batch, nv.acts[o.in].size
-			g.wino, g.input = newWinoGrad(o), func(i int) []T { return src[i*size : (i+1)*size] }
+			// The input's storage is read when the tap runs: ReadInput may move it.
+			in := &nv.acts[o.in]
+			g.wino, g.input = newWinoGrad(o), func(i int) []T { return in.batch[i*in.size : (i+1)*in.size] }
 		}
 	}
 	if o.rstd != nil { // ŵ packed in the patches' order, as the gradient's columns
@@ -374,7 +375,7 @@ func (o *convOp[T]) backward(sc *nativeScratch[T], k int, _, out, gOut, gIn []T,
 // are still in worker's scratch if its last Forward covered i, else rebuilt from the
 // batch-sized input.
 func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) []T {
-	src, size, n := nv.acts[o.in].batch, nv.acts[o.in].size, o.p*o.k
+	in, n := &nv.acts[o.in], o.p*o.k // in.batch is read when it runs: ReadInput may move it
 	return func(worker, i int, buf []T) []T {
 		if worker >= 0 {
 			nv.mu.Lock()
@@ -388,7 +389,7 @@ func (nv *Native[T]) patches(o *convOp[T], k int) func(worker, i int, buf []T) [
 				return sc.floats[k][(i-sc.lo)*n : (i-sc.lo+1)*n]
 			}
 		}
-		o.im2col(src[i*size:(i+1)*size], buf[:n])
+		o.im2col(in.batch[i*in.size:(i+1)*in.size], buf[:n])
 		return buf[:n]
 	}
 }

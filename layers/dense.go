@@ -122,6 +122,7 @@ func (o *denseOp[T]) gradient(nv *Native[T], _ int) clipping.Gradient[T] {
 	if o.order != nil {
 		g.inv = inverse(o.order)
 	}
+	nv.inTaps = append(nv.inTaps, g)
 	return g
 }
 

@@ -46,6 +46,11 @@ type Native[T num.Float] struct {
 	// come before it, and Input is their output (acts[start]); frontForward runs them.
 	start int
 	front bool // frontForward may run: the raw input is batch-sized
+	// own is the program's Input buffer; acts[start] is it or the caller's (ReadInput).
+	own []T
+	// inTaps are the Dense taps, whose In ReadInput moves when it is the input's storage
+	// (a Conv2D tap reads acts[o.in] when it runs).
+	inTaps []*DenseGradient[T]
 
 	mu      sync.Mutex
 	scratch []*nativeScratch[T]
@@ -404,6 +409,7 @@ func (nv *Native[T]) layout(shapes []activation, needBatch, sized []bool) {
 		least = max(least, 64)
 	}
 	nv.chunk = max(1, min(nv.batch, max(least, (1<<20)/(perRow*num.SizeOf[T]()))))
+	nv.own = nv.acts[nv.start].batch
 	// The taps read activations, whose storage is known now.
 	for k, op := range nv.ops {
 		if t, ok := op.(tapOp[T]); ok {
@@ -414,8 +420,46 @@ func (nv *Native[T]) layout(shapes []activation, needBatch, sized []bool) {
 
 // Input is the batch input, [batch × num.Prod(in)], each example CHW (as datasets produce it),
 // or for NewNativeAfter the skipped layers' output, [batch × InputLen] in Native's layout.
-// The caller writes rows before Forward reads them.
-func (nv *Native[T]) Input() []T { return nv.acts[nv.start].batch }
+// The caller writes rows before Forward reads them, or has Forward read its own rows in
+// place (ReadInput).
+func (nv *Native[T]) Input() []T { return nv.own }
+
+// ReadInput makes Forward read the input rows from x, [batch × InputLen] in Input's layout,
+// where they are instead of from Input, until the next call; ReadInput(nil) reads Input
+// again. It saves copying each batch (a linear model on features does little else per row).
+//
+// x is never written, but it is read again after Forward: by Backward and by the taps
+// (per-example norms, clipped sums, PerExample), so it must stay unchanged until the
+// program's results have been used. Rows the caller leaves out of a step (padding) may
+// hold anything: every op computes a row from that row alone, and the clipping workspace
+// never reads rows outside its mask. Call it between runs, not during one. It panics for
+// x of the wrong length and for a program whose front end writes Input (NewNativeFront).
+func (nv *Native[T]) ReadInput(x []T) {
+	if nv.front {
+		panic("layers: ReadInput on a program whose front end writes its input")
+	}
+	if x == nil {
+		x = nv.own
+	}
+	if len(x) != len(nv.own) {
+		panic(fmt.Sprintf("layers: ReadInput of %d values, want %d rows × %d", len(x), nv.batch, nv.acts[nv.start].size))
+	}
+	cur := nv.acts[nv.start].batch
+	if &cur[0] == &x[0] {
+		return
+	}
+	// Alias ops (a Flatten) share the input's storage: move every view of it.
+	for i := range nv.acts {
+		if b := nv.acts[i].batch; len(b) == len(cur) && &b[0] == &cur[0] {
+			nv.acts[i].batch = x
+		}
+	}
+	for _, g := range nv.inTaps {
+		if len(g.In) == len(cur) && &g.In[0] == &cur[0] {
+			g.In = x
+		}
+	}
+}
 
 // InputLen is the number of values per example of Input.
 func (nv *Native[T]) InputLen() int { return nv.acts[nv.start].size }

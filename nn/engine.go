@@ -55,9 +55,7 @@ func loadRow[T num.Float](b Batch, i, L, K int, row []T) (bool, error) {
 	src := b.X[i*L : (i+1)*L]
 	var probe float64
 	if r32, ok := any(row).([]float32); ok {
-		// A copy, and the vector sum of squares as the check: every finite float32 squared
-		// is below 1.2e77, so a finite sum says every value is finite; NaN and ±Inf make it
-		// NaN or +Inf.
+		// A copy, and the vector sum of squares as the check (checkRow).
 		copy(r32, src)
 		probe = gemm.SumSquares(src) * 0
 	} else {
@@ -66,19 +64,37 @@ func loadRow[T num.Float](b Batch, i, L, K int, row []T) (bool, error) {
 			probe += float64(v) * 0 // NaN or ±Inf make it NaN
 		}
 	}
+	return true, rowError(b, i, K, src, probe)
+}
+
+// checkRow checks example i of b, as loadRow does, where it is: for a program that reads
+// it in place (layers.Native.ReadInput). Padding rows are not read.
+func checkRow(b Batch, i, L, K int) error {
+	if b.Mask != nil && !b.Mask[i] {
+		return nil
+	}
+	src := b.X[i*L : (i+1)*L]
+	// Every finite float32 squared is below 1.2e77, so a finite sum of squares says every
+	// value is finite; NaN and ±Inf make it NaN or +Inf, and probe NaN.
+	return rowError(b, i, K, src, gemm.SumSquares(src)*0)
+}
+
+// rowError reports the first non-finite value of example i's values src when probe (0
+// when they are all finite) says there is one, and a label outside 0…K−1.
+func rowError(b Batch, i, K int, src []float32, probe float64) error {
 	if probe != 0 {
 		for j, v := range src {
 			if v != v || math.IsInf(float64(v), 0) {
-				return false, fmt.Errorf("%w: example %d value %d is %v", ErrBatch, i, j, v)
+				return fmt.Errorf("%w: example %d value %d is %v", ErrBatch, i, j, v)
 			}
 		}
 	}
 	if b.Labels != nil {
 		if lab := b.Labels[i]; lab < 0 || lab >= K {
-			return false, fmt.Errorf("%w: example %d has label %d, want 0…%d", ErrBatch, i, lab, K-1)
+			return fmt.Errorf("%w: example %d has label %d, want 0…%d", ErrBatch, i, lab, K-1)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // argmax is the first index of the largest value.

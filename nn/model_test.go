@@ -2,6 +2,7 @@ package nn
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -346,11 +347,26 @@ func TestBatchErrors(t *testing.T) {
 }
 
 // TestPaddingRowsDoNotMatter fills the padding rows with different data and labels: loss,
-// correct count, gradient and clipped gradient are bit-for-bit the same.
+// correct count, gradient and clipped gradient are bit-for-bit the same. The float32
+// native engine reads the rows where they are (layers.Native.ReadInput), so its padding
+// rows also hold NaN, ±Inf and the largest float32 once; the float64 one copies them.
 func TestPaddingRowsDoNotMatter(t *testing.T) {
 	const B = 5
-	spec := tinyCNN()
-	m, err := New(spec, B, WithSeed(5))
+	mlp := Spec{Name: "mlp", InputShape: []int{3, 4}, NumClasses: 3, Layers: []layers.Layer{
+		layers.Flatten{}, layers.Dense{Units: 5}, layers.ReLU{}, layers.Dense{Units: 3}}}
+	for _, tc := range []struct {
+		spec    Spec
+		dtype   DType
+		hostile bool
+	}{{tinyCNN(), Float32, false}, {tinyCNN(), Float32, true}, {mlp, Float32, true}, {tinyCNN(), Float64, false}} {
+		t.Run(fmt.Sprintf("%s/%v/hostile=%v", tc.spec.Name, tc.dtype, tc.hostile), func(t *testing.T) {
+			testPaddingRows(t, tc.spec, tc.dtype, tc.hostile, B)
+		})
+	}
+}
+
+func testPaddingRows(t *testing.T, spec Spec, dtype DType, hostile bool, B int) {
+	m, err := New(spec, B, WithSeed(5), WithDType(dtype))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +379,12 @@ func TestPaddingRowsDoNotMatter(t *testing.T) {
 		if real {
 			copy(x2[i*ex:(i+1)*ex], x1[i*ex:(i+1)*ex])
 			l2[i] = l1[i]
+		} else if hostile {
+			for j := range ex {
+				x2[i*ex+j] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+					math.MaxFloat32, -math.MaxFloat32}[(i+j)%5]
+			}
+			l2[i] = -7
 		}
 	}
 	step := func(x []float32, l []int) (StepStats, []float64, StepStats, []float64, float64) {

@@ -130,9 +130,26 @@ func (n *nativeNet[T]) finish() (float64, int) {
 	return loss, correct
 }
 
-// load copies rows lo…hi−1 of the current batch into nv's input.
+// read has nv read the current batch: in place when its values are nv's type (float32),
+// the caller's rows then being only checked by load; else load copies them into Input.
+func (n *nativeNet[T]) read(nv *layers.Native[T]) {
+	if x, ok := any(n.batch.X).([]T); ok {
+		nv.ReadInput(x)
+	}
+}
+
+// load checks rows lo…hi−1 of the current batch where nv reads them in place (read), or
+// copies them into nv's input.
 func (n *nativeNet[T]) load(nv *layers.Native[T], lo, hi int) error {
 	L, K := n.m.exampleLen, n.m.numClasses
+	if _, ok := any(n.batch.X).([]T); ok {
+		for i := lo; i < hi; i++ {
+			if err := checkRow(n.batch, i, L, K); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	in := nv.Input()
 	for i := lo; i < hi; i++ {
 		if _, err := loadRow(n.batch, i, L, K, in[i*L:(i+1)*L]); err != nil {
@@ -189,6 +206,7 @@ func (n *nativeNet[T]) clippedStep(b Batch, rule clipping.Rule, dst []float64) (
 		return 0, 0, clipping.Stats{}, err
 	}
 	prepare(n.train, &n.trainReady)
+	n.read(n.train)
 	st, err := n.ws.ClippedSumFill(b.Mask, rule, dst, n.fill)
 	loss, correct := n.finish()
 	if err != nil {
@@ -206,6 +224,7 @@ func (n *nativeNet[T]) sumStep(b Batch, dst []float64) (float64, int, error) {
 		return 0, 0, err
 	}
 	prepare(n.train, &n.trainReady)
+	n.read(n.train)
 	err := n.ws.SumFill(b.Mask, dst, n.fill)
 	loss, correct := n.finish()
 	if err != nil {
@@ -223,6 +242,7 @@ func (n *nativeNet[T]) evaluate(b Batch) (float64, int, error) {
 		return 0, 0, err
 	}
 	prepare(n.eval, &n.evalReady)
+	n.read(n.eval)
 	chunk := n.eval.Chunk()
 	chunks := (n.m.batch + chunk - 1) / chunk
 	if len(n.errs) < chunks {

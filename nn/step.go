@@ -10,7 +10,10 @@ import (
 // Batch is one physical batch of BatchSize rows.
 type Batch struct {
 	// X holds the examples, BatchSize × prod(InputShape) values, each example in the
-	// layout datasets.Dataset.Example produces (CHW). Values must be finite.
+	// layout datasets.Dataset.Example produces (CHW). The real rows' values must be
+	// finite; padding rows may hold anything. A float32 model on the native engine reads
+	// the rows where they are, without a copy: leave X unchanged during the call and, for
+	// PerExampleGradient, until then.
 	X []float32
 	// Labels holds one class in [0, NumClasses) per row (padding rows: any value).
 	Labels []int
@@ -82,8 +85,9 @@ func (m *Model) Gradient(b Batch, dst []float64) (StepStats, error) {
 }
 
 // PerExampleGradient overwrites dst with example i's gradient from the last
-// ClippedGradient or Gradient call, unclipped. It is for diagnostics and tests: never
-// feed it to an optimizer of a private run.
+// ClippedGradient or Gradient call, unclipped. It reads that call's Batch.X again (a
+// float32 native model keeps no copy of it). It is for diagnostics and tests: never feed
+// it to an optimizer of a private run.
 func (m *Model) PerExampleGradient(i int, dst []float64) error {
 	if !m.net.stepped() {
 		return errors.New("nn: PerExampleGradient before any gradient step")
