@@ -45,7 +45,8 @@ func (h *HeavyBall) Step(params, grad []float64) error {
 	delta := h.delta[:len(params)]
 	grad = grad[:len(params)]
 	for i := range params {
-		delta[i] = beta*delta[i] - alpha*grad[i]
+		// Products rounded, not fused (as descend).
+		delta[i] = float64(beta*delta[i]) - float64(alpha*grad[i])
 		params[i] += delta[i]
 	}
 	h.step++

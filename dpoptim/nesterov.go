@@ -56,8 +56,9 @@ func (n *Nesterov) Step(params, grad []float64) error {
 	x := n.x[:len(params)]
 	grad = grad[:len(params)]
 	for i := range params {
-		next := params[i] - alpha*grad[i]
-		params[i] = next + beta*(next-x[i])
+		// Products rounded, not fused (as descend).
+		next := params[i] - float64(alpha*grad[i])
+		params[i] = next + float64(beta*(next-x[i]))
 		x[i] = next
 	}
 	n.step++

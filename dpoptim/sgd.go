@@ -55,8 +55,8 @@ func (s *SGD) Step(params, grad []float64) error {
 		v := s.velocity[:len(params)]
 		grad = grad[:len(params)]
 		for i := range params {
-			v[i] = mu*v[i] + grad[i]
-			params[i] -= eta * v[i]
+			v[i] = float64(mu*v[i]) + grad[i]
+			params[i] -= float64(eta * v[i])
 		}
 	}
 	s.step++
@@ -64,10 +64,14 @@ func (s *SGD) Step(params, grad []float64) error {
 }
 
 // descend sets params −= eta·grad.
+//
+// Each product is rounded before the subtraction (the conversion forbids a fused
+// multiply-add, which Go emits on arm64 and never on amd64 by default): the same bits on
+// every architecture, and those of HeavyBall and Nesterov with β = 0.
 func descend(params, grad []float64, eta float64) {
 	grad = grad[:len(params)]
 	for i := range params {
-		params[i] -= eta * grad[i]
+		params[i] -= float64(eta * grad[i])
 	}
 }
 
