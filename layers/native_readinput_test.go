@@ -87,14 +87,7 @@ func TestNativeReadInput(t *testing.T) {
 			t.Run(st.name+"/"+p.String(), func(t *testing.T) {
 				defer cpupath.Force(p)()
 				rng := rand.New(rand.NewPCG(uint64(si), 11))
-				params := make([][][]float32, len(st.ls))
-				cur := st.in
-				for li, l := range st.ls {
-					for _, ps := range l.Params(cur) {
-						params[li] = append(params[li], toFloat32(randomValues(rng, num.Prod(ps.Shape))))
-					}
-					cur, _ = l.OutputShape(cur)
-				}
+				params, cur := randomParams32(rng, st.ls, st.in)
 				K := num.Prod(cur)
 				r := toFloat32(randomValues(rng, b*K))
 				build := func() *Native[float32] {

@@ -386,14 +386,7 @@ func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Lay
 	{
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(si), 5))
-			params := make([][][]float32, len(st.ls))
-			cur := st.in
-			for li, l := range st.ls {
-				for _, p := range l.Params(cur) {
-					params[li] = append(params[li], toFloat32(randomValues(rng, num.Prod(p.Shape))))
-				}
-				cur, _ = l.OutputShape(cur)
-			}
+			params, cur := randomParams32(rng, st.ls, st.in)
 			x := toFloat32(randomValues(rng, b*num.Prod(st.in)))
 			r := toFloat32(randomValues(rng, b*num.Prod(cur)))
 			run := func(asm bool) ([]float32, [][]float32) {
@@ -431,6 +424,20 @@ func testAssemblyMatchesGo(t *testing.T, si int, name string, in []int, ls []Lay
 			}
 		})
 	}
+}
+
+// randomParams32 draws every parameter of layers ls on input shape in (randomValues, in
+// layer and ParamSpec order) and returns them with the output shape.
+func randomParams32(rng *rand.Rand, ls []Layer, in []int) ([][][]float32, []int) {
+	params := make([][][]float32, len(ls))
+	cur := in
+	for li, l := range ls {
+		for _, p := range l.Params(cur) {
+			params[li] = append(params[li], toFloat32(randomValues(rng, num.Prod(p.Shape))))
+		}
+		cur, _ = l.OutputShape(cur)
+	}
+	return params, cur
 }
 
 func toFloat32(v []float64) []float32 {
