@@ -276,6 +276,38 @@ func TestMomentumZeroIsSGD(t *testing.T) {
 	}
 }
 
+// TestUpdatesRoundEachProduct: SGD, HeavyBall (β = 0) and Nesterov (β = 0) move each
+// parameter by the rounded product, p − round(η·g), not by a fused multiply-add
+// (math.FMA, one rounding), which Go may emit on arm64: on values where the two differ,
+// the rules give the two-rounding result on every architecture.
+func TestUpdatesRoundEachProduct(t *testing.T) {
+	const eta = 0.7
+	rng := rand.New(rand.NewPCG(3, 4))
+	var p, g []float64
+	for len(p) < 64 {
+		pv, gv := rng.NormFloat64(), rng.NormFloat64()
+		if math.FMA(-eta, gv, pv) != pv-roundedProduct(eta, gv) {
+			p, g = append(p, pv), append(g, gv)
+		}
+	}
+	want := make([]float64, len(p))
+	for i := range p {
+		want[i] = p[i] - roundedProduct(eta, g[i])
+	}
+	for _, r := range []Rule{NewSGD(Constant(eta)), &HeavyBall{LearningRate: Constant(eta)}, &Nesterov{LearningRate: Constant(eta)}} {
+		w := append([]float64(nil), p...)
+		if err := r.Step(w, g); err != nil {
+			t.Fatal(err)
+		}
+		if !equalBits(w, want) {
+			t.Errorf("%s: a step fused the product into the update", r.Name())
+		}
+	}
+}
+
+// roundedProduct is a·b rounded to float64 (the conversion forbids fusing it further).
+func roundedProduct(a, b float64) float64 { return float64(a * b) }
+
 func TestRuleErrors(t *testing.T) {
 	bad := []Rule{
 		NewSGD(nil),
