@@ -122,7 +122,8 @@ func TestNativeReadInput(t *testing.T) {
 					t.Fatal("ReadInput moved Input")
 				}
 				got := func() (got runResults) {
-					// Per goroutine: the runs write nothing on the workspace's ones.
+					// SetPanicOnFault is per goroutine: Forward and Backward run on this one;
+					// a write from the workspace's goroutines would be a fatal fault instead.
 					defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 					defer func() {
 						if e := recover(); e != nil {
