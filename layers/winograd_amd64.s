@@ -46,40 +46,23 @@ TEXT ·winoIn2AVX2(SB), NOSPLIT, $0-48
 	VMOVUPS Y11, (AX)(BX*1); \
 	ADDQ DX, AX
 
+// ROWIN(OP, P, Q): row r of Bᵀ·d, the rows at P and Q combined by OP (Q's from P's), then
+// ROWOUT.
+#define ROWIN(OP, P, Q) \
+	LOADROW(P, Y0, Y1, Y2, Y3); \
+	LOADROW(Q, Y4, Y5, Y6, Y7); \
+	OP Y4, Y0, Y0; \
+	OP Y5, Y1, Y1; \
+	OP Y6, Y2, Y2; \
+	OP Y7, Y3, Y3; \
+	ROWOUT
+
 loop:
 	MOVQ DI, AX
-	// r = 0: d0 − d2
-	LOADROW(SI, Y0, Y1, Y2, Y3)
-	LOADROW(R12, Y4, Y5, Y6, Y7)
-	VSUBPS Y4, Y0, Y0
-	VSUBPS Y5, Y1, Y1
-	VSUBPS Y6, Y2, Y2
-	VSUBPS Y7, Y3, Y3
-	ROWOUT
-	// r = 1: d1 + d2
-	LOADROW(R11, Y0, Y1, Y2, Y3)
-	LOADROW(R12, Y4, Y5, Y6, Y7)
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	ROWOUT
-	// r = 2: d2 − d1
-	LOADROW(R12, Y0, Y1, Y2, Y3)
-	LOADROW(R11, Y4, Y5, Y6, Y7)
-	VSUBPS Y4, Y0, Y0
-	VSUBPS Y5, Y1, Y1
-	VSUBPS Y6, Y2, Y2
-	VSUBPS Y7, Y3, Y3
-	ROWOUT
-	// r = 3: d1 − d3
-	LOADROW(R11, Y0, Y1, Y2, Y3)
-	LOADROW(R13, Y4, Y5, Y6, Y7)
-	VSUBPS Y4, Y0, Y0
-	VSUBPS Y5, Y1, Y1
-	VSUBPS Y6, Y2, Y2
-	VSUBPS Y7, Y3, Y3
-	ROWOUT
+	ROWIN(VSUBPS, SI, R12)  // r = 0: d0 − d2
+	ROWIN(VADDPS, R11, R12) // r = 1: d1 + d2
+	ROWIN(VSUBPS, R12, R11) // r = 2: d2 − d1
+	ROWIN(VSUBPS, R11, R13) // r = 3: d1 − d3
 	ADDQ $32, SI
 	ADDQ $32, R11
 	ADDQ $32, R12
@@ -140,23 +123,21 @@ TEXT ·winoOut2AVX2(SB), NOSPLIT, $0-40
 	VMOVUPS Y14, (AX)(R8*2); \
 	ADDQ DX, AX
 
+// NEXTPLANE: the four rows' pointers to the next column's planes.
+#define NEXTPLANE \
+	ADDQ R10, SI; \
+	ADDQ R10, R11; \
+	ADDQ R10, R12; \
+	ADDQ R10, R13
+
 oloop:
 	// Column s = 0…3 at plane offsets 0, plane, 2·plane, 3·plane: w[a][s] in Y(4a + s).
 	COLUMN(0, Y0, Y4, Y8)
-	ADDQ R10, SI
-	ADDQ R10, R11
-	ADDQ R10, R12
-	ADDQ R10, R13
+	NEXTPLANE
 	COLUMN(0, Y1, Y5, Y9)
-	ADDQ R10, SI
-	ADDQ R10, R11
-	ADDQ R10, R12
-	ADDQ R10, R13
+	NEXTPLANE
 	COLUMN(0, Y2, Y6, Y10)
-	ADDQ R10, SI
-	ADDQ R10, R11
-	ADDQ R10, R12
-	ADDQ R10, R13
+	NEXTPLANE
 	COLUMN(0, Y3, Y7, Y11)
 	SUBQ R14, SI
 	SUBQ R14, R11
