@@ -53,14 +53,7 @@ func winoGradBound(x []float32, h, w, c int, dz []float32, f, ph, pw, fo, ch int
 		for bx := range tx {
 			var d [16]float64
 			var e [4]float64
-			for i := range 4 {
-				for j := range 4 {
-					iy, ix := 2*by-ph+i, 2*bx-pw+j
-					if iy >= 0 && iy < h && ix >= 0 && ix < w {
-						d[i*4+j] = math.Abs(float64(x[(iy*w+ix)*c+ch]))
-					}
-				}
-			}
+			absTile(d[:], x, h, w, c, ch, 2*by-ph, 2*bx-pw, 4)
 			for a := range 2 {
 				for b := range 2 {
 					oy, ox := 2*by+a, 2*bx+b

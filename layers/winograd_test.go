@@ -41,6 +41,19 @@ func directConv64(x []float32, h, w, c int, weight, bias []float32, f, ph, pw in
 	return z, abs, oh, ow
 }
 
+// absTile writes |x| of channel ch over the n×n tile whose top-left input position is
+// (y0, x0) into d, row-major: x is one NHWC image, h×w×c, zero outside it (the padding).
+func absTile(d []float64, x []float32, h, w, c, ch, y0, x0, n int) {
+	for i := range n {
+		for j := range n {
+			d[i*n+j] = 0
+			if iy, ix := y0+i, x0+j; iy >= 0 && iy < h && ix >= 0 && ix < w {
+				d[i*n+j] = math.Abs(float64(x[(iy*w+ix)*c+ch]))
+			}
+		}
+	}
+}
+
 // winogradBound is a first-order bound on the float32 rounding error of the F(4×4, 3×3)
 // outputs of one 4×4 block (Higham, Accuracy and Stability of Numerical Algorithms, §3.5: a
 // computed sum of products has error at most γ_N times the sum of the products' absolute
@@ -55,14 +68,7 @@ func winogradBound(x []float32, h, w, c int, weight []float32, ph, pw, ty, tx, f
 	var prod [36]float64
 	for ch := range c {
 		var d [36]float64
-		for i := range 6 {
-			for j := range 6 {
-				iy, ix := 4*ty-ph+i, 4*tx-pw+j
-				if iy >= 0 && iy < h && ix >= 0 && ix < w {
-					d[i*6+j] = math.Abs(float64(x[(iy*w+ix)*c+ch]))
-				}
-			}
-		}
+		absTile(d[:], x, h, w, c, ch, 4*ty-ph, 4*tx-pw, 6)
 		for xi := range 36 {
 			var v, u float64
 			for k := range 36 {
