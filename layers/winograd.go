@@ -113,6 +113,30 @@ func newWinograd[T num.Float](o *convOp[T]) *winograd[T] {
 		u: make([]T, 36*o.c*o.f)}
 }
 
+// gatherTiles copies the ty × tx windows of size × size pixels of one NHWC image x (h × w
+// × ch) into dst, laid out [(i, j)][tile][ch] for t tiles in all: window (by, bx) starts at
+// pixel (step·by − oy, step·bx − ox), and its pixel (i, j) goes to dst[((i·size + j)·t +
+// first + by·tx + bx)·ch …], zeros where it lies outside the image.
+func gatherTiles[T num.Float](dst, x []T, h, w, ch, ty, tx, size, step, oy, ox, t, first int) {
+	for by := range ty {
+		for bx := range tx {
+			tile := first + by*tx + bx
+			for i := range size {
+				iy := step*by - oy + i
+				for j := range size {
+					ix := step*bx - ox + j
+					d := dst[((i*size+j)*t+tile)*ch : ((i*size+j)*t+tile+1)*ch]
+					if iy < 0 || iy >= h || ix < 0 || ix >= w {
+						clear(d)
+						continue
+					}
+					copy(d, x[(iy*w+ix)*ch:(iy*w+ix+1)*ch])
+				}
+			}
+		}
+	}
+}
+
 // flat is a row-major copy of a.
 func flat[T num.Float](a [][]float64) []T {
 	var out []T
@@ -150,24 +174,7 @@ func (wg *winograd[T]) forward(o *convOp[T], in, out, buf []T, n int) {
 	// d[(i, j)][tile][channel]: the 6×6 input tiles, zero outside the image.
 	inN := o.h * o.w * c
 	for e := range n {
-		x := in[e*inN : (e+1)*inN]
-		for ty := range wg.ty {
-			for tx := range wg.tx {
-				tile := e*wg.tiles + ty*wg.tx + tx
-				for i := range 6 {
-					iy := 4*ty - o.ph + i
-					for j := range 6 {
-						ix := 4*tx - o.pw + j
-						dst := d[((i*6+j)*t+tile)*c : ((i*6+j)*t+tile+1)*c]
-						if iy < 0 || iy >= o.h || ix < 0 || ix >= o.w {
-							clear(dst)
-							continue
-						}
-						copy(dst, x[(iy*o.w+ix)*c:(iy*o.w+ix+1)*c])
-					}
-				}
-			}
-		}
+		gatherTiles(d, in[e*inN:(e+1)*inN], o.h, o.w, c, wg.ty, wg.tx, 6, 4, o.ph, o.pw, t, e*wg.tiles)
 	}
 	// z[r][j] = Σ_i Bᵀ[r][i]·d[i][j], then v[r][s] = Σ_j Bᵀ[s][j]·z[r][j] (into d's place):
 	// v[ξ = (r, s)][tile][channel] is Bᵀ·d·B.

@@ -108,22 +108,7 @@ func (wg *winoGrad[T]) example(x, dz, g, buf []T) {
 		}
 	}
 	// e[(a, b)][tile][filter]: the 2×2 blocks of dZ, zero outside the output.
-	for ty := range wg.ty {
-		for tx := range wg.tx {
-			tile := ty*wg.tx + tx
-			for a := range 2 {
-				for b := range 2 {
-					oy, ox := 2*ty+a, 2*tx+b
-					dst := e[((a*2+b)*t+tile)*f : ((a*2+b)*t+tile+1)*f]
-					if oy >= wg.oh || ox >= wg.ow {
-						clear(dst)
-						continue
-					}
-					copy(dst, dz[(oy*wg.ow+ox)*f:(oy*wg.ow+ox+1)*f])
-				}
-			}
-		}
-	}
+	gatherTiles(e, dz, wg.oh, wg.ow, f, wg.ty, wg.tx, 2, 2, 0, 0, t, 0)
 	// Ŷ = A·e·Aᵀ in two passes (A's entries are 0 and ±1: each value is one rounded sum of
 	// two, on every path): yh[ξ][tile][filter].
 	am := gemm.Matrix[T]{Data: wg.a, Stride: 2}
