@@ -445,21 +445,24 @@ func (nv *Native[T]) ReadInput(x []T) {
 		panic(fmt.Sprintf("layers: ReadInput of %d values, want %d rows × %d", len(x), nv.batch, nv.acts[nv.start].size))
 	}
 	cur := nv.acts[nv.start].batch
-	if &cur[0] == &x[0] {
+	if sameStorage(cur, x) {
 		return
 	}
 	// Alias ops (a Flatten) share the input's storage: move every view of it.
 	for i := range nv.acts {
-		if b := nv.acts[i].batch; len(b) == len(cur) && &b[0] == &cur[0] {
+		if sameStorage(nv.acts[i].batch, cur) {
 			nv.acts[i].batch = x
 		}
 	}
 	for _, g := range nv.inTaps {
-		if len(g.In) == len(cur) && &g.In[0] == &cur[0] {
+		if sameStorage(g.In, cur) {
 			g.In = x
 		}
 	}
 }
+
+// sameStorage says whether a is the non-empty b, the same values in the same memory.
+func sameStorage[T any](a, b []T) bool { return len(a) == len(b) && len(b) > 0 && &a[0] == &b[0] }
 
 // InputLen is the number of values per example of Input.
 func (nv *Native[T]) InputLen() int { return nv.acts[nv.start].size }
